@@ -1,0 +1,205 @@
+"""Numba kernels for the elementwise and reduction work around the FFTs.
+
+Each kernel has a numpy twin (``*_numpy``) that states what it computes; the tests check the
+two agree and ``benchmarks/bench_kernels.py`` measures which is faster. The operator layer
+uses the faster one (recorded in docs/performance.md). Reductions over d or d^2 terms
+accumulate in float64 whatever the input dtype: that concerns length-d vectors only, never a
+d x d array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+__all__ = [
+    "circulant_times_diag",
+    "circulant_times_diag_numpy",
+    "diag_of_product",
+    "diag_of_product_numpy",
+    "gather_cols",
+    "gather_cols_numpy",
+    "gather_rows",
+    "gather_rows_numpy",
+    "sigmoid_inplace",
+    "sigmoid_numpy",
+    "spec_mul_axis0",
+    "spec_mul_axis0_numpy",
+    "spec_mul_axis1",
+    "spec_mul_axis1_numpy",
+    "wrapped_diag_sums",
+    "wrapped_diag_sums_numpy",
+]
+
+_JIT = {"cache": True, "nogil": True}
+
+
+@njit(parallel=True, **_JIT)
+def gather_rows(x, idx, out):  # pragma: no cover - compiled
+    """out[r, :] = x[idx[r], :]."""
+    for r in prange(idx.shape[0]):
+        out[r, :] = x[idx[r], :]
+    return out
+
+
+def gather_rows_numpy(x, idx, out):
+    return np.take(x, idx, axis=0, out=out)
+
+
+@njit(parallel=True, **_JIT)
+def gather_cols(x, idx, out):  # pragma: no cover - compiled
+    """out[:, c] = x[:, idx[c]]."""
+    m = idx.shape[0]
+    for r in prange(x.shape[0]):
+        row = x[r]
+        orow = out[r]
+        for c in range(m):
+            orow[c] = row[idx[c]]
+    return out
+
+
+def gather_cols_numpy(x, idx, out):
+    return np.take(x, idx, axis=1, out=out)
+
+
+@njit(parallel=True, **_JIT)
+def spec_mul_axis0(s, spec):  # pragma: no cover - compiled
+    """s[f, :] *= spec[f], in place (a spectrum taken along axis 0)."""
+    for f in prange(s.shape[0]):
+        c = spec[f]
+        row = s[f]
+        for k in range(row.shape[0]):
+            row[k] *= c
+    return s
+
+
+def spec_mul_axis0_numpy(s, spec):
+    return np.multiply(s, spec[:, None], out=s)
+
+
+@njit(parallel=True, **_JIT)
+def spec_mul_axis1(s, spec):  # pragma: no cover - compiled
+    """s[:, f] *= spec[f], in place (a spectrum taken along axis 1)."""
+    for r in prange(s.shape[0]):
+        row = s[r]
+        for f in range(row.shape[0]):
+            row[f] *= spec[f]
+    return s
+
+
+def spec_mul_axis1_numpy(s, spec):
+    return np.multiply(s, spec[None, :], out=s)
+
+
+@njit(parallel=True, fastmath=True, **_JIT)
+def sigmoid_inplace(x, beta, center):  # pragma: no cover - compiled
+    """x <- 1 / (1 + exp(-(x - center) * beta)), entrywise, in place (2-D)."""
+    b = x.dtype.type(beta)
+    c0 = x.dtype.type(center)
+    one = x.dtype.type(1.0)
+    for r in prange(x.shape[0]):
+        row = x[r]
+        for k in range(row.shape[0]):
+            row[k] = one / (one + np.exp(-(row[k] - c0) * b))
+    return x
+
+
+def sigmoid_numpy(x, beta, center):
+    t = x.dtype.type
+    with np.errstate(over="ignore"):
+        np.subtract(x, t(center), out=x)
+        np.multiply(x, t(-beta), out=x)
+        np.exp(x, out=x)
+        np.add(x, t(1.0), out=x)
+        np.reciprocal(x, out=x)
+    return x
+
+
+_BLOCK = 64
+
+
+@njit(parallel=True, **_JIT)
+def diag_of_product(y, z, out):  # pragma: no cover - compiled
+    """out[r] = sum_k y[r, k] * z[k, r] = diag(y @ z), in O(d k), accumulated in float64.
+
+    Rows are taken in blocks so that z[k, block] is read contiguously.
+    """
+    n, m = y.shape
+    nblocks = (n + _BLOCK - 1) // _BLOCK
+    for b in prange(nblocks):
+        r0 = b * _BLOCK
+        r1 = min(n, r0 + _BLOCK)
+        acc = np.zeros(r1 - r0, dtype=np.float64)
+        for k in range(m):
+            zk = z[k]
+            for r in range(r0, r1):
+                acc[r - r0] += y[r, k] * zk[r]
+        for r in range(r0, r1):
+            out[r] = acc[r - r0]
+    return out
+
+
+def diag_of_product_numpy(y, z, out):
+    out[:] = np.einsum("rk,kr->r", y, z, dtype=np.float64)
+    return out
+
+
+@njit(parallel=True, **_JIT)
+def circulant_times_diag(v, p, out):  # pragma: no cover - compiled
+    """out = C(v) @ diag(p): out[r, c] = v[(r - c) mod d] * p[c]."""
+    d = v.shape[0]
+    for r in prange(d):
+        orow = out[r]
+        for c in range(d):
+            k = r - c
+            if k < 0:
+                k += d
+            orow[c] = v[k] * p[c]
+    return out
+
+
+def circulant_times_diag_numpy(v, p, out):
+    d = v.shape[0]
+    idx = (np.arange(d)[:, None] - np.arange(d)[None, :]) % d
+    np.multiply(v[idx], p[None, :], out=out)
+    return out
+
+
+@njit(parallel=True, **_JIT)
+def wrapped_diag_sums(x, rowidx, colidx, out):  # pragma: no cover - compiled
+    """out[m] = sum_k Z[k, (k + m) mod d] with Z[k, c] = x[rowidx[k], colidx[c]].
+
+    With these sums, tr(C(v) @ Z) = sum_m v[m] * out[m]: the trace of a circulant times a
+    (gathered) matrix in O(d^2) and no d x d product. Row blocks are summed in parallel into
+    private float64 accumulators.
+    """
+    d = x.shape[0]
+    nthreads = 16
+    partial = np.zeros((nthreads, d), dtype=np.float64)
+    chunk = (d + nthreads - 1) // nthreads
+    for t in prange(nthreads):
+        k0 = t * chunk
+        k1 = min(d, k0 + chunk)
+        acc = partial[t]
+        for k in range(k0, k1):
+            row = x[rowidx[k]]
+            for c in range(d):
+                m = c - k
+                if m < 0:
+                    m += d
+                acc[m] += row[colidx[c]]
+    for m in range(d):
+        s = 0.0
+        for t in range(nthreads):
+            s += partial[t, m]
+        out[m] = s
+    return out
+
+
+def wrapped_diag_sums_numpy(x, rowidx, colidx, out):
+    d = x.shape[0]
+    z = x[rowidx][:, colidx].astype(np.float64)
+    k = np.arange(d)
+    for m in range(d):
+        out[m] = z[k, (k + m) % d].sum()
+    return out

@@ -1,0 +1,344 @@
+"""The codebook: a random vector per symbol, one fixed permutation, and their spectra.
+
+Every symbol s of the three namespaces (terminals, nonterminals, span indices 0, 1, 2, ...)
+gets a vector v_s with i.i.d. entries N(0, 1/d), so that v_s . v_s ~ 1 and v_s . v_t ~ 0.
+Its circulant C_s is kept as the real FFT of v_s (C_s x = v_s (*) x, circular convolution),
+and the shuffled operators of the paper are
+
+.. math::
+
+    [s]^+ = C_s \\Phi, \\qquad [s]^- = \\Phi^T C_s^T = ([s]^+)^T .
+
+Vectors are drawn lazily and deterministically: each symbol's random stream is derived from
+(seed, namespace, symbol) alone, so the same seed gives the same vector whatever order the
+symbols are asked in, in any process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from fastdcyk.fft import FFTEngine, get_engine, spectrum_dtype
+
+__all__ = ["KINDS", "Codebook"]
+
+KINDS = ("terminal", "nonterminal", "index")
+_KIND_KEY = {"terminal": 1, "nonterminal": 2, "index": 3}
+_PERM_KEY = 0x5EED
+
+
+def _symbol_key(kind: str, sym: Any) -> tuple[int, ...]:
+    """Integers that identify a symbol independently of Python's randomised str hash."""
+    if kind == "index":
+        return (int(sym),)
+    digest = hashlib.blake2b(str(sym).encode("utf-8"), digest_size=16).digest()
+    return tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
+
+
+def _check_kind(kind: str) -> str:
+    if kind not in _KIND_KEY:
+        raise ValueError(f"unknown symbol kind {kind!r}: use one of {KINDS}")
+    return kind
+
+
+def _check_index(sym: Any) -> int:
+    if isinstance(sym, bool) or not isinstance(sym, int | np.integer) or sym < 0:
+        raise ValueError(f"a span index is an integer >= 0, got {sym!r}")
+    return int(sym)
+
+
+class Codebook:
+    """Random symbol vectors, their spectra and the fixed permutation Phi, for one d.
+
+    Parameters
+    ----------
+    d : int
+        The dimension (>= 2).
+    seed : int, default 0
+        Seed of every draw: the permutation and each symbol's vector.
+    dtype : {"float32", "float64"}, default "float32"
+        Precision of the vectors, spectra (complex64 / complex128) and of every matrix the
+        operators are applied to.
+    unitary : bool, default False
+        Draw unitary vectors (every rfft coefficient scaled to magnitude 1), for which
+        ``C_s^T C_s = I`` exactly and [s]- is the exact inverse of [s]+.
+    engine : {"auto", "scipy", "pyfftw", "numpy"} or FFTEngine, default "auto"
+        FFT engine used to apply operators to dense matrices.
+    threads : int, optional
+        FFT threads; all cores by default.
+
+    Examples
+    --------
+    >>> cb = Codebook(64, seed=1)
+    >>> op = cb.plus("terminal", "a") @ cb.minus("terminal", "a")
+    >>> op
+    Operator(d=64, float32: C)
+    """
+
+    def __init__(
+        self,
+        d: int,
+        seed: int = 0,
+        dtype: Any = "float32",
+        *,
+        unitary: bool = False,
+        engine: str | FFTEngine = "auto",
+        threads: int | None = None,
+    ) -> None:
+        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
+            raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+        self.d = int(d)
+        self.seed = int(seed)
+        self.dtype = np.dtype(dtype)
+        self.cdtype = spectrum_dtype(self.dtype)
+        self.unitary = bool(unitary)
+        self.engine = get_engine(engine, threads)
+        self._vectors: dict[tuple[str, Any], np.ndarray] = {}
+        self._spectra: dict[tuple[str, Any], np.ndarray] = {}
+        self._fixed = False  # True for a codebook built from the user's vectors
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_PERM_KEY,)))
+        self._set_permutation(rng.permutation(self.d))
+        self._workspace: dict[tuple, np.ndarray] = {}
+
+    # -- construction from the user's own vectors -------------------------------------------
+
+    @classmethod
+    def from_vectors(
+        cls,
+        *,
+        terminals: Mapping[Any, Any] | None = None,
+        nonterminals: Mapping[Any, Any] | None = None,
+        indices: Mapping[int, Any] | Iterable[Any] | None = None,
+        permutation: Any,
+        dtype: Any = "float32",
+        engine: str | FFTEngine = "auto",
+        threads: int | None = None,
+    ) -> Codebook:
+        """A codebook of the user's own vectors and permutation.
+
+        Parameters
+        ----------
+        terminals, nonterminals : mapping of symbol to a length-d array
+        indices : sequence of length-d arrays (index k is the k-th) or mapping int -> array
+        permutation : array of int
+            A permutation of ``range(d)``, with the convention ``(Phi x)[k] = x[perm[k]]``.
+        dtype : {"float32", "float64"}
+            Vectors are converted to it; they must be finite.
+
+        Raises
+        ------
+        ValueError
+            On a wrong length, a non-finite or non-real value, or a permutation that is not
+            one of ``range(d)``. Asking the codebook later for a symbol it does not hold
+            raises a KeyError that names it.
+        """
+        perm = np.asarray(permutation)
+        if perm.ndim != 1 or perm.size < 2:
+            raise ValueError("permutation must be a 1-D array of length d >= 2")
+        if not np.issubdtype(perm.dtype, np.integer):
+            raise ValueError(f"permutation must hold integers, got dtype {perm.dtype}")
+        d = perm.size
+        if not np.array_equal(np.sort(perm), np.arange(d)):
+            raise ValueError(f"permutation is not a permutation of range({d})")
+        self = cls.__new__(cls)
+        self.d = d
+        self.seed = -1
+        self.dtype = np.dtype(dtype)
+        self.cdtype = spectrum_dtype(self.dtype)
+        self.unitary = False
+        self.engine = get_engine(engine, threads)
+        self._vectors = {}
+        self._spectra = {}
+        self._fixed = True
+        self._workspace = {}
+        self._set_permutation(perm.astype(np.intp))
+        if isinstance(indices, Mapping):
+            index_items = indices.items()
+        else:
+            index_items = enumerate(indices or ())
+        for kind, items in (
+            ("terminal", (terminals or {}).items()),
+            ("nonterminal", (nonterminals or {}).items()),
+            ("index", index_items),
+        ):
+            for sym, vec in items:
+                if kind == "index":
+                    sym = _check_index(sym)
+                v = np.asarray(vec)
+                if v.shape != (d,):
+                    raise ValueError(
+                        f"{kind} {sym!r}: vector of shape {v.shape}, expected ({d},) "
+                        "to match the permutation's length"
+                    )
+                if not (np.issubdtype(v.dtype, np.floating) or np.issubdtype(v.dtype, np.integer)):
+                    raise ValueError(f"{kind} {sym!r}: vector must be real, got dtype {v.dtype}")
+                if not np.all(np.isfinite(v)):
+                    raise ValueError(f"{kind} {sym!r}: vector has non-finite values")
+                self._vectors[(kind, sym)] = v.astype(self.dtype)
+        return self
+
+    def _set_permutation(self, perm: np.ndarray) -> None:
+        self.perm = np.ascontiguousarray(perm, dtype=np.intp)
+        self.perm.setflags(write=False)
+        self._inverse = np.empty_like(self.perm)
+        self._inverse[self.perm] = np.arange(self.d)
+        self._inverse.setflags(write=False)
+        self._powers: dict[int, np.ndarray] = {
+            0: np.arange(self.d),
+            1: self.perm,
+            -1: self._inverse,
+        }
+
+    # -- symbols ---------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        src = "from_vectors" if self._fixed else f"seed={self.seed}"
+        extra = ", unitary" if self.unitary else ""
+        return f"Codebook(d={self.d}, {src}, {self.dtype}{extra}, engine={self.engine.name})"
+
+    def symbols(self, kind: str) -> list[Any]:
+        """The symbols of a namespace held (drawn or given) so far."""
+        _check_kind(kind)
+        return [s for (k, s) in self._vectors if k == kind]
+
+    def vector(self, kind: str, sym: Any) -> np.ndarray:
+        """The vector of a symbol (read-only), drawn on first use.
+
+        Raises
+        ------
+        KeyError
+            For a codebook built from vectors that does not hold this symbol.
+        """
+        _check_kind(kind)
+        if kind == "index":
+            sym = _check_index(sym)
+        key = (kind, sym)
+        v = self._vectors.get(key)
+        if v is None:
+            if self._fixed:
+                raise KeyError(
+                    f"this codebook was built from vectors and has no {kind} {sym!r}; "
+                    f"it holds {kind}s {self.symbols(kind)!r}"
+                )
+            v = self._draw(kind, sym)
+            self._vectors[key] = v
+        return v
+
+    def _draw(self, kind: str, sym: Any) -> np.ndarray:
+        ss = np.random.SeedSequence(self.seed, spawn_key=(_KIND_KEY[kind], *_symbol_key(kind, sym)))
+        # Drawn in float64 so that float32 and float64 codebooks of one seed agree to rounding.
+        v = np.random.default_rng(ss).standard_normal(self.d) / np.sqrt(self.d)
+        if self.unitary:
+            f = np.fft.rfft(v)
+            mag = np.abs(f)
+            f = np.where(mag > 0, f / np.where(mag > 0, mag, 1.0), 1.0)
+            v = np.fft.irfft(f, n=self.d)
+        v = v.astype(self.dtype)
+        v.setflags(write=False)
+        return v
+
+    def spectrum(self, kind: str, sym: Any) -> np.ndarray:
+        """The rfft (length d // 2 + 1, complex) of a symbol's vector, cached."""
+        key = (kind, int(sym) if kind == "index" else sym)
+        s = self._spectra.get(key)
+        if s is None:
+            v = self.vector(kind, sym)
+            s = np.fft.rfft(v.astype(np.float64)).astype(self.cdtype)
+            s.setflags(write=False)
+            self._spectra[key] = s
+        return s
+
+    # -- the permutation -------------------------------------------------------------------
+
+    def permutation_index(self, k: int) -> np.ndarray:
+        """Index array ``idx`` with ``(Phi^k x)[r] = x[idx[r]]`` (k may be negative)."""
+        k = int(k)
+        idx = self._powers.get(k)
+        if idx is None:
+            step = 1 if k > 0 else -1
+            prev = self.permutation_index(k - step)
+            base = self.perm if k > 0 else self._inverse
+            idx = base[prev]
+            idx.setflags(write=False)
+            self._powers[k] = idx
+        return idx
+
+    # -- operators -------------------------------------------------------------------------
+
+    def plus(self, kind: str, sym: Any):
+        """The operator [s]+ = C_s Phi, e.g. ``cb.plus("terminal", "a")``."""
+        from fastdcyk.operators import Operator
+
+        return Operator(self, (self.spectrum(kind, sym), 1))
+
+    def minus(self, kind: str, sym: Any):
+        """The operator [s]- = Phi^T C_s^T = ([s]+)^T, e.g. ``cb.minus("index", 3)``."""
+        return self.plus(kind, sym).T
+
+    def circulant(self, vector: Any = None, *, spectrum: Any = None):
+        """The circulant operator of a length-d vector (or of its rfft spectrum)."""
+        from fastdcyk.operators import Operator
+
+        if (vector is None) == (spectrum is None):
+            raise ValueError("give exactly one of vector= or spectrum=")
+        if spectrum is None:
+            v = np.asarray(vector, dtype=np.float64)
+            if v.shape != (self.d,):
+                raise ValueError(f"vector of shape {v.shape}, expected ({self.d},)")
+            spectrum = np.fft.rfft(v)
+        s = np.asarray(spectrum).astype(self.cdtype)
+        if s.shape != (self.d // 2 + 1,):
+            raise ValueError(f"spectrum of shape {s.shape}, expected ({self.d // 2 + 1},)")
+        return Operator(self, (s,))
+
+    def phi(self, power: int = 1):
+        """The permutation operator Phi**power (``phi(-1)`` is Phi^T)."""
+        from fastdcyk.operators import Operator
+
+        return Operator(self, (int(power),))
+
+    def identity(self):
+        """The identity operator."""
+        from fastdcyk.operators import Operator
+
+        return Operator(self, ())
+
+    # -- work buffers ----------------------------------------------------------------------
+
+    def buffer(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """A reusable work buffer, allocated once per (name, shape, dtype).
+
+        Operators use these for intermediate results, so a chain applied to a d x d matrix
+        allocates its work buffers once per codebook, not once per factor or per call.
+        Call :meth:`release_buffers` to free them.
+        """
+        key = (name, tuple(shape), np.dtype(dtype).str)
+        buf = self._workspace.get(key)
+        if buf is None:
+            buf = self.engine.empty(tuple(shape), dtype)
+            self._workspace[key] = buf
+        return buf
+
+    def spectrum_buffer(self, shape: tuple[int, ...]) -> np.ndarray:
+        """A reusable complex work buffer of ``shape``.
+
+        The spectra along axis 0, ``(d // 2 + 1, k)``, and along axis 1, ``(k, d // 2 + 1)``,
+        have the same size, so both are views of one allocation.
+        """
+        n = int(np.prod(shape))
+        flat = self.buffer("spectrum", (n,), self.cdtype)
+        return flat.reshape(shape)
+
+    def release_buffers(self) -> None:
+        """Free the work buffers (they are allocated again on next use)."""
+        self._workspace.clear()
+
+    def buffer_bytes(self) -> int:
+        """Bytes held in work buffers now."""
+        return sum(b.nbytes for b in self._workspace.values())
