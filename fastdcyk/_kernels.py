@@ -9,12 +9,17 @@ d x d array.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import njit, prange
 
 __all__ = [
+    "PARALLEL_MIN_SIZE",
+    "set_threads",
     "circulant_times_diag",
     "circulant_times_diag_numpy",
+    "conj_diag_of_product",
+    "conj_diag_of_product_numpy",
     "diag_of_product",
     "diag_of_product_numpy",
     "gather_cols",
@@ -33,9 +38,45 @@ __all__ = [
 
 _JIT = {"cache": True, "nogil": True}
 
+#: Arrays with fewer elements than this use the serial build of a kernel: below it, waking
+#: Numba's thread pool costs more than it saves, and much more when the cores are busy.
+PARALLEL_MIN_SIZE = 1 << 21
+_threads = [0]  # 0: all cores; 1: serial kernels only
 
-@njit(parallel=True, **_JIT)
-def gather_rows(x, idx, out):  # pragma: no cover - compiled
+
+def set_threads(n: int | None) -> None:
+    """Let the kernels use ``n`` threads (None or 0: all cores; 1: serial builds only).
+
+    A process pool of one worker per core should set 1, so that workers do not fight over
+    the cores.
+    """
+    n = 0 if n is None else int(n)
+    if n < 0:
+        raise ValueError(f"threads must be >= 0, got {n}")
+    _threads[0] = n
+    if n > 1:
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+
+
+def _dual(fn):
+    """Compile ``fn`` serially and in parallel; dispatch on the size of its largest array."""
+    serial = njit(**_JIT)(fn)
+    parallel = njit(parallel=True, **_JIT)(fn)
+
+    def kernel(*args):
+        size = max(a.size for a in args if isinstance(a, np.ndarray))
+        if _threads[0] != 1 and size >= PARALLEL_MIN_SIZE:
+            return parallel(*args)
+        return serial(*args)
+
+    kernel.__name__ = fn.__name__.removeprefix("_").removesuffix("_py")
+    kernel.__doc__ = fn.__doc__
+    kernel.serial = serial
+    kernel.parallel = parallel
+    return kernel
+
+
+def _gather_rows_py(x, idx, out):  # pragma: no cover - compiled
     """out[r, :] = x[idx[r], :]."""
     for r in prange(idx.shape[0]):
         out[r, :] = x[idx[r], :]
@@ -46,8 +87,7 @@ def gather_rows_numpy(x, idx, out):
     return np.take(x, idx, axis=0, out=out)
 
 
-@njit(parallel=True, **_JIT)
-def gather_cols(x, idx, out):  # pragma: no cover - compiled
+def _gather_cols_py(x, idx, out):  # pragma: no cover - compiled
     """out[:, c] = x[:, idx[c]]."""
     m = idx.shape[0]
     for r in prange(x.shape[0]):
@@ -62,8 +102,7 @@ def gather_cols_numpy(x, idx, out):
     return np.take(x, idx, axis=1, out=out)
 
 
-@njit(parallel=True, **_JIT)
-def spec_mul_axis0(s, spec):  # pragma: no cover - compiled
+def _spec_mul_axis0_py(s, spec):  # pragma: no cover - compiled
     """s[f, :] *= spec[f], in place (a spectrum taken along axis 0)."""
     for f in prange(s.shape[0]):
         c = spec[f]
@@ -77,8 +116,7 @@ def spec_mul_axis0_numpy(s, spec):
     return np.multiply(s, spec[:, None], out=s)
 
 
-@njit(parallel=True, **_JIT)
-def spec_mul_axis1(s, spec):  # pragma: no cover - compiled
+def _spec_mul_axis1_py(s, spec):  # pragma: no cover - compiled
     """s[:, f] *= spec[f], in place (a spectrum taken along axis 1)."""
     for r in prange(s.shape[0]):
         row = s[r]
@@ -91,8 +129,7 @@ def spec_mul_axis1_numpy(s, spec):
     return np.multiply(s, spec[None, :], out=s)
 
 
-@njit(parallel=True, fastmath=True, **_JIT)
-def sigmoid_inplace(x, beta, center):  # pragma: no cover - compiled
+def _sigmoid_inplace_py(x, beta, center):  # pragma: no cover - compiled
     """x <- 1 / (1 + exp(-(x - center) * beta)), entrywise, in place (2-D)."""
     b = x.dtype.type(beta)
     c0 = x.dtype.type(center)
@@ -118,8 +155,7 @@ def sigmoid_numpy(x, beta, center):
 _BLOCK = 64
 
 
-@njit(parallel=True, **_JIT)
-def diag_of_product(y, z, out):  # pragma: no cover - compiled
+def _diag_of_product_py(y, z, out):  # pragma: no cover - compiled
     """out[r] = sum_k y[r, k] * z[k, r] = diag(y @ z), in O(d k), accumulated in float64.
 
     Rows are taken in blocks so that z[k, block] is read contiguously.
@@ -144,29 +180,54 @@ def diag_of_product_numpy(y, z, out):
     return out
 
 
-@njit(parallel=True, **_JIT)
-def circulant_times_diag(v, p, out):  # pragma: no cover - compiled
-    """out = C(v) @ diag(p): out[r, c] = v[(r - c) mod d] * p[c]."""
+def _circulant_times_diag_py(v, p, rowidx, shift, out):  # pragma: no cover - compiled
+    """out[r, c] = v[(rowidx[r] - shift[c]) mod d] * p[c].
+
+    With rowidx = shift = arange(d) this is C(v) @ diag(p); other index arrays fold a
+    permutation on either side in: Phi^a C(v) Phi^b diag(p) in O(d^2) and no FFT.
+    """
     d = v.shape[0]
     for r in prange(d):
         orow = out[r]
+        base = rowidx[r]
         for c in range(d):
-            k = r - c
+            k = base - shift[c]
             if k < 0:
                 k += d
             orow[c] = v[k] * p[c]
     return out
 
 
-def circulant_times_diag_numpy(v, p, out):
+def circulant_times_diag_numpy(v, p, rowidx, shift, out):
     d = v.shape[0]
-    idx = (np.arange(d)[:, None] - np.arange(d)[None, :]) % d
+    idx = (rowidx[:, None] - shift[None, :]) % d
     np.multiply(v[idx], p[None, :], out=out)
     return out
 
 
-@njit(parallel=True, **_JIT)
-def wrapped_diag_sums(x, rowidx, colidx, out):  # pragma: no cover - compiled
+def _conj_diag_of_product_py(y, z, out):  # pragma: no cover - compiled
+    """out[r] = sum_k conj(y[r, k]) * z[k, r] for complex y, z, accumulated in complex128."""
+    n, m = y.shape
+    nblocks = (n + _BLOCK - 1) // _BLOCK
+    for b in prange(nblocks):
+        r0 = b * _BLOCK
+        r1 = min(n, r0 + _BLOCK)
+        acc = np.zeros(r1 - r0, dtype=np.complex128)
+        for k in range(m):
+            zk = z[k]
+            for r in range(r0, r1):
+                acc[r - r0] += np.conj(y[r, k]) * zk[r]
+        for r in range(r0, r1):
+            out[r] = acc[r - r0]
+    return out
+
+
+def conj_diag_of_product_numpy(y, z, out):
+    out[:] = np.einsum("rk,kr->r", np.conj(y), z, dtype=np.complex128)
+    return out
+
+
+def _wrapped_diag_sums_py(x, rowidx, colidx, out):  # pragma: no cover - compiled
     """out[m] = sum_k Z[k, (k + m) mod d] with Z[k, c] = x[rowidx[k], colidx[c]].
 
     With these sums, tr(C(v) @ Z) = sum_m v[m] * out[m]: the trace of a circulant times a
@@ -203,3 +264,14 @@ def wrapped_diag_sums_numpy(x, rowidx, colidx, out):
     for m in range(d):
         out[m] = z[k, (k + m) % d].sum()
     return out
+
+
+gather_rows = _dual(_gather_rows_py)
+gather_cols = _dual(_gather_cols_py)
+spec_mul_axis0 = _dual(_spec_mul_axis0_py)
+spec_mul_axis1 = _dual(_spec_mul_axis1_py)
+sigmoid_inplace = _dual(_sigmoid_inplace_py)
+diag_of_product = _dual(_diag_of_product_py)
+circulant_times_diag = _dual(_circulant_times_diag_py)
+conj_diag_of_product = _dual(_conj_diag_of_product_py)
+wrapped_diag_sums = _dual(_wrapped_diag_sums_py)

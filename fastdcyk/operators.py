@@ -252,11 +252,48 @@ class Operator:
             out = np.empty(x.shape, self.dtype)
         elif out.shape != x.shape or out.dtype != x.dtype:
             raise ValueError(f"out must have shape {x.shape} and dtype {x.dtype}")
-        elif np.may_share_memory(out, x):
-            raise ValueError("out must not overlap the input array")
+        elif np.may_share_memory(out, x) and not (out is x and self._first_is_circ(side)):
+            raise ValueError(
+                "out must not overlap the input array (in place works only when the first "
+                "factor applied is a circulant)"
+            )
         if side == "left":
             return self._apply(x, out, axis=0, factors=self.factors[::-1])
         return self._apply(x, out, axis=1, factors=self.factors)
+
+    def _first_is_circ(self, side: str) -> bool:
+        if not self.factors:
+            return True
+        return _is_circ(self.factors[-1] if side == "left" else self.factors[0])
+
+    def times_diag(self, p: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``op @ diag(p)`` for a length-d vector ``p``.
+
+        The rightmost ``Phi^a C Phi^b`` of the operator meets the diagonal in O(d^2) without
+        an FFT (column c of ``C diag(p)`` is ``p[c]`` times the circulant's column c); the
+        remaining factors are applied by FFT in place in ``out``.
+        """
+        p = np.asarray(p)
+        if p.shape != (self.d,) or p.dtype != self.dtype:
+            raise ValueError(f"p must be a ({self.d},) array of dtype {self.dtype}")
+        if out is None:
+            out = np.empty((self.d, self.d), self.dtype)
+        cb = self.codebook
+        fs = list(self.factors)
+        shift = cb.permutation_index(0)
+        if fs and not _is_circ(fs[-1]):
+            shift = cb.permutation_index(-fs.pop())
+        if fs and _is_circ(fs[-1]):
+            v = np.fft.irfft(fs.pop().astype(np.complex128), n=self.d).astype(self.dtype)
+        else:  # no circulant at all: the identity's first column
+            v = np.zeros(self.d, self.dtype)
+            v[0] = 1
+        rowidx = cb.permutation_index(0)
+        if fs and not _is_circ(fs[-1]):
+            rowidx = cb.permutation_index(fs.pop())
+        K.circulant_times_diag(v, p, rowidx, shift, out)
+        rest = Operator(cb, tuple(fs), self.scale)
+        return rest._apply(out, out, axis=0, factors=rest.factors[::-1])
 
     def _apply(self, x: np.ndarray, out: np.ndarray, axis: int, factors: tuple) -> np.ndarray:
         cb = self.codebook

@@ -1,0 +1,200 @@
+"""Reading the CYK table back from P_left (the paper's Algorithm 4, and a trace variant).
+
+For every cell (i, j) and nonterminal A the decoder computes a statistic of
+``[A]+ [j]+ [i]+ P_left``, which is ~ I when (i, j, A) was written into P_left and ~ 0 otherwise:
+
+- ``"entry"`` (the paper): its entry (0, 0), which is row 0 of the operator against column 0
+  of P_left: O(d log d) per triple, no d x d work at all.
+- ``"trace"``: its trace divided by d, the mean of the whole diagonal, which sees far less
+  noise. Per start position i one FFT pass gives Z_i = Phi C_i Phi P_left, per cell one more
+  gives C_j Z_i, and the traces against every A then come from one O(d^2) sum.
+
+A is put in cell (i, j) iff ``sigma(statistic) > threshold`` with
+``sigma(x) = 1 / (1 + exp(-(x - 0.5) * beta))``, that is iff
+``statistic > 0.5 + logit(threshold) / beta``. The statistics are kept, so one parse can be
+decoded at many thresholds (:func:`chart_from_statistics`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fastdcyk import _kernels as K
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fastdcyk.codebook import Codebook
+    from fastdcyk.grammar import Grammar
+
+__all__ = [
+    "DECODERS",
+    "chart_from_statistics",
+    "decision_boundary",
+    "decode",
+    "decode_statistics",
+    "sigmoid",
+]
+
+DECODERS = ("entry", "trace")
+
+Statistics = dict[tuple[int, int, str], float]
+
+
+def sigmoid(x: Any, beta: float) -> Any:
+    """The paper's sigma(x) = 1 / (1 + exp(-(x - 0.5) * beta)) for scalars and vectors."""
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-(np.asarray(x, dtype=np.float64) - 0.5) * beta))
+
+
+def decision_boundary(beta: float, threshold: float) -> float:
+    """The statistic above which sigma(statistic) > threshold: 0.5 + logit(threshold) / beta."""
+    _check_beta_threshold(beta, threshold)
+    return 0.5 + math.log(threshold / (1.0 - threshold)) / beta
+
+
+def _check_beta_threshold(beta: float, threshold: float) -> None:
+    if not (isinstance(beta, int | float) and math.isfinite(beta) and beta > 0):
+        raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
+    if not (isinstance(threshold, int | float) and 0.0 < threshold < 1.0):
+        raise ValueError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
+
+
+def decode_statistics(
+    p_left: np.ndarray,
+    grammar: Grammar,
+    n: int,
+    codebook: Codebook,
+    *,
+    decoder: str = "entry",
+) -> Statistics:
+    """The decoder statistic of every triple (i, j, A), 0 <= i < j <= n.
+
+    Parameters
+    ----------
+    p_left : ndarray, (d, d)
+        The P_left accumulator of a parse, of the codebook's dtype.
+    grammar : Grammar
+    n : int
+        Sentence length.
+    codebook : Codebook
+        The codebook the parse used.
+    decoder : {"entry", "trace"}
+
+    Returns
+    -------
+    dict
+        ``{(i, j, A): statistic}``; ~1 for triples in the table, ~0 otherwise.
+    """
+    if decoder not in DECODERS:
+        raise ValueError(f"unknown decoder {decoder!r}: choose one of {DECODERS}")
+    d = codebook.d
+    if p_left.shape != (d, d):
+        raise ValueError(f"p_left has shape {p_left.shape}; the codebook has d = {d}")
+    if p_left.dtype != codebook.dtype:
+        raise TypeError(f"p_left is {p_left.dtype} but the codebook is {codebook.dtype}")
+    if n < 1:
+        raise ValueError(f"sentence length n must be >= 1, got {n}")
+    nts = list(grammar.nonterminals)
+    stats: Statistics = {}
+    plus = codebook.plus
+    if decoder == "entry":
+        col = np.ascontiguousarray(p_left[:, 0])
+        for i in range(n):
+            for j in range(i + 1, n + 1):
+                u = (plus("index", j) @ plus("index", i)).apply(col)
+                for a in nts:
+                    stats[(i, j, a)] = float(plus("nonterminal", a).row(0) @ u)
+        return stats
+    # Trace: tr(C_A Phi C_j Phi C_i Phi P) = tr(C_A Z) with Z = Phi C_j (Phi C_i Phi P).
+    zi = codebook.buffer("dcyk-Y", (d, d), codebook.dtype)
+    w = codebook.buffer("dcyk-W", (d, d), codebook.dtype)
+    cols = {
+        a: np.fft.irfft(codebook.spectrum("nonterminal", a).astype(np.complex128), n=d) for a in nts
+    }
+    sums = np.empty(d, dtype=np.float64)
+    ident = codebook.permutation_index(0)
+    for i in range(n):
+        (codebook.phi() @ plus("index", i)).apply(p_left, out=zi)
+        for j in range(i + 1, n + 1):
+            codebook.circulant(spectrum=codebook.spectrum("index", j)).apply(zi, out=w)
+            K.wrapped_diag_sums(w, codebook.perm, ident, sums)
+            for a in nts:
+                stats[(i, j, a)] = float(cols[a] @ sums) / d
+    return stats
+
+
+def chart_from_statistics(
+    statistics: Statistics, n: int, *, beta: float, threshold: float = 0.99
+) -> dict[tuple[int, int], frozenset[str]]:
+    """Threshold decoder statistics into a chart ``{(i, j): frozenset}`` (all cells present)."""
+    bound = decision_boundary(beta, threshold)
+    cells: dict[tuple[int, int], set[str]] = {
+        (i, j): set() for i in range(n) for j in range(i + 1, n + 1)
+    }
+    for (i, j, a), s in statistics.items():
+        if s > bound:
+            cells[(i, j)].add(a)
+    return {k: frozenset(v) for k, v in cells.items()}
+
+
+def decode(
+    result_or_p_left: Any,
+    grammar: Grammar | None = None,
+    n: int | None = None,
+    codebook: Codebook | None = None,
+    *,
+    decoder: str | None = None,
+    beta: float | None = None,
+    threshold: float | None = None,
+) -> dict[tuple[int, int], frozenset[str]]:
+    """Decode a chart from a parse (the paper's Algorithm 4), at any threshold.
+
+    Parameters
+    ----------
+    result_or_p_left : DCYKResult or ndarray
+        A :func:`fastdcyk.dcyk` result (its grammar, length, codebook and options are used
+        unless given here), or a P_left matrix (then grammar, n and codebook are required).
+    grammar, n, codebook :
+        Needed with a bare P_left.
+    decoder : {"entry", "trace"}, optional
+        Default: the result's decoder, else "entry".
+    beta, threshold : float, optional
+        Default: the result's, else the library defaults.
+
+    Returns
+    -------
+    dict
+        ``{(i, j): frozenset of nonterminals}`` for every 0 <= i < j <= n.
+
+    Examples
+    --------
+    >>> import fastdcyk
+    >>> g = fastdcyk.Grammar.builtin("example")
+    >>> r = fastdcyk.dcyk(g, "a a b", d=256, variant="trace")
+    >>> decode(r, threshold=0.9) == r.chart_at(threshold=0.9)
+    True
+    """
+    from fastdcyk.engine import DEFAULT_BETA, DEFAULT_THRESHOLD, DCYKResult
+
+    if isinstance(result_or_p_left, DCYKResult):
+        r = result_or_p_left
+        grammar = grammar or r.grammar
+        n = n or len(r.words)
+        codebook = codebook or r.codebook
+        decoder = decoder or r.options.decoder
+        beta = beta if beta is not None else r.options.beta
+        threshold = threshold if threshold is not None else r.options.threshold
+        if decoder == r.options.decoder and r.statistics is not None:
+            return chart_from_statistics(r.statistics, n, beta=beta, threshold=threshold)
+        p_left = r.p_left
+    else:
+        p_left = np.asarray(result_or_p_left)
+        if grammar is None or n is None or codebook is None:
+            raise ValueError("decoding a bare P_left needs grammar=, n= and codebook=")
+    beta = DEFAULT_BETA if beta is None else beta
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    _check_beta_threshold(beta, threshold)
+    stats = decode_statistics(p_left, grammar, n, codebook, decoder=decoder or "entry")
+    return chart_from_statistics(stats, n, beta=beta, threshold=threshold)

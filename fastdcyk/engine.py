@@ -1,0 +1,594 @@
+"""The D-CYK engine: the paper's unary and binary algorithms over two d x d accumulators.
+
+The table P is kept as two dense matrices (SPEC.md section 2),
+
+.. math::
+
+    P_{left} = \\sum_{(i,j,X)} [i]^- [j]^- [X]^- D_{ijX}, \\qquad
+    P_{right} = \\sum_{(i,j,X)} [X]^+ [i]^+ [j]^+ D_{ijX},
+
+and filled by the paper's Algorithms 2 (unary) and 3 (binary) with the two corrections of
+SPEC.md section 4 (binary rules encoded as [B]+ [C]-, span check [j]- [i]+). Every operator
+is an implicit :class:`~fastdcyk.operators.Operator`; P_left and P_right are the only d x d
+matrices that live through the parse, beside a few work buffers held by the codebook and
+reused from one parse to the next.
+
+Options (``variant="paper"`` is the faithful algorithm, ``variant="trace"`` the improved one):
+
+- ``gate``: ``"entrywise"`` (the paper: P_A = sigma(M), masked to the diagonal in the binary
+  step) or ``"trace"`` (P_A = sigma(tr(M) / d) I);
+- ``decoder``: ``"entry"`` (entry (0, 0), the paper) or ``"trace"`` (tr / d);
+- ``unary_mask``: mask the unary P_A to its diagonal as the binary step does;
+- ``beta``, ``threshold``: sigma's slope and the decoder's threshold on sigma;
+- ``prune``: an update whose P_A has no entry above ``prune`` in magnitude is skipped. Its
+  default is the dtype's machine epsilon: such an update is below the accumulators'
+  resolution and cannot change the result.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fastdcyk import _kernels as K
+from fastdcyk.codebook import Codebook
+from fastdcyk.decode import (
+    DECODERS,
+    _check_beta_threshold,
+    chart_from_statistics,
+    decode_statistics,
+    sigmoid,
+)
+from fastdcyk.grammar import Grammar
+
+__all__ = [
+    "DEFAULT_BETA",
+    "DEFAULT_THRESHOLD",
+    "GATES",
+    "VARIANTS",
+    "DCYKOptions",
+    "DCYKResult",
+    "dcyk",
+    "estimate_memory",
+]
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "paper": {"gate": "entrywise", "decoder": "entry", "unary_mask": False, "unitary": False},
+    "trace": {"gate": "trace", "decoder": "trace", "unary_mask": False, "unitary": False},
+}
+GATES = ("entrywise", "trace")
+#: sigma's slope; the paper gives none. Chosen by measurement: see docs/method.md.
+DEFAULT_BETA = 50.0
+#: The paper's decoder threshold: sigma(x) > 0.99, i.e. x > 0.5 + 4.6 / beta.
+DEFAULT_THRESHOLD = 0.99
+
+
+@dataclass(frozen=True)
+class DCYKOptions:
+    """The resolved options of one parse (see :func:`dcyk`)."""
+
+    variant: str
+    gate: str
+    decoder: str
+    unary_mask: bool
+    beta: float
+    threshold: float
+    prune: float
+
+
+@dataclass
+class DCYKResult:
+    """What :func:`dcyk` returns.
+
+    Attributes
+    ----------
+    words : tuple of str
+    grammar : Grammar
+    codebook : Codebook
+    options : DCYKOptions
+    p_left, p_right : ndarray, (d, d)
+        The accumulators, in the codebook's dtype.
+    statistics : dict or None
+        The decoder statistic of every (i, j, A) (None when ``decode=False``).
+    chart : dict or None
+        ``{(i, j): frozenset of nonterminals}`` for every 0 <= i < j <= n, as :func:`cyk`.
+    counts : dict
+        Detections, updates applied and updates pruned.
+    timings : dict
+        Seconds spent in the unary step, the binary step and the decoder.
+    """
+
+    words: tuple[str, ...]
+    grammar: Grammar
+    codebook: Codebook
+    options: DCYKOptions
+    p_left: np.ndarray
+    p_right: np.ndarray
+    statistics: dict[tuple[int, int, str], float] | None
+    chart: dict[tuple[int, int], frozenset[str]] | None
+    counts: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def chart_at(
+        self, threshold: float | None = None, beta: float | None = None
+    ) -> dict[tuple[int, int], frozenset[str]]:
+        """The chart decoded at another threshold (and beta), from the kept statistics."""
+        if self.statistics is None:
+            raise ValueError("this parse was not decoded (decode=False): use fastdcyk.decode")
+        return chart_from_statistics(
+            self.statistics,
+            len(self.words),
+            beta=self.options.beta if beta is None else beta,
+            threshold=self.options.threshold if threshold is None else threshold,
+        )
+
+    def __repr__(self) -> str:
+        o = self.options
+        return (
+            f"DCYKResult({' '.join(self.words)!r}, d={self.codebook.d}, {self.codebook.dtype}, "
+            f"variant={o.variant!r}, gate={o.gate!r}, decoder={o.decoder!r}, beta={o.beta:g})"
+        )
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+def _work_buffers(gate: str, unary_mask: bool) -> list[tuple[str, bool]]:
+    """(name, complex?) of the d x d work buffers a parse holds in the codebook."""
+    bufs = [("dcyk-Y", False), ("dcyk-W", False), ("apply-real", False), ("spectrum", True)]
+    if gate == "entrywise" and not unary_mask:
+        bufs.append(("dcyk-Z", False))
+    if gate == "trace":
+        bufs.append(("dcyk-PRhat", True))
+    return bufs
+
+
+def estimate_memory(
+    d: int, dtype: Any = "float32", *, gate: str = "entrywise", unary_mask: bool = False
+) -> int:
+    """Bytes of d x d arrays one parse needs: the two accumulators and the work buffers."""
+    item = np.dtype(dtype).itemsize
+    real = d * d * item
+    cplx = (d // 2 + 1) * d * 2 * item
+    return 2 * real + sum(cplx if c else real for _, c in _work_buffers(gate, unary_mask))
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_memory(cb: Codebook, gate: str, unary_mask: bool) -> None:
+    need = estimate_memory(cb.d, cb.dtype, gate=gate, unary_mask=unary_mask)
+    need -= cb.buffer_bytes()  # buffers already held are reused
+    avail = _available_memory()
+    if avail is not None and need > avail:
+        hint = "use dtype='float32' or a smaller d" if cb.dtype == np.float64 else "use a smaller d"
+        raise MemoryError(
+            f"D-CYK at d = {cb.d} in {cb.dtype} needs about {need / 2**30:.2f} GiB more for its "
+            f"accumulators and work buffers, but only {avail / 2**30:.2f} GiB is available: "
+            f"{hint} (or pass check_memory=False to try anyway)"
+        )
+
+
+# -- input checks ---------------------------------------------------------------------------
+
+
+def _words(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
+    ws = tuple(words.split()) if isinstance(words, str) else tuple(words)
+    if not ws:
+        raise ValueError("empty sentence: D-CYK needs at least one word")
+    known = set(grammar.terminals)
+    for pos, w in enumerate(ws):
+        if not isinstance(w, str):
+            raise TypeError(f"word {pos} is {w!r}, not a str")
+        if w not in known:
+            some = ", ".join(repr(t) for t in list(grammar.terminals)[:12])
+            raise ValueError(
+                f"word {w!r} at position {pos} is not a terminal of the grammar; "
+                f"its terminals are {some}{' ...' if len(known) > 12 else ''}"
+            )
+    return ws
+
+
+def _resolve_codebook(
+    codebook: Codebook | None,
+    d: int | None,
+    seed: int,
+    dtype: Any,
+    unitary: bool,
+    engine: Any,
+) -> Codebook:
+    if codebook is None:
+        if d is None:
+            d = 1024
+        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
+            raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
+        return Codebook(int(d), seed=seed, dtype=dtype or "float32", unitary=unitary, engine=engine)
+    if not isinstance(codebook, Codebook):
+        raise TypeError(f"codebook must be a fastdcyk.Codebook, got {type(codebook).__name__}")
+    if d is not None and d != codebook.d:
+        raise ValueError(
+            f"d = {d} disagrees with the codebook's dimension {codebook.d}: "
+            "leave d out when passing a codebook"
+        )
+    if dtype is not None and np.dtype(dtype) != codebook.dtype:
+        raise ValueError(
+            f"dtype {np.dtype(dtype)} disagrees with the codebook's dtype {codebook.dtype}: "
+            "leave dtype out when passing a codebook"
+        )
+    return codebook
+
+
+def _resolve_options(variant, gate, decoder, unary_mask, beta, threshold, prune, dtype):
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}: choose one of {tuple(VARIANTS)}")
+    preset = VARIANTS[variant]
+    gate = preset["gate"] if gate is None else gate
+    decoder = preset["decoder"] if decoder is None else decoder
+    unary_mask = preset["unary_mask"] if unary_mask is None else bool(unary_mask)
+    if gate not in GATES:
+        raise ValueError(f"unknown gate {gate!r}: choose one of {GATES}")
+    if decoder not in DECODERS:
+        raise ValueError(f"unknown decoder {decoder!r}: choose one of {DECODERS}")
+    beta = DEFAULT_BETA if beta is None else beta
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    _check_beta_threshold(beta, threshold)
+    prune = float(np.finfo(dtype).eps) if prune is None else float(prune)
+    if not (prune >= 0 and math.isfinite(prune)):
+        raise ValueError(f"prune must be a finite number >= 0, got {prune!r}")
+    return DCYKOptions(variant, gate, decoder, unary_mask, float(beta), float(threshold), prune)
+
+
+# -- the parser -----------------------------------------------------------------------------
+
+
+class _Parser:
+    """One parse: the accumulators, the rule operators and the work buffers."""
+
+    def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
+        self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
+        d, dt = cb.d, cb.dtype
+        self.d = d
+        self.p_left = np.zeros((d, d), dt)
+        self.p_right = np.zeros((d, d), dt)
+        self.y = cb.buffer("dcyk-Y", (d, d), dt)
+        self.w = cb.buffer("dcyk-W", (d, d), dt)
+        self.z = None
+        if opt.gate == "entrywise" and not opt.unary_mask:
+            self.z = cb.buffer("dcyk-Z", (d, d), dt)
+        self.pr_hat = None
+        if opt.gate == "trace":
+            self.pr_hat = cb.buffer("dcyk-PRhat", (d // 2 + 1, d), cb.cdtype)
+        # R_u^A = sum_{A -> a} [a]+ (one circulant and Phi); R_b^A = sum [B]+ [C]- (one
+        # circulant: Phi Phi^T cancels). Nonterminals without rules of a kind are skipped.
+        unary: dict[str, list] = {}
+        for a, t in grammar.unary_rules:
+            unary.setdefault(a, []).append(cb.plus("terminal", t))
+        binary: dict[str, list] = {}
+        for a, b, c in grammar.binary_rules:
+            binary.setdefault(a, []).append(cb.plus("nonterminal", b) @ cb.minus("nonterminal", c))
+        self.r_unary = {a: sum(unary[a]) for a in grammar.nonterminals if a in unary}
+        self.r_binary = {a: sum(binary[a]) for a in grammar.nonterminals if a in binary}
+        # Versions: a cached product of P_left (or a spectrum of P_right) is stale once its
+        # accumulator has been updated since.
+        self.v_left = 0
+        self.v_right = 0
+        self.counts = {"detections": 0, "updates": 0, "pruned": 0}
+        self._ident = cb.permutation_index(0)
+
+    # operators of span indices and symbols
+    def plus(self, kind: str, s: Any):
+        return self.cb.plus(kind, s)
+
+    def minus(self, kind: str, s: Any):
+        return self.cb.minus(kind, s)
+
+    def _finite(self, value: Any, where: str) -> None:
+        if not np.all(np.isfinite(value)):
+            raise FloatingPointError(
+                f"non-finite values appeared in D-CYK's accumulators ({where}): the codebook's "
+                "vectors or beta are too large for this dtype; use float64, smaller vectors "
+                "or a smaller beta"
+            )
+
+    def initialise(self) -> None:
+        """P_left = sum_i [i-1]- [i]- [a_i]- (P_right stays 0)."""
+        ones = np.ones(self.d, self.cb.dtype)
+        for i, a in enumerate(self.words, start=1):
+            op = self.minus("index", i - 1) @ self.minus("index", i) @ self.minus("terminal", a)
+            op.times_diag(ones, out=self.w)
+            self.p_left += self.w
+        self.v_left += 1
+
+    def update(self, i: int, j: int, a: str, kind: str, value: Any) -> None:
+        """P_left += [i]- [j]- [A]- P_A and P_right += [A]+ [i]+ [j]+ P_A.
+
+        ``kind`` says what P_A is: "scalar" (value * I), "diag" (diag(value)) or "full"
+        (value is the d x d matrix).
+        """
+        peak = abs(value) if kind == "scalar" else float(np.max(np.abs(value)))
+        if peak <= self.opt.prune:
+            self.counts["pruned"] += 1
+            return
+        self.counts["updates"] += 1
+        cb = self.cb
+        ops = (
+            (
+                self.minus("index", i) @ self.minus("index", j) @ self.minus("nonterminal", a),
+                self.p_left,
+            ),
+            (
+                self.plus("nonterminal", a) @ self.plus("index", i) @ self.plus("index", j),
+                self.p_right,
+            ),
+        )
+        for op, acc in ops:
+            if kind == "scalar":
+                op.times_diag(np.full(self.d, value, cb.dtype), out=self.w)
+            elif kind == "diag":
+                op.times_diag(value, out=self.w)
+            else:
+                op.apply(value, out=self.w)
+            acc += self.w
+        self.v_left += 1
+        self.v_right += 1
+
+    # -- Algorithm 2 -------------------------------------------------------------------------
+
+    def unary(self) -> None:
+        opt, cb, d = self.opt, self.cb, self.d
+        sums = np.empty(d, np.float64)
+        for i in range(1, len(self.words) + 1):
+            lift = self.plus("index", i) @ self.plus("index", i - 1)  # [i]+ [i-1]+
+            y_version = -1
+            sums_version = -1
+            for a, r in self.r_unary.items():
+                self.counts["detections"] += 1
+                if y_version != self.v_left:
+                    lift.apply(self.p_left, out=self.y)  # Y = [i]+ [i-1]+ P_left
+                    y_version = self.v_left
+                if opt.gate == "trace":
+                    # tr(R Y) with R = C_R Phi: wrapped diagonal sums of Phi Y, shared by all A.
+                    if sums_version != y_version:
+                        K.wrapped_diag_sums(self.y, cb.perm, self._ident, sums)
+                        sums_version = y_version
+                    t = r.scale * float(_first_column(r.factors[0], d) @ sums) / d
+                    self._finite(t, f"unary detection of {a} at position {i}")
+                    self.update(i - 1, i, a, "scalar", sigmoid(t, opt.beta).item())
+                    continue
+                target = self.w if opt.unary_mask else self.z
+                r.apply(self.y, out=target)  # M = R_u^A [i]+ [i-1]+ P_left
+                if opt.unary_mask:
+                    m = np.diagonal(target).astype(np.float64)
+                    self._finite(m, f"unary detection of {a} at position {i}")
+                    self.update(i - 1, i, a, "diag", sigmoid(m, opt.beta).astype(cb.dtype))
+                else:
+                    self._finite(target, f"unary detection of {a} at position {i}")
+                    K.sigmoid_numpy(target, opt.beta, 0.5)
+                    self.update(i - 1, i, a, "full", target)
+
+    # -- Algorithm 3 -------------------------------------------------------------------------
+
+    def binary(self, on_cell: Any = None) -> None:
+        opt, cb, d = self.opt, self.cb, self.d
+        n = len(self.words)
+        diag = np.empty(d, np.float64)
+        g = np.empty(d // 2 + 1, np.complex128)
+        weights = _parseval_weights(d)
+        pr_hat_version = -1
+        for j in range(2, n + 1):
+            for i in range(j - 2, -1, -1):
+                check = self.minus("index", j) @ self.plus("index", i)  # [j]- [i]+: one circulant
+                y_version = -1
+                g_versions = (-1, -1)
+                for a, r in self.r_binary.items():
+                    self.counts["detections"] += 1
+                    if y_version != self.v_left:
+                        check.apply(self.p_left, out=self.y)  # Y = [j]- [i]+ P_left
+                        y_version = self.v_left
+                    if opt.gate == "entrywise":
+                        # diag(Y R P_right): Y R by one FFT pass, then row sums of (Y R) * P_right^T
+                        r.apply(self.y, side="right", out=self.w)
+                        K.diag_of_product(self.w, self.p_right, diag)
+                        self._finite(diag, f"binary detection of {a} at ({i}, {j})")
+                        self.update(i, j, a, "diag", sigmoid(diag, opt.beta).astype(cb.dtype))
+                        continue
+                    # tr(Y C_R P_right) = (1/d) sum_f w_f Re(conj(V_R[f]) g[f]) with
+                    # g[f] = sum_r Yhat[r, f] conj(Phat[f, r]): O(d) per A once g is known.
+                    if g_versions != (y_version, self.v_right):
+                        if pr_hat_version != self.v_right:
+                            cb.engine.rfft(self.p_right, 0, out=self.pr_hat)
+                            pr_hat_version = self.v_right
+                        y_hat = cb.spectrum_buffer((d, d // 2 + 1))
+                        cb.engine.rfft(self.y, 1, out=y_hat)
+                        K.conj_diag_of_product(self.pr_hat, y_hat, g)
+                        g_versions = (y_version, self.v_right)
+                    spec = r.factors[0].astype(np.complex128) * r.scale
+                    t = float(np.sum(weights * (np.conj(spec) * g).real)) / d / d
+                    self._finite(t, f"binary detection of {a} at ({i}, {j})")
+                    self.update(i, j, a, "scalar", sigmoid(t, opt.beta).item())
+                if on_cell is not None:
+                    on_cell()
+
+
+def _first_column(spec: np.ndarray, d: int) -> np.ndarray:
+    return np.fft.irfft(spec.astype(np.complex128), n=d)
+
+
+def _parseval_weights(d: int) -> np.ndarray:
+    """w_f with sum_k a_k b_k = (1/d) sum_f w_f Re(A_f conj(B_f)) over the rfft half-spectrum."""
+    w = np.full(d // 2 + 1, 2.0)
+    w[0] = 1.0
+    if d % 2 == 0:
+        w[-1] = 1.0
+    return w
+
+
+def dcyk(
+    grammar: Grammar | str,
+    words: str | Sequence[str],
+    codebook: Codebook | None = None,
+    *,
+    d: int | None = None,
+    seed: int = 0,
+    dtype: Any = None,
+    variant: str = "paper",
+    gate: str | None = None,
+    decoder: str | None = None,
+    unary_mask: bool | None = None,
+    beta: float | None = None,
+    threshold: float | None = None,
+    prune: float | None = None,
+    unitary: bool | None = None,
+    engine: Any = "auto",
+    decode: bool = True,
+    check_memory: bool = True,
+    progress: bool = False,
+) -> DCYKResult:
+    """Parse a sentence with D-CYK (the paper's Algorithms 2, 3 and 4).
+
+    Parameters
+    ----------
+    grammar : Grammar or str
+        A CNF grammar, or a built-in name / file path for :meth:`Grammar.load`.
+    words : str or sequence of str
+        The sentence (a str is split on whitespace).
+    codebook : Codebook, optional
+        Symbol vectors and permutation. Default: ``Codebook(d, seed, dtype, unitary=unitary,
+        engine=engine)``. Reuse one codebook across sentences: its work buffers are reused.
+    d : int, optional
+        Dimension (default 1024); must match the codebook's if both are given.
+    seed : int, default 0
+        Codebook seed (ignored when a codebook is given).
+    dtype : {"float32", "float64"}, optional
+        Default float32; must match the codebook's if both are given.
+    variant : {"paper", "trace"}, default "paper"
+        ``"paper"``: the faithful algorithm (entrywise gate, entry (0, 0) decoder), with the
+        corrections of SPEC.md section 4. ``"trace"``: the improved preset (trace gate and
+        trace decoder, SPEC.md section 5).
+    gate, decoder, unary_mask : optional
+        Override one ingredient of the preset: ``gate`` in {"entrywise", "trace"},
+        ``decoder`` in {"entry", "trace"}, ``unary_mask`` (mask the unary P_A to its diagonal).
+    beta : float, optional
+        Slope of sigma(x) = 1 / (1 + exp(-(x - 0.5) beta)); default :data:`DEFAULT_BETA`.
+    threshold : float, optional
+        Decoder threshold on sigma (default 0.99, the paper's).
+    prune : float, optional
+        Skip an update whose P_A has no entry above this (default: the dtype's epsilon).
+    unitary : bool, optional
+        Unitary symbol vectors (only when the codebook is built here). Default: the
+        variant's choice (see :data:`VARIANTS`).
+    engine : str, default "auto"
+        FFT engine (only when the codebook is built here).
+    decode : bool, default True
+        Decode the chart (Algorithm 4) after parsing.
+    check_memory : bool, default True
+        Refuse with MemoryError, before allocating, when the accumulators and work buffers
+        would not fit in the available memory.
+    progress : bool, default False
+        Show a progress bar over the binary step's cells (needs tqdm).
+
+    Returns
+    -------
+    DCYKResult
+        ``.p_left``, ``.p_right``, ``.chart``, ``.statistics``, ``.counts``, ``.timings``.
+
+    Raises
+    ------
+    ValueError
+        Unknown word (named, with its position), empty sentence, d < 2, a codebook whose d
+        or dtype disagree with the arguments, unknown variant/gate/decoder, bad beta or
+        threshold.
+    MemoryError
+        When the parse would not fit in memory (with the figure and what to do).
+    FloatingPointError
+        When non-finite values appear in the accumulators.
+
+    Examples
+    --------
+    >>> import fastdcyk
+    >>> g = fastdcyk.Grammar.builtin("example")
+    >>> r = fastdcyk.dcyk(g, "a a b", d=512, variant="trace")
+    >>> sorted(r.chart[(0, 3)])
+    ['S']
+    """
+    if isinstance(grammar, str):
+        grammar = Grammar.load(grammar)
+    if not isinstance(grammar, Grammar):
+        raise TypeError(f"grammar must be a fastdcyk.Grammar, got {type(grammar).__name__}")
+    if not grammar.is_cnf:
+        raise ValueError("D-CYK needs a grammar in Chomsky normal form: use grammar.to_cnf()")
+    ws = _words(grammar, words)
+    if variant in VARIANTS and unitary is None:
+        unitary = VARIANTS[variant]["unitary"]
+    cb = _resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine)
+    opt = _resolve_options(variant, gate, decoder, unary_mask, beta, threshold, prune, cb.dtype)
+    _check_symbols(cb, grammar, ws)
+    if check_memory:
+        _check_memory(cb, opt.gate, opt.unary_mask)
+
+    parser = _Parser(grammar, ws, cb, opt)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    parser.initialise()
+    parser.unary()
+    t1 = time.perf_counter()
+    timings["unary"] = t1 - t0
+    bar = None
+    n = len(ws)
+    if progress and n > 1:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n * (n - 1) // 2, desc=f"D-CYK binary, d={cb.d}", unit="cell")
+    try:
+        parser.binary(on_cell=None if bar is None else (lambda: bar.update(1)))
+    finally:
+        if bar is not None:
+            bar.close()
+    t2 = time.perf_counter()
+    timings["binary"] = t2 - t1
+    parser._finite(parser.p_left, "P_left after the parse")
+    parser._finite(parser.p_right, "P_right after the parse")
+    stats = chart = None
+    if decode:
+        stats = decode_statistics(parser.p_left, grammar, n, cb, decoder=opt.decoder)
+        chart = chart_from_statistics(stats, n, beta=opt.beta, threshold=opt.threshold)
+    timings["decode"] = time.perf_counter() - t2
+    return DCYKResult(
+        words=ws,
+        grammar=grammar,
+        codebook=cb,
+        options=opt,
+        p_left=parser.p_left,
+        p_right=parser.p_right,
+        statistics=stats,
+        chart=chart,
+        counts=dict(parser.counts),
+        timings=timings,
+    )
+
+
+def _check_symbols(cb: Codebook, grammar: Grammar, words: tuple[str, ...]) -> None:
+    """Fail before any allocation when a codebook built from vectors lacks a symbol."""
+    needed = [("index", k) for k in range(len(words) + 1)]
+    needed += [("nonterminal", a) for a in grammar.nonterminals]
+    needed += [("terminal", t) for t in dict.fromkeys(words)]
+    needed += [("terminal", t) for _, t in grammar.unary_rules]
+    for kind, sym in needed:
+        cb.vector(kind, sym)  # raises a KeyError naming the symbol

@@ -1,0 +1,331 @@
+"""The D-CYK engine against an independent dense implementation, and its accuracy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import fastdcyk as fd
+
+# -- an independent, straightforward dense implementation (materialised operators) ----------
+
+
+class DenseDCYK:
+    """SPEC.md sections 2-4 with explicit d x d matrices and plain matmul."""
+
+    def __init__(self, cb: fd.Codebook) -> None:
+        self.cb = cb
+        self.d = cb.d
+        self.perm = np.eye(cb.d)[cb.perm]  # (Phi x)[k] = x[perm[k]]
+
+    def circ(self, kind, sym):
+        return scipy.linalg.circulant(self.cb.vector(kind, sym).astype(np.float64))
+
+    def plus(self, kind, sym):
+        return self.circ(kind, sym) @ self.perm
+
+    def minus(self, kind, sym):
+        return self.perm.T @ self.circ(kind, sym).T
+
+    def sig(self, x, beta):
+        with np.errstate(over="ignore"):
+            return 1.0 / (1.0 + np.exp(-(x - 0.5) * beta))
+
+    def run(self, g, words, *, gate, decoder, unary_mask, beta, threshold):
+        d, n = self.d, len(words)
+        eye = np.eye(d)
+        P, M = self.plus, self.minus
+        pl = sum(
+            M("index", i - 1) @ M("index", i) @ M("terminal", a) for i, a in enumerate(words, 1)
+        )
+        pr = np.zeros((d, d))
+        ru, rb = {}, {}
+        for a, t in g.unary_rules:
+            ru[a] = ru.get(a, 0) + P("terminal", t)
+        for a, b, c in g.binary_rules:
+            rb[a] = rb.get(a, 0) + P("nonterminal", b) @ M("nonterminal", c)
+
+        def update(i, j, a, pa):
+            nonlocal pl, pr
+            pl = pl + M("index", i) @ M("index", j) @ M("nonterminal", a) @ pa
+            pr = pr + P("nonterminal", a) @ P("index", i) @ P("index", j) @ pa
+
+        for i in range(1, n + 1):
+            for a in g.nonterminals:
+                if a not in ru:
+                    continue
+                m = ru[a] @ P("index", i) @ P("index", i - 1) @ pl
+                if gate == "trace":
+                    pa = self.sig(np.trace(m) / d, beta) * eye
+                elif unary_mask:
+                    pa = np.diag(self.sig(np.diag(m), beta))
+                else:
+                    pa = self.sig(m, beta)
+                update(i - 1, i, a, pa)
+        for j in range(2, n + 1):
+            for i in range(j - 2, -1, -1):
+                for a in g.nonterminals:
+                    if a not in rb:
+                        continue
+                    m = M("index", j) @ P("index", i) @ pl @ rb[a] @ pr
+                    if gate == "trace":
+                        pa = self.sig(np.trace(m) / d, beta) * eye
+                    else:
+                        pa = np.diag(self.sig(np.diag(m), beta))
+                    update(i, j, a, pa)
+        stats = {}
+        for i in range(n):
+            for j in range(i + 1, n + 1):
+                for a in g.nonterminals:
+                    x = P("nonterminal", a) @ P("index", j) @ P("index", i) @ pl
+                    stats[(i, j, a)] = x[0, 0] if decoder == "entry" else np.trace(x) / d
+        bound = 0.5 + np.log(threshold / (1 - threshold)) / beta
+        chart = {
+            (i, j): frozenset(a for a in g.nonterminals if stats[(i, j, a)] > bound)
+            for i in range(n)
+            for j in range(i + 1, n + 1)
+        }
+        return pl, pr, stats, chart
+
+
+CASES = [
+    ("example", "a a b"),
+    ("example", "a b"),
+    ("G0", "fish swim fish near fish"),
+    ("G1", "fish swim fish"),
+]
+SETTINGS = [
+    dict(variant="paper"),
+    dict(variant="trace"),
+    dict(variant="paper", unary_mask=True),
+    dict(variant="paper", gate="trace"),
+    dict(variant="trace", decoder="entry"),
+]
+
+
+@pytest.mark.parametrize(("grammar", "sentence"), CASES)
+@pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: "-".join(map(str, s.values())))
+@pytest.mark.parametrize("d", [61, 96])
+def test_engine_matches_dense_reference(grammar, sentence, settings, d):
+    g = fd.Grammar.builtin(grammar)
+    cb = fd.Codebook(d, seed=5, dtype="float64")
+    # prune=0 applies every update, as the reference does; beta 10 keeps the gates smooth, so
+    # P_A carries real values (not only 0s and 1s) and differences would show.
+    res = fd.dcyk(g, sentence, cb, beta=10.0, threshold=0.9, prune=0.0, **settings)
+    o = res.options
+    ref_pl, ref_pr, ref_stats, ref_chart = DenseDCYK(cb).run(
+        g,
+        sentence.split(),
+        gate=o.gate,
+        decoder=o.decoder,
+        unary_mask=o.unary_mask,
+        beta=o.beta,
+        threshold=o.threshold,
+    )
+    scale_l = np.abs(ref_pl).max()
+    scale_r = max(np.abs(ref_pr).max(), 1e-300)
+    assert np.abs(res.p_left - ref_pl).max() <= 1e-5 * scale_l
+    assert np.abs(res.p_right - ref_pr).max() <= 1e-5 * scale_r
+    for key, value in ref_stats.items():
+        assert res.statistics[key] == pytest.approx(value, rel=1e-5, abs=1e-9 * scale_l)
+    assert res.chart == ref_chart
+
+
+def test_float32_agrees_with_float64():
+    g = fd.Grammar.builtin("G0")
+    s = "fish swim fish near fish"
+    # At beta = 50 an entry near the gate's midpoint can flip between 0 and 1 on a rounding
+    # difference; at beta = 2 each gate amplifies a difference by at most beta / 4 < 1, so
+    # float32 must agree with float64 to a small multiple of float32's epsilon.
+    r32 = fd.dcyk(g, s, d=128, dtype="float32", beta=2.0)
+    r64 = fd.dcyk(g, s, d=128, dtype="float64", beta=2.0)
+    assert r32.p_left.dtype == np.float32 and r64.p_left.dtype == np.float64
+    for a32, a64 in ((r32.p_left, r64.p_left), (r32.p_right, r64.p_right)):
+        scale = np.abs(a64).max()
+        assert np.abs(a32 - a64).max() <= 1000 * np.finfo(np.float32).eps * scale
+
+
+# -- accuracy on the running example and on G0 -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def g0_sentences():
+    g = fd.Grammar.builtin("G0")
+    return g, fd.generate(g, 20, min_len=2, max_len=7, seed=11)
+
+
+def test_trace_variant_exact_on_running_example():
+    g = fd.Grammar.builtin("example")
+    r = fd.dcyk(g, "a a b", d=1024, variant="trace")
+    assert r.chart == fd.cyk(g, "a a b")
+
+
+@pytest.mark.slow
+def test_trace_variant_exact_on_g0_at_1024(g0_sentences):
+    g, sents = g0_sentences
+    cb = fd.Codebook(1024, seed=0)
+    wrong = []
+    for s in sents:
+        r = fd.dcyk(g, s, cb, variant="trace")
+        if r.chart != fd.cyk(g, s):
+            wrong.append(" ".join(s))
+    assert not wrong, f"trace variant missed the CYK table on: {wrong}"
+
+
+@pytest.mark.slow
+def test_paper_variant_f1_grows_with_d(g0_sentences):
+    g, sents = g0_sentences
+    mean_f1 = {}
+    for d in (128, 512, 1024):
+        cb = fd.Codebook(d, seed=0)
+        f1 = [fd.cell_scores(fd.cyk(g, s), fd.dcyk(g, s, cb).chart).f1 for s in sents]
+        mean_f1[d] = float(np.mean(f1))
+    assert mean_f1[128] < mean_f1[512] < mean_f1[1024], mean_f1
+
+
+# -- decoding ------------------------------------------------------------------------------
+
+
+def test_decode_reuses_statistics_and_matches_standalone():
+    g = fd.Grammar.builtin("G0")
+    s = "fish swim fish"
+    r = fd.dcyk(g, s, d=256, variant="trace")
+    for thr in (0.5, 0.9, 0.99):
+        via_result = fd.decode(r, threshold=thr)
+        standalone = fd.decode(r.p_left, g, 3, r.codebook, decoder="trace", threshold=thr)
+        assert via_result == standalone == r.chart_at(threshold=thr)
+    assert fd.decode(r) == r.chart
+    # a lower threshold never removes a triple
+    low, high = fd.cell_scores(r.chart, fd.decode(r, threshold=0.5)), r.chart
+    assert low.tp == sum(len(c) for c in high.values())
+
+
+def test_decode_entry_decoder_on_trace_parse_differs_only_by_rule():
+    g = fd.Grammar.builtin("example")
+    r = fd.dcyk(g, "a a b", d=512, variant="trace")
+    entry = fd.decode(r, decoder="entry")
+    assert set(entry) == set(r.chart)
+
+
+def test_result_fields():
+    g = fd.Grammar.builtin("example")
+    r = fd.dcyk(g, ["a", "b"], d=64, seed=3)
+    assert r.p_left.shape == r.p_right.shape == (64, 64)
+    assert r.p_left.dtype == np.float32
+    assert set(r.chart) == {(0, 1), (0, 2), (1, 2)}
+    assert r.counts["detections"] > 0
+    assert set(r.timings) == {"unary", "binary", "decode"}
+    assert "variant='paper'" in repr(r)
+
+
+def test_pruning_skips_only_negligible_updates():
+    g = fd.Grammar.builtin("G0")
+    s = "fish swim fish near fish"
+    full = fd.dcyk(g, s, d=128, dtype="float64", variant="trace", prune=0.0)
+    pruned = fd.dcyk(g, s, d=128, dtype="float64", variant="trace")
+    assert pruned.counts["pruned"] > 0 and full.counts["pruned"] == 0
+    scale = np.abs(full.p_left).max()
+    assert np.abs(full.p_left - pruned.p_left).max() <= 1e-12 * scale
+    assert full.chart == pruned.chart
+
+
+# -- bad input -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def example():
+    return fd.Grammar.builtin("example")
+
+
+def test_unknown_word_is_named(example):
+    with pytest.raises(ValueError, match=r"'c' at position 1 is not a terminal"):
+        fd.dcyk(example, "a c b", d=16)
+
+
+def test_empty_sentence(example):
+    with pytest.raises(ValueError, match="empty sentence"):
+        fd.dcyk(example, "", d=16)
+    with pytest.raises(ValueError, match="empty sentence"):
+        fd.dcyk(example, [], d=16)
+
+
+@pytest.mark.parametrize("d", [1, 0, -3, 2.5])
+def test_bad_dimension(example, d):
+    with pytest.raises(ValueError, match="d must be an integer >= 2"):
+        fd.dcyk(example, "a b", d=d)
+
+
+def test_codebook_disagreements(example):
+    cb = fd.Codebook(32, dtype="float32")
+    with pytest.raises(ValueError, match="disagrees with the codebook's dimension 32"):
+        fd.dcyk(example, "a b", cb, d=64)
+    with pytest.raises(ValueError, match="disagrees with the codebook's dtype float32"):
+        fd.dcyk(example, "a b", cb, dtype="float64")
+    # matching values are accepted
+    assert fd.dcyk(example, "a b", cb, d=32, dtype="float32").chart is not None
+
+
+def test_codebook_from_vectors_missing_symbol(example):
+    d = 16
+    rng = np.random.default_rng(0)
+    cb = fd.Codebook.from_vectors(
+        terminals={"a": rng.standard_normal(d), "b": rng.standard_normal(d)},
+        nonterminals={"S": rng.standard_normal(d), "D": rng.standard_normal(d)},
+        indices=[rng.standard_normal(d) for _ in range(3)],
+        permutation=rng.permutation(d),
+    )
+    with pytest.raises(KeyError, match="nonterminal 'E'"):
+        fd.dcyk(example, "a b", cb)
+
+
+def test_non_finite_values_are_reported(example):
+    d = 16
+    rng = np.random.default_rng(0)
+    big = {k: 1e15 * rng.standard_normal(d) for k in ("S", "D", "E")}
+    cb = fd.Codebook.from_vectors(
+        terminals={"a": 1e15 * rng.standard_normal(d), "b": 1e15 * rng.standard_normal(d)},
+        nonterminals=big,
+        indices=[1e15 * rng.standard_normal(d) for _ in range(4)],
+        permutation=rng.permutation(d),
+    )
+    with pytest.raises(FloatingPointError, match="non-finite values"):
+        fd.dcyk(example, "a a b", cb)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"variant": "fast"}, "unknown variant"),
+        ({"gate": "max"}, "unknown gate"),
+        ({"decoder": "argmax"}, "unknown decoder"),
+        ({"beta": 0}, "beta must be"),
+        ({"beta": float("nan")}, "beta must be"),
+        ({"threshold": 1.0}, "threshold must lie"),
+        ({"prune": -1}, "prune must be"),
+    ],
+)
+def test_bad_options(example, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        fd.dcyk(example, "a b", d=16, **kwargs)
+
+
+def test_memory_estimate_and_refusal(example, monkeypatch):
+    # two accumulators and five work buffers (four real, one complex) for the paper's variant
+    est = fd.estimate_memory(6000, "float32")
+    assert est == 2 * 6000**2 * 4 + 4 * 6000**2 * 4 + 3001 * 6000 * 8
+    assert fd.estimate_memory(6000, "float64") == 2 * est
+    import fastdcyk.engine as engine
+
+    monkeypatch.setattr(engine, "_available_memory", lambda: 10**6)
+    with pytest.raises(MemoryError, match=r"d = 1000 in float64 needs about .* GiB") as err:
+        fd.dcyk(example, "a b", d=1000, dtype="float64")
+    assert "float32" in str(err.value)
+    monkeypatch.setattr(engine, "_available_memory", lambda: None)
+    assert fd.dcyk(example, "a b", d=16).chart is not None
+
+
+def test_non_cnf_grammar_rejected():
+    g = fd.Grammar.from_string("S -> A B C\nA -> 'a'\nB -> 'b'\nC -> 'c'", cnf="allow")
+    with pytest.raises(ValueError, match="Chomsky normal form"):
+        fd.dcyk(g, "a b c", d=16)
