@@ -189,11 +189,9 @@ class Codebook:
         self._inverse = np.empty_like(self.perm)
         self._inverse[self.perm] = np.arange(self.d)
         self._inverse.setflags(write=False)
-        self._powers: dict[int, np.ndarray] = {
-            0: np.arange(self.d),
-            1: self.perm,
-            -1: self._inverse,
-        }
+        ident = np.arange(self.d)
+        ident.setflags(write=False)
+        self._powers: dict[int, np.ndarray] = {0: ident, 1: self.perm, -1: self._inverse}
 
     # -- symbols ---------------------------------------------------------------------------
 

@@ -219,9 +219,15 @@ class _PyFFTWEngine(FFTEngine):
         return plan
 
     def _run(self, src, dst, axis, forward):
-        if src.strides != _c_strides(src) or dst.strides != _c_strides(dst):
-            # FFTW plans are tied to strides; keep the plan cache small by working contiguously.
+        # FFTW plans are tied to strides: keep the plan cache small by working on C-contiguous
+        # arrays, copying in (and the result out) only when the caller's are not.
+        if src.strides != _c_strides(src):
             src = np.ascontiguousarray(src)
+        if dst.strides != _c_strides(dst):
+            tmp = self.empty(dst.shape, dst.dtype)
+            self._run(src, tmp, axis, forward)
+            dst[...] = tmp
+            return dst
         plan = self._plan(src, dst, axis, forward)
         with self._lock:
             plan.update_arrays(src, dst)

@@ -274,8 +274,10 @@ class Operator:
         remaining factors are applied by FFT in place in ``out``.
         """
         p = np.asarray(p)
-        if p.shape != (self.d,) or p.dtype != self.dtype:
-            raise ValueError(f"p must be a ({self.d},) array of dtype {self.dtype}")
+        if p.dtype != self.dtype:
+            raise TypeError(f"p has dtype {p.dtype} but the operator's codebook is {self.dtype}")
+        if p.shape != (self.d,):
+            raise ValueError(f"p must have shape ({self.d},), got {p.shape}")
         if out is None:
             out = np.empty((self.d, self.d), self.dtype)
         cb = self.codebook
@@ -389,6 +391,17 @@ class Operator:
     def diag_of_product(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """``diag(op @ x @ y)`` in O(d^2 log d): ``op @ x`` by FFT, then row sums of
         ``(op @ x) * y^T``; no d x d by d x d product."""
+        self._check_array(x, "left")
+        if x.ndim != 2:
+            raise ValueError(f"diag_of_product needs a 2-D x, got shape {x.shape}")
+        y = np.asarray(y)
+        if y.dtype != self.dtype:
+            raise TypeError(
+                f"y has dtype {y.dtype} but the operator's codebook is {self.dtype}: convert it "
+                f"with .astype({str(self.dtype)!r})"
+            )
+        if y.shape != (x.shape[1], self.d):
+            raise ValueError(f"y must have shape {(x.shape[1], self.d)}, got {y.shape}")
         z = self.apply(x)
         out = np.empty(z.shape[0], dtype=np.float64)
         return K.diag_of_product(z, y, out)
