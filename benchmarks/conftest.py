@@ -1,0 +1,43 @@
+"""Shared set-up for the benchmarks: the sizes to run and the large-case switch.
+
+Under ``--benchmark-disable`` (the default in pyproject) every benchmark body runs once as a
+smoke test, at d = 64. With ``--benchmark-enable`` the sizes are d = 512 and 2048, plus 6000
+when ``FASTDCYK_BENCH_LARGE=1``; dense baselines also need ``FASTDCYK_BENCH_LARGE=1``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+SMOKE_D = 64
+LARGE = os.environ.get("FASTDCYK_BENCH_LARGE", "") not in ("", "0")
+
+
+def benchmarks_disabled(config: pytest.Config) -> bool:
+    """pytest-benchmark's own rule: --benchmark-disable unless --benchmark-enable."""
+    return bool(config.getoption("benchmark_disable", False)) and not config.getoption(
+        "benchmark_enable", False
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise ``d`` (and ``d_large``, the sizes of the large-only benchmarks)."""
+    disabled = benchmarks_disabled(metafunc.config)
+    if "d" in metafunc.fixturenames:
+        sizes = [SMOKE_D] if disabled else [512, 2048] + ([6000] if LARGE else [])
+        metafunc.parametrize("d", sizes)
+    if "d_kernel" in metafunc.fixturenames:
+        sizes = [SMOKE_D] if disabled else [2048] + ([6000] if LARGE else [])
+        metafunc.parametrize("d_kernel", sizes)
+    if "d_large" in metafunc.fixturenames:
+        sizes = [SMOKE_D] if disabled else [6000]
+        metafunc.parametrize("d_large", sizes)
+
+
+@pytest.fixture
+def large_or_smoke(request: pytest.FixtureRequest) -> None:
+    """Skip a timed large or dense benchmark unless FASTDCYK_BENCH_LARGE=1 (smoke runs stay)."""
+    if not benchmarks_disabled(request.config) and not LARGE:
+        pytest.skip("set FASTDCYK_BENCH_LARGE=1 to time the d = 6000 and dense cases")

@@ -1,0 +1,273 @@
+"""Codebook: deterministic symbol vectors, their statistics, the permutation and buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastdcyk.codebook import KINDS, Codebook
+
+DTYPES = (np.float32, np.float64)
+
+
+# -- construction -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [1, 0, -3, 2.5, True, "8"])
+def test_invalid_dimension_raises(d):
+    with pytest.raises(ValueError, match="dimension"):
+        Codebook(d)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True])
+def test_invalid_seed_raises(seed):
+    with pytest.raises(ValueError, match="seed"):
+        Codebook(8, seed=seed)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float16", "complex64"])
+def test_invalid_dtype_raises(dtype):
+    with pytest.raises(ValueError, match="float32 or float64"):
+        Codebook(8, dtype=dtype)
+
+
+def test_unknown_kind_and_bad_index_raise():
+    cb = Codebook(8)
+    with pytest.raises(ValueError, match="kind"):
+        cb.vector("word", "a")
+    for bad in (-1, "3", True, 2.0):
+        with pytest.raises(ValueError, match="span index"):
+            cb.vector("index", bad)
+
+
+# -- determinism --------------------------------------------------------------------------
+
+
+def test_same_seed_same_vectors_whatever_the_order():
+    syms = [("terminal", "a"), ("nonterminal", "NP"), ("index", 3), ("terminal", "the")]
+    a = Codebook(64, seed=7)
+    b = Codebook(64, seed=7)
+    va = {s: a.vector(*s).copy() for s in syms}
+    vb = {s: b.vector(*s).copy() for s in reversed(syms)}
+    for s in syms:
+        np.testing.assert_array_equal(va[s], vb[s])
+    np.testing.assert_array_equal(a.perm, b.perm)
+    # Asking again returns the cached, identical vector.
+    np.testing.assert_array_equal(a.vector("terminal", "a"), va[("terminal", "a")])
+
+
+def test_vectors_are_read_only():
+    cb = Codebook(16, seed=0)
+    v = cb.vector("terminal", "a")
+    with pytest.raises(ValueError):
+        v[0] = 1.0
+    with pytest.raises(ValueError):
+        cb.spectrum("terminal", "a")[0] = 1.0
+    with pytest.raises(ValueError):
+        cb.perm[0] = 1
+
+
+def test_different_seeds_differ():
+    a = Codebook(64, seed=1)
+    b = Codebook(64, seed=2)
+    assert not np.allclose(a.vector("terminal", "a"), b.vector("terminal", "a"))
+    assert not np.array_equal(a.perm, b.perm)
+
+
+def test_namespaces_are_distinct():
+    cb = Codebook(64, seed=0)
+    t = cb.vector("terminal", "S")
+    n = cb.vector("nonterminal", "S")
+    assert not np.allclose(t, n)
+    # Index 1 differs from the terminal "1" and the nonterminal "1".
+    i1 = cb.vector("index", 1)
+    assert not np.allclose(i1, cb.vector("terminal", "1"))
+    assert not np.allclose(i1, cb.vector("nonterminal", "1"))
+    # Distinct symbols of one namespace are nearly orthogonal: |v.w| << 1 at d = 64.
+    assert abs(float(np.dot(t, n))) < 4 / np.sqrt(64)
+
+
+def test_symbols_lists_what_was_drawn():
+    cb = Codebook(8, seed=0)
+    cb.vector("terminal", "b")
+    cb.vector("terminal", "a")
+    cb.vector("index", 2)
+    assert set(cb.symbols("terminal")) == {"a", "b"}
+    assert cb.symbols("index") == [2]
+    assert cb.symbols("nonterminal") == []
+    assert KINDS == ("terminal", "nonterminal", "index")
+
+
+def test_float32_and_float64_agree_to_float32_rounding():
+    for unitary in (False, True):
+        a = Codebook(100, seed=5, dtype="float32", unitary=unitary)
+        b = Codebook(100, seed=5, dtype="float64", unitary=unitary)
+        np.testing.assert_array_equal(a.perm, b.perm)
+        for sym in ("a", "b", "c"):
+            v32 = a.vector("terminal", sym)
+            v64 = b.vector("terminal", sym)
+            assert v32.dtype == np.float32 and v64.dtype == np.float64
+            # Drawn in float64 and rounded once: the float32 vector is the rounded float64 one.
+            np.testing.assert_array_equal(v32, v64.astype(np.float32))
+            assert a.spectrum("terminal", sym).dtype == np.complex64
+            assert b.spectrum("terminal", sym).dtype == np.complex128
+
+
+# -- statistics -----------------------------------------------------------------------------
+
+
+def test_vectors_are_gaussian_with_variance_one_over_d():
+    d, n_sym = 4096, 16
+    cb = Codebook(d, seed=11, dtype="float64")
+    vs = np.stack([cb.vector("nonterminal", f"X{i}") for i in range(n_sym)])
+    n = vs.size
+    # Entries N(0, 1/d): the sample mean has standard error sqrt(1/d) / sqrt(n), the sample
+    # variance sqrt(2 / n) / d. Allow four standard errors.
+    assert abs(vs.mean()) < 4 * np.sqrt(1 / d) / np.sqrt(n)
+    assert abs(vs.var() - 1 / d) < 4 * np.sqrt(2 / n) / d
+    # ||v||^2 ~ chi2_d / d: mean 1, standard deviation sqrt(2 / d) each.
+    norms2 = (vs**2).sum(axis=1)
+    assert np.all(np.abs(norms2 - 1) < 5 * np.sqrt(2 / d))
+    # Fourth moment of a Gaussian: E x^4 = 3 sigma^4 (a uniform draw would give 1.8).
+    kurt = (vs**4).mean() / vs.var() ** 2
+    assert abs(kurt - 3) < 0.2
+
+
+def test_unitary_spectra_have_magnitude_one():
+    for dtype in DTYPES:
+        for d in (64, 257):
+            cb = Codebook(d, seed=2, dtype=dtype, unitary=True)
+            eps = np.finfo(dtype).eps
+            for sym in ("a", "b"):
+                mag = np.abs(np.fft.rfft(cb.vector("terminal", sym).astype(np.float64)))
+                # Rounding the vector to dtype perturbs each coefficient by ~ eps * sqrt(d) *
+                # |v|_inf; 10 eps sqrt(d) bounds it.
+                np.testing.assert_allclose(mag, 1.0, rtol=0, atol=10 * eps * np.sqrt(d))
+                np.testing.assert_allclose(
+                    np.abs(cb.spectrum("terminal", sym)), 1.0, rtol=0, atol=10 * eps * np.sqrt(d)
+                )
+
+
+# -- the permutation --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [2, 7, 64])
+def test_permutation_index_matches_matrix_powers(d):
+    cb = Codebook(d, seed=3)
+    p = np.eye(d, dtype=np.int64)[cb.perm]  # (Phi x)[k] = x[perm[k]]
+    x = np.arange(d) * 10
+    np.testing.assert_array_equal(p @ x, x[cb.perm])
+    for k in range(-3, 4):
+        idx = cb.permutation_index(k)
+        pk = np.linalg.matrix_power(p, k) if k >= 0 else np.linalg.matrix_power(p.T, -k)
+        np.testing.assert_array_equal(np.eye(d, dtype=np.int64)[idx], pk)
+        np.testing.assert_array_equal(pk @ x, x[idx])
+
+
+def test_permutation_is_a_permutation_and_not_identity():
+    cb = Codebook(257, seed=0)
+    np.testing.assert_array_equal(np.sort(cb.perm), np.arange(257))
+    assert np.count_nonzero(cb.perm != np.arange(257)) > 200
+
+
+def test_permutation_indices_are_read_only():
+    """Every cached power of Phi is shared by all operators: none may be writable.
+
+    ``permutation_index(0)`` returns a writable ``np.arange(d)``; writing into it would
+    silently corrupt every later identity gather.
+    """
+    cb = Codebook(8, seed=0)
+    for k in range(-2, 3):
+        assert not cb.permutation_index(k).flags.writeable, k
+
+
+# -- from_vectors ----------------------------------------------------------------------------
+
+
+def _fixed(**kw):
+    rng = np.random.default_rng(0)
+    args = {
+        "terminals": {"a": rng.standard_normal(5), "b": rng.standard_normal(5)},
+        "nonterminals": {"S": rng.standard_normal(5)},
+        "indices": [rng.standard_normal(5) for _ in range(3)],
+        "permutation": np.array([2, 0, 4, 1, 3]),
+    }
+    args.update(kw)
+    return Codebook.from_vectors(**args)
+
+
+def test_from_vectors_holds_the_given_vectors():
+    cb = _fixed(dtype="float64")
+    assert cb.d == 5
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(5)
+    np.testing.assert_array_equal(cb.vector("terminal", "a"), a)
+    np.testing.assert_array_equal(cb.perm, [2, 0, 4, 1, 3])
+    assert cb.vector("index", 2).shape == (5,)
+    cb32 = _fixed()
+    assert cb32.vector("terminal", "a").dtype == np.float32
+
+
+def test_from_vectors_unknown_symbol_is_a_key_error_naming_it():
+    cb = _fixed()
+    with pytest.raises(KeyError, match="zebra"):
+        cb.vector("terminal", "zebra")
+    with pytest.raises(KeyError, match="7"):
+        cb.plus("index", 7)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"terminals": {"a": np.ones(4)}},
+        {"terminals": {"a": np.ones((5, 1))}},
+        {"nonterminals": {"S": np.array([1.0, np.nan, 0, 0, 0])}},
+        {"nonterminals": {"S": np.array([1.0, np.inf, 0, 0, 0])}},
+        {"terminals": {"a": np.ones(5, dtype=complex)}},
+        {"indices": [np.ones(6)]},
+        {"permutation": np.array([0, 1, 2, 3, 3])},
+        {"permutation": np.array([0, 1, 2, 3, 5])},
+        {"permutation": np.array([0.0, 1.0, 2.0, 3.0, 4.0])},
+        {"permutation": np.array([[0, 1], [1, 0]])},
+        {"permutation": np.array([0])},
+    ],
+)
+def test_from_vectors_validation(kw):
+    with pytest.raises(ValueError):
+        _fixed(**kw)
+
+
+# -- work buffers ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_work_buffers_are_reused(dtype):
+    d = 64
+    cb = Codebook(d, seed=0, dtype=dtype)
+    op = cb.plus("terminal", "a") @ cb.plus("terminal", "b") @ cb.minus("index", 1)
+    x = np.random.default_rng(0).standard_normal((d, d)).astype(dtype)
+    assert cb.buffer_bytes() == 0
+    op @ x
+    first = cb.buffer_bytes()
+    real = d * d * np.dtype(dtype).itemsize
+    spec = (d // 2 + 1) * d * 2 * np.dtype(dtype).itemsize
+    # At most one real and one half-spectrum complex buffer of the matrix's size.
+    assert 0 < first <= real + spec
+    for _ in range(4):
+        op @ x
+        x @ op  # the right-hand spectrum (d, d // 2 + 1) reuses the same allocation
+        op.apply(x, out=np.empty_like(x))
+    assert cb.buffer_bytes() <= real + spec
+    assert cb.buffer_bytes() >= first
+    b1 = cb.buffer("apply-real", (d, d), dtype)
+    assert cb.buffer("apply-real", (d, d), dtype) is b1
+    cb.release_buffers()
+    assert cb.buffer_bytes() == 0
+
+
+def test_spectrum_buffer_shares_one_allocation_for_both_axes():
+    cb = Codebook(10, seed=0)
+    a = cb.spectrum_buffer((6, 10))
+    b = cb.spectrum_buffer((10, 6))
+    assert np.shares_memory(a, b)
+    assert cb.buffer_bytes() == 60 * 8

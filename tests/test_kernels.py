@@ -1,0 +1,192 @@
+"""Every Numba kernel against its numpy twin, float32 and float64, odd and even sizes.
+
+Each kernel has a serial and a parallel build (the public name dispatches on the array size);
+both builds are checked, called directly, since test sizes are below the parallel threshold.
+
+Gathers and circulant_times_diag move or multiply values once: they must match exactly.
+Elementwise complex products and the sigmoid may differ by a rounding (an FMA, a different
+exp): a few eps. The reductions sum d or d^2 terms in float64 in another order: their
+difference is bounded by ~ n * eps64 * sum |terms|, plus one rounding of each product where
+the kernel multiplies in the input's precision; we allow (2 eps + 4 n eps64) * sum |terms|.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from fastdcyk import _kernels as K
+
+DTYPES = (np.float32, np.float64)
+SIZES = (1, 2, 7, 64, 65)
+CDTYPE = {np.float32: np.complex64, np.float64: np.complex128}
+
+cases = pytest.mark.parametrize(
+    "dtype, n", [(t, n) for t in DTYPES for n in SIZES], ids=lambda v: getattr(v, "__name__", v)
+)
+builds = pytest.mark.parametrize("build", ["serial", "parallel"])
+
+
+def _k(name: str, build: str):
+    return getattr(getattr(K, name), build)
+
+
+def test_set_threads():
+    with pytest.raises(ValueError):
+        K.set_threads(-1)
+    K.set_threads(1)
+    try:
+        x = np.arange(12.0).reshape(3, 4)
+        np.testing.assert_array_equal(
+            K.gather_rows(x, np.array([2, 0, 1]), np.empty_like(x)), x[[2, 0, 1]]
+        )
+    finally:
+        K.set_threads(None)
+    assert K.PARALLEL_MIN_SIZE >= 1
+
+
+def _sum_bound(dtype, n):
+    return 2 * np.finfo(dtype).eps + 4 * n * np.finfo(np.float64).eps
+
+
+def _rng(n, dtype):
+    return np.random.default_rng(1000 * n + np.dtype(dtype).itemsize)
+
+
+@builds
+@cases
+def test_gather_rows_and_cols(dtype, n, build):
+    rng = _rng(n, dtype)
+    x = rng.standard_normal((n, n + 3)).astype(dtype)
+    idx = rng.permutation(n)
+    keep = x.copy()
+    got = _k("gather_rows", build)(x, idx, np.empty_like(x))
+    np.testing.assert_array_equal(got, K.gather_rows_numpy(x, idx, np.empty_like(x)))
+    np.testing.assert_array_equal(got, x[idx])
+    idx = rng.permutation(n + 3)
+    got = _k("gather_cols", build)(x, idx, np.empty_like(x))
+    np.testing.assert_array_equal(got, K.gather_cols_numpy(x, idx, np.empty_like(x)))
+    np.testing.assert_array_equal(got, x[:, idx])
+    # A gather may repeat indices (a projection), not only permute.
+    idx = rng.integers(0, n + 3, size=n + 3)
+    np.testing.assert_array_equal(_k("gather_cols", build)(x, idx, np.empty_like(x)), x[:, idx])
+    np.testing.assert_array_equal(x, keep)
+
+
+@builds
+@cases
+def test_spec_mul(dtype, n, build):
+    rng = _rng(n, dtype)
+    c = CDTYPE[dtype]
+    eps = np.finfo(dtype).eps
+    s = (rng.standard_normal((n, 5)) + 1j * rng.standard_normal((n, 5))).astype(c)
+    spec = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(c)
+    a, b = s.copy(), s.copy()
+    out = _k("spec_mul_axis0", build)(a, spec)
+    assert out is a and a.dtype == c
+    K.spec_mul_axis0_numpy(b, spec)
+    np.testing.assert_allclose(a, b, rtol=4 * eps, atol=4 * eps)
+    np.testing.assert_allclose(a, s * spec[:, None], rtol=4 * eps, atol=4 * eps)
+    s = s.T.copy()
+    a, b = s.copy(), s.copy()
+    assert _k("spec_mul_axis1", build)(a, spec) is a
+    K.spec_mul_axis1_numpy(b, spec)
+    np.testing.assert_allclose(a, b, rtol=4 * eps, atol=4 * eps)
+    np.testing.assert_allclose(a, s * spec[None, :], rtol=4 * eps, atol=4 * eps)
+
+
+@builds
+@cases
+def test_sigmoid(dtype, n, build):
+    rng = _rng(n, dtype)
+    eps = np.finfo(dtype).eps
+    # Wide enough that exp overflows at one end and underflows at the other.
+    x = (rng.standard_normal((n, n + 1)) * 3).astype(dtype)
+    x.flat[0] = 1e4
+    x.flat[-1] = -1e4
+    beta, center = 50.0, 0.5
+    a, b = x.copy(), x.copy()
+    assert _k("sigmoid_inplace", build)(a, beta, center) is a
+    K.sigmoid_numpy(b, beta, center)
+    assert a.dtype == dtype and b.dtype == dtype
+    np.testing.assert_allclose(a, b, rtol=8 * eps, atol=8 * eps)
+    with np.errstate(over="ignore"):
+        ref = 1 / (1 + np.exp(-(x.astype(np.float64) - center) * beta))
+    np.testing.assert_allclose(a, ref, rtol=64 * eps, atol=64 * eps)
+    assert np.all((a >= 0) & (a <= 1))
+    assert a.flat[0] == 1 and a.flat[-1] == 0
+
+
+@builds
+@cases
+def test_diag_of_product(dtype, n, build):
+    rng = _rng(n, dtype)
+    for m in (n, 3):
+        y = rng.standard_normal((n, m)).astype(dtype)
+        z = rng.standard_normal((m, n)).astype(dtype)
+        a = _k("diag_of_product", build)(y, z, np.empty(n))
+        b = K.diag_of_product_numpy(y, z, np.empty(n))
+        bound = _sum_bound(dtype, m) * (np.abs(y) * np.abs(z.T)).sum(axis=1)
+        assert np.all(np.abs(a - b) <= bound)
+        ref = np.diag(y.astype(np.float64) @ z.astype(np.float64))
+        assert np.all(np.abs(a - ref) <= bound)
+    # Over 2 * _BLOCK rows, so that several blocks are summed in parallel.
+    n2 = 2 * K._BLOCK + 5
+    y = rng.standard_normal((n2, 4)).astype(dtype)
+    z = rng.standard_normal((4, n2)).astype(dtype)
+    a = _k("diag_of_product", build)(y, z, np.empty(n2))
+    b = K.diag_of_product_numpy(y, z, np.empty(n2))
+    assert np.all(np.abs(a - b) <= _sum_bound(dtype, 4) * (np.abs(y) * np.abs(z.T)).sum(axis=1))
+
+
+@builds
+@cases
+def test_circulant_times_diag(dtype, n, build):
+    rng = _rng(n, dtype)
+    v = rng.standard_normal(n).astype(dtype)
+    p = rng.standard_normal(n).astype(dtype)
+    kern = _k("circulant_times_diag", build)
+    ident = np.arange(n)
+    a = kern(v, p, ident, ident, np.empty((n, n), dtype))
+    np.testing.assert_array_equal(a, (scipy.linalg.circulant(v) * p[None, :]).astype(dtype))
+    rowidx, shift = rng.permutation(n), rng.permutation(n)
+    a = kern(v, p, rowidx, shift, np.empty((n, n), dtype))
+    b = K.circulant_times_diag_numpy(v, p, rowidx, shift, np.empty((n, n), dtype))
+    np.testing.assert_array_equal(a, b)
+    ref = scipy.linalg.circulant(v)[rowidx][:, shift] * p[None, :]
+    np.testing.assert_array_equal(a, ref.astype(dtype))
+
+
+@builds
+@cases
+def test_conj_diag_of_product(dtype, n, build):
+    rng = _rng(n, dtype)
+    c = CDTYPE[dtype]
+    for m in (n, 3):
+        y = (rng.standard_normal((n, m)) + 1j * rng.standard_normal((n, m))).astype(c)
+        z = (rng.standard_normal((m, n)) + 1j * rng.standard_normal((m, n))).astype(c)
+        a = _k("conj_diag_of_product", build)(y, z, np.empty(n, np.complex128))
+        b = K.conj_diag_of_product_numpy(y, z, np.empty(n, np.complex128))
+        bound = _sum_bound(dtype, m) * (np.abs(y) * np.abs(z.T)).sum(axis=1)
+        assert np.all(np.abs(a - b) <= bound)
+        ref = np.diag(np.conj(y).astype(np.complex128) @ z.astype(np.complex128))
+        assert np.all(np.abs(a - ref) <= bound)
+
+
+@builds
+@cases
+def test_wrapped_diag_sums(dtype, n, build):
+    rng = _rng(n, dtype)
+    x = rng.standard_normal((n, n)).astype(dtype)
+    rowidx, colidx = rng.permutation(n), rng.permutation(n)
+    a = _k("wrapped_diag_sums", build)(x, rowidx, colidx, np.empty(n))
+    b = K.wrapped_diag_sums_numpy(x, rowidx, colidx, np.empty(n))
+    bound = 4 * n * np.finfo(np.float64).eps * np.abs(x).sum()
+    assert np.all(np.abs(a - b) <= bound)
+    # The identity they exist for: tr(C(v) Z) = sum_m v[m] * sums[m].
+    v = rng.standard_normal(n)
+    zmat = x.astype(np.float64)[rowidx][:, colidx]
+    ref = np.trace(scipy.linalg.circulant(v) @ zmat)
+    bound = 4 * n * np.finfo(np.float64).eps * np.abs(v).max() * np.abs(x).sum()
+    assert abs(float(v @ a) - ref) <= bound
