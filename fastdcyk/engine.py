@@ -60,7 +60,7 @@ __all__ = [
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {"gate": "entrywise", "decoder": "entry", "unary_mask": False, "unitary": False},
-    "trace": {"gate": "trace", "decoder": "trace", "unary_mask": False, "unitary": False},
+    "trace": {"gate": "trace", "decoder": "trace", "unary_mask": False, "unitary": True},
 }
 GATES = ("entrywise", "trace")
 #: sigma's slope; the paper gives none. Chosen by measurement: see docs/method.md.

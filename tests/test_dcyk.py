@@ -164,7 +164,11 @@ def test_trace_variant_exact_on_running_example():
 @pytest.mark.slow
 def test_trace_variant_exact_on_g0_at_1024(g0_sentences):
     g, sents = g0_sentences
-    cb = fd.Codebook(1024, seed=0)
+    # the codebook dcyk(..., variant="trace") builds by default: unitary vectors
+    from fastdcyk.engine import VARIANTS
+
+    assert VARIANTS["trace"]["unitary"] is True
+    cb = fd.Codebook(1024, seed=0, unitary=True)
     wrong = []
     for s in sents:
         r = fd.dcyk(g, s, cb, variant="trace")
