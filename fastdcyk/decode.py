@@ -35,6 +35,7 @@ __all__ = [
     "decode",
     "decode_statistics",
     "sigmoid",
+    "statistics_from_spectrum",
 ]
 
 DECODERS = ("entry", "trace")
@@ -87,39 +88,70 @@ def decode_statistics(
     dict
         ``{(i, j, A): statistic}``; ~1 for triples in the table, ~0 otherwise.
     """
+    d = codebook.d
     if decoder not in DECODERS:
         raise ValueError(f"unknown decoder {decoder!r}: choose one of {DECODERS}")
-    d = codebook.d
     if p_left.shape != (d, d):
         raise ValueError(f"p_left has shape {p_left.shape}; the codebook has d = {d}")
     if p_left.dtype != codebook.dtype:
         raise TypeError(f"p_left is {p_left.dtype} but the codebook is {codebook.dtype}")
+    # Every decoder operator ends in C Phi: work from the spectrum of (Phi P_left)^T.
+    shuffled_t = np.ascontiguousarray(codebook.phi().apply(p_left).T)
+    fl = codebook.engine.rfft(shuffled_t, 1)
+    del shuffled_t
+    return statistics_from_spectrum(fl, grammar, n, codebook, decoder=decoder)
+
+
+def statistics_from_spectrum(
+    fl: np.ndarray,
+    grammar: Grammar,
+    n: int,
+    codebook: Codebook,
+    *,
+    decoder: str = "entry",
+) -> Statistics:
+    """:func:`decode_statistics` from ``FL = rfft((Phi P_left)^T, axis=1)``.
+
+    The engine keeps P_left in this form during a parse, so decoding needs no forward FFT.
+    """
+    if decoder not in DECODERS:
+        raise ValueError(f"unknown decoder {decoder!r}: choose one of {DECODERS}")
     if n < 1:
         raise ValueError(f"sentence length n must be >= 1, got {n}")
+    d = codebook.d
     nts = list(grammar.nonterminals)
     stats: Statistics = {}
-    plus = codebook.plus
+    spectrum = codebook.spectrum
     if decoder == "entry":
-        col = np.ascontiguousarray(p_left[:, 0])
+        # (C_A Phi C_j Phi C_i (Phi P_left))[0, 0]: row 0 of C_A Phi C_j Phi C_i against
+        # column 0 of Phi P_left (row 0 of its transpose), all on length-d vectors.
+        col = np.fft.irfft(fl[0].astype(np.complex128), n=d).astype(codebook.dtype)
+        rows = {a: codebook.plus("nonterminal", a).row(0).astype(np.float64) for a in nts}
         for i in range(n):
+            inner = codebook.circulant(spectrum=spectrum("index", i)).apply(col)
             for j in range(i + 1, n + 1):
-                u = (plus("index", j) @ plus("index", i)).apply(col)
+                u = codebook.plus("index", j).apply(inner).astype(np.float64)
                 for a in nts:
-                    stats[(i, j, a)] = float(plus("nonterminal", a).row(0) @ u)
+                    stats[(i, j, a)] = float(rows[a] @ u)
         return stats
-    # Trace: tr(C_A Phi C_j Phi C_i Phi P) = tr(C_A Z) with Z = Phi C_j (Phi C_i Phi P).
-    zi = codebook.buffer("dcyk-Y", (d, d), codebook.dtype)
+    # Trace: tr(C_A Phi C_j Z_i) with Z_i = Phi C_i Phi P_left. In transposes, Zt = irfft(FL
+    # V_i, axis=1) Phi^T, Wt = Zt C_j^T and tr(C_A Phi W) = tr(C_A^T Wt Phi^T) = sum_m a'[m]
+    # sum_k Wt[k, perm[(k + m) mod d]]: one sum shared by every A.
+    zt = codebook.buffer("dcyk-Y", (d, d), codebook.dtype)
     w = codebook.buffer("dcyk-W", (d, d), codebook.dtype)
+    s = codebook.spectrum_buffer(fl.shape)
     cols = {
-        a: np.fft.irfft(codebook.spectrum("nonterminal", a).astype(np.complex128), n=d) for a in nts
+        a: np.fft.irfft(np.conj(spectrum("nonterminal", a)).astype(np.complex128), n=d) for a in nts
     }
     sums = np.empty(d, dtype=np.float64)
     ident = codebook.permutation_index(0)
     for i in range(n):
-        (codebook.phi() @ plus("index", i)).apply(p_left, out=zi)
+        K.spec_mul_into_axis1(fl, spectrum("index", i), s)
+        codebook.engine.irfft(s, d, 1, out=w)
+        K.gather_cols(w, codebook.perm, zt)
         for j in range(i + 1, n + 1):
-            codebook.circulant(spectrum=codebook.spectrum("index", j)).apply(zi, out=w)
-            K.wrapped_diag_sums(w, codebook.perm, ident, sums)
+            codebook.circulant(spectrum=spectrum("index", j)).T.apply(zt, side="right", out=w)
+            K.wrapped_diag_sums(w, ident, codebook.perm, sums)
             for a in nts:
                 stats[(i, j, a)] = float(cols[a] @ sums) / d
     return stats

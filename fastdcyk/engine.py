@@ -42,8 +42,8 @@ from fastdcyk.decode import (
     DECODERS,
     _check_beta_threshold,
     chart_from_statistics,
-    decode_statistics,
     sigmoid,
+    statistics_from_spectrum,
 )
 from fastdcyk.grammar import Grammar
 
@@ -140,23 +140,32 @@ class DCYKResult:
 
 
 def _work_buffers(gate: str, unary_mask: bool) -> list[tuple[str, bool]]:
-    """(name, complex?) of the d x d work buffers a parse holds in the codebook."""
-    bufs = [("dcyk-Y", False), ("dcyk-W", False), ("apply-real", False), ("spectrum", True)]
-    if gate == "entrywise" and not unary_mask:
-        bufs.append(("dcyk-Z", False))
-    if gate == "trace":
-        bufs.append(("dcyk-PRhat", True))
-    return bufs
+    """(name, complex?) of the d x d arrays a parse holds besides the dense results."""
+    return [
+        ("F_left", True),
+        ("F_right", True),
+        ("dcyk-Y", False),
+        ("dcyk-W", False),
+        ("apply-real", False),
+        ("spectrum", True),
+    ]
 
 
 def estimate_memory(
     d: int, dtype: Any = "float32", *, gate: str = "entrywise", unary_mask: bool = False
 ) -> int:
-    """Bytes of d x d arrays one parse needs: the two accumulators and the work buffers."""
+    """Peak bytes of the d x d arrays one parse needs.
+
+    During the parse: the two accumulators (kept as half spectra) and four work buffers
+    (two real, one real inside operator chains, one half spectrum); at the end one dense
+    accumulator is formed while the other's spectrum is still held. The figure is the same
+    for every gate and decoder.
+    """
     item = np.dtype(dtype).itemsize
     real = d * d * item
     cplx = (d // 2 + 1) * d * 2 * item
-    return 2 * real + sum(cplx if c else real for _, c in _work_buffers(gate, unary_mask))
+    during = sum(cplx if c else real for _, c in _work_buffers(gate, unary_mask))
+    return during + real
 
 
 def _available_memory() -> int | None:
@@ -175,7 +184,7 @@ def _available_memory() -> int | None:
 
 def _check_memory(cb: Codebook, gate: str, unary_mask: bool) -> None:
     need = estimate_memory(cb.d, cb.dtype, gate=gate, unary_mask=unary_mask)
-    need -= cb.buffer_bytes()  # buffers already held are reused
+    need -= cb.buffer_bytes()  # work buffers already held are reused
     avail = _available_memory()
     if avail is not None and need > avail:
         hint = "use dtype='float32' or a smaller d" if cb.dtype == np.float64 else "use a smaller d"
@@ -259,22 +268,35 @@ def _resolve_options(variant, gate, decoder, unary_mask, beta, threshold, prune,
 
 
 class _Parser:
-    """One parse: the accumulators, the rule operators and the work buffers."""
+    """One parse: the accumulators (kept as spectra), the rule operators, the work buffers.
+
+    Two choices make the parse cheap; neither changes what is computed.
+
+    1. Spectra. Every operator D-CYK applies to P_left from the left ends in ``C Phi``
+       ([i]+, [j]- [i]+, the decoder's [A]+ [j]+ [i]+), and P_right is only read through
+       diag(Y R P_right). So the accumulators are kept as spectra: each use of P_left starts
+       from its spectrum (no gather, no forward FFT), each update ends by adding a spectrum
+       (no inverse FFT, no gather, no add pass), and diag(Y R P_right) is a Parseval sum over
+       spectra (no FFT). P_left and P_right are formed once, at the end.
+    2. Transposes. FFTs along the contiguous axis cost about 40% less than along axis 0, so
+       the parser works with P_left^T and P_right^T and applies every operator's transpose
+       from the right: ``(Op X)^T = X^T Op^T``. It keeps
+
+           FL = rfft(P_left^T Phi^T, axis=1) = rfft((Phi P_left)^T, axis=1),
+           FR = rfft(P_right^T, axis=1),
+
+       and every d x d work matrix below is the transpose of the one in the paper's algebra
+       (a trailing ``t`` in the comments).
+    """
 
     def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
         self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
         d, dt = cb.d, cb.dtype
         self.d = d
-        self.p_left = np.zeros((d, d), dt)
-        self.p_right = np.zeros((d, d), dt)
+        self.fl = np.zeros((d, d // 2 + 1), cb.cdtype)
+        self.fr = np.zeros((d, d // 2 + 1), cb.cdtype)
         self.y = cb.buffer("dcyk-Y", (d, d), dt)
         self.w = cb.buffer("dcyk-W", (d, d), dt)
-        self.z = None
-        if opt.gate == "entrywise" and not opt.unary_mask:
-            self.z = cb.buffer("dcyk-Z", (d, d), dt)
-        self.pr_hat = None
-        if opt.gate == "trace":
-            self.pr_hat = cb.buffer("dcyk-PRhat", (d // 2 + 1, d), cb.cdtype)
         # R_u^A = sum_{A -> a} [a]+ (one circulant and Phi); R_b^A = sum [B]+ [C]- (one
         # circulant: Phi Phi^T cancels). Nonterminals without rules of a kind are skipped.
         unary: dict[str, list] = {}
@@ -285,19 +307,15 @@ class _Parser:
             binary.setdefault(a, []).append(cb.plus("nonterminal", b) @ cb.minus("nonterminal", c))
         self.r_unary = {a: sum(unary[a]) for a in grammar.nonterminals if a in unary}
         self.r_binary = {a: sum(binary[a]) for a in grammar.nonterminals if a in binary}
-        # Versions: a cached product of P_left (or a spectrum of P_right) is stale once its
-        # accumulator has been updated since.
-        self.v_left = 0
-        self.v_right = 0
+        # A product of P_left (or a spectrum of it) is stale once the accumulators have been
+        # updated since it was computed.
+        self.version = 0
         self.counts = {"detections": 0, "updates": 0, "pruned": 0}
         self._ident = cb.permutation_index(0)
+        self._weights = _parseval_weights(d)
 
-    # operators of span indices and symbols
-    def plus(self, kind: str, s: Any):
-        return self.cb.plus(kind, s)
-
-    def minus(self, kind: str, s: Any):
-        return self.cb.minus(kind, s)
+    def spec(self, kind: str, s: Any) -> np.ndarray:
+        return self.cb.spectrum(kind, s)
 
     def _finite(self, value: Any, where: str) -> None:
         if not np.all(np.isfinite(value)):
@@ -307,20 +325,39 @@ class _Parser:
                 "or a smaller beta"
             )
 
+    # -- the accumulators as spectra -----------------------------------------------------------
+
+    def left_product_t(self, spec: np.ndarray, out: np.ndarray, power: int) -> np.ndarray:
+        """out = (Phi^power C(spec) Phi P_left)^T = irfft(FL * spec, axis=1) Phi^-power."""
+        cb = self.cb
+        s = cb.spectrum_buffer(self.fl.shape)
+        K.spec_mul_into_axis1(self.fl, spec, s)
+        if power == 0:
+            return cb.engine.irfft(s, self.d, 1, out=out)
+        tmp = self.w if out is not self.w else self.y
+        cb.engine.irfft(s, self.d, 1, out=tmp)
+        return K.gather_cols(tmp, cb.permutation_index(power), out)
+
+    def accumulate_t(self, acc: np.ndarray, spec: np.ndarray, xt: np.ndarray) -> None:
+        """Add C(spec) x to an accumulator: acc += rfft(x^T, axis=1) * spec."""
+        s = self.cb.spectrum_buffer(acc.shape)
+        self.cb.engine.rfft(xt, 1, out=s)
+        K.spec_madd_axis1(acc, s, spec)
+
     def initialise(self) -> None:
         """P_left = sum_i [i-1]- [i]- [a_i]- (P_right stays 0)."""
-        ones = np.ones(self.d, self.cb.dtype)
         for i, a in enumerate(self.words, start=1):
-            op = self.minus("index", i - 1) @ self.minus("index", i) @ self.minus("terminal", a)
-            op.times_diag(ones, out=self.w)
-            self.p_left += self.w
-        self.v_left += 1
+            # Phi [i-1]- [i]- [a]- = C_{i-1}^T ([i]- [a]-); its transpose is ([i]- [a]-)^T C_{i-1}
+            inner = self.cb.minus("index", i) @ self.cb.minus("terminal", a)
+            inner.T.diag_times(np.ones(self.d, self.cb.dtype), out=self.w)
+            self.accumulate_t(self.fl, np.conj(self.spec("index", i - 1)), self.w)
+        self.version += 1
 
-    def update(self, i: int, j: int, a: str, kind: str, value: Any) -> None:
+    def update(self, i: int, j: int, a: str, kind: str, value: Any, work: np.ndarray) -> None:
         """P_left += [i]- [j]- [A]- P_A and P_right += [A]+ [i]+ [j]+ P_A.
 
         ``kind`` says what P_A is: "scalar" (value * I), "diag" (diag(value)) or "full"
-        (value is the d x d matrix).
+        (``value`` is P_A^T, a d x d matrix other than ``work``). ``work`` is a free buffer.
         """
         peak = abs(value) if kind == "scalar" else float(np.max(np.abs(value)))
         if peak <= self.opt.prune:
@@ -328,26 +365,29 @@ class _Parser:
             return
         self.counts["updates"] += 1
         cb = self.cb
-        ops = (
+        # Phi [i]- [j]- [A]- = C_i^T ([j]- [A]-) and [A]+ [i]+ [j]+ = C_A (Phi [i]+ [j]+);
+        # (inner P_A)^T = P_A^T inner^T.
+        parts = (
             (
-                self.minus("index", i) @ self.minus("index", j) @ self.minus("nonterminal", a),
-                self.p_left,
+                self.fl,
+                np.conj(self.spec("index", i)),
+                cb.minus("index", j) @ cb.minus("nonterminal", a),
             ),
             (
-                self.plus("nonterminal", a) @ self.plus("index", i) @ self.plus("index", j),
-                self.p_right,
+                self.fr,
+                self.spec("nonterminal", a),
+                cb.phi() @ cb.plus("index", i) @ cb.plus("index", j),
             ),
         )
-        for op, acc in ops:
+        for acc, spec, inner in parts:
             if kind == "scalar":
-                op.times_diag(np.full(self.d, value, cb.dtype), out=self.w)
+                inner.T.diag_times(np.full(self.d, value, cb.dtype), out=work)
             elif kind == "diag":
-                op.times_diag(value, out=self.w)
+                inner.T.diag_times(value, out=work)
             else:
-                op.apply(value, out=self.w)
-            acc += self.w
-        self.v_left += 1
-        self.v_right += 1
+                inner.T.apply(value, side="right", out=work)
+            self.accumulate_t(acc, spec, work)
+        self.version += 1
 
     # -- Algorithm 2 -------------------------------------------------------------------------
 
@@ -355,33 +395,35 @@ class _Parser:
         opt, cb, d = self.opt, self.cb, self.d
         sums = np.empty(d, np.float64)
         for i in range(1, len(self.words) + 1):
-            lift = self.plus("index", i) @ self.plus("index", i - 1)  # [i]+ [i-1]+
-            y_version = -1
-            sums_version = -1
+            lift_t = cb.plus("index", i).T  # Y = C_i Phi (C_{i-1} Phi P_left) = [i]+ [i-1]+ P_left
+            y_version = sums_version = -1
             for a, r in self.r_unary.items():
                 self.counts["detections"] += 1
-                if y_version != self.v_left:
-                    lift.apply(self.p_left, out=self.y)  # Y = [i]+ [i-1]+ P_left
-                    y_version = self.v_left
+                if y_version != self.version:
+                    self.left_product_t(self.spec("index", i - 1), self.w, 0)
+                    lift_t.apply(self.w, side="right", out=self.y)  # Yt
+                    y_version = self.version
                 if opt.gate == "trace":
-                    # tr(R Y) with R = C_R Phi: wrapped diagonal sums of Phi Y, shared by all A.
+                    # tr(C_R Phi Y) = tr(C_R^T Yt Phi^T): wrapped diagonal sums of Yt Phi^T,
+                    # shared by every A at this position.
                     if sums_version != y_version:
-                        K.wrapped_diag_sums(self.y, cb.perm, self._ident, sums)
+                        K.wrapped_diag_sums(self.y, self._ident, cb.perm, sums)
                         sums_version = y_version
-                    t = r.scale * float(_first_column(r.factors[0], d) @ sums) / d
+                    col = _first_column(np.conj(r.factors[0]), d)
+                    t = r.scale * float(col @ sums) / d
                     self._finite(t, f"unary detection of {a} at position {i}")
-                    self.update(i - 1, i, a, "scalar", sigmoid(t, opt.beta).item())
+                    self.update(i - 1, i, a, "scalar", sigmoid(t, opt.beta).item(), self.w)
                     continue
-                target = self.w if opt.unary_mask else self.z
-                r.apply(self.y, out=target)  # M = R_u^A [i]+ [i-1]+ P_left
+                r.T.apply(self.y, side="right", out=self.w)  # Mt = (R_u^A Y)^T
+                where = f"unary detection of {a} at position {i}"
                 if opt.unary_mask:
-                    m = np.diagonal(target).astype(np.float64)
-                    self._finite(m, f"unary detection of {a} at position {i}")
-                    self.update(i - 1, i, a, "diag", sigmoid(m, opt.beta).astype(cb.dtype))
+                    m = np.diagonal(self.w).astype(np.float64)
+                    self._finite(m, where)
+                    self.update(i - 1, i, a, "diag", sigmoid(m, opt.beta).astype(cb.dtype), self.y)
                 else:
-                    self._finite(target, f"unary detection of {a} at position {i}")
-                    K.sigmoid_numpy(target, opt.beta, 0.5)
-                    self.update(i - 1, i, a, "full", target)
+                    self._finite(self.w.sum(dtype=np.float64), where)
+                    K.sigmoid_numpy(self.w, opt.beta, 0.5)  # P_A^T = sigma(Mt)
+                    self.update(i - 1, i, a, "full", self.w, self.y)  # Yt is free once Mt is
 
     # -- Algorithm 3 -------------------------------------------------------------------------
 
@@ -390,41 +432,59 @@ class _Parser:
         n = len(self.words)
         diag = np.empty(d, np.float64)
         g = np.empty(d // 2 + 1, np.complex128)
-        weights = _parseval_weights(d)
-        pr_hat_version = -1
         for j in range(2, n + 1):
             for i in range(j - 2, -1, -1):
-                check = self.minus("index", j) @ self.plus("index", i)  # [j]- [i]+: one circulant
-                y_version = -1
-                g_versions = (-1, -1)
+                # Y = [j]- [i]+ P_left = Phi^T C_j^T C_i Phi P_left: one circulant on FL
+                check = np.conj(self.spec("index", j)) * self.spec("index", i)
+                y_version = g_version = -1
                 for a, r in self.r_binary.items():
                     self.counts["detections"] += 1
-                    if y_version != self.v_left:
-                        check.apply(self.p_left, out=self.y)  # Y = [j]- [i]+ P_left
-                        y_version = self.v_left
-                    if opt.gate == "entrywise":
-                        # diag(Y R P_right): Y R by one FFT pass, then row sums of (Y R) * P_right^T
-                        r.apply(self.y, side="right", out=self.w)
-                        K.diag_of_product(self.w, self.p_right, diag)
-                        self._finite(diag, f"binary detection of {a} at ({i}, {j})")
-                        self.update(i, j, a, "diag", sigmoid(diag, opt.beta).astype(cb.dtype))
-                        continue
-                    # tr(Y C_R P_right) = (1/d) sum_f w_f Re(conj(V_R[f]) g[f]) with
-                    # g[f] = sum_r Yhat[r, f] conj(Phat[f, r]): O(d) per A once g is known.
-                    if g_versions != (y_version, self.v_right):
-                        if pr_hat_version != self.v_right:
-                            cb.engine.rfft(self.p_right, 0, out=self.pr_hat)
-                            pr_hat_version = self.v_right
-                        y_hat = cb.spectrum_buffer((d, d // 2 + 1))
-                        cb.engine.rfft(self.y, 1, out=y_hat)
-                        K.conj_diag_of_product(self.pr_hat, y_hat, g)
-                        g_versions = (y_version, self.v_right)
+                    yt_hat = cb.spectrum_buffer((d // 2 + 1, d))
+                    if y_version != self.version:
+                        self.left_product_t(check, self.y, -1)  # Yt
+                        cb.engine.rfft(self.y, 0, out=yt_hat)  # rows of Y, for Parseval
+                        y_version = self.version
                     spec = r.factors[0].astype(np.complex128) * r.scale
-                    t = float(np.sum(weights * (np.conj(spec) * g).real)) / d / d
-                    self._finite(t, f"binary detection of {a} at ({i}, {j})")
-                    self.update(i, j, a, "scalar", sigmoid(t, opt.beta).item())
+                    where = f"binary detection of {a} at ({i}, {j})"
+                    if opt.gate == "entrywise":
+                        # diag(Y R P_right)[r] = (1/d) sum_f w_f Re(Yhat[r, f] conj(V_R[f])
+                        # conj(FR[r, f])), Yhat[r, f] = rfft(Yt, axis=0)[f, r]: no FFT, no
+                        # d x d product.
+                        coef = (self._weights * spec / d).astype(cb.cdtype)
+                        K.spectral_diag(self.fr, coef, yt_hat, diag)
+                        self._finite(diag, where)
+                        p = sigmoid(diag, opt.beta).astype(cb.dtype)
+                        self.update(i, j, a, "diag", p, self.w)
+                        continue
+                    # tr(Y R P_right) = (1/d) sum_f w_f Re(conj(V_R[f]) g[f]) with
+                    # g[f] = sum_r Yhat[r, f] conj(FR[r, f]): O(d) per A once g is known.
+                    if g_version != y_version:
+                        K.conj_diag_of_product(yt_hat, self.fr, g)
+                        g_version = y_version
+                    t = float(np.sum(self._weights * (spec * g).real)) / d / d
+                    self._finite(t, where)
+                    self.update(i, j, a, "scalar", sigmoid(t, opt.beta).item(), self.w)
                 if on_cell is not None:
                     on_cell()
+
+    # -- the dense accumulators --------------------------------------------------------------
+
+    def dense(self) -> tuple[np.ndarray, np.ndarray]:
+        """P_left = (irfft(FL, axis=1) Phi)^T and P_right = irfft(FR, axis=1)^T, new arrays.
+
+        The spectra are consumed (an inverse FFT may overwrite its input) and released.
+        """
+        cb, d = self.cb, self.d
+        fl, self.fl = self.fl, None
+        cb.engine.irfft(fl, d, 1, out=self.y)
+        del fl  # its memory goes back before the dense matrices are allocated
+        K.gather_cols(self.y, cb.permutation_index(-1), self.w)
+        p_left = np.ascontiguousarray(self.w.T)
+        fr, self.fr = self.fr, None
+        cb.engine.irfft(fr, d, 1, out=self.w)
+        del fr
+        p_right = np.ascontiguousarray(self.w.T)
+        return p_left, p_right
 
 
 def _first_column(spec: np.ndarray, d: int) -> np.ndarray:
@@ -563,20 +623,21 @@ def dcyk(
             bar.close()
     t2 = time.perf_counter()
     timings["binary"] = t2 - t1
-    parser._finite(parser.p_left, "P_left after the parse")
-    parser._finite(parser.p_right, "P_right after the parse")
     stats = chart = None
     if decode:
-        stats = decode_statistics(parser.p_left, grammar, n, cb, decoder=opt.decoder)
+        stats = statistics_from_spectrum(parser.fl, grammar, n, cb, decoder=opt.decoder)
         chart = chart_from_statistics(stats, n, beta=opt.beta, threshold=opt.threshold)
     timings["decode"] = time.perf_counter() - t2
+    p_left, p_right = parser.dense()
+    parser._finite(p_left, "P_left after the parse")
+    parser._finite(p_right, "P_right after the parse")
     return DCYKResult(
         words=ws,
         grammar=grammar,
         codebook=cb,
         options=opt,
-        p_left=parser.p_left,
-        p_right=parser.p_right,
+        p_left=p_left,
+        p_right=p_right,
         statistics=stats,
         chart=chart,
         counts=dict(parser.counts),

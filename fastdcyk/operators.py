@@ -297,6 +297,38 @@ class Operator:
         rest = Operator(cb, tuple(fs), self.scale)
         return rest._apply(out, out, axis=0, factors=rest.factors[::-1])
 
+    def diag_times(self, p: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``diag(p) @ op`` for a length-d vector ``p``: the transpose of
+        ``op.T.times_diag(p)``.
+
+        The leftmost ``Phi^a C Phi^b`` of the operator meets the diagonal in O(d^2) without
+        an FFT; the remaining factors are applied from the right, by FFT along axis 1, in
+        place in ``out``.
+        """
+        p = np.asarray(p)
+        if p.dtype != self.dtype:
+            raise TypeError(f"p has dtype {p.dtype} but the operator's codebook is {self.dtype}")
+        if p.shape != (self.d,):
+            raise ValueError(f"p must have shape ({self.d},), got {p.shape}")
+        if out is None:
+            out = np.empty((self.d, self.d), self.dtype)
+        cb = self.codebook
+        fs = list(self.factors)
+        rowidx = cb.permutation_index(0)
+        if fs and not _is_circ(fs[0]):
+            rowidx = cb.permutation_index(fs.pop(0))
+        if fs and _is_circ(fs[0]):
+            v = np.fft.irfft(fs.pop(0).astype(np.complex128), n=self.d).astype(self.dtype)
+        else:
+            v = np.zeros(self.d, self.dtype)
+            v[0] = 1
+        shift = cb.permutation_index(0)
+        if fs and not _is_circ(fs[0]):
+            shift = cb.permutation_index(-fs.pop(0))
+        K.diag_times_circulant(v, p, rowidx, shift, out)
+        rest = Operator(cb, tuple(fs), self.scale)
+        return rest._apply(out, out, axis=1, factors=rest.factors)
+
     def _apply(self, x: np.ndarray, out: np.ndarray, axis: int, factors: tuple) -> np.ndarray:
         cb = self.codebook
         if not factors:

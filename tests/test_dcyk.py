@@ -315,9 +315,10 @@ def test_bad_options(example, kwargs, message):
 
 
 def test_memory_estimate_and_refusal(example, monkeypatch):
-    # two accumulators and five work buffers (four real, one complex) for the paper's variant
+    # during the parse: two accumulators kept as half spectra, a half-spectrum work buffer and
+    # three real ones; at the end one dense accumulator more
     est = fd.estimate_memory(6000, "float32")
-    assert est == 2 * 6000**2 * 4 + 4 * 6000**2 * 4 + 3001 * 6000 * 8
+    assert est == 3 * (3001 * 6000 * 8) + 4 * (6000**2 * 4)
     assert fd.estimate_memory(6000, "float64") == 2 * est
     import fastdcyk.engine as engine
 
