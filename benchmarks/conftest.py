@@ -2,7 +2,8 @@
 
 Under ``--benchmark-disable`` (the default in pyproject) every benchmark body runs once as a
 smoke test, at d = 64. With ``--benchmark-enable`` the sizes are d = 512 and 2048, plus 6000
-when ``FASTDCYK_BENCH_LARGE=1``; dense baselines also need ``FASTDCYK_BENCH_LARGE=1``.
+when ``FASTDCYK_BENCH_LARGE=1``; dense baselines also need ``FASTDCYK_BENCH_LARGE=1``. The
+engine benchmarks (``d_engine``) run at d = 1024.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "d_kernel" in metafunc.fixturenames:
         sizes = [SMOKE_D] if disabled else [2048] + ([6000] if LARGE else [])
         metafunc.parametrize("d_kernel", sizes)
+    if "d_engine" in metafunc.fixturenames:
+        sizes = [SMOKE_D] if disabled else [1024]
+        metafunc.parametrize("d_engine", sizes)
     if "d_large" in metafunc.fixturenames:
         sizes = [SMOKE_D] if disabled else [6000]
         metafunc.parametrize("d_large", sizes)

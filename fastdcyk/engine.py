@@ -102,6 +102,8 @@ class DCYKResult:
         Detections, updates applied and updates pruned.
     timings : dict
         Seconds spent in the unary step, the binary step and the decoder.
+    log : list of dict or None
+        Every detection, when the parse ran with ``record=True``.
     """
 
     words: tuple[str, ...]
@@ -114,6 +116,7 @@ class DCYKResult:
     chart: dict[tuple[int, int], frozenset[str]] | None
     counts: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    log: list[dict[str, Any]] | None = None
 
     def chart_at(
         self, threshold: float | None = None, beta: float | None = None
@@ -311,6 +314,7 @@ class _Parser:
         # updated since it was computed.
         self.version = 0
         self.counts = {"detections": 0, "updates": 0, "pruned": 0}
+        self.log: list[dict[str, Any]] | None = None
         self._ident = cb.permutation_index(0)
         self._weights = _parseval_weights(d)
 
@@ -360,7 +364,21 @@ class _Parser:
         (``value`` is P_A^T, a d x d matrix other than ``work``). ``work`` is a free buffer.
         """
         peak = abs(value) if kind == "scalar" else float(np.max(np.abs(value)))
-        if peak <= self.opt.prune:
+        applied = peak > self.opt.prune
+        if self.log is not None:
+            diagonal = value if kind != "full" else np.diagonal(value)
+            self.log.append(
+                {
+                    "step": "unary" if j == i + 1 else "binary",
+                    "i": i,
+                    "j": j,
+                    "A": a,
+                    "p_diag_mean": float(np.mean(diagonal)),
+                    "p_max": peak,
+                    "applied": applied,
+                }
+            )
+        if not applied:
             self.counts["pruned"] += 1
             return
         self.counts["updates"] += 1
@@ -520,6 +538,7 @@ def dcyk(
     decode: bool = True,
     check_memory: bool = True,
     progress: bool = False,
+    record: bool = False,
 ) -> DCYKResult:
     """Parse a sentence with D-CYK (the paper's Algorithms 2, 3 and 4).
 
@@ -563,6 +582,10 @@ def dcyk(
         would not fit in the available memory.
     progress : bool, default False
         Show a progress bar over the binary step's cells (needs tqdm).
+    record : bool, default False
+        Keep a log of every detection in ``result.log``: the step, the cell (i, j), the
+        nonterminal, the mean of P_A's diagonal (how much of I the gate let through), P_A's
+        largest entry and whether the update was applied or pruned.
 
     Returns
     -------
@@ -604,6 +627,8 @@ def dcyk(
         _check_memory(cb, opt.gate, opt.unary_mask)
 
     parser = _Parser(grammar, ws, cb, opt)
+    if record:
+        parser.log = []
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     parser.initialise()
@@ -641,6 +666,7 @@ def dcyk(
         statistics=stats,
         chart=chart,
         counts=dict(parser.counts),
+        log=parser.log,
         timings=timings,
     )
 

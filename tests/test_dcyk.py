@@ -334,3 +334,22 @@ def test_non_cnf_grammar_rejected():
     g = fd.Grammar.from_string("S -> A B C\nA -> 'a'\nB -> 'b'\nC -> 'c'", cnf="allow")
     with pytest.raises(ValueError, match="Chomsky normal form"):
         fd.dcyk(g, "a b c", d=16)
+
+
+def test_record_logs_every_detection():
+    g = fd.Grammar.builtin("example")
+    r = fd.dcyk(g, "a a b", d=256, variant="trace", record=True)
+    assert len(r.log) == r.counts["detections"]
+    assert sum(not e["applied"] for e in r.log) == r.counts["pruned"]
+    # unary cells come first, then binary cells with j ascending and i descending
+    steps = [(e["step"], e["i"], e["j"], e["A"]) for e in r.log]
+    assert steps[:2] == [("unary", 0, 1, "D"), ("unary", 0, 1, "E")]
+    assert [(s, i, j) for s, i, j, _ in steps[6:]] == [
+        ("binary", 0, 2),
+        ("binary", 1, 3),
+        ("binary", 0, 3),
+    ]
+    gold = fd.cyk(g, "a a b")
+    for e in r.log:  # at d = 256 the trace gate opens exactly on the CYK table's triples
+        assert (e["p_diag_mean"] > 0.5) == (e["A"] in gold[(e["i"], e["j"])])
+    assert fd.dcyk(g, "a a b", d=64).log is None
