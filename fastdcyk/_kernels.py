@@ -179,20 +179,21 @@ _BLOCK = 64
 
 
 def _diag_of_product_py(y, z, out):  # pragma: no cover - compiled
-    """out[r] = sum_k y[r, k] * z[k, r] = diag(y @ z), in O(d k), accumulated in float64.
+    """out[r] = sum_k conj(y[r, k]) * z[k, r] (conj is the identity on real arrays).
 
-    Rows are taken in blocks so that z[k, block] is read contiguously.
+    For real arrays this is diag(y @ z); it is accumulated in out's dtype (float64 or
+    complex128). Rows are taken in blocks so that z[k, block] is read contiguously.
     """
     n, m = y.shape
     nblocks = (n + _BLOCK - 1) // _BLOCK
     for b in prange(nblocks):
         r0 = b * _BLOCK
         r1 = min(n, r0 + _BLOCK)
-        acc = np.zeros(r1 - r0, dtype=np.float64)
+        acc = np.zeros(r1 - r0, dtype=out.dtype)
         for k in range(m):
             zk = z[k]
             for r in range(r0, r1):
-                acc[r - r0] += y[r, k] * zk[r]
+                acc[r - r0] += np.conj(y[r, k]) * zk[r]
         for r in range(r0, r1):
             out[r] = acc[r - r0]
     return out
@@ -225,23 +226,6 @@ def circulant_times_diag_numpy(v, p, rowidx, shift, out):
     d = v.shape[0]
     idx = (rowidx[:, None] - shift[None, :]) % d
     np.multiply(v[idx], p[None, :], out=out)
-    return out
-
-
-def _conj_diag_of_product_py(y, z, out):  # pragma: no cover - compiled
-    """out[r] = sum_k conj(y[r, k]) * z[k, r] for complex y, z, accumulated in complex128."""
-    n, m = y.shape
-    nblocks = (n + _BLOCK - 1) // _BLOCK
-    for b in prange(nblocks):
-        r0 = b * _BLOCK
-        r1 = min(n, r0 + _BLOCK)
-        acc = np.zeros(r1 - r0, dtype=np.complex128)
-        for k in range(m):
-            zk = z[k]
-            for r in range(r0, r1):
-                acc[r - r0] += np.conj(y[r, k]) * zk[r]
-        for r in range(r0, r1):
-            out[r] = acc[r - r0]
     return out
 
 
@@ -407,7 +391,8 @@ spec_mul_axis1 = _dual(_spec_mul_axis1_py)
 sigmoid_inplace = _dual(_sigmoid_inplace_py)
 diag_of_product = _dual(_diag_of_product_py)
 circulant_times_diag = _dual(_circulant_times_diag_py)
-conj_diag_of_product = _dual(_conj_diag_of_product_py)
+# complex y: the same kernel (its conj is what the spectral trace needs)
+conj_diag_of_product = diag_of_product
 wrapped_diag_sums = _dual(_wrapped_diag_sums_py)
 spec_mul_into = _dual(_spec_mul_into_py)
 spec_madd_axis0 = _dual(_spec_madd_axis0_py)

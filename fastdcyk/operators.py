@@ -273,29 +273,7 @@ class Operator:
         an FFT (column c of ``C diag(p)`` is ``p[c]`` times the circulant's column c); the
         remaining factors are applied by FFT in place in ``out``.
         """
-        p = np.asarray(p)
-        if p.dtype != self.dtype:
-            raise TypeError(f"p has dtype {p.dtype} but the operator's codebook is {self.dtype}")
-        if p.shape != (self.d,):
-            raise ValueError(f"p must have shape ({self.d},), got {p.shape}")
-        if out is None:
-            out = np.empty((self.d, self.d), self.dtype)
-        cb = self.codebook
-        fs = list(self.factors)
-        shift = cb.permutation_index(0)
-        if fs and not _is_circ(fs[-1]):
-            shift = cb.permutation_index(-fs.pop())
-        if fs and _is_circ(fs[-1]):
-            v = np.fft.irfft(fs.pop().astype(np.complex128), n=self.d).astype(self.dtype)
-        else:  # no circulant at all: the identity's first column
-            v = np.zeros(self.d, self.dtype)
-            v[0] = 1
-        rowidx = cb.permutation_index(0)
-        if fs and not _is_circ(fs[-1]):
-            rowidx = cb.permutation_index(fs.pop())
-        K.circulant_times_diag(v, p, rowidx, shift, out)
-        rest = Operator(cb, tuple(fs), self.scale)
-        return rest._apply(out, out, axis=0, factors=rest.factors[::-1])
+        return self._meet_diagonal(p, out, diag_on_right=True)
 
     def diag_times(self, p: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """``diag(p) @ op`` for a length-d vector ``p``: the transpose of
@@ -305,6 +283,9 @@ class Operator:
         an FFT; the remaining factors are applied from the right, by FFT along axis 1, in
         place in ``out``.
         """
+        return self._meet_diagonal(p, out, diag_on_right=False)
+
+    def _meet_diagonal(self, p: np.ndarray, out: np.ndarray | None, diag_on_right: bool):
         p = np.asarray(p)
         if p.dtype != self.dtype:
             raise TypeError(f"p has dtype {p.dtype} but the operator's codebook is {self.dtype}")
@@ -313,20 +294,24 @@ class Operator:
         if out is None:
             out = np.empty((self.d, self.d), self.dtype)
         cb = self.codebook
-        fs = list(self.factors)
-        rowidx = cb.permutation_index(0)
-        if fs and not _is_circ(fs[0]):
-            rowidx = cb.permutation_index(fs.pop(0))
-        if fs and _is_circ(fs[0]):
-            v = np.fft.irfft(fs.pop(0).astype(np.complex128), n=self.d).astype(self.dtype)
-        else:
+        # Walk in from the end that meets the diagonal: Phi^near C Phi^far (each optional).
+        fs = list(self.factors) if diag_on_right else list(reversed(self.factors))
+        near = fs.pop() if fs and not _is_circ(fs[-1]) else 0
+        if fs and _is_circ(fs[-1]):
+            v = np.fft.irfft(fs.pop().astype(np.complex128), n=self.d).astype(self.dtype)
+        else:  # no circulant at all: the identity's first column
             v = np.zeros(self.d, self.dtype)
             v[0] = 1
-        shift = cb.permutation_index(0)
-        if fs and not _is_circ(fs[0]):
-            shift = cb.permutation_index(-fs.pop(0))
+        far = fs.pop() if fs and not _is_circ(fs[-1]) else 0
+        if diag_on_right:  # (Phi^far C Phi^near diag(p))[r, c]
+            rowidx, shift = cb.permutation_index(far), cb.permutation_index(-near)
+            K.circulant_times_diag(v, p, rowidx, shift, out)
+            rest = Operator(cb, tuple(fs), self.scale)
+            return rest._apply(out, out, axis=0, factors=rest.factors[::-1])
+        # (diag(p) Phi^near C Phi^far)[r, c]
+        rowidx, shift = cb.permutation_index(near), cb.permutation_index(-far)
         K.diag_times_circulant(v, p, rowidx, shift, out)
-        rest = Operator(cb, tuple(fs), self.scale)
+        rest = Operator(cb, tuple(reversed(fs)), self.scale)
         return rest._apply(out, out, axis=1, factors=rest.factors)
 
     def _apply(self, x: np.ndarray, out: np.ndarray, axis: int, factors: tuple) -> np.ndarray:
