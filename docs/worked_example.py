@@ -27,28 +27,38 @@ for name, op in [
     ("[a]-", cb.minus("terminal", "a")),
     ("[a]+ [a]-", cb.plus("terminal", "a") @ cb.minus("terminal", "a")),
     ("[j]- [i]+ (span check)", cb.minus("index", 3) @ cb.plus("index", 1)),
-    ("R_b^S = [D]+ [E]- + [D]+ [S]-", sum(
-        cb.plus("nonterminal", b) @ cb.minus("nonterminal", c) for b, c in (("D", "E"), ("D", "S"))
-    )),
+    (
+        "R_b^S = [D]+ [E]- + [D]+ [S]-",
+        sum(
+            cb.plus("nonterminal", b) @ cb.minus("nonterminal", c)
+            for b, c in (("D", "E"), ("D", "S"))
+        ),
+    ),
 ]:
     print(f"  {name:32s} -> {op.skeleton()}")
 m = (cb.plus("terminal", "a") @ cb.minus("terminal", "a")).to_dense()
 off = m[~np.eye(D, dtype=bool)]
-print(f"  [a]+ [a]- at d = {D}: mean diagonal {np.diag(m).mean():.4f}, "
-      f"off-diagonal std {off.std():.4f} (1/sqrt(d) = {1 / np.sqrt(D):.4f})")
+print(
+    f"  [a]+ [a]- at d = {D}: mean diagonal {np.diag(m).mean():.4f}, "
+    f"off-diagonal std {off.std():.4f} (1/sqrt(d) = {1 / np.sqrt(D):.4f})"
+)
 
 for variant in ("paper", "trace"):
     r = fd.dcyk(g, words, d=D, variant=variant, record=True)
     o = r.options
-    print(f"\n=== variant={variant}: gate={o.gate}, decoder={o.decoder}, beta={o.beta:g}, "
-          f"threshold={o.threshold}, unitary={r.codebook.unitary}, d={D}")
+    print(
+        f"\n=== variant={variant}: gate={o.gate}, decoder={o.decoder}, beta={o.beta:g}, "
+        f"threshold={o.threshold}, unitary={r.codebook.unitary}, d={D}"
+    )
     print("detections (P_A's diagonal mean, largest entry, applied):")
     for e in r.log:
-        print(f"  {e['step']:6s} ({e['i']}, {e['j']}) {e['A']}: diag mean {e['p_diag_mean']:.3f}"
-              f"  max {e['p_max']:.3g}  {'applied' if e['applied'] else 'pruned'}")
+        print(
+            f"  {e['step']:6s} ({e['i']}, {e['j']}) {e['A']}: diag mean {e['p_diag_mean']:.3f}"
+            f"  max {e['p_max']:.3g}  {'applied' if e['applied'] else 'pruned'}"
+        )
     bound = 0.5 + np.log(o.threshold / (1 - o.threshold)) / o.beta
     print(f"decoder statistics (A is decoded in (i, j) when > {bound:.3f}):")
-    for (i, j) in sorted(gold):
+    for i, j in sorted(gold):
         cells = "  ".join(f"{a}={r.statistics[(i, j, a)]:+.3f}" for a in g.nonterminals)
         print(f"  ({i}, {j}): {cells}")
     print("decoded chart against symbolic CYK (+A false positive, -A miss):")
