@@ -3,20 +3,30 @@
 Subcommands:
 
 - ``fastdcyk demo``: D-CYK (both variants) on the paper's running example and a few G0
-  sentences, each decoded chart printed against the symbolic CYK chart.
+  sentences, each decoded chart printed against the symbolic CYK chart; then a small
+  reproduction of the paper's experiments (G0, 100 sentences, three dimensions, both
+  variants) with its table and figures, written to ``./fastdcyk-demo/``.
 - ``fastdcyk parse --grammar G0 --dim 1024 fish swim fish``: one sentence, decoded chart
   beside the symbolic one with every disagreement marked.
+- ``fastdcyk experiment``: a resumable grid of grammars x dimensions x variants (x beta x
+  codebook seed) over generated sentences (the paper's setup by default), appended to a
+  JSON Lines results file, on a process pool or a dask cluster; a summary table at the end.
+- ``fastdcyk plot RESULTS...``: the paper's three figures (PNG and SVG) and their tables.
 
-Bad arguments exit with status 2 and a message that says what was wrong; a parse that fails
-at run time (memory, non-finite values) exits with status 1.
+Exit status: 0 on success; 2 for a bad argument (with a message that says what was wrong,
+including a results file written for another configuration); 1 for a failure at run time
+(memory, non-finite values, a results file that cannot be written); 130 when interrupted
+(every record written so far is kept, and rerunning the same command resumes).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -24,15 +34,44 @@ from fastdcyk.cyk import cyk
 from fastdcyk.decode import DECODERS
 from fastdcyk.display import format_chart
 from fastdcyk.engine import DEFAULT_BETA, DEFAULT_THRESHOLD, GATES, VARIANTS, dcyk
+from fastdcyk.experiments import (
+    EXECUTORS,
+    PAPER_DIMS,
+    PAPER_GRAMMARS,
+    ExperimentConfig,
+    ResultsFileError,
+    ResultsWriteError,
+    format_table,
+    load_records,
+    read_results,
+    run_experiment,
+    study_rows,
+    summary_table,
+)
 from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar, GrammarError
 from fastdcyk.metrics import cell_scores
 
-__all__ = ["build_parser", "main"]
+__all__ = ["DEMO_GRID", "UsageError", "add_grid_options", "add_run_options", "build_parser", "main"]
+
+
+#: The demo's small reproduction (G0 only: it draws studies a and b).
+DEMO_GRID = ExperimentConfig(
+    grammars=("G0",), dims=(64, 256, 1024), variants=tuple(VARIANTS), sentences=100, max_len=7
+)
+DEMO_CHART_SENTENCES = 2
 
 
 class UsageError(Exception):
     """A bad command-line argument (exit status 2)."""
+
+
+class _RunError(Exception):
+    """A failure at run time (exit status 1)."""
+
+
+class _Interrupted(Exception):
+    """Ctrl-C during a grid; the message says what is kept (exit status 130)."""
 
 
 def _dimension(text: str) -> int:
@@ -102,6 +141,132 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _nonnegative_int(text: str) -> int:
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if k < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {k}")
+    return k
+
+
+def _positive_int(text: str) -> int:
+    k = _nonnegative_int(text)
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {k}")
+    return k
+
+
+def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> None:
+    """The options that define an experiment grid (see :class:`ExperimentConfig`)."""
+    g = p.add_argument_group("the grid (its hash names the configuration of a results file)")
+    g.add_argument(
+        "--grammars",
+        nargs="+",
+        default=list(defaults.grammars),
+        metavar="GRAMMAR",
+        help="builtin names or grammar files (default: %(default)s)",
+    )
+    g.add_argument(
+        "--dims",
+        nargs="+",
+        type=_dimension,
+        default=list(defaults.dims),
+        metavar="D",
+        help="dimensions d >= 2 (default: %(default)s)",
+    )
+    g.add_argument(
+        "--variants",
+        nargs="+",
+        choices=tuple(VARIANTS),
+        default=list(defaults.variants),
+        help="D-CYK variants (default: %(default)s)",
+    )
+    g.add_argument(
+        "--betas",
+        nargs="+",
+        type=_positive,
+        default=list(defaults.betas),
+        metavar="BETA",
+        help="sigmoid slopes (default: %(default)s)",
+    )
+    g.add_argument(
+        "--seeds",
+        nargs="+",
+        type=_nonnegative_int,
+        default=list(defaults.seeds),
+        metavar="SEED",
+        help="codebook seeds (default: %(default)s)",
+    )
+    g.add_argument(
+        "--sentences",
+        type=_positive_int,
+        default=defaults.sentences,
+        help="sentences in the sample (default: %(default)s)",
+    )
+    g.add_argument(
+        "--source",
+        default=defaults.source,
+        help="grammar the sentences are generated from (default: %(default)s)",
+    )
+    g.add_argument(
+        "--min-len",
+        type=_positive_int,
+        default=defaults.min_len,
+        help="shortest sentence (default: %(default)s)",
+    )
+    g.add_argument(
+        "--max-len",
+        type=_positive_int,
+        default=defaults.max_len,
+        help="longest sentence (default: %(default)s)",
+    )
+    g.add_argument(
+        "--sentence-seed",
+        type=_nonnegative_int,
+        default=defaults.sentence_seed,
+        help="seed of the sentence generator (default: %(default)s)",
+    )
+    g.add_argument(
+        "--threshold",
+        type=_probability,
+        default=defaults.threshold,
+        help="decoder threshold on sigma (default: %(default)s)",
+    )
+    g.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        default=defaults.dtype,
+        help="precision of the codebooks and accumulators (default: %(default)s)",
+    )
+
+
+def add_run_options(p: argparse.ArgumentParser, *, default_executor: str = "process") -> None:
+    """How a grid runs: the executor, its workers, batching and the progress bar."""
+    r = p.add_argument_group("running")
+    r.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default=default_executor,
+        help="'process': a pool of worker processes (default); 'serial': this process; "
+        "'dask': a dask.distributed cluster (needs --scheduler; pip install 'fastdcyk[dask]')",
+    )
+    r.add_argument("--workers", type=_positive_int, help="worker processes (default: one per core)")
+    r.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786")
+    r.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        help="distinct sentences per task (default: a few seconds of work per task)",
+    )
+    r.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="show a progress bar with the ETA (default: on)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastdcyk",
@@ -112,12 +277,44 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="D-CYK on the running example and a few G0 sentences, against symbolic CYK",
+        help="D-CYK on the running example and G0 sentences, then a small reproduction",
         description="Parse the paper's running example and a few G0 sentences with both "
-        "variants, printing each decoded chart against the symbolic CYK chart.",
+        "variants, printing each decoded chart against the symbolic CYK chart; then run a "
+        "small reproduction of the paper's experiments (G0, both variants, a few "
+        "dimensions), print its table and write its figures.",
     )
-    demo.add_argument("--dim", type=_dimension, default=1024, help="dimension d (default 1024)")
-    demo.add_argument("--sentences", type=int, default=3, help="G0 sentences (default 3)")
+    demo.add_argument(
+        "--dim", type=_dimension, default=1024, help="d of the printed charts (default 1024)"
+    )
+    demo.add_argument(
+        "--sentences",
+        type=_nonnegative_int,
+        default=DEMO_CHART_SENTENCES,
+        help=f"G0 sentences whose charts are printed (default {DEMO_CHART_SENTENCES})",
+    )
+    demo.add_argument(
+        "--repro-sentences",
+        type=_nonnegative_int,
+        default=DEMO_GRID.sentences,
+        help="sentences of the small reproduction (default %(default)s; 0 skips it)",
+    )
+    demo.add_argument(
+        "--repro-dims",
+        nargs="+",
+        type=_dimension,
+        default=list(DEMO_GRID.dims),
+        metavar="D",
+        help="dimensions of the small reproduction (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--out",
+        default="fastdcyk-demo",
+        help="folder for the reproduction's results and figures (default ./fastdcyk-demo)",
+    )
+    demo.add_argument(
+        "--workers", type=_positive_int, help="worker processes (default: one per core)"
+    )
+    demo.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True)
     demo.set_defaults(func=_cmd_demo)
 
     parse = sub.add_parser(
@@ -135,13 +332,57 @@ def build_parser() -> argparse.ArgumentParser:
     add_parse_options(parse)
     parse.add_argument("words", nargs="+", help="the sentence, one word per argument")
     parse.set_defaults(func=_cmd_parse)
+
+    exp = sub.add_parser(
+        "experiment",
+        help="run (or resume) a grid of D-CYK runs scored against symbolic CYK",
+        description="Run the paper's experiments: every grammar x dimension x variant x beta "
+        "x codebook seed over sentences generated from --source, each sentence's decoded "
+        "chart scored against symbolic CYK. Records are appended to --out as tasks finish; "
+        "rerunning the same command resumes an interrupted run. The defaults are the "
+        "paper's grid (2,000 G0 sentences of length 2..10, G0..G4, d = 100..6000, both "
+        "variants): some 370 core-hours (docs/results.md), so use the dask executor for it.",
+    )
+    add_grid_options(exp, ExperimentConfig())
+    exp.add_argument(
+        "--out",
+        help="results file (JSON Lines; default fastdcyk-results/<config hash>.jsonl)",
+    )
+    exp.add_argument("--figures", metavar="DIR", help="also draw the figures into DIR")
+    add_run_options(exp)
+    exp.set_defaults(func=_cmd_experiment)
+
+    plot = sub.add_parser(
+        "plot",
+        help="draw the paper's three figures from results files",
+        description="Draw study (a) F1, precision and recall against d; (b) F1 against "
+        "sentence length per d; (c) scores against sentence length per grammar, as PNG and "
+        "SVG, with 95% confidence intervals; print their tables.",
+    )
+    plot.add_argument("results", nargs="+", help="results files of fastdcyk experiment")
+    plot.add_argument("--out", default="figures", help="folder of the figures (default figures)")
+    plot.add_argument(
+        "--average",
+        choices=("micro", "macro"),
+        default="micro",
+        help="micro (pooled counts, bootstrap CI) or macro (mean, t CI); default micro",
+    )
+    plot.add_argument("--grammar", default="G0", help="grammar of studies a and b (default G0)")
+    plot.add_argument(
+        "--max-len", type=_positive_int, default=7, help="longest sentence in study a (7)"
+    )
+    plot.add_argument("--dim", type=_dimension, help="d of study c (default: most grammars)")
+    plot.add_argument("--beta", type=_positive, help="beta to draw (default: the engine's)")
+    plot.add_argument("--formats", nargs="+", choices=("png", "svg", "pdf"), default=["png", "svg"])
+    plot.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    plot.set_defaults(func=_cmd_plot)
     return parser
 
 
 def _load_grammar(spec: str) -> Grammar:
     try:
         return Grammar.load(spec)
-    except (GrammarError, OSError) as exc:
+    except (GrammarError, OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot load grammar {spec!r}: {exc}") from exc
 
 
@@ -193,10 +434,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    if args.sentences < 0:
-        raise UsageError(f"--sentences must be >= 0, got {args.sentences}")
-    t0 = time.perf_counter()
+def _print_charts(args: argparse.Namespace) -> None:
     example = Grammar.builtin("example")
     g0 = Grammar.builtin("G0")
     jobs = [(example, "example", ("a", "a", "b"))]
@@ -209,6 +447,170 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print()
             _report(grammar, words, dcyk(grammar, words, d=args.dim, variant=variant), sys.stdout)
     print("\n(+A: decoded but not in the CYK chart; -A: in the CYK chart but not decoded)")
+
+
+def _echo(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _run_grid(config: ExperimentConfig, out: Path, args: argparse.Namespace) -> None:
+    """Run a grid for a subcommand, turning failures into the CLI's exit statuses."""
+    try:
+        summary = run_experiment(
+            config,
+            out,
+            executor=getattr(args, "executor", "process"),
+            workers=args.workers,
+            scheduler=getattr(args, "scheduler", None),
+            batch_size=getattr(args, "batch_size", None),
+            progress=args.progress,
+            echo=_echo,
+        )
+    except KeyboardInterrupt:
+        done = _count_records(out)
+        raise _Interrupted(
+            f"interrupted: {done} records are safe in {out}; rerun the same command to resume"
+        ) from None
+    except ResultsWriteError as exc:
+        raise _RunError(str(exc.strerror)) from exc
+    except OSError as exc:  # a dask scheduler that cannot be reached, for instance
+        raise _RunError(f"{type(exc).__name__}: {exc}") from exc
+    except ImportError as exc:
+        raise UsageError(str(exc)) from exc
+    except (ValueError, GrammarError, ResultsFileError) as exc:
+        raise UsageError(str(exc)) from exc
+    print(
+        f"{summary.written} records written in {summary.seconds:.1f} s "
+        f"({summary.resumed} were already there); {out}: "
+        f"{summary.resumed + summary.written}/{summary.total} records"
+    )
+
+
+def _count_records(path: Path) -> int:
+    try:
+        return len(read_results(path).records)
+    except (ResultsFileError, OSError):
+        return 0
+
+
+def _config_from_args(args: argparse.Namespace) -> ExperimentConfig:
+    try:
+        return ExperimentConfig(
+            grammars=tuple(args.grammars),
+            dims=tuple(args.dims),
+            variants=tuple(args.variants),
+            betas=tuple(args.betas),
+            seeds=tuple(args.seeds),
+            sentences=args.sentences,
+            source=args.source,
+            min_len=args.min_len,
+            max_len=args.max_len,
+            sentence_seed=args.sentence_seed,
+            threshold=args.threshold,
+            dtype=args.dtype,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _cmd_experiment(args: argparse.Namespace) -> int:
+    if args.executor == "dask" and not args.scheduler:
+        raise UsageError("--executor dask needs --scheduler ADDRESS (e.g. tcp://host:8786)")
+    if args.scheduler and args.executor != "dask":
+        raise UsageError("--scheduler is only used with --executor dask")
+    config = _config_from_args(args)
+    try:
+        config_hash = config.hash()
+    except (GrammarError, OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot load a grammar: {exc}") from exc
+    out = Path(args.out) if args.out else Path("fastdcyk-results") / f"{config_hash[:12]}.jsonl"
+    _run_grid(config, out, args)
+    records = load_records(out)
+    print()
+    print(summary_table(records))
+    print("(micro P/R/F1: pooled counts, 95% bootstrap CI; macro F1: mean, 95% t CI)")
+    if args.figures:
+        _draw(records, Path(args.figures), formats=("png", "svg"))
+    else:
+        print(f"figures: fastdcyk plot {out} --out figures")
+    return 0
+
+
+def _draw(records: list, out: Path, **kwargs) -> list[Path]:
+    from fastdcyk.plots import plot_studies
+
+    paths = plot_studies(records, out, **kwargs)
+    print(f"figures written to {out.resolve()}{os.sep}: " + ", ".join(p.name for p in paths))
+    return paths
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    try:
+        records = load_records(args.results)
+    except ResultsFileError as exc:
+        raise UsageError(str(exc)) from exc
+    if not records:
+        raise UsageError(f"no records in {', '.join(args.results)}: nothing to plot")
+    kw = {"grammar": args.grammar, "max_len": args.max_len, "beta": args.beta}
+    tables = (
+        ("a", True, ("grammar", "variant", "d"), f"scores against d, length <= {args.max_len}"),
+        ("b", True, ("grammar", "variant", "d", "length"), "scores against sentence length"),
+        ("c", False, ("d", "variant", "grammar"), "scores per grammar, all lengths"),
+        ("c", True, ("d", "variant", "grammar", "length"), "scores per grammar and length"),
+    )
+    for study, per_length, keys, what in tables:
+        d = args.dim if study == "c" else None
+        rows = study_rows(records, study, d=d, per_length=per_length, **kw)
+        if study == "c" and len({r["grammar"] for r in rows}) < 2:
+            continue
+        print(f"\nstudy ({study}): {what}")
+        print(format_table(rows, keys, markdown=args.markdown))
+    print()
+    _draw(
+        records,
+        Path(args.out),
+        formats=tuple(args.formats),
+        average=args.average,
+        d=args.dim,
+        **kw,
+    )
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    _print_charts(args)
+    if args.repro_sentences == 0:
+        print(f"\ndemo finished in {time.perf_counter() - t0:.1f} s")
+        return 0
+    config = ExperimentConfig(
+        grammars=DEMO_GRID.grammars,
+        dims=tuple(args.repro_dims),
+        variants=DEMO_GRID.variants,
+        sentences=args.repro_sentences,
+        max_len=DEMO_GRID.max_len,
+    )
+    out = Path(args.out)
+    try:
+        results = out / f"results-{config.hash()[:12]}.jsonl"
+    except (GrammarError, OSError, UnicodeDecodeError) as exc:
+        raise UsageError(str(exc)) from exc
+    print(
+        f"\n=== a small reproduction of the paper's experiments: {config.sentences} G0 "
+        f"sentences of length {config.min_len}..{config.max_len}, d in {list(config.dims)}, "
+        f"variants {', '.join(config.variants)}"
+    )
+    _run_grid(config, results, args)
+    records = load_records(results)
+    print()
+    print(summary_table(records))
+    print("(micro P/R/F1: pooled counts, 95% bootstrap CI; macro F1: mean, 95% t CI)")
+    _draw(records, out, studies=("a", "b"))
+    print(
+        f"the paper's full grid: fastdcyk experiment --out results.jsonl "
+        f"(defaults: {len(PAPER_GRAMMARS)} grammars, d in {list(PAPER_DIMS)}); "
+        "see docs/results.md"
+    )
     print(f"demo finished in {time.perf_counter() - t0:.1f} s")
     return 0
 
@@ -222,9 +624,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"fastdcyk {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (MemoryError, FloatingPointError) as exc:
+    except (MemoryError, FloatingPointError, _RunError) as exc:
         print(f"fastdcyk {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except _Interrupted as exc:
+        print(f"fastdcyk {args.command}: {exc}", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         print(f"fastdcyk {args.command}: interrupted", file=sys.stderr)
         return 130

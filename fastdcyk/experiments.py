@@ -1,0 +1,1268 @@
+"""The paper's experiments: a resumable grid of D-CYK runs scored against symbolic CYK.
+
+A grid (:class:`ExperimentConfig`) crosses grammars, dimensions d, variants, sigmoid slopes
+beta and codebook seeds over one sample of sentences generated from a source grammar (G0 in
+the paper: SPEC.md section 8). Every (grammar, variant, beta, d, codebook seed, sentence)
+gives one record: the sentence's decoded chart scored against its symbolic CYK chart (cell
+precision, recall, F1 and the counts tp, gold, predicted) and the parse time.
+
+Results file
+    JSON Lines. The first line is a header holding the configuration and its hash (sha256 of
+    the canonical JSON of the configuration and of the text of every grammar it names);
+    every other line is one record. Records are appended as their task finishes, then
+    flushed and fsync'ed, so an interrupted run (Ctrl-C, kill -9, a full disk) loses only
+    the tasks that had not finished. Rerunning the same configuration on the same file
+    resumes: finished records are skipped, and a torn last line (no newline, or invalid
+    JSON) is cut off first. A file written for another configuration is refused
+    (:class:`ConfigMismatchError`): records of two grids are never mixed.
+
+Tasks
+    A task is one (grammar, variant, beta, d, codebook seed, batch of sentences) unit, and
+    :func:`run_task` needs nothing else: a worker rebuilds the codebook from its seed and the
+    grammar from its text, so the serial loop, the process pool and a dask.distributed
+    cluster produce the same records (bit for bit, the parse time aside). Each worker uses
+    one thread for FFTs and Numba kernels (a pool of one worker per core must not
+    oversubscribe the cores; the serial executor does the same, so that rows are identical
+    whichever executor ran them). A sample of short G0 sentences holds many repeats: each
+    distinct sentence is parsed once per grid cell and its record is emitted for every index
+    it has in the sample (with the same parse time).
+
+Aggregates
+    :func:`aggregate` gives micro averages (pooled counts, with a percentile bootstrap over
+    sentences, fixed seed) and macro averages (the mean of per-sentence scores, with a
+    Student t interval), each with its 95% confidence interval. The intervals measure the
+    sampling of sentences only: one codebook seed is one fixed draw of the vectors, and the
+    variation between codebooks shows only across seeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fastdcyk import _kernels
+from fastdcyk.codebook import Codebook
+from fastdcyk.cyk import cyk
+from fastdcyk.engine import DEFAULT_BETA, DEFAULT_THRESHOLD, VARIANTS, dcyk
+from fastdcyk.generate import generate
+from fastdcyk.grammar import Grammar, GrammarError
+from fastdcyk.metrics import cell_scores
+
+__all__ = [
+    "EXECUTORS",
+    "PAPER_DIMS",
+    "PAPER_GRAMMARS",
+    "RECORD_FIELDS",
+    "ConfigMismatchError",
+    "ExperimentConfig",
+    "ResultsFileError",
+    "ResultsWriteError",
+    "RunSummary",
+    "Task",
+    "aggregate",
+    "default_study_c_dim",
+    "format_table",
+    "load_records",
+    "open_results",
+    "plan_tasks",
+    "read_results",
+    "record_key",
+    "run_experiment",
+    "run_task",
+    "study_rows",
+    "summary_table",
+]
+
+#: The paper's dimensions (SPEC.md section 8).
+PAPER_DIMS = (100, 1000, 2000, 3000, 4000, 5000, 6000)
+#: The paper's grammars, as reconstructed in fastdcyk/grammars (docs/grammars.md).
+PAPER_GRAMMARS = ("G0", "G1", "G2", "G3", "G4")
+EXECUTORS = ("serial", "process", "dask")
+
+RESULTS_FORMAT = "fastdcyk-results"
+RESULTS_VERSION = 1
+#: The fields of a record, in the order they are written. ``seconds`` is the parse time
+#: (D-CYK and its decoder, not symbolic CYK) and the only field that differs between runs.
+RECORD_FIELDS = (
+    "grammar",
+    "variant",
+    "beta",
+    "d",
+    "seed",
+    "index",
+    "words",
+    "length",
+    "tp",
+    "gold",
+    "predicted",
+    "precision",
+    "recall",
+    "f1",
+    "seconds",
+)
+_KEY_FIELDS = ("grammar", "variant", "beta", "d", "seed", "index")
+
+#: Rough seconds per parse on one core: c * n (n + 1) / 2 * (d^2 log2 d + c0), times a
+#: factor per variant (fitted to the docs/results.md run). Only used to cut tasks of a few
+#: seconds and to weigh the progress bar, never in a result.
+_COST_C = 6e-9
+_COST_C0 = 5e4
+_VARIANT_COST = {"paper": 1.0, "trace": 0.4}
+_TASK_SECONDS = 4.0
+_TASK_MAX_SENTENCES = 256
+
+
+class ResultsFileError(ValueError):
+    """A results file that cannot be read or used (not a results file, corrupt)."""
+
+
+class ConfigMismatchError(ResultsFileError):
+    """A results file written for another configuration than the one being run."""
+
+
+class ResultsWriteError(OSError):
+    """Writing records failed (a full disk, for instance); what was written is kept."""
+
+
+# -- configuration --------------------------------------------------------------------------
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _int_tuple(name: str, values: Iterable[Any], low: int) -> tuple[int, ...]:
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
+            raise ValueError(f"{name} must hold integers >= {low}, got {v!r}")
+        out.append(int(v))
+    if not out:
+        raise ValueError(f"{name} must not be empty")
+    return tuple(sorted(set(out)))
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A grid of D-CYK runs over one sample of generated sentences.
+
+    The defaults are the paper's setup (SPEC.md section 8): 2,000 sentences generated from
+    G0 (lengths 2 to 10: the paper restricts study a to lengths <= 7, so its sample had
+    longer ones; their bound is not published), the grammars G0..G4, d in {100, 1000, ...,
+    6000}, and both variants. Lists are normalised (sorted, without repeats; a single value
+    is a list of one), so the same grid always has the same hash.
+
+    Parameters
+    ----------
+    grammars : sequence of str
+        Builtin names or grammar files, each parsed for every sentence. Every word of the
+        sample must be a terminal of each of them.
+    dims : sequence of int
+        Dimensions d (>= 2).
+    variants : sequence of str
+        Keys of :data:`fastdcyk.engine.VARIANTS` ("paper", "trace"); each uses its own
+        codebook choice (``VARIANTS[v]["unitary"]``).
+    betas : sequence of float
+        Sigmoid slopes (default: the engine's :data:`~fastdcyk.engine.DEFAULT_BETA` only).
+    seeds : sequence of int
+        Codebook seeds (default: 0 only).
+    sentences : int
+        Size of the sample.
+    source : str
+        Grammar the sentences are generated from.
+    min_len, max_len : int
+        Sentence lengths, inclusive (see :func:`fastdcyk.generate`).
+    sentence_seed : int
+        Seed of the sentence generator.
+    threshold : float
+        Decoder threshold on sigma (the paper's 0.99).
+    dtype : {"float32", "float64"}
+        Precision of the codebooks and accumulators.
+
+    Raises
+    ------
+    ValueError
+        On an empty list, d < 2, an unknown variant, a bad beta, threshold, dtype or length.
+    """
+
+    grammars: tuple[str, ...] = PAPER_GRAMMARS
+    dims: tuple[int, ...] = PAPER_DIMS
+    variants: tuple[str, ...] = tuple(VARIANTS)
+    betas: tuple[float, ...] = (DEFAULT_BETA,)
+    seeds: tuple[int, ...] = (0,)
+    sentences: int = 2000
+    source: str = "G0"
+    min_len: int = 2
+    max_len: int = 10
+    sentence_seed: int = 0
+    threshold: float = DEFAULT_THRESHOLD
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        def put(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        for name in ("grammars", "dims", "variants", "betas", "seeds"):
+            value = getattr(self, name)
+            if isinstance(value, str | int | float | os.PathLike):  # one value, not a list
+                put(name, (value,))
+        grammars = tuple(dict.fromkeys(os.fspath(g) for g in self.grammars))
+        if not grammars:
+            raise ValueError("grammars must not be empty")
+        put("grammars", tuple(sorted(grammars)))
+        put("dims", _int_tuple("dims", self.dims, 2))
+        variants = tuple(dict.fromkeys(self.variants))
+        if not variants:
+            raise ValueError("variants must not be empty")
+        for v in variants:
+            if v not in VARIANTS:
+                raise ValueError(f"unknown variant {v!r}: choose from {tuple(VARIANTS)}")
+        put("variants", tuple(v for v in VARIANTS if v in variants))
+        betas = []
+        for b in self.betas:
+            ok = isinstance(b, int | float) and not isinstance(b, bool)
+            if not (ok and math.isfinite(b) and b > 0):
+                raise ValueError(f"betas must hold finite numbers > 0, got {b!r}")
+            betas.append(float(b))
+        if not betas:
+            raise ValueError("betas must not be empty")
+        put("betas", tuple(sorted(set(betas))))
+        put("seeds", _int_tuple("seeds", self.seeds, 0))
+        for name in ("sentences", "min_len", "max_len", "sentence_seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+            put(name, int(value))
+        if self.sentences < 1:
+            raise ValueError(f"sentences must be >= 1, got {self.sentences}")
+        if not 1 <= self.min_len <= self.max_len:
+            raise ValueError(
+                f"need 1 <= min_len <= max_len, got min_len={self.min_len}, max_len={self.max_len}"
+            )
+        if not (isinstance(self.threshold, int | float) and 0.0 < self.threshold < 1.0):
+            raise ValueError(f"threshold must be strictly between 0 and 1, got {self.threshold}")
+        put("threshold", float(self.threshold))
+        if str(self.dtype) not in ("float32", "float64"):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        put("dtype", str(self.dtype))
+        put("source", str(self.source))
+
+    # -- serialisation ------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as plain JSON types."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExperimentConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are an error."""
+        known = set(cls.__dataclass_fields__)
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown configuration keys: {sorted(unknown)}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+    def load_grammars(self) -> dict[str, Grammar]:
+        """Every grammar of the grid and the source, by its spec.
+
+        Raises
+        ------
+        GrammarError
+            For an unknown builtin name, a missing file or an invalid grammar.
+        """
+        out = {}
+        for spec in (*self.grammars, self.source):
+            if spec not in out:
+                grammar = Grammar.load(spec)
+                if not grammar.is_cnf:
+                    raise GrammarError(f"grammar {spec!r} is not in Chomsky normal form")
+                out[spec] = grammar
+        return out
+
+    def hash(self, grammars: dict[str, Grammar] | None = None) -> str:
+        """sha256 of the canonical JSON of the configuration and of its grammars' text.
+
+        Hashing the text, not just the name, means that editing a grammar file (or a
+        builtin grammar changing between releases) gives another configuration.
+        """
+        grammars = self.load_grammars() if grammars is None else grammars
+        texts = {spec: _sha256(grammars[spec].to_string()) for spec in sorted(grammars)}
+        return _sha256(_canonical({"config": self.to_dict(), "grammar_sha256": texts}))
+
+    def sample(self, grammars: dict[str, Grammar] | None = None) -> list[tuple[str, ...]]:
+        """The generated sentences, in index order."""
+        grammars = self.load_grammars() if grammars is None else grammars
+        return generate(
+            grammars[self.source],
+            self.sentences,
+            min_len=self.min_len,
+            max_len=self.max_len,
+            seed=self.sentence_seed,
+        )
+
+    def grid_size(self) -> int:
+        """Records of the complete grid."""
+        return (
+            len(self.grammars)
+            * len(self.variants)
+            * len(self.betas)
+            * len(self.dims)
+            * len(self.seeds)
+            * self.sentences
+        )
+
+
+# -- tasks ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of work: a grid cell and a batch of distinct sentences.
+
+    Attributes
+    ----------
+    grammar : str
+        The grammar's spec (written into the records).
+    grammar_text : str
+        Its text (:meth:`Grammar.to_string`): workers need no file.
+    variant, beta, d, seed, threshold, dtype
+        The grid cell.
+    items : tuple of (words, indices)
+        Each distinct sentence once, with the sample indices it has (those still to do).
+    """
+
+    grammar: str
+    grammar_text: str
+    variant: str
+    beta: float
+    d: int
+    seed: int
+    threshold: float
+    dtype: str
+    items: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...]
+
+    @property
+    def n_records(self) -> int:
+        return sum(len(ix) for _, ix in self.items)
+
+    @property
+    def cost(self) -> float:
+        """Estimated seconds on one core (a rough model, for batching and the ETA)."""
+        return sum(_parse_cost(len(w), self.d, self.variant) for w, _ in self.items)
+
+
+def _parse_cost(n: int, d: int, variant: str) -> float:
+    scale = _VARIANT_COST.get(variant, 1.0)
+    return scale * _COST_C * n * (n + 1) / 2 * (d * d * math.log2(d) + _COST_C0)
+
+
+def record_key(record: dict[str, Any]) -> tuple:
+    """(grammar, variant, beta, d, seed, index): what identifies a record in a grid."""
+    return (
+        record["grammar"],
+        record["variant"],
+        float(record["beta"]),
+        int(record["d"]),
+        int(record["seed"]),
+        int(record["index"]),
+    )
+
+
+def plan_tasks(
+    config: ExperimentConfig,
+    done: Container[tuple] = frozenset(),
+    *,
+    batch_size: int | None = None,
+    grammars: dict[str, Grammar] | None = None,
+    sentences: list[tuple[str, ...]] | None = None,
+) -> list[Task]:
+    """The tasks that produce the records of ``config`` not in ``done``.
+
+    Parameters
+    ----------
+    config : ExperimentConfig
+    done : set of tuple
+        Keys (:func:`record_key`) already written.
+    batch_size : int, optional
+        Distinct sentences per task. Default: as many as fit in about four seconds of work
+        by a rough cost model (at most 256), so that tasks stay short whatever d is.
+    grammars, sentences : optional
+        Already loaded grammars and generated sample (computed when omitted).
+
+    Returns
+    -------
+    list of Task
+        Ordered by d, then grammar, variant, beta and seed, so the small dimensions finish
+        first.
+
+    Raises
+    ------
+    ValueError
+        When a word of the sample is not a terminal of one of the grammars.
+    """
+    if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    grammars = config.load_grammars() if grammars is None else grammars
+    sentences = config.sample(grammars) if sentences is None else sentences
+    _check_sample(config, grammars, sentences)
+    # Distinct sentences in a fixed order (by length, then words), each with its indices.
+    positions: dict[tuple[str, ...], list[int]] = {}
+    for index, s in enumerate(sentences):
+        positions.setdefault(s, []).append(index)
+    distinct = sorted(positions, key=lambda s: (len(s), s))
+    tasks = []
+    for d in config.dims:
+        for spec in config.grammars:
+            text = grammars[spec].to_string()
+            for variant in config.variants:
+                for beta in config.betas:
+                    for seed in config.seeds:
+                        items = []
+                        for s in distinct:
+                            todo = tuple(
+                                i
+                                for i in positions[s]
+                                if (spec, variant, beta, d, seed, i) not in done
+                            )
+                            if todo:
+                                items.append((s, todo))
+                        for batch in _batches(items, d, variant, batch_size):
+                            tasks.append(
+                                Task(
+                                    spec,
+                                    text,
+                                    variant,
+                                    beta,
+                                    d,
+                                    seed,
+                                    config.threshold,
+                                    config.dtype,
+                                    tuple(batch),
+                                )
+                            )
+    return tasks
+
+
+def _check_sample(
+    config: ExperimentConfig, grammars: dict[str, Grammar], sentences: list[tuple[str, ...]]
+) -> None:
+    words = {w for s in sentences for w in s}
+    for spec in config.grammars:
+        missing = sorted(words - set(grammars[spec].terminals))
+        if missing:
+            raise ValueError(
+                f"grammar {spec!r} has no rule for the words {missing} of the sentences "
+                f"generated from {config.source!r}: it cannot parse the sample"
+            )
+
+
+def _batches(items: list, d: int, variant: str, batch_size: int | None) -> Iterator[list]:
+    if batch_size is not None:
+        for k in range(0, len(items), batch_size):
+            yield items[k : k + batch_size]
+        return
+    batch: list = []
+    cost = 0.0
+    for item in items:
+        batch.append(item)
+        cost += _parse_cost(len(item[0]), d, variant)
+        if cost >= _TASK_SECONDS or len(batch) >= _TASK_MAX_SENTENCES:
+            yield batch
+            batch, cost = [], 0.0
+    if batch:
+        yield batch
+
+
+# -- the worker -----------------------------------------------------------------------------
+
+# One codebook per thread (a dask worker may run several tasks at once in threads, and a
+# codebook's work buffers must not be shared); only the last one is kept, so a worker
+# holds the d x d buffers of one dimension at a time.
+_local = threading.local()
+_grammar_cache: dict[str, Grammar] = {}
+
+
+def _worker_codebook(task: Task) -> tuple[Codebook, bool]:
+    """The thread's codebook for a task, and whether it was just built."""
+    unitary = VARIANTS[task.variant]["unitary"]
+    key = (task.d, task.seed, task.dtype, unitary)
+    held = getattr(_local, "codebook", None)
+    if held is not None and held[0] == key:
+        return held[1], False
+    _local.codebook = None  # release the old buffers before allocating new ones
+    cb = Codebook(task.d, seed=task.seed, dtype=task.dtype, unitary=unitary, threads=1)
+    _local.codebook = (key, cb)
+    return cb, True
+
+
+def _worker_grammar(text: str) -> Grammar:
+    grammar = _grammar_cache.get(text)
+    if grammar is None:
+        grammar = _grammar_cache[text] = Grammar.from_string(text)
+    return grammar
+
+
+def _init_worker() -> None:
+    """Process-pool initializer: one thread per worker, and leave Ctrl-C to the parent."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _kernels.set_threads(1)
+
+
+def run_task(task: Task) -> list[dict[str, Any]]:
+    """Parse a task's sentences and score them: its records, sorted by sentence index.
+
+    Runs anywhere fastdcyk is installed (a pool process, a dask worker): the codebook is
+    rebuilt from the task's seed with one FFT thread (and kept for the next task of the
+    same d, seed and variant), and the Numba kernels are set to one thread. A new codebook
+    is warmed up first on a two-word prefix of the first sentence, outside the timing.
+    """
+    _kernels.set_threads(1)
+    grammar = _worker_grammar(task.grammar_text)
+    cb, fresh = _worker_codebook(task)
+    if fresh and task.items:
+        # Untimed warm-up on a short prefix: loads the Numba kernels and plans the FFTs of
+        # this d, so that ``seconds`` measures parsing only.
+        dcyk(grammar, task.items[0][0][:2], cb, variant=task.variant, beta=task.beta)
+    records = []
+    for words, indices in task.items:
+        t0 = time.perf_counter()
+        result = dcyk(
+            grammar, words, cb, variant=task.variant, beta=task.beta, threshold=task.threshold
+        )
+        seconds = time.perf_counter() - t0
+        scores = cell_scores(cyk(grammar, words), result.chart)
+        for index in indices:
+            records.append(
+                {
+                    "grammar": task.grammar,
+                    "variant": task.variant,
+                    "beta": task.beta,
+                    "d": task.d,
+                    "seed": task.seed,
+                    "index": index,
+                    "words": " ".join(words),
+                    "length": len(words),
+                    "tp": scores.tp,
+                    "gold": scores.gold,
+                    "predicted": scores.predicted,
+                    "precision": scores.precision,
+                    "recall": scores.recall,
+                    "f1": scores.f1,
+                    "seconds": round(seconds, 6),
+                }
+            )
+    records.sort(key=lambda r: r["index"])
+    return records
+
+
+# -- the results file -----------------------------------------------------------------------
+
+
+def _header(config: ExperimentConfig, config_hash: str) -> dict[str, Any]:
+    from fastdcyk import __version__
+
+    return {
+        "format": RESULTS_FORMAT,
+        "format_version": RESULTS_VERSION,
+        "config_hash": config_hash,
+        "config": config.to_dict(),
+        "fastdcyk": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _fsync_write(path: Path, data: bytes, mode: str) -> None:
+    with open(path, mode) as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+@dataclass
+class _Parsed:
+    header: dict[str, Any] | None
+    records: list[dict[str, Any]]
+    good_bytes: int  # length of the valid prefix (header and complete records)
+    torn: bool  # a torn last line follows the valid prefix
+
+
+def _parse_file(path: Path) -> _Parsed:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ResultsFileError(f"cannot read results file {str(path)!r}: {exc}") from exc
+    header = None
+    records: list[dict[str, Any]] = []
+    pos = 0
+    line_no = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        last = end < 0 or end == len(data) - 1
+        line = data[pos:] if end < 0 else data[pos:end]
+        line_no += 1
+        try:
+            if end < 0:
+                raise ValueError("no newline")
+            obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            if header is None and not line.startswith(b'{"config"'):
+                raise ResultsFileError(
+                    f"{str(path)!r} is not a fastdcyk results file (its first line is not a "
+                    "results header)"
+                ) from None
+            if last:  # a write cut short by a crash or a full disk: drop it on resume
+                return _Parsed(header, records, pos, True)
+            raise ResultsFileError(
+                f"{str(path)!r}, line {line_no}: not a JSON object (the file is corrupt; "
+                "only its last line may be torn)"
+            ) from None
+        if header is None:
+            if obj.get("format") != RESULTS_FORMAT:
+                raise ResultsFileError(
+                    f"{str(path)!r} is not a fastdcyk results file (its first line has no "
+                    f'"format": "{RESULTS_FORMAT}" header)'
+                )
+            header = obj
+        else:
+            missing = [f for f in RECORD_FIELDS if f not in obj]
+            if missing:
+                raise ResultsFileError(f"{str(path)!r}, line {line_no}: record lacks {missing}")
+            records.append(obj)
+        pos = end + 1
+    return _Parsed(header, records, pos, False)
+
+
+@dataclass
+class ResultsFile:
+    """A results file as read: its header, its records, and what was repaired."""
+
+    path: Path
+    header: dict[str, Any]
+    records: list[dict[str, Any]]
+    torn_bytes: int = 0
+
+    @property
+    def config(self) -> ExperimentConfig:
+        return ExperimentConfig.from_dict(self.header["config"])
+
+    @property
+    def config_hash(self) -> str:
+        return self.header["config_hash"]
+
+
+def read_results(path: str | os.PathLike[str]) -> ResultsFile:
+    """Read a results file (without changing it); a torn last line is ignored.
+
+    Raises
+    ------
+    ResultsFileError
+        When the file cannot be read, is not a results file, or is corrupt before its last
+        line.
+    """
+    path = Path(path)
+    parsed = _parse_file(path)
+    if parsed.header is None:
+        raise ResultsFileError(f"{str(path)!r} holds no results header (empty or torn file)")
+    torn = path.stat().st_size - parsed.good_bytes if parsed.torn else 0
+    return ResultsFile(path, parsed.header, parsed.records, torn)
+
+
+def open_results(
+    path: str | os.PathLike[str], config: ExperimentConfig, config_hash: str
+) -> ResultsFile:
+    """Create the results file of ``config``, or open it to resume.
+
+    A missing or empty file (or one holding only a torn header) gets a new header. An
+    existing one must carry ``config_hash``; a torn last line is cut off (truncated) so
+    that appending continues on a clean line.
+
+    Raises
+    ------
+    ConfigMismatchError
+        When the file was written for another configuration (the message names the file
+        and both hashes).
+    ResultsFileError
+        When the file is not a results file or is corrupt.
+    """
+    path = Path(path)
+    if path.exists() and path.stat().st_size > 0:
+        parsed = _parse_file(path)
+        if parsed.header is not None:
+            found = parsed.header.get("config_hash")
+            if found != config_hash:
+                raise ConfigMismatchError(
+                    f"{str(path)!r} holds results of another configuration (hash {found}) "
+                    f"than this run's (hash {config_hash}); records of two configurations "
+                    "are never mixed: write to a new file (--out) or rerun with the "
+                    "file's own configuration"
+                )
+            torn = 0
+            if parsed.torn:
+                torn = path.stat().st_size - parsed.good_bytes
+                with open(path, "r+b") as fh:
+                    fh.truncate(parsed.good_bytes)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            return ResultsFile(path, parsed.header, parsed.records, torn)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = _header(config, config_hash)
+    _fsync_write(path, (_canonical(header) + "\n").encode("ascii"), "wb")
+    return ResultsFile(path, header, [])
+
+
+class _Appender:
+    """Appends records with flush + fsync; on a failed write, cuts back the partial line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fh = open(path, "ab")  # noqa: SIM115 - closed by close()
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+        start = self.fh.tell()
+        try:
+            self.fh.write(data.encode("utf-8"))
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+        except OSError as exc:
+            try:
+                self.fh.truncate(start)
+            except OSError:
+                pass  # the next run cuts the torn line off instead
+            raise ResultsWriteError(
+                exc.errno,
+                f"cannot write records to {str(self.path)!r} ({exc.strerror or exc}); the "
+                "records written before are kept: free space (or fix the problem) and rerun "
+                "the same command to resume",
+            ) from exc
+
+    def close(self) -> None:
+        try:
+            self.fh.close()
+        except OSError:
+            pass
+
+
+def load_records(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+) -> list[dict[str, Any]]:
+    """The records of one or more results files (each key once: the first one wins)."""
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    seen: set[tuple] = set()
+    out = []
+    for p in paths:
+        for r in read_results(p).records:
+            k = record_key(r)
+            if k not in seen:
+                seen.add(k)
+                out.append(r)
+    return out
+
+
+# -- executors ------------------------------------------------------------------------------
+
+
+def _default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _run_serial(tasks: list[Task]) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
+    previous = _kernels._threads[0]
+    _kernels.set_threads(1)
+    try:
+        for task in tasks:
+            yield task, run_task(task)
+    finally:
+        _kernels.set_threads(previous)
+
+
+def _run_pool(tasks: list[Task], workers: int) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    # spawn, not fork: the parent may already run FFT, Numba or tqdm threads.
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+    )
+    pending = {pool.submit(run_task, t): t for t in tasks}
+    finished = False
+    try:
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                task = pending.pop(fut)
+                yield task, fut.result()
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            # Interrupted or failed: drop queued tasks and stop the workers now, rather than
+            # waiting for the running ones (their records would be lost anyway).
+            processes = list(getattr(pool, "_processes", {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for p in processes:
+                p.terminate()
+
+
+def _run_dask(
+    tasks: list[Task], scheduler: str | None, client: Any
+) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
+    try:
+        from dask.distributed import Client, as_completed
+    except ImportError as exc:
+        raise ImportError(
+            "the dask executor needs dask.distributed: pip install 'fastdcyk[dask]'"
+        ) from exc
+    own = client is None
+    if own:
+        client = Client(scheduler)
+    futures = [client.submit(run_task, t, pure=False) for t in tasks]
+    by_key = {f.key: t for f, t in zip(futures, tasks, strict=True)}
+    try:
+        for fut, records in as_completed(futures, with_results=True):
+            yield by_key[fut.key], records
+    finally:
+        client.cancel([f for f in futures if not f.done()])
+        if own:
+            client.close()
+
+
+# -- the runner -----------------------------------------------------------------------------
+
+
+@dataclass
+class RunSummary:
+    """What :func:`run_experiment` did.
+
+    Attributes
+    ----------
+    path : Path
+        The results file.
+    config_hash : str
+    total : int
+        Records of the whole grid.
+    resumed : int
+        Records found in the file at the start (skipped).
+    written : int
+        Records written by this run.
+    seconds : float
+        Wall time of this run.
+    torn_bytes : int
+        Bytes of a torn last line cut off at the start (0 when the file was clean).
+    tasks : int
+        Tasks this run had to do.
+    executor : str
+    workers : int
+        Pool size (1 for the serial and dask executors).
+    """
+
+    path: Path
+    config_hash: str
+    total: int
+    resumed: int
+    written: int
+    seconds: float
+    torn_bytes: int = 0
+    tasks: int = 0
+    executor: str = "serial"
+    workers: int = 1
+
+    @property
+    def complete(self) -> bool:
+        """Whether the results file now holds the whole grid."""
+        return self.resumed + self.written == self.total
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    out: str | os.PathLike[str],
+    *,
+    executor: str = "process",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    client: Any = None,
+    batch_size: int | None = None,
+    progress: bool = True,
+    echo: Callable[[str], None] | None = None,
+) -> RunSummary:
+    """Run (or resume) the grid of ``config``, appending its records to ``out``.
+
+    Parameters
+    ----------
+    config : ExperimentConfig
+    out : path
+        The results file (JSON Lines, created with its folder if absent). An existing file
+        of the same configuration is resumed: its records are skipped.
+    executor : {"process", "serial", "dask"}, default "process"
+        ``"process"``: a pool of ``workers`` processes (default: one per core);
+        ``"serial"``: this process; ``"dask"``: a dask.distributed cluster, at
+        ``scheduler`` (an address such as ``"tcp://host:8786"``) or through ``client``.
+        Every executor gives the same records (the parse time aside).
+    workers : int, optional
+        Pool size for ``"process"`` (default: all cores).
+    scheduler : str, optional
+        Address of the dask scheduler.
+    client : dask.distributed.Client, optional
+        An existing client (the caller keeps and closes it).
+    batch_size : int, optional
+        Distinct sentences per task (see :func:`plan_tasks`).
+    progress : bool, default True
+        Show a progress bar (tqdm) with the ETA, weighted by the estimated cost of tasks.
+    echo : callable, optional
+        Receives one-line messages (the file, what is resumed); default: none.
+
+    Returns
+    -------
+    RunSummary
+
+    Raises
+    ------
+    ConfigMismatchError
+        When ``out`` holds another configuration's records.
+    ResultsWriteError
+        When records cannot be written (a full disk); those written before are kept.
+    ValueError, GrammarError
+        On a bad argument or grammar.
+    KeyboardInterrupt
+        Passed on after the executor is stopped; every record written is kept.
+    """
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}: choose from {EXECUTORS}")
+    if workers is not None and (isinstance(workers, bool) or workers < 1):
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    if executor == "dask" and not scheduler and client is None:
+        raise ValueError("the dask executor needs a scheduler address (or a client)")
+    say = echo or (lambda _msg: None)
+    t0 = time.perf_counter()
+    grammars = config.load_grammars()
+    config_hash = config.hash(grammars)
+    sentences = config.sample(grammars)
+    _check_sample(config, grammars, sentences)  # before the results file is created
+    results = open_results(out, config, config_hash)
+    done = {record_key(r) for r in results.records}
+    tasks = plan_tasks(config, done, batch_size=batch_size, grammars=grammars, sentences=sentences)
+    total = config.grid_size()
+    n_workers = 1
+    if executor == "process":
+        n_workers = max(1, min(workers or _default_workers(), len(tasks)))
+    summary = RunSummary(
+        results.path,
+        config_hash,
+        total,
+        len(done),
+        0,
+        0.0,
+        results.torn_bytes,
+        len(tasks),
+        executor,
+        n_workers,
+    )
+    note = f", cut a torn last line of {results.torn_bytes} bytes" if results.torn_bytes else ""
+    how = f"{executor}, {n_workers} workers" if executor == "process" else executor
+    say(
+        f"results: {results.path} (config {config_hash[:12]}): {total} records in the grid, "
+        f"{len(done)} already written{note}, {total - len(done)} to do"
+        + (f" in {len(tasks)} tasks ({how})" if tasks else "")
+    )
+    if not tasks:
+        summary.seconds = time.perf_counter() - t0
+        return summary
+
+    if executor == "serial":
+        stream = _run_serial(tasks)
+    elif executor == "process":
+        stream = _run_pool(tasks, n_workers)
+    else:
+        stream = _run_dask(tasks, scheduler, client)
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(
+            total=sum(t.cost for t in tasks),
+            desc="D-CYK grid",
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]",
+            file=sys.stderr,
+        )
+        bar.set_postfix_str(f"{len(done)}/{total} records")
+    appender = _Appender(results.path)
+    try:
+        for task, records in stream:
+            appender.write(records)
+            summary.written += len(records)
+            if bar is not None:
+                bar.update(task.cost)
+                bar.set_postfix_str(f"{len(done) + summary.written}/{total} records")
+    finally:
+        stream.close()
+        appender.close()
+        if bar is not None:
+            bar.close()
+        summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+# -- aggregation ----------------------------------------------------------------------------
+
+
+def _prf(tp: np.ndarray, gold: np.ndarray, pred: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Vectorised :class:`~fastdcyk.metrics.Scores` precision, recall and F1."""
+    tp, gold, pred = (np.asarray(x, dtype=np.float64) for x in (tp, gold, pred))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(pred > 0, tp / np.where(pred > 0, pred, 1), np.where(gold == 0, 1.0, 0.0))
+        r = np.where(gold > 0, tp / np.where(gold > 0, gold, 1), np.where(pred == 0, 1.0, 0.0))
+        f = np.where(p + r > 0, 2 * p * r / np.where(p + r > 0, p + r, 1), 0.0)
+    return p, r, f
+
+
+def _t_interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    from scipy import stats
+
+    n = values.size
+    mean = float(values.mean())
+    if n < 2:
+        return math.nan, math.nan
+    sem = float(values.std(ddof=1)) / math.sqrt(n)
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sem
+    return max(0.0, mean - half), min(1.0, mean + half)
+
+
+def aggregate(
+    records: Iterable[dict[str, Any]],
+    by: Sequence[str] = ("grammar", "variant", "beta", "d"),
+    *,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Micro and macro averages of precision, recall and F1 per group, with intervals.
+
+    Micro: the scores of the pooled counts (sum of tp, gold and predicted over the group's
+    records), with a percentile bootstrap interval: ``n_boot`` resamples of the records
+    with replacement, drawn from ``numpy.random.default_rng(seed)``. Macro: the mean of the
+    per-record scores, with a Student t interval (mean +- t_{n-1} s / sqrt(n), clipped to
+    [0, 1]). Each record is one sentence of the sample (repeats count as often as they
+    occur), so the intervals describe the sampling of sentences. A group of one record gets
+    NaN bounds.
+
+    Parameters
+    ----------
+    records : iterable of dict
+        Records (see :data:`RECORD_FIELDS`).
+    by : sequence of str
+        The fields that define a group (the rest is pooled: seeds, for instance).
+    level : float
+        Confidence level (default 0.95).
+    n_boot : int
+        Bootstrap resamples for the micro intervals.
+    seed : int
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    list of dict
+        One row per group, sorted by the ``by`` fields, with ``n`` (records), ``distinct``
+        (distinct sentences), ``mean_length``, ``seconds`` (mean parse time), and for
+        ``m`` in {"micro", "macro"} and ``s`` in {"precision", "recall", "f1"} the keys
+        ``f"{m}_{s}"``, ``f"{m}_{s}_lo"`` and ``f"{m}_{s}_hi"``.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(tuple(r[k] for k in by), []).append(r)
+    rows = []
+    for key in sorted(groups, key=lambda k: tuple((str(type(x)), x) for x in k)):
+        rs = groups[key]
+        tp = np.array([r["tp"] for r in rs])
+        gold = np.array([r["gold"] for r in rs])
+        pred = np.array([r["predicted"] for r in rs])
+        n = len(rs)
+        row: dict[str, Any] = dict(zip(by, key, strict=True))
+        row["n"] = n
+        row["distinct"] = len({r["words"] for r in rs})
+        row["mean_length"] = float(np.mean([r["length"] for r in rs]))
+        row["seconds"] = float(np.mean([r["seconds"] for r in rs]))
+        micro = _prf(tp.sum(), gold.sum(), pred.sum())
+        if n >= 2:
+            rng = np.random.default_rng(seed)
+            boot = [np.empty(n_boot) for _ in range(3)]
+            chunk = max(1, 2_000_000 // n)
+            for start in range(0, n_boot, chunk):
+                stop = min(n_boot, start + chunk)
+                idx = rng.integers(0, n, size=(stop - start, n))
+                for b, v in zip(
+                    boot, _prf(tp[idx].sum(1), gold[idx].sum(1), pred[idx].sum(1)), strict=True
+                ):
+                    b[start:stop] = v
+            alpha = (1 - level) / 2
+            bounds = [np.quantile(b, [alpha, 1 - alpha]) for b in boot]
+        else:
+            bounds = [(math.nan, math.nan)] * 3
+        per = _prf(tp, gold, pred)
+        for k, name in enumerate(("precision", "recall", "f1")):
+            row[f"micro_{name}"] = float(micro[k])
+            row[f"micro_{name}_lo"] = float(bounds[k][0])
+            row[f"micro_{name}_hi"] = float(bounds[k][1])
+            row[f"macro_{name}"] = float(per[k].mean())
+            lo, hi = _t_interval(per[k], level)
+            row[f"macro_{name}_lo"] = lo
+            row[f"macro_{name}_hi"] = hi
+        rows.append(row)
+    return rows
+
+
+def study_rows(
+    records: Sequence[dict[str, Any]],
+    study: str,
+    *,
+    grammar: str = "G0",
+    max_len: int = 7,
+    d: int | None = None,
+    beta: float | None = None,
+    per_length: bool = True,
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
+    """Aggregates for one of the paper's three studies (SPEC.md section 8).
+
+    Parameters
+    ----------
+    records : sequence of dict
+    study : {"a", "b", "c"}
+        ``"a"``: scores against d, on the sentences of length <= ``max_len`` of
+        ``grammar`` (groups: variant, d). ``"b"``: scores against sentence length for every
+        d, with ``grammar`` (groups: variant, d, length). ``"c"``: scores against sentence
+        length for every grammar, at dimension ``d`` (groups: variant, grammar, length).
+    grammar : str
+        The grammar of studies a and b (default "G0"; when absent, the first grammar of the
+        records).
+    max_len : int
+        Longest sentence of study a (the paper's 7).
+    d : int, optional
+        Dimension of study c. Default: the one shared by the most grammars (the largest
+        such d on a tie).
+    beta : float, optional
+        Keep only this beta. Default: the engine's DEFAULT_BETA when present, else the
+        smallest beta of the records.
+    per_length : bool, default True
+        Studies b and c: one row per sentence length; False pools the lengths (all of
+        them, unlike study a).
+    **kwargs
+        Passed to :func:`aggregate`.
+
+    Returns
+    -------
+    list of dict
+        As :func:`aggregate`; each row also has ``study`` (and ``d`` for study c).
+    """
+    if study not in ("a", "b", "c"):
+        raise ValueError(f"unknown study {study!r}: choose 'a', 'b' or 'c'")
+    if not records:
+        return []
+    betas = sorted({float(r["beta"]) for r in records})
+    if beta is None:
+        beta = DEFAULT_BETA if DEFAULT_BETA in betas else betas[0]
+    rs = [r for r in records if float(r["beta"]) == float(beta)]
+    if study in ("a", "b"):
+        names = sorted({r["grammar"] for r in rs})
+        g = grammar if grammar in names else (names[0] if names else grammar)
+        rs = [r for r in rs if r["grammar"] == g]
+        if study == "a":
+            rs = [r for r in rs if r["length"] <= max_len]
+            rows = aggregate(rs, ("grammar", "variant", "beta", "d"), **kwargs)
+        else:
+            by = ("grammar", "variant", "beta", "d", "length")
+            rows = aggregate(rs, by if per_length else by[:-1], **kwargs)
+    else:
+        if d is None:
+            d = default_study_c_dim(rs)
+        rs = [r for r in rs if r["d"] == d]
+        by = ("d", "variant", "beta", "grammar", "length")
+        rows = aggregate(rs, by if per_length else by[:-1], **kwargs)
+    for row in rows:
+        row["study"] = study
+    return rows
+
+
+def default_study_c_dim(records: Sequence[dict[str, Any]]) -> int | None:
+    """The d shared by the most grammars in ``records`` (the largest such d on a tie)."""
+    per_d: dict[int, set[str]] = {}
+    for r in records:
+        per_d.setdefault(int(r["d"]), set()).add(r["grammar"])
+    if not per_d:
+        return None
+    return max(per_d, key=lambda k: (len(per_d[k]), k))
+
+
+# -- tables ---------------------------------------------------------------------------------
+
+
+def _fmt_ci(row: dict[str, Any], name: str) -> str:
+    v, lo, hi = row[name], row[f"{name}_lo"], row[f"{name}_hi"]
+    if math.isnan(lo):
+        return f"{v:.3f}"
+    return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def format_table(
+    rows: Sequence[dict[str, Any]], keys: Sequence[str], markdown: bool = False
+) -> str:
+    """A text (or Markdown) table of aggregate rows: the keys, n, micro P/R/F1, macro F1.
+
+    Intervals are the 95% ones of :func:`aggregate`, written ``value [lo, hi]``.
+    """
+    head = [*keys, "n", "micro P", "micro R", "micro F1", "macro F1", "s/sentence"]
+    body = []
+    for row in rows:
+        body.append(
+            [
+                *(f"{row[k]:g}" if isinstance(row[k], float) else str(row[k]) for k in keys),
+                str(row["n"]),
+                _fmt_ci(row, "micro_precision"),
+                _fmt_ci(row, "micro_recall"),
+                _fmt_ci(row, "micro_f1"),
+                _fmt_ci(row, "macro_f1"),
+                f"{row['seconds']:.3f}",
+            ]
+        )
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(r) + " |" for r in body]
+        return "\n".join(lines)
+    widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join(fmt.format(*r).rstrip() for r in [head, *body])
+
+
+def summary_table(records: Sequence[dict[str, Any]], markdown: bool = False) -> str:
+    """Per grammar, variant, beta and d, over all sentence lengths: the run's summary."""
+    keys = ("grammar", "variant", "beta", "d")
+    return format_table(aggregate(records, keys), keys, markdown=markdown)

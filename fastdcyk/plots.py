@@ -1,0 +1,293 @@
+"""Figures of the paper's three studies, drawn from experiment records with matplotlib.
+
+- Study (a): F1, precision and recall against d, on the sentences of length <= 7 (G0).
+- Study (b): F1 against sentence length, one line per d (G0).
+- Study (c): F1, precision and recall against sentence length, one line per grammar, at one
+  d (G0..G4 where present).
+
+Each figure has one column of panels per variant, 95% confidence intervals as error bars
+(micro averages with their bootstrap intervals by default, or macro averages with their t
+intervals: see :func:`fastdcyk.experiments.aggregate`), and is written as PNG and SVG.
+Figures are built on :class:`matplotlib.figure.Figure` directly (the Agg canvas, no pyplot
+and no global backend change), and matplotlib is imported only when a figure is drawn.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fastdcyk.experiments import default_study_c_dim, study_rows
+
+__all__ = ["FIGURE_NAMES", "figure_study", "plot_studies"]
+
+#: File stem of each study's figure.
+FIGURE_NAMES = {
+    "a": "study_a_scores_vs_d",
+    "b": "study_b_f1_vs_length",
+    "c": "study_c_grammars",
+}
+_SCORES = ("f1", "precision", "recall")
+_LABEL = {"f1": "F1", "precision": "precision", "recall": "recall"}
+_MARKERS = "osD^vP*Xh<>"
+_STYLE = {
+    "font.size": 9,
+    "axes.titlesize": 9,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.fonttype": "none",  # text stays text: smaller SVG files
+    "svg.hashsalt": "fastdcyk",  # stable ids: the same data gives the same SVG
+}
+
+
+def _series(ax: Any, xs: list, rows: list[dict], key: str, *, offset: float, **style) -> None:
+    ys = [r[key] for r in rows]
+    lo = [r[f"{key}_lo"] for r in rows]
+    hi = [r[f"{key}_hi"] for r in rows]
+    err = [
+        [0.0 if lo_ != lo_ else y - lo_ for y, lo_ in zip(ys, lo, strict=True)],
+        [0.0 if hi_ != hi_ else hi_ - y for y, hi_ in zip(ys, hi, strict=True)],
+    ]
+    ax.errorbar(
+        [x + offset for x in xs],
+        ys,
+        yerr=err,
+        capsize=2.5,
+        linewidth=1.2,
+        markersize=4,
+        elinewidth=0.8,
+        **style,
+    )
+
+
+def _finish_axes(ax: Any, xlabel: str, ylabel: str | None) -> None:
+    ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    ax.set_ylim(-0.02, 1.04)
+    ax.grid(True, linewidth=0.4, alpha=0.5)
+
+
+def _grammar_label(spec: str) -> str:
+    return Path(spec).stem if os.sep in spec or spec.endswith(".cfg") else spec
+
+
+def figure_study(
+    records: Sequence[dict[str, Any]],
+    study: str,
+    *,
+    average: str = "micro",
+    grammar: str = "G0",
+    max_len: int = 7,
+    d: int | None = None,
+    beta: float | None = None,
+) -> Any:
+    """The figure of one study (a :class:`matplotlib.figure.Figure`), or None without data.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Experiment records (:func:`fastdcyk.experiments.load_records`).
+    study : {"a", "b", "c"}
+    average : {"micro", "macro"}
+        Which average (and interval) to draw.
+    grammar, max_len, d, beta
+        As :func:`fastdcyk.experiments.study_rows`.
+    """
+    from matplotlib import rc_context
+    from matplotlib.figure import Figure
+
+    if average not in ("micro", "macro"):
+        raise ValueError(f"average must be 'micro' or 'macro', got {average!r}")
+    if study == "c" and d is None:
+        d = default_study_c_dim(records)
+    rows = study_rows(records, study, grammar=grammar, max_len=max_len, d=d, beta=beta)
+    if not rows:
+        return None
+    variants = list(dict.fromkeys(r["variant"] for r in sorted(rows, key=lambda r: r["variant"])))
+    score_rows = _SCORES if study == "c" else (None,)
+    with rc_context(_STYLE):
+        fig = Figure(
+            figsize=(3.4 * len(variants) + 0.4, 3.3 if study != "c" else 6.6),
+            layout="constrained",
+        )
+        axes = fig.subplots(len(score_rows), len(variants), squeeze=False, sharey=True)
+        g = rows[0]["grammar"] if study != "c" else None
+        # one colour and marker per d (study b) or grammar (study c), the same in every panel
+        field = "d" if study == "b" else "grammar"
+        series_of = {v: k for k, v in enumerate(sorted({r[field] for r in rows}, key=_sort_key))}
+        beta_used = rows[0]["beta"]
+        for col, variant in enumerate(variants):
+            vrows = [r for r in rows if r["variant"] == variant]
+            for row_k, score in enumerate(score_rows):
+                ax = axes[row_k][col]
+                if study == "a":
+                    _draw_a(ax, vrows, average)
+                    _finish_axes(ax, "dimension d", "score" if col == 0 else None)
+                elif study == "b":
+                    _draw_by(ax, vrows, average, "d", lambda v: f"d = {v}", "f1", series_of)
+                    _finish_axes(ax, "sentence length", "F1" if col == 0 else None)
+                else:
+                    _draw_by(ax, vrows, average, "grammar", _grammar_label, score, series_of)
+                    _finish_axes(
+                        ax,
+                        "sentence length" if row_k == len(score_rows) - 1 else "",
+                        _LABEL[score] if col == 0 else None,
+                    )
+                if row_k == 0:
+                    ax.set_title(f"variant '{variant}'")
+                if study in ("b", "c"):
+                    ax.xaxis.get_major_locator().set_params(integer=True)
+        avg = f"{average}-averaged, 95% CI"
+        if study == "a":
+            title = (
+                f"(a) Cell F1, precision and recall against d ({g}, sentences of length "
+                f"≤ {max_len}; {avg}; β = {beta_used:g})"
+            )
+        elif study == "b":
+            title = f"(b) Cell F1 against sentence length ({g}; {avg}; β = {beta_used:g})"
+        else:
+            title = (
+                f"(c) Cell scores against sentence length per grammar (d = {d}; {avg}; "
+                f"β = {beta_used:g})"
+            )
+        legend: dict[str, Any] = {}
+        for ax in fig.axes:
+            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                legend.setdefault(label, handle)
+        labels = list(legend)
+        handles = list(legend.values())
+        fig.legend(
+            handles, labels, loc="outside lower center", ncol=min(len(labels), 7), frameon=False
+        )
+        fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def _draw_a(ax: Any, rows: list[dict], average: str) -> None:
+    rows = sorted(rows, key=lambda r: r["d"])
+    xs = [r["d"] for r in rows]
+    span = (max(xs) - min(xs)) or 1
+    styles = {"f1": "-", "precision": "--", "recall": ":"}
+    for k, score in enumerate(_SCORES):
+        _series(
+            ax,
+            xs,
+            rows,
+            f"{average}_{score}",
+            offset=(k - 1) * span * 0.008,
+            marker=_MARKERS[k],
+            color=f"C{k}",
+            linestyle=styles[score],
+            label=_LABEL[score],
+        )
+    ax.set_xticks(xs)
+
+
+def _sort_key(v: Any) -> tuple:
+    return (str(type(v)), v)
+
+
+def _draw_by(
+    ax: Any,
+    rows: list[dict],
+    average: str,
+    field: str,
+    label: Any,
+    score: str,
+    series_of: dict[Any, int],
+) -> None:
+    m = len(series_of)
+    for v in sorted({r[field] for r in rows}, key=_sort_key):
+        k = series_of[v]
+        series = sorted((r for r in rows if r[field] == v), key=lambda r: r["length"])
+        _series(
+            ax,
+            [r["length"] for r in series],
+            series,
+            f"{average}_{score}",
+            offset=(k - (m - 1) / 2) * 0.07,
+            marker=_MARKERS[k % len(_MARKERS)],
+            color=f"C{k % 10}",
+            label=label(v),
+        )
+
+
+def _save_png(fig: Any, path: Path, dpi: int) -> None:
+    """PNG with a 256-colour palette: a third of the size of RGBA, and the same picture."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    buf.seek(0)
+    with Image.open(buf) as im:
+        im.convert("RGB").quantize(256, dither=Image.Dither.NONE).save(path, optimize=True)
+
+
+def plot_studies(
+    records: Sequence[dict[str, Any]],
+    out_dir: str | os.PathLike[str],
+    *,
+    formats: Sequence[str] = ("png", "svg"),
+    studies: Sequence[str] = ("a", "b", "c"),
+    average: str = "micro",
+    grammar: str = "G0",
+    max_len: int = 7,
+    d: int | None = None,
+    beta: float | None = None,
+    dpi: int = 110,
+) -> list[Path]:
+    """Draw the studies and write each as PNG and SVG; returns the paths written.
+
+    Study (c) compares grammars and is skipped when the records hold a single grammar at
+    its dimension. ``out_dir`` is created if absent.
+
+    Parameters
+    ----------
+    records : sequence of dict
+    out_dir : path
+    formats : sequence of {"png", "svg", "pdf"}
+    studies : sequence of {"a", "b", "c"}
+    average, grammar, max_len, d, beta
+        As :func:`figure_study`.
+    dpi : int
+        Resolution of raster formats.
+
+    Returns
+    -------
+    list of Path
+    """
+    for f in formats:
+        if f not in ("png", "svg", "pdf"):
+            raise ValueError(f"unknown figure format {f!r}: choose from png, svg, pdf")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for study in studies:
+        if study == "c":
+            d_c = default_study_c_dim(records) if d is None else d
+            if len({r["grammar"] for r in records if r["d"] == d_c}) < 2:
+                continue
+        fig = figure_study(
+            records, study, average=average, grammar=grammar, max_len=max_len, d=d, beta=beta
+        )
+        if fig is None:
+            continue
+        from matplotlib import rc_context
+
+        for f in formats:
+            path = out / f"{FIGURE_NAMES[study]}.{f}"
+            with rc_context(_STYLE):  # svg.* settings are read when saving
+                if f == "png":
+                    _save_png(fig, path, dpi)
+                else:
+                    fig.savefig(path, dpi=dpi, metadata={"Date": None} if f == "svg" else None)
+            written.append(path)
+    return written

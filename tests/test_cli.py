@@ -1,0 +1,234 @@
+"""The command line: parse, experiment, plot and demo; exit statuses and messages."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import fastdcyk.cli as cli
+import fastdcyk.experiments as ex
+from fastdcyk.cli import main
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+TINY = ["--grammars", "G0", "G1", "--dims", "16", "32", "--sentences", "8", "--max-len", "5"]
+
+
+def _usage_error(argv, capsys):
+    """Run argv, expecting an argparse error (SystemExit 2); return stderr."""
+    with pytest.raises(SystemExit) as err:
+        main(argv)
+    assert err.value.code == 2
+    return capsys.readouterr().err
+
+
+# -- parse ----------------------------------------------------------------------------------
+
+
+def test_parse_prints_both_charts_and_marks_disagreements(capsys):
+    assert main(["parse", "--grammar", "example", "--dim", "16", "a", "a", "b"]) == 0
+    out = capsys.readouterr().out
+    assert "symbolic CYK:" in out and "variant=paper" in out
+    assert "i \\ j" in out and "1:a" in out and "3:b" in out
+    assert "cells: P=" in out
+    # at d = 16 the faithful decoder is wrong somewhere: a +A or -A marker is printed
+    chart = out.split("variant=paper", 1)[1]
+    assert "+" in chart or " -" in chart
+
+
+def test_parse_options_reach_the_engine(capsys):
+    argv = ["parse", "--grammar", "G0", "--dim", "256", "--variant", "trace"]
+    argv += ["--threshold", "0.9", "--beta", "40", "fish", "swim", "fish"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "variant=trace" in out and "beta=40" in out and "threshold=0.9" in out
+    assert "d=256" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["parse", "--grammar", "nosuch", "a"], "cannot load grammar 'nosuch'"),
+        (["parse", "--grammar", "example", "a", "c"], "word 'c' at position 1"),
+    ],
+)
+def test_parse_bad_arguments_exit_2_with_a_message(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_parse_unreadable_grammar_file(tmp_path, capsys):
+    bad = tmp_path / "bad.cfg"
+    bad.write_bytes(b"S -> \xff\xfe 'a\n")
+    assert main(["parse", "--grammar", str(bad), "a"]) == 2
+    assert "cannot load grammar" in capsys.readouterr().err
+    folder = tmp_path / "folder.cfg"
+    folder.mkdir()
+    assert main(["parse", "--grammar", str(folder), "a"]) == 2
+    assert "cannot load grammar" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["parse", "--dim", "1", "a"], "the dimension must be >= 2, got 1"),
+        (["parse", "--dim", "x", "a"], "the dimension must be an integer"),
+        (["parse", "--variant", "fast", "a"], "invalid choice: 'fast'"),
+        (["parse", "--threshold", "1.5", "a"], "strictly between 0 and 1"),
+        (["experiment", "--dims", "100", "1"], "the dimension must be >= 2, got 1"),
+        (["experiment", "--variants", "fast"], "invalid choice: 'fast'"),
+        (["experiment", "--sentences", "0"], "expected an integer >= 1"),
+        (["experiment", "--executor", "threads"], "invalid choice: 'threads'"),
+        (["plot"], "the following arguments are required: results"),
+    ],
+)
+def test_argument_errors_exit_2(argv, message, capsys):
+    assert message in _usage_error(argv, capsys)
+
+
+# -- experiment -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--grammars", "G9"], "G9"),
+        (["--executor", "dask"], "--executor dask needs --scheduler"),
+        (["--scheduler", "tcp://localhost:1"], "--scheduler is only used with --executor dask"),
+        (["--min-len", "6", "--max-len", "3"], "min_len <= max_len"),
+    ],
+)
+def test_experiment_bad_arguments_exit_2(extra, message, tmp_path, capsys):
+    argv = ["experiment", "--dims", "16", "--sentences", "2", "--out", str(tmp_path / "r.jsonl")]
+    assert main(argv + extra) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fastdcyk experiment: error:") and message in err
+
+
+def test_experiment_unreadable_grammar_file_exits_2(tmp_path, capsys):
+    missing = tmp_path / "missing.cfg"
+    argv = ["experiment", "--grammars", str(missing), "--dims", "16", "--sentences", "2"]
+    assert main(argv + ["--out", str(tmp_path / "r.jsonl")]) == 2
+    assert "missing.cfg" in capsys.readouterr().err
+
+
+def test_experiment_runs_resumes_and_refuses_another_configuration(tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    argv = ["experiment", *TINY, "--out", str(out), "--executor", "serial", "--no-progress"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "64 records written" in captured.out
+    assert "grammar  variant  beta  d" in captured.out  # the summary table
+    assert "G1       trace    50    32" in captured.out
+    assert f"results: {out}" in captured.err
+    assert main(argv) == 0  # resume: nothing left
+    assert "0 records written" in capsys.readouterr().out
+    other = ["experiment", *TINY, "--dims", "16", "--out", str(out), "--executor", "serial"]
+    assert main(other) == 2
+    err = capsys.readouterr().err
+    assert "holds results of another configuration" in err and "--out" in err
+    assert len(ex.read_results(out).records) == 64
+
+
+def test_experiment_default_out_is_named_by_the_hash(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = ["experiment", "--grammars", "G0", "--dims", "16", "--sentences", "3"]
+    assert main(argv + ["--executor", "serial", "--no-progress"]) == 0
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=3)
+    assert (tmp_path / "fastdcyk-results" / f"{cfg.hash()[:12]}.jsonl").exists()
+
+
+def test_experiment_ctrl_c_exits_130_and_says_how_to_resume(tmp_path, monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "run_experiment", interrupted)
+    argv = ["experiment", *TINY, "--out", str(tmp_path / "r.jsonl")]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "rerun the same command to resume" in err
+
+
+def test_experiment_write_failure_exits_1(tmp_path, monkeypatch, capsys):
+    def full(*args, **kwargs):
+        raise ex.ResultsWriteError(28, "cannot write records to 'r.jsonl' (disk full)")
+
+    monkeypatch.setattr(cli, "run_experiment", full)
+    assert main(["experiment", *TINY, "--out", str(tmp_path / "r.jsonl")]) == 1
+    assert "disk full" in capsys.readouterr().err
+
+
+def test_experiment_runs_as_a_script(tmp_path):
+    """The installed entry point: a subprocess, with a process pool."""
+    out = tmp_path / "r.jsonl"
+    argv = [sys.executable, "-m", "fastdcyk.cli", "experiment", *TINY, "--workers", "2"]
+    proc = subprocess.run(
+        argv + ["--out", str(out), "--no-progress"], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "64/64 records" in proc.stdout
+    header = json.loads(out.read_text().splitlines()[0])
+    assert header["config"]["grammars"] == ["G0", "G1"]
+
+
+# -- plot -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "r.jsonl"
+    cfg = ex.ExperimentConfig(grammars=("G0", "G1"), dims=(16, 32), sentences=8, max_len=5)
+    ex.run_experiment(cfg, out, executor="serial", progress=False)
+    return out
+
+
+def test_plot_writes_figures_and_prints_tables(results, tmp_path, capsys):
+    figs = tmp_path / "figs"
+    assert main(["plot", str(results), "--out", str(figs), "--dim", "32", "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "study (a)" in out and "study (b)" in out and "study (c)" in out
+    assert "| grammar | variant | d | n |" in out
+    assert "figures written to" in out
+    pngs = sorted(figs.glob("*.png"))
+    svgs = sorted(figs.glob("*.svg"))
+    assert len(pngs) == len(svgs) == 3
+    assert all(p.read_bytes().startswith(PNG_MAGIC) for p in pngs)
+    assert all(b"<svg" in p.read_bytes()[:2000] for p in svgs)
+
+
+def test_plot_bad_files_exit_2(tmp_path, capsys):
+    assert main(["plot", str(tmp_path / "nope.jsonl")]) == 2
+    assert "cannot read results file" in capsys.readouterr().err
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("hello\nworld\n")
+    assert main(["plot", str(junk)]) == 2
+    assert "not a fastdcyk results file" in capsys.readouterr().err
+
+
+# -- demo -----------------------------------------------------------------------------------
+
+
+def test_demo_prints_charts_then_a_small_reproduction(tmp_path, capsys):
+    out = tmp_path / "demo"
+    argv = ["demo", "--dim", "64", "--sentences", "1", "--repro-sentences", "6"]
+    argv += ["--repro-dims", "16", "32", "--out", str(out), "--workers", "1", "--no-progress"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "=== example: a a b" in text and "=== G0:" in text
+    assert text.count("variant=paper") == 2 and text.count("variant=trace") == 2
+    assert "small reproduction" in text and "G0       trace    50    32" in text
+    assert f"figures written to {out.resolve()}" in text
+    assert "demo finished in" in text
+    assert {p.name for p in out.glob("*.png")} == {
+        "study_a_scores_vs_d.png",
+        "study_b_f1_vs_length.png",
+    }
+    assert len(list(out.glob("results-*.jsonl"))) == 1
+
+
+def test_demo_default_grid_is_the_documented_one():
+    assert cli.DEMO_GRID.grammars == ("G0",)
+    assert cli.DEMO_GRID.variants == ("paper", "trace")
+    assert cli.DEMO_GRID.sentences == 100

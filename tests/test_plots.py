@@ -1,0 +1,86 @@
+"""The figures of the three studies: valid files, labelled axes, legends and error bars."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import fastdcyk.experiments as ex
+
+pytest.importorskip("matplotlib")
+from fastdcyk.plots import FIGURE_NAMES, figure_study, plot_studies  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    """G0 at two dimensions and G0..G2 at one: every study has data."""
+    folder = tmp_path_factory.mktemp("plots")
+    ab = ex.ExperimentConfig(grammars=("G0",), dims=(16, 32), sentences=12, max_len=6)
+    c = ex.ExperimentConfig(grammars=("G0", "G1", "G2"), dims=(32,), sentences=12, max_len=6)
+    for k, cfg in enumerate((ab, c)):
+        ex.run_experiment(cfg, folder / f"{k}.jsonl", executor="serial", progress=False)
+    return ex.load_records([folder / "0.jsonl", folder / "1.jsonl"])
+
+
+def test_plot_studies_writes_valid_png_and_svg(records, tmp_path):
+    paths = plot_studies(records, tmp_path / "figs")
+    assert sorted(p.name for p in paths) == sorted(
+        f"{FIGURE_NAMES[s]}.{f}" for s in "abc" for f in ("png", "svg")
+    )
+    for path in paths:
+        data = path.read_bytes()
+        assert len(data) > 1000
+        if path.suffix == ".png":
+            assert data.startswith(PNG_MAGIC)
+            assert data[12:16] == b"IHDR"
+        else:
+            root = ET.fromstring(data)
+            assert root.tag == "{http://www.w3.org/2000/svg}svg"
+            text = data.decode()
+            assert "F1" in text and "variant" in text  # text kept as text (svg.fonttype none)
+
+
+def test_figures_have_labels_legend_error_bars_and_title(records):
+    from matplotlib.container import ErrorbarContainer
+
+    for study, xlabel in (("a", "dimension d"), ("b", "sentence length"), ("c", "sentence length")):
+        fig = figure_study(records, study)
+        axes = fig.axes
+        assert len(axes) == (6 if study == "c" else 2)  # one column per variant
+        assert axes[-1].get_xlabel() == xlabel
+        assert axes[0].get_ylabel() in ("score", "F1")
+        assert axes[0].get_title() == "variant 'paper'"
+        assert fig.get_suptitle().startswith(f"({study})")
+        assert "95% CI" in fig.get_suptitle()
+        assert fig.legends and fig.legends[0].get_texts()
+        bars = [c for c in axes[0].containers if isinstance(c, ErrorbarContainer)]
+        assert bars
+    legend = [t.get_text() for t in figure_study(records, "b").legends[0].get_texts()]
+    assert legend == ["d = 16", "d = 32"]
+    legend = [t.get_text() for t in figure_study(records, "c").legends[0].get_texts()]
+    assert legend == ["G0", "G1", "G2"]
+
+
+def test_error_bars_are_the_aggregated_intervals(records):
+    fig = figure_study(records, "a", average="macro")
+    rows = [r for r in ex.study_rows(records, "a") if r["variant"] == "paper"]
+    ax = fig.axes[0]
+    line = ax.containers[0].lines[0]  # the F1 series
+    assert list(line.get_ydata()) == pytest.approx([r["macro_f1"] for r in rows])
+
+
+def test_study_c_is_skipped_with_a_single_grammar(records, tmp_path):
+    g0 = [r for r in records if r["grammar"] == "G0"]
+    paths = plot_studies(g0, tmp_path, formats=("png",))
+    assert {p.stem for p in paths} == {FIGURE_NAMES["a"], FIGURE_NAMES["b"]}
+
+
+def test_bad_arguments(records, tmp_path):
+    with pytest.raises(ValueError, match="unknown figure format"):
+        plot_studies(records, tmp_path, formats=("gif",))
+    with pytest.raises(ValueError, match="average"):
+        figure_study(records, "a", average="median")
+    assert figure_study([], "a") is None
