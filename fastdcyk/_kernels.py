@@ -15,6 +15,7 @@ from numba import njit, prange
 
 __all__ = [
     "PARALLEL_MIN_SIZE",
+    "get_threads",
     "set_threads",
     "circulant_times_diag",
     "circulant_times_diag_numpy",
@@ -68,6 +69,11 @@ def set_threads(n: int | None) -> None:
     _threads[0] = n
     if n > 1:
         numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+
+
+def get_threads() -> int:
+    """The kernels' thread setting (0: all cores; 1: serial builds only)."""
+    return _threads[0]
 
 
 def _dual(fn, unsigned_indices: bool = False):

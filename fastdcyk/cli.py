@@ -382,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _load_grammar(spec: str) -> Grammar:
     try:
         return Grammar.load(spec)
-    except (GrammarError, OSError, UnicodeDecodeError) as exc:
+    except (GrammarError, OSError) as exc:
         raise UsageError(f"cannot load grammar {spec!r}: {exc}") from exc
 
 
@@ -521,7 +521,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     config = _config_from_args(args)
     try:
         config_hash = config.hash()
-    except (GrammarError, OSError, UnicodeDecodeError) as exc:
+    except (GrammarError, OSError) as exc:
         raise UsageError(f"cannot load a grammar: {exc}") from exc
     out = Path(args.out) if args.out else Path("fastdcyk-results") / f"{config_hash[:12]}.jsonl"
     _run_grid(config, out, args)
@@ -593,7 +593,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
     try:
         results = out / f"results-{config.hash()[:12]}.jsonl"
-    except (GrammarError, OSError, UnicodeDecodeError) as exc:
+    except (GrammarError, OSError) as exc:
         raise UsageError(str(exc)) from exc
     print(
         f"\n=== a small reproduction of the paper's experiments: {config.sentences} G0 "

@@ -791,7 +791,7 @@ def _default_workers() -> int:
 
 
 def _run_serial(tasks: list[Task]) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
-    previous = _kernels._threads[0]
+    previous = _kernels.get_threads()
     _kernels.set_threads(1)
     try:
         for task in tasks:

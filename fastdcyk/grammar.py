@@ -522,7 +522,8 @@ class Grammar:
         Raises
         ------
         GrammarError
-            As :meth:`from_string`; the message starts with the file name.
+            As :meth:`from_string`, or when the file is not UTF-8 text; the message starts
+            with the file name.
         OSError
             When the file cannot be read.
 
@@ -534,8 +535,13 @@ class Grammar:
         >>> Grammar.from_file(path).terminals
         ('x',)
         """
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except UnicodeDecodeError as exc:
+            raise GrammarError(
+                f"{os.fspath(path)}: not UTF-8 text (byte {exc.start}): save the grammar as UTF-8"
+            ) from None
         return cls.from_string(text, cnf=cnf, source=os.fspath(path))
 
     @classmethod

@@ -384,3 +384,10 @@ def test_builtins_and_load(tmp_path):
     assert Grammar.load(path) == Grammar.load(str(path)) == Grammar.from_file(path)
     with pytest.raises(GrammarError, match="neither a builtin grammar"):
         Grammar.load(tmp_path / "missing.cfg")
+
+
+def test_from_file_that_is_not_utf8_is_a_grammar_error(tmp_path):
+    path = tmp_path / "latin1.cfg"
+    path.write_bytes("S -> 'caf\u00e9'\n".encode("latin-1"))
+    with pytest.raises(GrammarError, match="not UTF-8 text"):
+        Grammar.from_file(path)
