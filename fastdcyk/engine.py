@@ -142,7 +142,7 @@ class DCYKResult:
 # -- memory ---------------------------------------------------------------------------------
 
 
-def _work_buffers(gate: str, unary_mask: bool) -> list[tuple[str, bool]]:
+def _work_buffers() -> list[tuple[str, bool]]:
     """(name, complex?) of the d x d arrays a parse holds besides the dense results."""
     return [
         ("F_left", True),
@@ -154,9 +154,7 @@ def _work_buffers(gate: str, unary_mask: bool) -> list[tuple[str, bool]]:
     ]
 
 
-def estimate_memory(
-    d: int, dtype: Any = "float32", *, gate: str = "entrywise", unary_mask: bool = False
-) -> int:
+def estimate_memory(d: int, dtype: Any = "float32") -> int:
     """Peak bytes of the d x d arrays one parse needs.
 
     During the parse: the two accumulators (kept as half spectra) and four work buffers
@@ -167,7 +165,7 @@ def estimate_memory(
     item = np.dtype(dtype).itemsize
     real = d * d * item
     cplx = (d // 2 + 1) * d * 2 * item
-    during = sum(cplx if c else real for _, c in _work_buffers(gate, unary_mask))
+    during = sum(cplx if c else real for _, c in _work_buffers())
     return during + real
 
 
@@ -185,8 +183,8 @@ def _available_memory() -> int | None:
         return None
 
 
-def _check_memory(cb: Codebook, gate: str, unary_mask: bool) -> None:
-    need = estimate_memory(cb.d, cb.dtype, gate=gate, unary_mask=unary_mask)
+def _check_memory(cb: Codebook) -> None:
+    need = estimate_memory(cb.d, cb.dtype)
     need -= cb.buffer_bytes()  # work buffers already held are reused
     avail = _available_memory()
     if avail is not None and need > avail:
@@ -624,7 +622,7 @@ def dcyk(
     opt = _resolve_options(variant, gate, decoder, unary_mask, beta, threshold, prune, cb.dtype)
     _check_symbols(cb, grammar, ws)
     if check_memory:
-        _check_memory(cb, opt.gate, opt.unary_mask)
+        _check_memory(cb)
 
     parser = _Parser(grammar, ws, cb, opt)
     if record:
