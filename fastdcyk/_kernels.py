@@ -33,16 +33,12 @@ __all__ = [
     "spec_mul_axis0_numpy",
     "spec_mul_axis1",
     "spec_mul_axis1_numpy",
-    "spec_madd_axis0",
-    "spec_madd_axis0_numpy",
-    "spec_mul_into",
     "spec_mul_into_axis1",
     "spec_mul_into_axis1_numpy",
     "spec_madd_axis1",
     "spec_madd_axis1_numpy",
     "diag_times_circulant",
     "diag_times_circulant_numpy",
-    "spec_mul_into_numpy",
     "spectral_diag",
     "spectral_diag_numpy",
     "wrapped_diag_sums",
@@ -240,37 +236,6 @@ def conj_diag_of_product_numpy(y, z, out):
     return out
 
 
-def _spec_mul_into_py(s, spec, out):  # pragma: no cover - compiled
-    """out[f, :] = spec[f] * s[f, :] (an axis-0 spectrum times a circulant's, into out)."""
-    for f in prange(s.shape[0]):
-        c = spec[f]
-        row = s[f]
-        orow = out[f]
-        for k in range(row.shape[0]):
-            orow[k] = c * row[k]
-    return out
-
-
-def spec_mul_into_numpy(s, spec, out):
-    return np.multiply(s, spec[:, None], out=out)
-
-
-def _spec_madd_axis0_py(acc, s, spec):  # pragma: no cover - compiled
-    """acc[f, :] += spec[f] * s[f, :], in place: accumulate a circulant times a spectrum."""
-    for f in prange(s.shape[0]):
-        c = spec[f]
-        row = s[f]
-        arow = acc[f]
-        for k in range(row.shape[0]):
-            arow[k] += c * row[k]
-    return acc
-
-
-def spec_madd_axis0_numpy(acc, s, spec):
-    acc += spec[:, None] * s
-    return acc
-
-
 def _spectral_diag_py(yhat, coef, ghat, out):  # pragma: no cover - compiled
     """out[r] = Re sum_f yhat[r, f] * coef[f] * conj(ghat[f, r]), accumulated in float64.
 
@@ -400,8 +365,6 @@ circulant_times_diag = _dual(_circulant_times_diag_py)
 # complex y: the same kernel (its conj is what the spectral trace needs)
 conj_diag_of_product = diag_of_product
 wrapped_diag_sums = _dual(_wrapped_diag_sums_py)
-spec_mul_into = _dual(_spec_mul_into_py)
-spec_madd_axis0 = _dual(_spec_madd_axis0_py)
 spectral_diag = _dual(_spectral_diag_py)
 spec_mul_into_axis1 = _dual(_spec_mul_into_axis1_py)
 spec_madd_axis1 = _dual(_spec_madd_axis1_py)

@@ -190,3 +190,62 @@ def test_wrapped_diag_sums(dtype, n, build):
     ref = np.trace(scipy.linalg.circulant(v) @ zmat)
     bound = 4 * n * np.finfo(np.float64).eps * np.abs(v).max() * np.abs(x).sum()
     assert abs(float(v @ a) - ref) <= bound
+
+
+@builds
+@cases
+def test_spec_mul_into_and_madd_axis1(dtype, n, build):
+    rng = _rng(n, dtype)
+    c = CDTYPE[dtype]
+    eps = np.finfo(dtype).eps
+    s = (rng.standard_normal((5, n)) + 1j * rng.standard_normal((5, n))).astype(c)
+    spec = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(c)
+    s0 = s.copy()
+    a = _k("spec_mul_into_axis1", build)(s, spec, np.empty_like(s))
+    b = K.spec_mul_into_axis1_numpy(s, spec, np.empty_like(s))
+    np.testing.assert_array_equal(s, s0)  # the input is only read
+    np.testing.assert_allclose(a, b, rtol=4 * eps, atol=4 * eps)
+    np.testing.assert_allclose(a, s * spec[None, :], rtol=4 * eps, atol=4 * eps)
+    acc0 = (rng.standard_normal((5, n)) + 1j * rng.standard_normal((5, n))).astype(c)
+    acc_a, acc_b = acc0.copy(), acc0.copy()
+    assert _k("spec_madd_axis1", build)(acc_a, s, spec) is acc_a
+    K.spec_madd_axis1_numpy(acc_b, s, spec)
+    np.testing.assert_allclose(acc_a, acc_b, rtol=8 * eps, atol=8 * eps)
+    np.testing.assert_allclose(acc_a, acc0 + s * spec[None, :], rtol=8 * eps, atol=8 * eps)
+
+
+@builds
+@cases
+def test_spectral_diag(dtype, n, build):
+    rng = _rng(n, dtype)
+    c = CDTYPE[dtype]
+    h = n // 2 + 1
+    for m in (h, 3):
+        yhat = (rng.standard_normal((n, m)) + 1j * rng.standard_normal((n, m))).astype(c)
+        ghat = (rng.standard_normal((m, n)) + 1j * rng.standard_normal((m, n))).astype(c)
+        coef = (rng.standard_normal(m) + 1j * rng.standard_normal(m)).astype(c)
+        a = _k("spectral_diag", build)(yhat, coef, ghat, np.empty(n))
+        b = K.spectral_diag_numpy(yhat, coef, ghat, np.empty(n))
+        terms = np.abs(yhat) * np.abs(coef)[None, :] * np.abs(ghat.T)
+        bound = 2 * _sum_bound(dtype, m) * terms.sum(axis=1)
+        assert np.all(np.abs(a - b) <= bound)
+        ref = np.einsum("rf,f,fr->r", yhat.astype(np.complex128), coef, np.conj(ghat)).real
+        assert np.all(np.abs(a - ref) <= bound)
+
+
+@builds
+@cases
+def test_diag_times_circulant(dtype, n, build):
+    rng = _rng(n, dtype)
+    v = rng.standard_normal(n).astype(dtype)
+    p = rng.standard_normal(n).astype(dtype)
+    kern = _k("diag_times_circulant", build)
+    ident = np.arange(n)
+    a = kern(v, p, ident, ident, np.empty((n, n), dtype))
+    np.testing.assert_array_equal(a, (p[:, None] * scipy.linalg.circulant(v)).astype(dtype))
+    rowidx, shift = rng.permutation(n), rng.permutation(n)
+    a = kern(v, p, rowidx, shift, np.empty((n, n), dtype))
+    b = K.diag_times_circulant_numpy(v, p, rowidx, shift, np.empty((n, n), dtype))
+    np.testing.assert_array_equal(a, b)
+    ref = p[:, None] * scipy.linalg.circulant(v)[rowidx][:, shift]
+    np.testing.assert_array_equal(a, ref.astype(dtype))
