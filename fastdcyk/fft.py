@@ -104,6 +104,9 @@ class FFTEngine:
     """
 
     name = "base"
+    #: Whether :mod:`fastdcyk._blocks` may call this engine on many small column or row
+    #: blocks, one thread per call (cheap per call, no per-shape planning, strided outputs).
+    blockwise = False
 
     def __init__(self, threads: int | None = None) -> None:
         self.threads = default_threads() if threads is None else int(threads)
@@ -117,38 +120,56 @@ class FFTEngine:
         """A new uninitialised buffer suited to this engine (aligned where it matters)."""
         return np.empty(shape, dtype=dtype)
 
-    def rfft(self, x: np.ndarray, axis: int, out: np.ndarray | None = None) -> np.ndarray:
-        """Real-to-complex transform of ``x`` along ``axis``; ``x`` is not modified."""
+    def rfft(
+        self, x: np.ndarray, axis: int, out: np.ndarray | None = None, threads: int | None = None
+    ) -> np.ndarray:
+        """Real-to-complex transform of ``x`` along ``axis``; ``x`` is not modified.
+
+        ``threads`` overrides the engine's thread count for this call.
+        """
         raise NotImplementedError
 
-    def irfft(self, s: np.ndarray, n: int, axis: int, out: np.ndarray | None = None) -> np.ndarray:
-        """Complex-to-real inverse transform (normalised by 1/n); ``s`` may be destroyed."""
+    def irfft(
+        self,
+        s: np.ndarray,
+        n: int,
+        axis: int,
+        out: np.ndarray | None = None,
+        threads: int | None = None,
+    ) -> np.ndarray:
+        """Complex-to-real inverse transform (normalised by 1/n); ``s`` may be destroyed.
+
+        ``threads`` overrides the engine's thread count for this call.
+        """
         raise NotImplementedError
 
 
 class _ScipyEngine(FFTEngine):
     name = "scipy"
+    blockwise = _POCKETFFT_OUT
 
-    def rfft(self, x, axis, out=None):
+    def rfft(self, x, axis, out=None, threads=None):
+        threads = self.threads if threads is None else threads
         if _POCKETFFT_OUT:
             if out is None:
                 out = np.empty(_spectrum_shape(x.shape, axis), spectrum_dtype(x.dtype))
-            return _pocketfft.r2c(x, (axis,), True, 0, out, self.threads)
-        res = scipy.fft.rfft(x, axis=axis, workers=self.threads)
+            return _pocketfft.r2c(x, (axis,), True, 0, out, threads)
+        res = scipy.fft.rfft(x, axis=axis, workers=threads)
         if out is None:
             return res
         out[...] = res
         return out
 
-    def irfft(self, s, n, axis, out=None):
+    def irfft(self, s, n, axis, out=None, threads=None):
+        threads = self.threads if threads is None else threads
         if _POCKETFFT_OUT:
             if out is None:
                 shape = list(s.shape)
                 shape[axis] = n
                 out = np.empty(tuple(shape), np.float32 if s.dtype == np.complex64 else np.float64)
             # inorm=2 divides by n: the inverse of the unnormalised forward transform.
-            return _pocketfft.c2r(s, (axis,), n, False, 2, out, self.threads)
-        res = scipy.fft.irfft(s, n=n, axis=axis, workers=self.threads, overwrite_x=True)
+            return _pocketfft.c2r(s, (axis,), n, False, 2, out, threads)
+        res = scipy.fft.irfft(s, n=n, axis=axis, workers=threads, overwrite_x=True)
         if out is None:
             return res
         out[...] = res
@@ -161,7 +182,7 @@ class _NumpyEngine(FFTEngine):
     def __init__(self, threads: int | None = None) -> None:
         super().__init__(1 if threads is None else threads)
 
-    def rfft(self, x, axis, out=None):
+    def rfft(self, x, axis, out=None, threads=None):
         res = np.fft.rfft(x, n=x.shape[axis], axis=axis)
         # numpy.fft computes in the input's precision (numpy >= 2) or in double; keep ours.
         res = res.astype(spectrum_dtype(x.dtype), copy=False)
@@ -170,7 +191,7 @@ class _NumpyEngine(FFTEngine):
         out[...] = res
         return out
 
-    def irfft(self, s, n, axis, out=None):
+    def irfft(self, s, n, axis, out=None, threads=None):
         real = np.float32 if s.dtype == np.complex64 else np.float64
         res = np.fft.irfft(s, n=n, axis=axis).astype(real, copy=False)
         if out is None:
@@ -193,9 +214,9 @@ class _PyFFTWEngine(FFTEngine):
     def empty(self, shape, dtype):
         return _pyfftw.empty_aligned(shape, dtype=dtype)
 
-    def _plan(self, src: np.ndarray, dst: np.ndarray, axis: int, forward: bool):
+    def _plan(self, src: np.ndarray, dst: np.ndarray, axis: int, forward: bool, threads: int):
         aligned = all(a.ctypes.data % _pyfftw.simd_alignment == 0 for a in (src, dst))
-        key = (src.shape, src.dtype, src.strides, dst.strides, axis, forward, aligned)
+        key = (src.shape, src.dtype, src.strides, dst.strides, axis, forward, aligned, threads)
         with self._lock:
             plan = self._plans.get(key)
             if plan is None:
@@ -213,22 +234,23 @@ class _PyFFTWEngine(FFTEngine):
                     axes=(axis,),
                     direction="FFTW_FORWARD" if forward else "FFTW_BACKWARD",
                     flags=tuple(flags),
-                    threads=self.threads,
+                    threads=threads,
                 )
                 self._plans[key] = plan
         return plan
 
-    def _run(self, src, dst, axis, forward):
+    def _run(self, src, dst, axis, forward, threads=None):
+        threads = self.threads if threads is None else threads
         # FFTW plans are tied to strides: keep the plan cache small by working on C-contiguous
         # arrays, copying in (and the result out) only when the caller's are not.
         if src.strides != _c_strides(src):
             src = np.ascontiguousarray(src)
         if dst.strides != _c_strides(dst):
             tmp = self.empty(dst.shape, dst.dtype)
-            self._run(src, tmp, axis, forward)
+            self._run(src, tmp, axis, forward, threads)
             dst[...] = tmp
             return dst
-        plan = self._plan(src, dst, axis, forward)
+        plan = self._plan(src, dst, axis, forward, threads)
         with self._lock:
             plan.update_arrays(src, dst)
             plan.execute()
@@ -237,17 +259,17 @@ class _PyFFTWEngine(FFTEngine):
             dst *= dst.dtype.type(1.0 / dst.shape[axis])
         return dst
 
-    def rfft(self, x, axis, out=None):
+    def rfft(self, x, axis, out=None, threads=None):
         if out is None:
             out = self.empty(_spectrum_shape(x.shape, axis), spectrum_dtype(x.dtype))
-        return self._run(x, out, axis, True)
+        return self._run(x, out, axis, True, threads)
 
-    def irfft(self, s, n, axis, out=None):
+    def irfft(self, s, n, axis, out=None, threads=None):
         shape = list(s.shape)
         shape[axis] = n
         if out is None:
             out = self.empty(tuple(shape), np.float32 if s.dtype == np.complex64 else np.float64)
-        return self._run(s, out, axis, False)
+        return self._run(s, out, axis, False, threads)
 
 
 def _c_strides(a: np.ndarray) -> tuple[int, ...]:

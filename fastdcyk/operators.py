@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fastdcyk import _blocks
 from fastdcyk import _kernels as K
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -319,6 +320,8 @@ class Operator:
         if not factors:
             np.multiply(x, self.dtype.type(self.scale), out=out)
             return out
+        if _blocks.ENABLED and cb.engine.blockwise and any(_is_circ(f) for f in factors):
+            return self._apply_blocked(x, out, axis, factors)
         # Destinations, chosen backwards so that the last step writes into `out`: a gather
         # needs a different buffer from its source, a circulant can go back where it came
         # from (its FFT has already consumed the source).
@@ -357,6 +360,25 @@ class Operator:
         if scale_left != 1.0:
             np.multiply(out, self.dtype.type(scale_left), out=out)
         return out
+
+    def _apply_blocked(
+        self, x: np.ndarray, out: np.ndarray, axis: int, factors: tuple
+    ) -> np.ndarray:
+        """The chain on one cache-sized block of lines at a time (:mod:`fastdcyk._blocks`)."""
+        cb = self.codebook
+        steps: list[tuple[bool, np.ndarray]] = []
+        scale = self.scale
+        for f in factors:
+            if _is_circ(f):
+                spec = f if axis == 0 else np.conj(f)
+                if scale != 1.0:  # folded into the first circulant (there is one)
+                    spec = spec * cb.cdtype.type(scale)
+                    scale = 1.0
+                steps.append((True, spec))
+            else:
+                idx = cb.permutation_index(f if axis == 0 else -f)
+                steps.append((False, idx.view(np.uintp)))
+        return _blocks.apply_chain(steps, x, out, axis, cb.engine, cb.buffer)
 
     def to_dense(self) -> np.ndarray:
         """The d x d matrix (for tests and small d: it costs d^2 memory)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fastdcyk import _blocks
 from fastdcyk.codebook import KINDS, Codebook
 
 DTYPES = (np.float32, np.float64)
@@ -241,7 +242,9 @@ def test_from_vectors_validation(kw):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_work_buffers_are_reused(dtype):
+def test_work_buffers_are_reused(dtype, monkeypatch):
+    # The whole-matrix path (the numpy and pyfftw engines'); the blocked path is below.
+    monkeypatch.setattr(_blocks, "ENABLED", False)
     d = 64
     cb = Codebook(d, seed=0, dtype=dtype)
     op = cb.plus("terminal", "a") @ cb.plus("terminal", "b") @ cb.minus("index", 1)
@@ -263,6 +266,29 @@ def test_work_buffers_are_reused(dtype):
     assert cb.buffer("apply-real", (d, d), dtype) is b1
     cb.release_buffers()
     assert cb.buffer_bytes() == 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_blocked_path_holds_small_blocks_only(dtype, threads):
+    d = 1024
+    cb = Codebook(d, seed=0, dtype=dtype, threads=threads)
+    assert cb.engine.blockwise
+    op = cb.plus("terminal", "a") @ cb.plus("terminal", "b") @ cb.minus("index", 1)
+    x = np.random.default_rng(0).standard_normal((d, d)).astype(dtype)
+    item = np.dtype(dtype).itemsize
+    op @ x
+    first = cb.buffer_bytes()
+    for _ in range(3):
+        op @ x
+        x @ op
+        op.apply(x, out=np.empty_like(x))
+    # Per thread: two real blocks and one half-spectrum block, whichever side.
+    widest = max(_blocks.block_width(d, d, item, axis) for axis in (0, 1))
+    per_side = threads * 3 * widest * (d + 2) * item
+    assert first <= per_side
+    assert cb.buffer_bytes() <= 2 * per_side  # one set per side, nothing more per call
+    assert cb.buffer_bytes() < d * d * item  # far less than one d x d matrix
 
 
 def test_spectrum_buffer_shares_one_allocation_for_both_axes():
