@@ -96,8 +96,10 @@ def test_blocked_agrees_with_whole_path_and_dense(
         with monkeypatch.context() as m:
             m.setattr(_blocks, "ENABLED", False)
             whole = op.apply(x, side)
-        ref = dense(cb, op) @ x.astype(np.float64) if side == "left" else (
-            x.astype(np.float64) @ dense(cb, op)
+        ref = (
+            dense(cb, op) @ x.astype(np.float64)
+            if side == "left"
+            else (x.astype(np.float64) @ dense(cb, op))
         )
         scale = max(1.0, float(np.abs(ref).max()), float(np.abs(x).max()))
         n = max(1, op.n_circulants)
