@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from fastdcyk import _kernels as K
+from fastdcyk._blocks import block_width
 from fastdcyk.codebook import Codebook
 from fastdcyk.decode import (
     DECODERS,
@@ -45,6 +46,7 @@ from fastdcyk.decode import (
     sigmoid,
     statistics_from_spectrum,
 )
+from fastdcyk.fft import get_engine
 from fastdcyk.grammar import Grammar
 
 __all__ = [
@@ -142,30 +144,49 @@ class DCYKResult:
 # -- memory ---------------------------------------------------------------------------------
 
 
-def _work_buffers() -> list[tuple[str, bool]]:
-    """(name, complex?) of the d x d arrays a parse holds besides the dense results."""
-    return [
+def _work_buffers(blockwise: bool) -> list[tuple[str, bool]]:
+    """(name, complex?) of the d x d arrays a parse holds besides the dense results.
+
+    An engine that applies operator chains block by block (:mod:`fastdcyk._blocks`) needs no
+    d x d buffer inside the chains; the others need one real one ("apply-real").
+    """
+    names = [
         ("F_left", True),
         ("F_right", True),
         ("dcyk-Y", False),
         ("dcyk-W", False),
-        ("apply-real", False),
         ("spectrum", True),
     ]
+    return names if blockwise else [*names, ("apply-real", False)]
 
 
-def estimate_memory(d: int, dtype: Any = "float32") -> int:
-    """Peak bytes of the d x d arrays one parse needs.
+def estimate_memory(
+    d: int, dtype: Any = "float32", engine: Any = "auto", threads: int | None = None
+) -> int:
+    """Peak bytes of the work arrays one parse needs.
 
-    During the parse: the two accumulators (kept as half spectra) and four work buffers
-    (two real, one real inside operator chains, one half spectrum); at the end one dense
-    accumulator is formed while the other's spectrum is still held. The figure is the same
-    for every gate and decoder.
+    During the parse: the two accumulators (kept as half spectra), two real d x d work
+    buffers and one half spectrum, plus, inside operator chains, either a few cache-sized
+    blocks per thread (the default scipy engine) or one more real d x d buffer (the numpy
+    and pyfftw engines). At the end one dense accumulator is formed while the other's
+    spectrum is still held. The figure is the same for every gate and decoder.
+
+    Parameters
+    ----------
+    d : int
+    dtype : {"float32", "float64"}
+    engine, threads
+        As for :class:`Codebook`: the FFT engine and its threads.
     """
     item = np.dtype(dtype).itemsize
+    eng = get_engine(engine, threads)
     real = d * d * item
     cplx = (d // 2 + 1) * d * 2 * item
-    during = sum(cplx if c else real for _, c in _work_buffers())
+    during = sum(cplx if c else real for _, c in _work_buffers(eng.blockwise))
+    if eng.blockwise:
+        for axis in (0, 1):  # two real blocks and a spectrum block per thread and side
+            w = block_width(d, d, item, axis)
+            during += eng.threads * w * (2 * d + 2 * (d // 2 + 1)) * item
     return during + real
 
 
@@ -184,7 +205,7 @@ def _available_memory() -> int | None:
 
 
 def _check_memory(cb: Codebook) -> None:
-    need = estimate_memory(cb.d, cb.dtype)
+    need = estimate_memory(cb.d, cb.dtype, cb.engine)
     need -= cb.buffer_bytes()  # work buffers already held are reused
     avail = _available_memory()
     if avail is not None and need > avail:

@@ -316,10 +316,16 @@ def test_bad_options(example, kwargs, message):
 
 def test_memory_estimate_and_refusal(example, monkeypatch):
     # during the parse: two accumulators kept as half spectra, a half-spectrum work buffer and
-    # three real ones; at the end one dense accumulator more
-    est = fd.estimate_memory(6000, "float32")
+    # two real ones, and inside operator chains one more real one (numpy engine) or a few
+    # blocks per thread (scipy engine); at the end one dense accumulator more
+    est = fd.estimate_memory(6000, "float32", engine="numpy")
     assert est == 3 * (3001 * 6000 * 8) + 4 * (6000**2 * 4)
-    assert fd.estimate_memory(6000, "float64") == 2 * est
+    assert fd.estimate_memory(6000, "float64", engine="numpy") == 2 * est
+    blocked = fd.estimate_memory(6000, "float32", engine="scipy", threads=2)
+    blocks = blocked - (3 * (3001 * 6000 * 8) + 3 * (6000**2 * 4))
+    assert 0 < blocks < 6000**2 * 4 / 20  # a few blocks per thread, far below a d x d array
+    # blocks of 16 columns (left) and 8 rows (right): two real blocks and a spectrum each
+    assert blocks == 2 * (16 + 8) * (2 * 6000 + 2 * 3001) * 4
     import fastdcyk.engine as engine
 
     monkeypatch.setattr(engine, "_available_memory", lambda: 10**6)
