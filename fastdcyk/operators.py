@@ -12,8 +12,12 @@ and simplifies them eagerly,
   spectra (so ``sum_a [a]+`` and ``sum [B]+ [C]-`` are single factors).
 
 Applying an operator to a dense matrix costs one batched real FFT round trip per circulant
-(along axis 0 from the left, axis 1 from the right) and one gather per permutation power,
-using at most one real and one complex work buffer of the matrix's size, reused across calls.
+(along axis 0 from the left, axis 1 from the right) and one gather per permutation power.
+With the default engine the whole chain runs on one cache-sized block of columns (rows) at a
+time, spread over threads, with a few block-sized work buffers per thread
+(:mod:`fastdcyk._blocks`); the numpy and pyfftw engines make one pass over the matrix per
+step, with at most one real and one complex work buffer of the matrix's size. Work buffers
+belong to the codebook and are reused across calls.
 """
 
 from __future__ import annotations
