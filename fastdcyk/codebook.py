@@ -17,6 +17,7 @@ symbols are asked in, in any process.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -71,6 +72,14 @@ class Codebook:
     threads : int, optional
         FFT threads; all cores by default.
 
+    Notes
+    -----
+    A codebook owns the work buffers its operators use. Calls that use them (applying an
+    operator, a D-CYK parse) hold the codebook's lock, so threads sharing one codebook get
+    correct results but take turns; to parse in parallel threads, give each its own codebook
+    with the same seed (the same vectors and permutation). A pickled codebook leaves its
+    work buffers behind.
+
     Examples
     --------
     >>> cb = Codebook(64, seed=1)
@@ -105,6 +114,7 @@ class Codebook:
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_PERM_KEY,)))
         self._set_permutation(rng.permutation(self.d))
         self._workspace: dict[tuple, np.ndarray] = {}
+        self._lock = threading.RLock()
 
     # -- construction from the user's own vectors -------------------------------------------
 
@@ -157,6 +167,7 @@ class Codebook:
         self._spectra = {}
         self._fixed = True
         self._workspace = {}
+        self._lock = threading.RLock()
         self._set_permutation(perm.astype(np.intp))
         if isinstance(indices, Mapping):
             index_items = indices.items()
@@ -306,6 +317,18 @@ class Codebook:
         from fastdcyk.operators import Operator
 
         return Operator(self, ())
+
+    # -- pickling: without the lock and the work buffers ------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_workspace"] = {}
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     # -- work buffers ----------------------------------------------------------------------
 

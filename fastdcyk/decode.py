@@ -118,6 +118,13 @@ def statistics_from_spectrum(
         raise ValueError(f"unknown decoder {decoder!r}: choose one of {DECODERS}")
     if n < 1:
         raise ValueError(f"sentence length n must be >= 1, got {n}")
+    with codebook._lock:  # the trace decoder uses the codebook's work buffers
+        return _statistics_from_spectrum(fl, grammar, n, codebook, decoder)
+
+
+def _statistics_from_spectrum(
+    fl: np.ndarray, grammar: Grammar, n: int, codebook: Codebook, decoder: str
+) -> Statistics:
     d = codebook.d
     nts = list(grammar.nonterminals)
     stats: Statistics = {}

@@ -645,36 +645,37 @@ def dcyk(
     if check_memory:
         _check_memory(cb)
 
-    parser = _Parser(grammar, ws, cb, opt)
-    if record:
-        parser.log = []
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    parser.initialise()
-    parser.unary()
-    t1 = time.perf_counter()
-    timings["unary"] = t1 - t0
-    bar = None
-    n = len(ws)
-    if progress and n > 1:
-        from tqdm.auto import tqdm
+    with cb._lock:  # the parse uses the codebook's work buffers throughout
+        parser = _Parser(grammar, ws, cb, opt)
+        if record:
+            parser.log = []
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        parser.initialise()
+        parser.unary()
+        t1 = time.perf_counter()
+        timings["unary"] = t1 - t0
+        bar = None
+        n = len(ws)
+        if progress and n > 1:
+            from tqdm.auto import tqdm
 
-        bar = tqdm(total=n * (n - 1) // 2, desc=f"D-CYK binary, d={cb.d}", unit="cell")
-    try:
-        parser.binary(on_cell=None if bar is None else (lambda: bar.update(1)))
-    finally:
-        if bar is not None:
-            bar.close()
-    t2 = time.perf_counter()
-    timings["binary"] = t2 - t1
-    stats = chart = None
-    if decode:
-        stats = statistics_from_spectrum(parser.fl, grammar, n, cb, decoder=opt.decoder)
-        chart = chart_from_statistics(stats, n, beta=opt.beta, threshold=opt.threshold)
-    timings["decode"] = time.perf_counter() - t2
-    p_left, p_right = parser.dense()
-    parser._finite(p_left, "P_left after the parse")
-    parser._finite(p_right, "P_right after the parse")
+            bar = tqdm(total=n * (n - 1) // 2, desc=f"D-CYK binary, d={cb.d}", unit="cell")
+        try:
+            parser.binary(on_cell=None if bar is None else (lambda: bar.update(1)))
+        finally:
+            if bar is not None:
+                bar.close()
+        t2 = time.perf_counter()
+        timings["binary"] = t2 - t1
+        stats = chart = None
+        if decode:
+            stats = statistics_from_spectrum(parser.fl, grammar, n, cb, decoder=opt.decoder)
+            chart = chart_from_statistics(stats, n, beta=opt.beta, threshold=opt.threshold)
+        timings["decode"] = time.perf_counter() - t2
+        p_left, p_right = parser.dense()
+        parser._finite(p_left, "P_left after the parse")
+        parser._finite(p_right, "P_right after the parse")
     return DCYKResult(
         words=ws,
         grammar=grammar,

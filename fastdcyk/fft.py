@@ -116,6 +116,10 @@ class FFTEngine:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(threads={self.threads})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Engines hold plans and locks: a pickled one is looked up again by name.
+        return (get_engine, (self.name, self.threads))
+
     def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         """A new uninitialised buffer suited to this engine (aligned where it matters)."""
         return np.empty(shape, dtype=dtype)

@@ -262,9 +262,10 @@ class Operator:
                 "out must not overlap the input array (in place works only when the first "
                 "factor applied is a circulant)"
             )
-        if side == "left":
-            return self._apply(x, out, axis=0, factors=self.factors[::-1])
-        return self._apply(x, out, axis=1, factors=self.factors)
+        with self.codebook._lock:  # the work buffers are the codebook's
+            if side == "left":
+                return self._apply(x, out, axis=0, factors=self.factors[::-1])
+            return self._apply(x, out, axis=1, factors=self.factors)
 
     def _first_is_circ(self, side: str) -> bool:
         if not self.factors:
@@ -291,6 +292,10 @@ class Operator:
         return self._meet_diagonal(p, out, diag_on_right=False)
 
     def _meet_diagonal(self, p: np.ndarray, out: np.ndarray | None, diag_on_right: bool):
+        with self.codebook._lock:  # the work buffers are the codebook's
+            return self._meet_diagonal_locked(p, out, diag_on_right)
+
+    def _meet_diagonal_locked(self, p: np.ndarray, out: np.ndarray | None, diag_on_right: bool):
         p = np.asarray(p)
         if p.dtype != self.dtype:
             raise TypeError(f"p has dtype {p.dtype} but the operator's codebook is {self.dtype}")

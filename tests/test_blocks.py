@@ -216,3 +216,31 @@ def test_blocked_path_works_in_a_forked_child(small_blocks):
             p.kill()
     assert p.exitcode == 0
     np.testing.assert_array_equal(got, want)
+
+
+def test_threads_sharing_one_codebook_get_correct_results(small_blocks):
+    # The work buffers are the codebook's: concurrent calls must take turns, not mix data.
+    d = 128
+    cb = Codebook(d, seed=5, dtype=np.float64, threads=2)
+    ops = [cb.plus("terminal", s) @ cb.minus("index", i) for i, s in enumerate("abcd")]
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((d, 40)) for _ in ops]
+    want = [op.apply(x) for op, x in zip(ops, xs, strict=True)]
+    want_r = [x.T @ op for op, x in zip(ops, xs, strict=True)]
+    bad = []
+    start = threading.Barrier(len(ops))
+
+    def worker(t):
+        start.wait()
+        for _ in range(30):
+            if not np.array_equal(ops[t].apply(xs[t]), want[t]):
+                bad.append(("left", t))
+            if not np.array_equal(xs[t].T @ ops[t], want_r[t]):
+                bad.append(("right", t))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(len(ops))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert bad == []

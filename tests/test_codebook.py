@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
 from fastdcyk import _blocks
 from fastdcyk.codebook import KINDS, Codebook
+from fastdcyk.fft import available_engines
 
 DTYPES = (np.float32, np.float64)
 
@@ -297,3 +300,19 @@ def test_spectrum_buffer_shares_one_allocation_for_both_axes():
     b = cb.spectrum_buffer((10, 6))
     assert np.shares_memory(a, b)
     assert cb.buffer_bytes() == 60 * 8
+
+
+@pytest.mark.parametrize("engine", available_engines())
+def test_pickle_leaves_the_work_buffers_behind(engine):
+    cb = Codebook(64, seed=4, dtype=np.float64, engine=engine, threads=1)
+    op = cb.plus("terminal", "a") @ cb.minus("index", 2)
+    x = np.random.default_rng(0).standard_normal((64, 64))
+    want = op @ x
+    assert cb.buffer_bytes() > 0
+    cb2 = pickle.loads(pickle.dumps(cb))
+    assert cb2.buffer_bytes() == 0
+    assert cb2.engine.name == cb.engine.name
+    np.testing.assert_array_equal(cb2.perm, cb.perm)
+    np.testing.assert_array_equal(cb2.vector("terminal", "a"), cb.vector("terminal", "a"))
+    op2 = cb2.plus("terminal", "a") @ cb2.minus("index", 2)
+    np.testing.assert_allclose(op2 @ x, want, rtol=0, atol=1e-12 * np.abs(want).max())
