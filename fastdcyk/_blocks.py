@@ -31,8 +31,11 @@ __all__ = ["BLOCK_BYTES", "ENABLED", "apply_chain", "block_width"]
 #: off to compare with the whole-matrix path).
 ENABLED = True
 
-#: Bytes of one real block: with a second real block and the block's half spectrum, about
-#: three times this must fit in one core's L2 cache (1 MiB on the development machine).
+#: Target bytes of one real block. A thread works on up to two real blocks and a half
+#: spectrum of the same size, so about three times this should fit in one core's L2 cache
+#: (1 MiB on the development machine). Widths are then rounded to whole SIMD batches of
+#: lines (below), so real blocks range from about 0.5x to 1.5x this: 256 KiB at d = 2048,
+#: 375 KiB (16 columns) from the left and 188 KiB (8 rows) from the right at d = 6000.
 BLOCK_BYTES = 1 << 18
 
 #: Narrowest column block for left application: the blocks are strided views, and their
@@ -46,7 +49,11 @@ LINE_MULTIPLE = 8
 
 
 def block_width(d: int, k: int, itemsize: int, axis: int) -> int:
-    """Columns (axis 0) or rows (axis 1) per block for a chain over a length-d axis."""
+    """Columns (axis 0) or rows (axis 1) per block for a chain over a length-d axis.
+
+    A multiple of :data:`LINE_MULTIPLE` (at least :data:`MIN_LEFT_WIDTH` columns from the
+    left), or all ``k`` lines when there are fewer.
+    """
     w = BLOCK_BYTES // (d * itemsize)
     w = max(MIN_LEFT_WIDTH if axis == 0 else LINE_MULTIPLE, w - w % LINE_MULTIPLE)
     return max(1, min(k, w))
@@ -161,7 +168,8 @@ def apply_chain(
     if n == 1:
         run(0)
         return out
-    futures = [_pool(n - 1).submit(run, t) for t in range(1, n)]
+    pool = _pool(engine.threads - 1)  # one pool per thread count, whatever n is this time
+    futures = [pool.submit(run, t) for t in range(1, n)]
     try:
         run(0)
     finally:

@@ -17,7 +17,10 @@ symbols are asked in, in any process.
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import threading
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -26,6 +29,19 @@ import numpy as np
 from fastdcyk.fft import FFTEngine, get_engine, spectrum_dtype
 
 __all__ = ["KINDS", "Codebook"]
+
+#: Every live codebook, so that a forked child can give each a fresh lock: a lock held by
+#: another thread of the parent at the fork would stay held in the child for ever.
+_LOCKED: weakref.WeakSet = weakref.WeakSet()
+
+
+def _fresh_locks_after_fork() -> None:  # pragma: no cover - runs in forked children
+    for cb in list(_LOCKED):
+        cb._lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_locks_after_fork)
 
 KINDS = ("terminal", "nonterminal", "index")
 _KIND_KEY = {"terminal": 1, "nonterminal": 2, "index": 3}
@@ -114,7 +130,7 @@ class Codebook:
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_PERM_KEY,)))
         self._set_permutation(rng.permutation(self.d))
         self._workspace: dict[tuple, np.ndarray] = {}
-        self._lock = threading.RLock()
+        self._new_lock()
 
     # -- construction from the user's own vectors -------------------------------------------
 
@@ -167,7 +183,7 @@ class Codebook:
         self._spectra = {}
         self._fixed = True
         self._workspace = {}
-        self._lock = threading.RLock()
+        self._new_lock()
         self._set_permutation(perm.astype(np.intp))
         if isinstance(indices, Mapping):
             index_items = indices.items()
@@ -328,33 +344,41 @@ class Codebook:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._new_lock()
+
+    def _new_lock(self) -> None:
         self._lock = threading.RLock()
+        _LOCKED.add(self)
 
     # -- work buffers ----------------------------------------------------------------------
 
     def buffer(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-        """A reusable work buffer, allocated once per (name, shape, dtype).
+        """A reusable work buffer of ``shape``: a view of one allocation per (name, dtype).
 
-        Operators use these for intermediate results, so a chain applied to a d x d matrix
-        allocates its work buffers once per codebook, not once per factor or per call.
-        Call :meth:`release_buffers` to free them.
+        The allocation grows to the largest shape asked for under that name and is reused for
+        every smaller one, so the memory held stays bounded whatever shapes the operators
+        meet (one d x d buffer serves every (d, k) matrix with k <= d). Operators use these
+        for intermediate results: a chain allocates its work buffers once per codebook, not
+        once per factor or per call. Call :meth:`release_buffers` to free them.
         """
-        key = (name, tuple(shape), np.dtype(dtype).str)
+        shape = tuple(int(s) for s in shape)
+        n = math.prod(shape)
+        key = (name, np.dtype(dtype).str)
         buf = self._workspace.get(key)
-        if buf is None:
-            buf = self.engine.empty(tuple(shape), dtype)
+        if buf is None or buf.size < n:
+            buf = None
+            self._workspace.pop(key, None)  # let the old one go before the larger one comes
+            buf = self.engine.empty((max(n, 1),), dtype)
             self._workspace[key] = buf
-        return buf
+        return buf[:n].reshape(shape)
 
     def spectrum_buffer(self, shape: tuple[int, ...]) -> np.ndarray:
-        """A reusable complex work buffer of ``shape``.
+        """A reusable complex work buffer of ``shape`` (a view of one allocation).
 
         The spectra along axis 0, ``(d // 2 + 1, k)``, and along axis 1, ``(k, d // 2 + 1)``,
         have the same size, so both are views of one allocation.
         """
-        n = int(np.prod(shape))
-        flat = self.buffer("spectrum", (n,), self.cdtype)
-        return flat.reshape(shape)
+        return self.buffer("spectrum", shape, self.cdtype)
 
     def release_buffers(self) -> None:
         """Free the work buffers (they are allocated again on next use)."""

@@ -220,7 +220,17 @@ class _PyFFTWEngine(FFTEngine):
 
     def _plan(self, src: np.ndarray, dst: np.ndarray, axis: int, forward: bool, threads: int):
         aligned = all(a.ctypes.data % _pyfftw.simd_alignment == 0 for a in (src, dst))
-        key = (src.shape, src.dtype, src.strides, dst.strides, axis, forward, aligned, threads)
+        key = (
+            src.shape,
+            dst.shape,
+            src.dtype,
+            src.strides,
+            dst.strides,
+            axis,
+            forward,
+            aligned,
+            threads,
+        )
         with self._lock:
             plan = self._plans.get(key)
             if plan is None:
@@ -246,10 +256,12 @@ class _PyFFTWEngine(FFTEngine):
     def _run(self, src, dst, axis, forward, threads=None):
         threads = self.threads if threads is None else threads
         # FFTW plans are tied to strides: keep the plan cache small by working on C-contiguous
-        # arrays, copying in (and the result out) only when the caller's are not.
-        if src.strides != _c_strides(src):
-            src = np.ascontiguousarray(src)
-        if dst.strides != _c_strides(dst):
+        # arrays with their canonical strides (a (d, 1) view may count as contiguous with
+        # another stride on its length-1 axis) and natural alignment, copying in (and the
+        # result out) only when the caller's are not.
+        if src.strides != _c_strides(src) or not src.flags.aligned:
+            src = src.copy(order="C")
+        if dst.strides != _c_strides(dst) or not dst.flags.aligned:
             tmp = self.empty(dst.shape, dst.dtype)
             self._run(src, tmp, axis, forward, threads)
             dst[...] = tmp

@@ -239,7 +239,9 @@ class Operator:
             dtype. It is never modified.
         side : {"left", "right"}
         out : ndarray, optional
-            Where to write the result (same shape and dtype as ``x``, not overlapping it).
+            Where to write the result: same shape and dtype as ``x``, not overlapping it,
+            except ``out is x`` (in place) when the first factor to act on ``x`` is a
+            circulant.
 
         Returns
         -------
@@ -249,23 +251,26 @@ class Operator:
         if side not in ("left", "right"):
             raise ValueError(f"side must be 'left' or 'right', got {side!r}")
         self._check_array(x, side)
-        if x.ndim == 1:
-            op = self if side == "left" else self.T
-            o = None if out is None else out.reshape(-1, 1)
-            return op.apply(x.reshape(-1, 1), "left", o).reshape(-1)
         if out is None:
             out = np.empty(x.shape, self.dtype)
-        elif out.shape != x.shape or out.dtype != x.dtype:
-            raise ValueError(f"out must have shape {x.shape} and dtype {x.dtype}")
+        elif not isinstance(out, np.ndarray) or out.shape != x.shape or out.dtype != x.dtype:
+            got = f"{out.shape} {out.dtype}" if isinstance(out, np.ndarray) else type(out).__name__
+            raise ValueError(f"out must have shape {x.shape} and dtype {x.dtype}, got {got}")
         elif np.may_share_memory(out, x) and not (out is x and self._first_is_circ(side)):
             raise ValueError(
                 "out must not overlap the input array (in place works only when the first "
                 "factor applied is a circulant)"
             )
+        if x.ndim == 1:  # a (d, 1) column; from the right, x @ op = op.T @ x
+            op, axis = (self if side == "left" else self.T), 0
+            x2 = x.reshape(-1, 1)
+            out2 = x2 if out is x else out.reshape(-1, 1)
+        else:
+            op, axis = self, (0 if side == "left" else 1)
+            x2, out2 = x, out
         with self.codebook._lock:  # the work buffers are the codebook's
-            if side == "left":
-                return self._apply(x, out, axis=0, factors=self.factors[::-1])
-            return self._apply(x, out, axis=1, factors=self.factors)
+            op._apply(x2, out2, axis=axis, factors=op.factors[::-1] if axis == 0 else op.factors)
+        return out
 
     def _first_is_circ(self, side: str) -> bool:
         if not self.factors:

@@ -244,3 +244,59 @@ def test_threads_sharing_one_codebook_get_correct_results(small_blocks):
     for th in threads:
         th.join()
     assert bad == []
+
+
+def test_one_pool_per_thread_count(small_blocks):
+    d = 64
+    cb = Codebook(d, seed=0, dtype=np.float64, threads=5)
+    op = cb.plus("terminal", "a")
+    before = dict(_blocks._pools)
+    for k in range(1, 16 * 6, 5):  # 1 to 6 blocks of 16 columns: 1 to 5 threads at work
+        op @ np.ones((d, k))
+    new = set(_blocks._pools) - set(before)
+    assert new <= {4}  # one pool of threads - 1 workers
+
+
+def _child_apply(conn):  # pragma: no cover - runs in a forked child
+    cb, op, x = _FORK_STATE
+    conn.send(op.apply(x))
+    conn.close()
+
+
+_FORK_STATE: tuple = ()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
+def test_fork_while_another_thread_holds_the_codebook():
+    # A thread of the parent is inside a call on the codebook (it holds its lock) when the
+    # process forks: the child has no such thread, so its copy of the lock must be free.
+    global _FORK_STATE
+    cb = Codebook(64, seed=0, dtype=np.float64, threads=1)
+    op = cb.plus("terminal", "a")
+    x = np.random.default_rng(0).standard_normal((64, 64))
+    want = op.apply(x)
+    _FORK_STATE = (cb, op, x)
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with cb._lock:
+            held.set()
+            release.wait(120)
+
+    th = threading.Thread(target=holder)
+    th.start()
+    held.wait(30)
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    p = ctx.Process(target=_child_apply, args=(child,))
+    try:
+        p.start()
+        assert parent.poll(60), "the forked child hangs on the codebook's lock"
+        got = parent.recv()
+    finally:
+        release.set()
+        th.join()
+        p.join(30)
+        if p.is_alive():
+            p.kill()
+    np.testing.assert_array_equal(got, want)

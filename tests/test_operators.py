@@ -703,3 +703,52 @@ def test_times_diag(cbd):
         cb.plus(*a).times_diag(p.astype(np.float64 if t == np.float32 else np.float32))
     with pytest.raises(ValueError):
         cb.plus(*a).times_diag(np.ones(d + 1, t))
+
+
+@pytest.mark.parametrize("engine", available_engines())
+def test_vectors_in_place_and_wrong_outs(engine):
+    d = 100
+    cb = codebook(d, np.float32, engine=engine)
+    op = cb.circulant(cb.vector("terminal", "a")) @ cb.phi()  # Phi acts first from the right
+    v = np.random.default_rng(0).standard_normal(d).astype(np.float32)
+    want_left = op @ v
+    want_right = v @ op
+    y = v.copy()
+    # From the right the circulant acts first: in place is allowed.
+    assert op.apply(y, "right", out=y) is y
+    assert_close(y, want_right, np.float32, d, x=v)  # pyFFTW: plans differ by alignment
+    y = v.copy()
+    with pytest.raises(ValueError, match="in place works only"):
+        op.apply(y, "left", out=y)  # from the left Phi acts first
+    for bad in (np.empty((1, d), np.float32), np.empty(d - 1, np.float32)):
+        with pytest.raises(ValueError, match=r"out must have shape \(100,\) and dtype float32"):
+            op.apply(v, out=bad)
+    assert_close(op.apply(v), want_left, np.float32, d, x=v)
+
+
+@pytest.mark.skipif("pyfftw" not in available_engines(), reason="pyFFTW not installed")
+def test_pyfftw_odd_strides_shapes_and_alignment():
+    import pyfftw
+
+    cb = codebook(100, np.float32, engine="pyfftw")
+    op = cb.plus("terminal", "a")
+    v = np.random.default_rng(0).standard_normal(100).astype(np.float32)
+    want = op @ v
+    # (d, 1) views whose length-1 axis has another stride than a fresh array's
+    # (FFTW picks its algorithm by alignment and stride: equal to rounding, not bitwise)
+    assert_close((op @ v[:, None])[:, 0], want, np.float32, 100, x=v)
+    assert_close((v[None, :] @ op.T)[0], want, np.float32, 100, x=v)
+    assert_close((op @ np.asfortranarray(v[:, None]))[:, 0], want, np.float32, 100, x=v)
+    # a misaligned out (float32 at a 1-byte offset)
+    raw = np.zeros(4 * 100 + 1, np.uint8)
+    out = np.frombuffer(raw.data, dtype=np.float32, count=100, offset=1)
+    assert not out.flags.aligned
+    assert_close(op.apply(v, out=out), want, np.float32, 100, x=v)
+    # two d with the same spectrum length: plans must not be shared
+    for d in (1000, 1001):
+        c = codebook(d, np.float32, engine="pyfftw")
+        x = np.random.default_rng(d).standard_normal((d, 8)).astype(np.float32)
+        o = pyfftw.empty_aligned((d, 8), np.float32)
+        got = c.plus("terminal", "a").apply(x, "left", out=o)
+        ref = codebook(d, np.float32, engine="numpy").plus("terminal", "a") @ x
+        assert_close(got, ref, np.float32, d, x=x)
