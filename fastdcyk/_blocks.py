@@ -97,7 +97,7 @@ def apply_chain(
     steps : list of (is_circulant, array)
         ``(True, spectrum)``: multiply each line's rfft by ``spectrum`` (already conjugated
         and scaled as the side requires); ``(False, index)``: gather ``line[index]``
-        (``index`` an unsigned view). At least one step.
+        (``index`` an intp array of non-negative entries). At least one step.
     x, out : ndarray
         2-D, same shape and dtype; ``out`` may be ``x`` when the first step is a circulant.
     axis : int
@@ -107,6 +107,9 @@ def apply_chain(
     buffer : callable
         ``buffer(name, shape, dtype)`` returning a reusable work buffer (the codebook's).
     """
+    # The serial kernels are called directly: give them the unsigned index views that the
+    # dispatching wrappers would (no wraparound check per random access).
+    steps = [(c, a if c else a.view(np.uintp)) for c, a in steps]
     d = x.shape[axis]
     k = x.shape[1 - axis]
     h = d // 2 + 1

@@ -329,20 +329,45 @@ class Operator:
         rest = Operator(cb, tuple(reversed(fs)), self.scale)
         return rest._apply(out, out, axis=1, factors=rest.factors)
 
+    def _steps(self, axis: int, factors: tuple) -> tuple[list[tuple[bool, np.ndarray]], float]:
+        """The factors as steps along ``axis``, in the order they act, and the scale left over.
+
+        A circulant is ``(True, spectrum)`` (conjugated from the right, the operator's scale
+        folded into the first one), a power of Phi ``(False, index)``, the gather index of
+        ``Phi^k`` from the left and of ``Phi^-k`` from the right. The scale is left over
+        only when there is no circulant.
+        """
+        cb = self.codebook
+        steps: list[tuple[bool, np.ndarray]] = []
+        scale = self.scale
+        for f in factors:
+            if _is_circ(f):
+                spec = f if axis == 0 else np.conj(f)
+                if scale != 1.0:
+                    spec = spec * cb.cdtype.type(scale)
+                    scale = 1.0
+                steps.append((True, spec))
+            else:
+                steps.append((False, cb.permutation_index(f if axis == 0 else -f)))
+        return steps, scale
+
     def _apply(self, x: np.ndarray, out: np.ndarray, axis: int, factors: tuple) -> np.ndarray:
         cb = self.codebook
         if not factors:
             np.multiply(x, self.dtype.type(self.scale), out=out)
             return out
-        if _blocks.ENABLED and cb.engine.blockwise and any(_is_circ(f) for f in factors):
-            return self._apply_blocked(x, out, axis, factors)
+        steps, scale_left = self._steps(axis, factors)
+        if _blocks.ENABLED and cb.engine.blockwise and any(c for c, _ in steps):
+            # The chain on one cache-sized block of lines at a time (fastdcyk._blocks); the
+            # scale is folded into the first circulant.
+            return _blocks.apply_chain(steps, x, out, axis, cb.engine, cb.buffer)
         # Destinations, chosen backwards so that the last step writes into `out`: a gather
         # needs a different buffer from its source, a circulant can go back where it came
         # from (its FFT has already consumed the source).
-        dest: list[np.ndarray] = [out] * len(factors)
+        dest: list[np.ndarray] = [out] * len(steps)
         tmp = None
-        for s in range(len(factors) - 1, 0, -1):
-            if _is_circ(factors[s]):
+        for s in range(len(steps) - 1, 0, -1):
+            if steps[s][0]:
                 dest[s - 1] = dest[s]
             else:
                 if tmp is None:
@@ -350,49 +375,21 @@ class Operator:
                 dest[s - 1] = tmp if dest[s] is out else out
         spec_shape = list(x.shape)
         spec_shape[axis] = x.shape[axis] // 2 + 1
-        scale_left = self.scale
+        mul = K.spec_mul_axis0 if axis == 0 else K.spec_mul_axis1
+        gather = K.gather_rows if axis == 0 else K.gather_cols
         cur = x
-        for f, dst in zip(factors, dest, strict=True):
-            if _is_circ(f):
+        for (is_circ, arg), dst in zip(steps, dest, strict=True):
+            if is_circ:
                 s = cb.spectrum_buffer(tuple(spec_shape))
                 cb.engine.rfft(cur, axis, out=s)
-                spec = f if axis == 0 else np.conj(f)
-                if scale_left != 1.0:
-                    spec = spec * cb.cdtype.type(scale_left)
-                    scale_left = 1.0
-                if axis == 0:
-                    K.spec_mul_axis0(s, spec)
-                else:
-                    K.spec_mul_axis1(s, spec)
+                mul(s, arg)
                 cb.engine.irfft(s, x.shape[axis], axis, out=dst)
             else:
-                if axis == 0:
-                    K.gather_rows(cur, cb.permutation_index(f), dst)
-                else:
-                    K.gather_cols(cur, cb.permutation_index(-f), dst)
+                gather(cur, arg, dst)
             cur = dst
         if scale_left != 1.0:
             np.multiply(out, self.dtype.type(scale_left), out=out)
         return out
-
-    def _apply_blocked(
-        self, x: np.ndarray, out: np.ndarray, axis: int, factors: tuple
-    ) -> np.ndarray:
-        """The chain on one cache-sized block of lines at a time (:mod:`fastdcyk._blocks`)."""
-        cb = self.codebook
-        steps: list[tuple[bool, np.ndarray]] = []
-        scale = self.scale
-        for f in factors:
-            if _is_circ(f):
-                spec = f if axis == 0 else np.conj(f)
-                if scale != 1.0:  # folded into the first circulant (there is one)
-                    spec = spec * cb.cdtype.type(scale)
-                    scale = 1.0
-                steps.append((True, spec))
-            else:
-                idx = cb.permutation_index(f if axis == 0 else -f)
-                steps.append((False, idx.view(np.uintp)))
-        return _blocks.apply_chain(steps, x, out, axis, cb.engine, cb.buffer)
 
     def to_dense(self) -> np.ndarray:
         """The d x d matrix (for tests and small d: it costs d^2 memory)."""
