@@ -17,6 +17,7 @@ from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar, GrammarError
 from fastdcyk.metrics import Scores, cell_scores
 from fastdcyk.operators import Operator
+from fastdcyk.random_grammar import random_grammar
 
 __version__ = "0.1.0"
 
@@ -38,5 +39,6 @@ __all__ = [
     "estimate_memory",
     "generate",
     "get_engine",
+    "random_grammar",
     "recognizes",
 ]

@@ -39,6 +39,12 @@ __all__ = [
     "spec_madd_axis1_numpy",
     "diag_times_circulant",
     "diag_times_circulant_numpy",
+    "rows_circulant",
+    "rows_circulant_numpy",
+    "row_dots",
+    "row_dots_numpy",
+    "outer_madd",
+    "outer_madd_numpy",
     "spectral_diag",
     "spectral_diag_numpy",
     "wrapped_diag_sums",
@@ -322,6 +328,81 @@ def diag_times_circulant_numpy(v, p, rowidx, shift, out):
     return out
 
 
+def _rows_circulant_py(b, rowidx, shift, out):  # pragma: no cover - compiled
+    """out[r, c] = b[r, (rowidx[r] - shift[c]) mod d]: row r of b laid out as a circulant's.
+
+    With ``b = P^T V`` (row r holds sum_A p_A[r] v_A) this is sum_A diag(p_A) Phi^a C(v_A)
+    Phi^b for every A at once: the diagonal gates of a whole cell against their
+    nonterminals' circulants, in O(d^2) after one matrix product.
+    """
+    d = b.shape[1]
+    for r in prange(b.shape[0]):
+        orow = out[r]
+        brow = b[r]
+        base = rowidx[r]
+        for c in range(d):
+            k = base - shift[c]
+            if k < 0:
+                k += d
+            orow[c] = brow[k]
+    return out
+
+
+def rows_circulant_numpy(b, rowidx, shift, out):
+    d = b.shape[1]
+    idx = (rowidx[:, None] - shift[None, :]) % d
+    out[...] = np.take_along_axis(b, idx, axis=1)
+    return out
+
+
+def _row_dots_py(a, b, u, out):  # pragma: no cover - compiled
+    """out[f] = sum_g a[f, g] * b[f, g] * u[g], accumulated in complex128.
+
+    With a and b two 2-D spectra and u a diagonal, this is the diagonal of a product of
+    spectra, e.g. tr(D Z~ diag(R) P~) = sum_f R[f] out[f]: a trace of a product of dense
+    matrices and circulants in O(d^2), no FFT.
+    """
+    m = a.shape[1]
+    for f in prange(a.shape[0]):
+        ar = a[f]
+        br = b[f]
+        acc = 0j
+        for g in range(m):
+            acc += ar[g] * br[g] * u[g]
+        out[f] = acc
+    return out
+
+
+def row_dots_numpy(a, b, u, out):
+    out[:] = np.einsum("fg,fg,g->f", a.astype(np.complex128), b, u)
+    return out
+
+
+def _outer_madd_py(acc, left, m, right, conj_m):  # pragma: no cover - compiled
+    """acc[f, g] += left[f] * m[f, g] * right[g] (``conj(m[f, g])`` when ``conj_m``), in place.
+
+    A 2-D spectrum multiplied by circulants on both sides: diag(left) M~ diag(right).
+    """
+    n = acc.shape[1]
+    for f in prange(acc.shape[0]):
+        arow = acc[f]
+        mrow = m[f]
+        lf = left[f]
+        if conj_m:
+            for g in range(n):
+                arow[g] += lf * np.conj(mrow[g]) * right[g]
+        else:
+            for g in range(n):
+                arow[g] += lf * mrow[g] * right[g]
+    return acc
+
+
+def outer_madd_numpy(acc, left, m, right, conj_m):
+    mm = np.conj(m) if conj_m else m
+    acc += left[:, None] * mm * right[None, :]
+    return acc
+
+
 def _wrapped_diag_sums_py(x, rowidx, colidx, out):  # pragma: no cover - compiled
     """out[m] = sum_k Z[k, (k + m) mod d] with Z[k, c] = x[rowidx[k], colidx[c]].
 
@@ -375,3 +456,6 @@ spectral_diag = _dual(_spectral_diag_py)
 spec_mul_into_axis1 = _dual(_spec_mul_into_axis1_py)
 spec_madd_axis1 = _dual(_spec_madd_axis1_py)
 diag_times_circulant = _dual(_diag_times_circulant_py)
+rows_circulant = _dual(_rows_circulant_py)
+row_dots = _dual(_row_dots_py)
+outer_madd = _dual(_outer_madd_py)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fastdcyk import _kernels as K
+from fastdcyk._rules import rule_tables
 
 if TYPE_CHECKING:  # pragma: no cover
     from fastdcyk.codebook import Codebook
@@ -123,44 +124,56 @@ def statistics_from_spectrum(
 
 
 def _statistics_from_spectrum(
-    fl: np.ndarray, grammar: Grammar, n: int, codebook: Codebook, decoder: str
+    fl: np.ndarray, grammar: Grammar, n: int, codebook: Codebook, decoder: str, on_row=None
 ) -> Statistics:
     d = codebook.d
-    nts = list(grammar.nonterminals)
+    tables = rule_tables(codebook, grammar)
+    nts = tables.nonterminals
     stats: Statistics = {}
     spectrum = codebook.spectrum
+    # c_A: the first column of C_A^T (A's vector reversed), one row per nonterminal.
+    cols = np.fft.irfft(np.conj(tables.spectra).astype(np.complex128), n=d, axis=1)
+
+    def store(i: int, j: int, values: np.ndarray) -> None:
+        stats.update(zip([(i, j, a) for a in nts], values.tolist(), strict=True))
+
     if decoder == "entry":
-        # (C_A Phi C_j Phi C_i (Phi P_left))[0, 0]: row 0 of C_A Phi C_j Phi C_i against
-        # column 0 of Phi P_left (row 0 of its transpose), all on length-d vectors.
+        # (C_A Phi C_j Phi C_i (Phi P_left))[0, 0]: row 0 of C_A Phi (that is
+        # (Phi^T c_A)^T) times C_j Phi C_i against column 0 of Phi P_left, on length-d
+        # vectors: for every A at once, one matrix-vector product per cell.
         col = np.fft.irfft(fl[0].astype(np.complex128), n=d).astype(codebook.dtype)
-        rows = {a: codebook.plus("nonterminal", a).row(0).astype(np.float64) for a in nts}
+        rows = cols[:, codebook.permutation_index(-1)]
         for i in range(n):
             inner = codebook.circulant(spectrum=spectrum("index", i)).apply(col)
             for j in range(i + 1, n + 1):
                 u = codebook.plus("index", j).apply(inner).astype(np.float64)
-                for a in nts:
-                    stats[(i, j, a)] = float(rows[a] @ u)
+                store(i, j, rows @ u)
+            if on_row is not None:
+                on_row()
         return stats
     # Trace: tr(C_A Phi C_j Z_i) with Z_i = Phi C_i Phi P_left. In transposes, Zt = irfft(FL
-    # V_i, axis=1) Phi^T, Wt = Zt C_j^T and tr(C_A Phi W) = tr(C_A^T Wt Phi^T) = sum_m a'[m]
-    # sum_k Wt[k, perm[(k + m) mod d]]: one sum shared by every A.
+    # V_i, axis=1) Phi^T, Wt = Zt C_j^T and tr(C_A Phi W) = tr(C_A^T Wt Phi^T) = sum_m c_A[m]
+    # sum_k Wt[k, perm[(k + m) mod d]]: one sum shared by every A. The row spectra of Zt are
+    # taken once per i and serve every j: each cell then costs one inverse FFT.
     zt = codebook.buffer("dcyk-Y", (d, d), codebook.dtype)
     w = codebook.buffer("dcyk-W", (d, d), codebook.dtype)
     s = codebook.spectrum_buffer(fl.shape)
-    cols = {
-        a: np.fft.irfft(np.conj(spectrum("nonterminal", a)).astype(np.complex128), n=d) for a in nts
-    }
+    zhat = codebook.buffer("dcyk-Yhat", fl.shape, codebook.cdtype)
     sums = np.empty(d, dtype=np.float64)
     ident = codebook.permutation_index(0)
     for i in range(n):
         K.spec_mul_into_axis1(fl, spectrum("index", i), s)
         codebook.engine.irfft(s, d, 1, out=w)
         K.gather_cols(w, codebook.perm, zt)
+        codebook.engine.rfft(zt, 1, out=zhat)
         for j in range(i + 1, n + 1):
-            codebook.circulant(spectrum=spectrum("index", j)).T.apply(zt, side="right", out=w)
+            # Wt = Zt C_j^T: the row spectra times spec(j)
+            K.spec_mul_into_axis1(zhat, spectrum("index", j), s)
+            codebook.engine.irfft(s, d, 1, out=w)
             K.wrapped_diag_sums(w, ident, codebook.perm, sums)
-            for a in nts:
-                stats[(i, j, a)] = float(cols[a] @ sums) / d
+            store(i, j, (cols @ sums) / d)
+        if on_row is not None:
+            on_row()
     return stats
 
 

@@ -1,6 +1,6 @@
 """The D-CYK engine: the paper's unary and binary algorithms over two d x d accumulators.
 
-The table P is kept as two dense matrices (SPEC.md section 2),
+The table P is kept as two dense matrices (docs/method.md, section 1),
 
 .. math::
 
@@ -8,7 +8,7 @@ The table P is kept as two dense matrices (SPEC.md section 2),
     P_{right} = \\sum_{(i,j,X)} [X]^+ [i]^+ [j]^+ D_{ijX},
 
 and filled by the paper's Algorithms 2 (unary) and 3 (binary) with the two corrections of
-SPEC.md section 4 (binary rules encoded as [B]+ [C]-, span check [j]- [i]+). Every operator
+docs/method.md, section 2 (binary rules encoded as [B]+ [C]-, span check [j]- [i]+). Every operator
 is an implicit :class:`~fastdcyk.operators.Operator`; P_left and P_right are the only d x d
 matrices that live through the parse, beside a few work buffers held by the codebook and
 reused from one parse to the next.
@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,21 +39,25 @@ import numpy as np
 
 from fastdcyk import _kernels as K
 from fastdcyk._blocks import block_width
+from fastdcyk._rules import rule_tables
 from fastdcyk.codebook import Codebook
 from fastdcyk.decode import (
     DECODERS,
     _check_beta_threshold,
     chart_from_statistics,
+    decode_statistics,
     sigmoid,
     statistics_from_spectrum,
 )
 from fastdcyk.fft import get_engine
 from fastdcyk.grammar import Grammar
+from fastdcyk.operators import Operator
 
 __all__ = [
     "DEFAULT_BETA",
     "DEFAULT_THRESHOLD",
     "GATES",
+    "ORDERS",
     "VARIANTS",
     "DCYKOptions",
     "DCYKResult",
@@ -61,10 +66,25 @@ __all__ = [
 ]
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "paper": {"gate": "entrywise", "decoder": "entry", "unary_mask": False, "unitary": False},
-    "trace": {"gate": "trace", "decoder": "trace", "unary_mask": False, "unitary": True},
+    "paper": {
+        "gate": "entrywise",
+        "decoder": "entry",
+        "unary_mask": False,
+        "unitary": False,
+        "order": "sequential",
+    },
+    "trace": {
+        "gate": "trace",
+        "decoder": "trace",
+        "unary_mask": False,
+        "unitary": True,
+        "order": "cell",
+    },
 }
 GATES = ("entrywise", "trace")
+#: ``"sequential"``: the paper's order (each update applied before the next detection of the
+#: same cell); ``"cell"``: every detection of a cell reads the table as it was before the cell.
+ORDERS = ("sequential", "cell")
 #: sigma's slope; the paper gives none. Chosen by measurement: see docs/method.md.
 DEFAULT_BETA = 50.0
 #: The paper's decoder threshold: sigma(x) > 0.99, i.e. x > 0.5 + 4.6 / beta.
@@ -82,6 +102,7 @@ class DCYKOptions:
     beta: float
     threshold: float
     prune: float
+    order: str = "sequential"
 
 
 @dataclass
@@ -266,13 +287,16 @@ def _resolve_codebook(
     return codebook
 
 
-def _resolve_options(variant, gate, decoder, unary_mask, beta, threshold, prune, dtype):
+def _resolve_options(variant, gate, decoder, unary_mask, beta, threshold, prune, dtype, order=None):
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}: choose one of {tuple(VARIANTS)}")
     preset = VARIANTS[variant]
     gate = preset["gate"] if gate is None else gate
     decoder = preset["decoder"] if decoder is None else decoder
     unary_mask = preset["unary_mask"] if unary_mask is None else bool(unary_mask)
+    order = preset["order"] if order is None else order
+    if order not in ORDERS:
+        raise ValueError(f"unknown order {order!r}: choose one of {ORDERS}")
     if gate not in GATES:
         raise ValueError(f"unknown gate {gate!r}: choose one of {GATES}")
     if decoder not in DECODERS:
@@ -283,16 +307,18 @@ def _resolve_options(variant, gate, decoder, unary_mask, beta, threshold, prune,
     prune = float(np.finfo(dtype).eps) if prune is None else float(prune)
     if not (prune >= 0 and math.isfinite(prune)):
         raise ValueError(f"prune must be a finite number >= 0, got {prune!r}")
-    return DCYKOptions(variant, gate, decoder, unary_mask, float(beta), float(threshold), prune)
+    return DCYKOptions(
+        variant, gate, decoder, unary_mask, float(beta), float(threshold), prune, order
+    )
 
 
 # -- the parser -----------------------------------------------------------------------------
 
 
 class _Parser:
-    """One parse: the accumulators (kept as spectra), the rule operators, the work buffers.
+    """One parse: the accumulators (kept as spectra), the rule tables, the work buffers.
 
-    Two choices make the parse cheap; neither changes what is computed.
+    Three choices make the parse cheap; none changes what is computed.
 
     1. Spectra. Every operator D-CYK applies to P_left from the left ends in ``C Phi``
        ([i]+, [j]- [i]+, the decoder's [A]+ [j]+ [i]+), and P_right is only read through
@@ -309,6 +335,11 @@ class _Parser:
 
        and every d x d work matrix below is the transpose of the one in the paper's algebra
        (a trailing ``t`` in the comments).
+    3. Cells (``order="cell"``). The detections of a cell share everything but their rule
+       operator, so the cell's shared matrix is computed once and every nonterminal is read
+       from it with a matrix product over the rule tables (:mod:`fastdcyk._rules`); the
+       updates of a cell differ only in their nonterminal's circulant, so they are summed
+       first and the shared chain is applied once (docs/method.md, section 4).
     """
 
     def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
@@ -319,16 +350,7 @@ class _Parser:
         self.fr = np.zeros((d, d // 2 + 1), cb.cdtype)
         self.y = cb.buffer("dcyk-Y", (d, d), dt)
         self.w = cb.buffer("dcyk-W", (d, d), dt)
-        # R_u^A = sum_{A -> a} [a]+ (one circulant and Phi); R_b^A = sum [B]+ [C]- (one
-        # circulant: Phi Phi^T cancels). Nonterminals without rules of a kind are skipped.
-        unary: dict[str, list] = {}
-        for a, t in grammar.unary_rules:
-            unary.setdefault(a, []).append(cb.plus("terminal", t))
-        binary: dict[str, list] = {}
-        for a, b, c in grammar.binary_rules:
-            binary.setdefault(a, []).append(cb.plus("nonterminal", b) @ cb.minus("nonterminal", c))
-        self.r_unary = {a: sum(unary[a]) for a in grammar.nonterminals if a in unary}
-        self.r_binary = {a: sum(binary[a]) for a in grammar.nonterminals if a in binary}
+        self.t = rule_tables(cb, grammar)
         # A product of P_left (or a spectrum of it) is stale once the accumulators have been
         # updated since it was computed.
         self.version = 0
@@ -347,6 +369,10 @@ class _Parser:
                 "vectors or beta are too large for this dtype; use float64, smaller vectors "
                 "or a smaller beta"
             )
+
+    def _circ_phi(self, spec: np.ndarray) -> Operator:
+        """The operator C Phi of a spectrum (e.g. [A]+ for A's spectrum)."""
+        return Operator(self.cb, (np.asarray(spec).astype(self.cb.cdtype), 1))
 
     # -- the accumulators as spectra -----------------------------------------------------------
 
@@ -376,45 +402,50 @@ class _Parser:
             self.accumulate_t(self.fl, np.conj(self.spec("index", i - 1)), self.w)
         self.version += 1
 
-    def update(self, i: int, j: int, a: str, kind: str, value: Any, work: np.ndarray) -> None:
-        """P_left += [i]- [j]- [A]- P_A and P_right += [A]+ [i]+ [j]+ P_A.
-
-        ``kind`` says what P_A is: "scalar" (value * I), "diag" (diag(value)) or "full"
-        (``value`` is P_A^T, a d x d matrix other than ``work``). ``work`` is a free buffer.
-        """
-        peak = abs(value) if kind == "scalar" else float(np.max(np.abs(value)))
-        applied = peak > self.opt.prune
+    def _record(self, i: int, j: int, a: str, diag_mean: float, peak: float, applied: bool):
         if self.log is not None:
-            diagonal = value if kind != "full" else np.diagonal(value)
             self.log.append(
                 {
                     "step": "unary" if j == i + 1 else "binary",
                     "i": i,
                     "j": j,
                     "A": a,
-                    "p_diag_mean": float(np.mean(diagonal)),
+                    "p_diag_mean": diag_mean,
                     "p_max": peak,
                     "applied": applied,
                 }
             )
-        if not applied:
-            self.counts["pruned"] += 1
-            return
-        self.counts["updates"] += 1
+
+    def update(
+        self,
+        i: int,
+        j: int,
+        kind: str,
+        value: Any,
+        work: np.ndarray,
+        left: np.ndarray,
+        right: np.ndarray,
+    ) -> None:
+        """P_left += [i]- [j]- [A]- P_A and P_right += [A]+ [i]+ [j]+ P_A.
+
+        ``left`` and ``right`` are the spectra of A's circulant in [A]- and [A]+ (for a
+        whole cell's scalar gates, the gate-weighted sums of its nonterminals' spectra, with
+        ``value`` 1). ``kind`` says what P_A is: "scalar" (value * I), "diag" (diag(value))
+        or "full" (``value`` is P_A^T, a d x d matrix other than ``work``). ``work`` is a
+        free d x d buffer.
+        """
         cb = self.cb
+        left = np.asarray(left).astype(cb.cdtype, copy=False)
+        right = np.asarray(right).astype(cb.cdtype, copy=False)
         # Phi [i]- [j]- [A]- = C_i^T ([j]- [A]-) and [A]+ [i]+ [j]+ = C_A (Phi [i]+ [j]+);
         # (inner P_A)^T = P_A^T inner^T.
         parts = (
             (
                 self.fl,
                 np.conj(self.spec("index", i)),
-                cb.minus("index", j) @ cb.minus("nonterminal", a),
+                cb.minus("index", j) @ self._circ_phi(left).T,
             ),
-            (
-                self.fr,
-                self.spec("nonterminal", a),
-                cb.phi() @ cb.plus("index", i) @ cb.plus("index", j),
-            ),
+            (self.fr, right, cb.phi() @ cb.plus("index", i) @ cb.plus("index", j)),
         )
         for acc, spec, inner in parts:
             if kind == "scalar":
@@ -426,83 +457,249 @@ class _Parser:
             self.accumulate_t(acc, spec, work)
         self.version += 1
 
+    def update_one(self, i: int, j: int, row: int, kind: str, value: Any, work: np.ndarray):
+        """The update of one nonterminal (row of the rule tables), unless pruned."""
+        peak = abs(value) if kind == "scalar" else float(np.max(np.abs(value)))
+        applied = peak > self.opt.prune
+        if self.log is not None:
+            diagonal = value if kind != "full" else np.diagonal(value)
+            self._record(i, j, self.t.nonterminals[row], float(np.mean(diagonal)), peak, applied)
+        if not applied:
+            self.counts["pruned"] += 1
+            return
+        self.counts["updates"] += 1
+        self.update(i, j, kind, value, work, self.t.spectra[row], self.t.spectra[row])
+
+    def update_cell_scalar(self, i: int, j: int, rows: np.ndarray, gates: np.ndarray) -> None:
+        """Every scalar-gated update of a cell at once: sum_A g_A [i]- [j]- [A]- is
+        [i]- [j]- [S]- with spec(S) = sum_A g_A spec(A) (and likewise for P_right)."""
+        keep = gates > self.opt.prune
+        if self.log is not None:
+            for row, g, k in zip(rows, gates, keep, strict=True):
+                self._record(i, j, self.t.nonterminals[row], float(g), float(g), bool(k))
+        n_kept = int(np.count_nonzero(keep))
+        self.counts["updates"] += n_kept
+        self.counts["pruned"] += len(rows) - n_kept
+        if n_kept == 0:
+            return
+        spec = gates[keep] @ self.t.spectra[rows[keep]].astype(np.complex128)
+        self.update(i, j, "scalar", 1.0, self.w, spec, spec)
+
+    def update_cell_diag(self, i: int, j: int, rows: np.ndarray, gates: np.ndarray) -> None:
+        """Every diagonal-gated update of a cell at once.
+
+        ``gates`` is (len(rows), d): P_A = diag(gates[k]). In the transposed layout the
+        P_left part is (sum_A diag(p_A) C_A) Phi C_j Phi: row r of the sum is
+        sum_A p_A[r] v_A laid out as a circulant's row (one matrix product, then
+        :func:`~fastdcyk._kernels.rows_circulant`), and the chain C_j Phi is applied once.
+        The P_right part is rfft(W^T) (.) G with G[r, f] = sum_A p_A[r] spec_A[f] and
+        W = Phi [i]+ [j]+: one more matrix product.
+        """
+        cb, d, t = self.cb, self.d, self.t
+        peaks = np.max(np.abs(gates), axis=1) if gates.size else np.zeros(0)
+        keep = peaks > self.opt.prune
+        if self.log is not None:
+            for row, p, pk, k in zip(rows, gates, peaks, keep, strict=True):
+                self._record(i, j, t.nonterminals[row], float(np.mean(p)), float(pk), bool(k))
+        n_kept = int(np.count_nonzero(keep))
+        self.counts["updates"] += n_kept
+        self.counts["pruned"] += len(rows) - n_kept
+        if n_kept == 0:
+            return
+        p = gates[keep]  # (k, d), codebook dtype
+        kept = rows[keep]
+        vectors = t.vectors[kept]
+        step = _row_block(d, n_kept)
+        shift = cb.permutation_index(-1)
+        for r0 in range(0, d, step):
+            r1 = min(d, r0 + step)
+            b = (p[:, r0:r1].T @ vectors).astype(cb.dtype, copy=False)
+            K.rows_circulant(b, self._ident[r0:r1], shift, self.w[r0:r1])
+        (cb.circulant(spectrum=self.spec("index", j)) @ cb.phi()).apply(
+            self.w, side="right", out=self.w
+        )
+        self.accumulate_t(self.fl, np.conj(self.spec("index", i)), self.w)
+        inner = cb.phi() @ cb.plus("index", i) @ cb.plus("index", j)
+        inner.T.diag_times(np.ones(d, cb.dtype), out=self.w)
+        s = cb.spectrum_buffer(self.fr.shape)
+        cb.engine.rfft(self.w, 1, out=s)
+        spectra = t.spectra[kept]
+        for r0 in range(0, d, step):
+            r1 = min(d, r0 + step)
+            self.fr[r0:r1] += s[r0:r1] * (p[:, r0:r1].T @ spectra).astype(cb.cdtype, copy=False)
+        self.version += 1
+
     # -- Algorithm 2 -------------------------------------------------------------------------
 
-    def unary(self) -> None:
-        opt, cb, d = self.opt, self.cb, self.d
-        sums = np.empty(d, np.float64)
-        for i in range(1, len(self.words) + 1):
-            lift_t = cb.plus("index", i).T  # Y = C_i Phi (C_{i-1} Phi P_left) = [i]+ [i-1]+ P_left
-            y_version = sums_version = -1
-            for a, r in self.r_unary.items():
-                self.counts["detections"] += 1
-                if y_version != self.version:
-                    self.left_product_t(self.spec("index", i - 1), self.w, 0)
-                    lift_t.apply(self.w, side="right", out=self.y)  # Yt
-                    y_version = self.version
-                if opt.gate == "trace":
-                    # tr(C_R Phi Y) = tr(C_R^T Yt Phi^T): wrapped diagonal sums of Yt Phi^T,
-                    # shared by every A at this position.
-                    if sums_version != y_version:
-                        K.wrapped_diag_sums(self.y, self._ident, cb.perm, sums)
-                        sums_version = y_version
-                    col = _first_column(np.conj(r.factors[0]), d)
-                    t = r.scale * float(col @ sums) / d
-                    self._finite(t, f"unary detection of {a} at position {i}")
-                    self.update(i - 1, i, a, "scalar", sigmoid(t, opt.beta).item(), self.w)
-                    continue
-                r.T.apply(self.y, side="right", out=self.w)  # Mt = (R_u^A Y)^T
-                where = f"unary detection of {a} at position {i}"
-                if opt.unary_mask:
-                    m = np.diagonal(self.w).astype(np.float64)
-                    self._finite(m, where)
-                    self.update(i - 1, i, a, "diag", sigmoid(m, opt.beta).astype(cb.dtype), self.y)
+    def unary_y(self, i: int) -> None:
+        """self.y = Yt with Y = [i]+ [i-1]+ P_left = C_i Phi (C_{i-1} Phi P_left)."""
+        self.left_product_t(self.spec("index", i - 1), self.w, 0)
+        self.cb.plus("index", i).T.apply(self.w, side="right", out=self.y)
+
+    def unary_trace_gates(self, sums: np.ndarray) -> np.ndarray:
+        """sigma(tr(R_u^A Y) / d) for every A with unary rules, from Yt in self.y.
+
+        tr(C_R Phi Y) = tr(C_R^T Yt Phi^T) = sum_m c[m] w[m] with c the first column of C_R^T
+        and w the wrapped diagonal sums of Yt Phi^T, shared by every A.
+        """
+        K.wrapped_diag_sums(self.y, self._ident, self.cb.perm, sums)
+        cols = np.fft.irfft(np.conj(self.t.unary_spectra), n=self.d, axis=1)
+        return (cols @ sums) / self.d
+
+    def unary(self, on_cell: Any = None) -> None:
+        n = len(self.words)
+        for i in range(1, n + 1):
+            if len(self.t.unary):
+                if self.opt.order == "cell":
+                    self.unary_cell(i)
                 else:
-                    self._finite(self.w.sum(dtype=np.float64), where)
-                    K.sigmoid_numpy(self.w, opt.beta, 0.5)  # P_A^T = sigma(Mt)
-                    self.update(i - 1, i, a, "full", self.w, self.y)  # Yt is free once Mt is
+                    self.unary_sequential(i)
+            if on_cell is not None:
+                on_cell()
+
+    def unary_sequential(self, i: int) -> None:
+        """Cell (i - 1, i) in the paper's order: each A reads the updates of those before it."""
+        opt, d, t = self.opt, self.d, self.t
+        sums = np.empty(d, np.float64)
+        y_version = -1
+        for k, row in enumerate(t.unary):
+            a = t.nonterminals[row]
+            self.counts["detections"] += 1
+            if y_version != self.version:
+                self.unary_y(i)
+                y_version = self.version
+                if opt.gate == "trace":
+                    tvals = self.unary_trace_gates(sums)
+            where = f"unary detection of {a} at position {i}"
+            if opt.gate == "trace":
+                self._finite(tvals[k], where)
+                self.update_one(i - 1, i, row, "scalar", sigmoid(tvals[k], opt.beta).item(), self.w)
+                continue
+            r = self._circ_phi(t.unary_spectra[k])
+            r.T.apply(self.y, side="right", out=self.w)  # Mt = (R_u^A Y)^T
+            if opt.unary_mask:
+                m = np.diagonal(self.w).astype(np.float64)
+                self._finite(m, where)
+                p = sigmoid(m, opt.beta).astype(self.cb.dtype)
+                self.update_one(i - 1, i, row, "diag", p, self.y)
+            else:
+                self._finite(self.w.sum(dtype=np.float64), where)
+                K.sigmoid_numpy(self.w, opt.beta, 0.5)  # P_A^T = sigma(Mt)
+                self.update_one(i - 1, i, row, "full", self.w, self.y)  # Yt is free once Mt is
+
+    def unary_cell(self, i: int) -> None:
+        """Cell (i - 1, i), every detection reading the table as it was before the cell."""
+        opt, cb, d, t = self.opt, self.cb, self.d, self.t
+        self.counts["detections"] += len(t.unary)
+        self.unary_y(i)
+        if opt.gate == "trace":
+            tvals = self.unary_trace_gates(np.empty(d, np.float64))
+            self._finite(tvals, f"unary detections at position {i}")
+            self.update_cell_scalar(i - 1, i, t.unary, sigmoid(tvals, opt.beta))
+            return
+        # Mt_A = (R_u^A Y)^T = (Yt Phi^T) C_A^T: one forward FFT of Yt Phi^T shared by every
+        # A, then one inverse FFT each. The updates read no detection, so each is applied
+        # as soon as its P_A is known.
+        K.gather_cols(self.y, cb.perm, self.w)  # Yt Phi^T
+        yhat = cb.buffer("dcyk-Yhat", self.fl.shape, cb.cdtype)
+        cb.engine.rfft(self.w, 1, out=yhat)
+        s = cb.spectrum_buffer(self.fl.shape)
+        for k, row in enumerate(t.unary):
+            a = t.nonterminals[row]
+            where = f"unary detection of {a} at position {i}"
+            K.spec_mul_into_axis1(yhat, t.unary_spectra[k].astype(cb.cdtype), s)
+            cb.engine.irfft(s, d, 1, out=self.w)  # Mt
+            if opt.unary_mask:
+                m = np.diagonal(self.w).astype(np.float64)
+                self._finite(m, where)
+                p = sigmoid(m, opt.beta).astype(cb.dtype)
+                self.update_one(i - 1, i, row, "diag", p, self.y)
+            else:
+                self._finite(self.w.sum(dtype=np.float64), where)
+                K.sigmoid_numpy(self.w, opt.beta, 0.5)
+                self.update_one(i - 1, i, row, "full", self.w, self.y)
 
     # -- Algorithm 3 -------------------------------------------------------------------------
 
+    def binary_y(self, i: int, j: int) -> np.ndarray:
+        """Yt with Y = [j]- [i]+ P_left (one circulant on FL), then the rows of Y's spectra."""
+        cb, d = self.cb, self.d
+        check = np.conj(self.spec("index", j)) * self.spec("index", i)
+        self.left_product_t(check, self.y, -1)  # Yt
+        yt_hat = cb.spectrum_buffer((d // 2 + 1, d))
+        cb.engine.rfft(self.y, 0, out=yt_hat)  # rows of Y, for Parseval
+        return yt_hat
+
     def binary(self, on_cell: Any = None) -> None:
-        opt, cb, d = self.opt, self.cb, self.d
         n = len(self.words)
-        diag = np.empty(d, np.float64)
-        g = np.empty(d // 2 + 1, np.complex128)
         for j in range(2, n + 1):
             for i in range(j - 2, -1, -1):
-                # Y = [j]- [i]+ P_left = Phi^T C_j^T C_i Phi P_left: one circulant on FL
-                check = np.conj(self.spec("index", j)) * self.spec("index", i)
-                y_version = g_version = -1
-                for a, r in self.r_binary.items():
-                    self.counts["detections"] += 1
-                    yt_hat = cb.spectrum_buffer((d // 2 + 1, d))
-                    if y_version != self.version:
-                        self.left_product_t(check, self.y, -1)  # Yt
-                        cb.engine.rfft(self.y, 0, out=yt_hat)  # rows of Y, for Parseval
-                        y_version = self.version
-                    spec = r.factors[0].astype(np.complex128) * r.scale
-                    where = f"binary detection of {a} at ({i}, {j})"
-                    if opt.gate == "entrywise":
-                        # diag(Y R P_right)[r] = (1/d) sum_f w_f Re(Yhat[r, f] conj(V_R[f])
-                        # conj(FR[r, f])), Yhat[r, f] = rfft(Yt, axis=0)[f, r]: no FFT, no
-                        # d x d product.
-                        coef = (self._weights * spec / d).astype(cb.cdtype)
-                        K.spectral_diag(self.fr, coef, yt_hat, diag)
-                        self._finite(diag, where)
-                        p = sigmoid(diag, opt.beta).astype(cb.dtype)
-                        self.update(i, j, a, "diag", p, self.w)
-                        continue
-                    # tr(Y R P_right) = (1/d) sum_f w_f Re(conj(V_R[f]) g[f]) with
-                    # g[f] = sum_r Yhat[r, f] conj(FR[r, f]): O(d) per A once g is known.
-                    if g_version != y_version:
-                        K.conj_diag_of_product(yt_hat, self.fr, g)
-                        g_version = y_version
-                    t = float(np.sum(self._weights * (spec * g).real)) / d / d
-                    self._finite(t, where)
-                    self.update(i, j, a, "scalar", sigmoid(t, opt.beta).item(), self.w)
+                if len(self.t.binary):
+                    if self.opt.order == "cell":
+                        self.binary_cell(i, j)
+                    else:
+                        self.binary_sequential(i, j)
                 if on_cell is not None:
                     on_cell()
+
+    def binary_sequential(self, i: int, j: int) -> None:
+        """Cell (i, j) in the paper's order: each A reads the updates of those before it."""
+        opt, cb, d, t = self.opt, self.cb, self.d, self.t
+        diag = np.empty(d, np.float64)
+        g = np.empty(d // 2 + 1, np.complex128)
+        y_version = g_version = -1
+        for k, row in enumerate(t.binary):
+            a = t.nonterminals[row]
+            self.counts["detections"] += 1
+            if y_version != self.version:
+                yt_hat = self.binary_y(i, j)
+                y_version = self.version
+            spec = t.binary_spectra[k]
+            where = f"binary detection of {a} at ({i}, {j})"
+            if opt.gate == "entrywise":
+                # diag(Y R P_right)[r] = (1/d) sum_f w_f Re(Yhat[r, f] conj(V_R[f])
+                # conj(FR[r, f])), Yhat[r, f] = rfft(Yt, axis=0)[f, r]: no FFT, no
+                # d x d product.
+                coef = (self._weights * spec / d).astype(cb.cdtype)
+                K.spectral_diag(self.fr, coef, yt_hat, diag)
+                self._finite(diag, where)
+                p = sigmoid(diag, opt.beta).astype(cb.dtype)
+                self.update_one(i, j, row, "diag", p, self.w)
+                continue
+            # tr(Y R P_right) = (1/d) sum_f w_f Re(conj(V_R[f]) g[f]) with
+            # g[f] = sum_r Yhat[r, f] conj(FR[r, f]): O(d) per A once g is known.
+            if g_version != y_version:
+                K.conj_diag_of_product(yt_hat, self.fr, g)
+                g_version = y_version
+            tval = float(np.sum(self._weights * (spec * g).real)) / d / d
+            self._finite(tval, where)
+            self.update_one(i, j, row, "scalar", sigmoid(tval, opt.beta).item(), self.w)
+
+    def binary_cell(self, i: int, j: int) -> None:
+        """Cell (i, j), every detection reading the table as it was before the cell."""
+        opt, cb, d, t = self.opt, self.cb, self.d, self.t
+        self.counts["detections"] += len(t.binary)
+        yt_hat = self.binary_y(i, j)
+        where = f"binary detections at ({i}, {j})"
+        if opt.gate == "trace":
+            g = np.empty(d // 2 + 1, np.complex128)
+            K.conj_diag_of_product(yt_hat, self.fr, g)
+            tvals = (t.binary_spectra @ (self._weights * g)).real / d / d
+            self._finite(tvals, where)
+            self.update_cell_scalar(i, j, t.binary, sigmoid(tvals, opt.beta))
+            return
+        # diag(Y R_A P_right)[r] = Re sum_f H[r, f] coef_A[f] for every A at once, with
+        # H[r, f] = FR[r, f] conj(Yhat[f, r]) and coef_A = w (.) spec(R_A) / d: one complex
+        # matrix product per block of rows (a block of H at a time, no d x d buffer).
+        coefs = (t.binary_spectra * (self._weights / d)).astype(cb.cdtype)
+        diags = np.empty((len(t.binary), d), np.float64)
+        step = _row_block(d, len(t.binary))
+        for r0 in range(0, d, step):
+            r1 = min(d, r0 + step)
+            h_blk = self.fr[r0:r1] * np.conj(yt_hat[:, r0:r1].T)
+            diags[:, r0:r1] = (coefs @ h_blk.T).real
+        self._finite(diags, where)
+        self.update_cell_diag(i, j, t.binary, sigmoid(diags, opt.beta).astype(cb.dtype))
 
     # -- the dense accumulators --------------------------------------------------------------
 
@@ -522,6 +719,200 @@ class _Parser:
         del fr
         p_right = np.ascontiguousarray(self.w.T)
         return p_left, p_right
+
+
+class _SpectralParser:
+    """A parse with the trace gate: both accumulators as 2-D spectra, every cell in O(d^2).
+
+    With the trace gate every P_A is a scalar times I, so every update is an operator, and
+    in the 2-D spectral domain (M~ = F M F^-1, F the DFT matrix, so that F C_v F^-1 =
+    diag(fft(v))) an operator Phi^a C Phi^b is diagonal up to the fixed matrix
+    G_k = (Phi C_k Phi)~ of a span index k. The parser keeps
+
+        ZT = rows f <= d/2 of (Phi P_left)~^T,    PR = rows f <= d/2 of (P_right Phi^T)~,
+
+    (complex, (d // 2 + 1, d) each: the same memory as the half spectra of the other
+    parser), and then, with hats for full spectra of vectors (docs/method.md, section 4):
+
+    - an update of cell (i, j) with summed spectrum S adds diag(conj S) conj(G_j)
+      diag(conj i) to ZT and diag(S) G_i diag(j) to PR (element-wise, no FFT);
+    - the binary detection tr([j]- [i]+ P_left R P_right) is sum_f R[f] q[f] with
+      q[f] = sum_g conj(j[g]) i[g] ZT[f, g] PR[f, g];
+    - the unary detection tr(R_u Phi [i]+ [i-1]+ P_left) and the trace decoder's
+      tr([A]+ [j]+ [i]+ P_left) are sum_f R[f] q[f] with q[f] = sum_g G_j[f, g] i[g] ZT[f, g].
+
+    Each G_k costs one forward real FFT and one complex FFT of a d x d matrix; they are
+    kept in a cache of at most :data:`G_CACHE_BYTES` (at least two).
+    """
+
+    def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
+        self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
+        d = cb.d
+        h = d // 2 + 1
+        self.d, self.h = d, h
+        self.zt = np.zeros((h, d), cb.cdtype)
+        self.pr = np.zeros((h, d), cb.cdtype)
+        self.w = cb.buffer("dcyk-W", (d, d), cb.dtype)
+        self.t = rule_tables(cb, grammar)
+        self.counts = {"detections": 0, "updates": 0, "pruned": 0}
+        self.log: list[dict[str, Any]] | None = None
+        self._weights = _parseval_weights(d)
+        self._q = np.empty(h, np.complex128)
+        self._full: dict[tuple[str, Any], np.ndarray] = {}
+        self._g: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._slots = g_cache_slots(d, cb.dtype, len(words))
+
+    _finite = _Parser._finite
+    _record = _Parser._record
+    update_cell_scalar = _Parser.update_cell_scalar
+
+    def full(self, kind: str, sym: Any) -> np.ndarray:
+        """fft of a symbol's vector, all d frequencies, in the codebook's complex dtype."""
+        key = (kind, sym)
+        f = self._full.get(key)
+        if f is None:
+            v = self.cb.vector(kind, sym).astype(np.float64)
+            f = np.fft.fft(v).astype(self.cb.cdtype)
+            self._full[key] = f
+        return f
+
+    def gmat(self, k: int) -> np.ndarray:
+        """G_k = rows f <= d/2 of (Phi C_k Phi)~, from the cache or computed."""
+        g = self._g.get(k)
+        if g is not None:
+            self._g.move_to_end(k)
+            return g
+        cb, d = self.cb, self.d
+        while len(self._g) >= self._slots:
+            self._g.popitem(last=False)
+        # (Phi C_k Phi)[r, c] = v_k[(perm[r] - inv[c]) mod d]
+        v = cb.vector("index", k)
+        K.circulant_times_diag(v, np.ones(d, cb.dtype), cb.perm, cb.permutation_index(-1), self.w)
+        g = cb.engine.rfft(self.w, 0)
+        cb.engine.cfft(g, 1, forward=False)
+        self._g[k] = g
+        return g
+
+    def _trace(self, spectra: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """(1/d) sum over all d frequencies of R[f] q[f], for every row R of ``spectra``."""
+        return (spectra @ (self._weights * q)).real / self.d
+
+    def _q_lift(self, j: int, i: int) -> np.ndarray:
+        """q for tr(C Phi C_j Phi C_i Phi P_left): the unary detection and the decoder."""
+        return K.row_dots(self.gmat(j), self.zt, self.full("index", i), self._q)
+
+    def update(self, i: int, j: int, kind: str, value: float, work: Any, left, right) -> None:
+        """P_left += [i]- [j]- [S]- value and P_right += [S']+ [i]+ [j]+ value."""
+        cdt = self.cb.cdtype
+        left = (np.asarray(left) * value).astype(cdt)
+        right = (np.asarray(right) * value).astype(cdt)
+        K.outer_madd(self.zt, np.conj(left), self.gmat(j), np.conj(self.full("index", i)), True)
+        K.outer_madd(self.pr, right, self.gmat(i), self.full("index", j), False)
+
+    def update_one(self, i: int, j: int, row: int, kind: str, value: float, work: Any) -> None:
+        applied = abs(value) > self.opt.prune
+        self._record(i, j, self.t.nonterminals[row], value, abs(value), applied)
+        if not applied:
+            self.counts["pruned"] += 1
+            return
+        self.counts["updates"] += 1
+        self.update(i, j, "scalar", value, None, self.t.spectra[row], self.t.spectra[row])
+
+    def initialise(self) -> None:
+        """P_left = sum_i [i-1]- [i]- [a_i]- (P_right stays 0)."""
+        for i, a in enumerate(self.words, start=1):
+            s = self.cb.spectrum("terminal", a)
+            K.outer_madd(
+                self.zt, np.conj(s), self.gmat(i), np.conj(self.full("index", i - 1)), True
+            )
+
+    def unary(self, on_cell: Any = None) -> None:
+        opt, t = self.opt, self.t
+        for i in range(1, len(self.words) + 1):
+            if len(t.unary) and opt.order == "cell":
+                self.counts["detections"] += len(t.unary)
+                tvals = self._trace(t.unary_spectra, self._q_lift(i, i - 1))
+                self._finite(tvals, f"unary detections at position {i}")
+                self.update_cell_scalar(i - 1, i, t.unary, sigmoid(tvals, opt.beta))
+            elif len(t.unary):
+                for k, row in enumerate(t.unary):
+                    self.counts["detections"] += 1
+                    tval = self._trace(t.unary_spectra[k : k + 1], self._q_lift(i, i - 1))[0]
+                    self._finite(tval, f"unary detection of {t.nonterminals[row]} at {i}")
+                    self.update_one(i - 1, i, row, "scalar", sigmoid(tval, opt.beta).item(), None)
+            if on_cell is not None:
+                on_cell()
+
+    def _q_binary(self, i: int, j: int) -> np.ndarray:
+        dg = np.conj(self.full("index", j)) * self.full("index", i)
+        return K.row_dots(self.zt, self.pr, dg, self._q)
+
+    def binary(self, on_cell: Any = None) -> None:
+        opt, t = self.opt, self.t
+        n = len(self.words)
+        for j in range(2, n + 1):
+            for i in range(j - 2, -1, -1):
+                if len(t.binary) and opt.order == "cell":
+                    self.counts["detections"] += len(t.binary)
+                    tvals = self._trace(t.binary_spectra, self._q_binary(i, j))
+                    self._finite(tvals, f"binary detections at ({i}, {j})")
+                    self.update_cell_scalar(i, j, t.binary, sigmoid(tvals, opt.beta))
+                elif len(t.binary):
+                    for k, row in enumerate(t.binary):
+                        self.counts["detections"] += 1
+                        q = self._q_binary(i, j)
+                        tval = self._trace(t.binary_spectra[k : k + 1], q)[0]
+                        self._finite(tval, f"binary detection of {t.nonterminals[row]}")
+                        self.update_one(i, j, row, "scalar", sigmoid(tval, opt.beta).item(), None)
+                if on_cell is not None:
+                    on_cell()
+
+    def statistics(self) -> dict[tuple[int, int, str], float]:
+        """The trace decoder's statistic of every triple: tr([A]+ [j]+ [i]+ P_left) / d."""
+        n, t = len(self.words), self.t
+        stats: dict[tuple[int, int, str], float] = {}
+        for j in range(1, n + 1):
+            for i in range(j):
+                values = self._trace(t.spectra, self._q_lift(j, i))
+                stats.update(zip([(i, j, a) for a in t.nonterminals], values.tolist(), strict=True))
+        return stats
+
+    def dense(self) -> tuple[np.ndarray, np.ndarray]:
+        """P_left and P_right as new d x d arrays; the spectra and G cache are released."""
+        cb, d = self.cb, self.d
+        self._g.clear()
+        # rfft(Z, axis=1)^T = fft(conj(ZT), axis=1); Z^T = irfft of it along axis 0;
+        # P_left^T = Z^T Phi.
+        zt, self.zt = self.zt, None
+        np.conjugate(zt, out=zt)
+        cb.engine.cfft(zt, 1, forward=True)
+        cb.engine.irfft(zt, d, 0, out=self.w)
+        del zt
+        y = cb.buffer("dcyk-Y", (d, d), cb.dtype)
+        K.gather_cols(self.w, cb.permutation_index(-1), y)
+        p_left = np.ascontiguousarray(y.T)
+        # rfft(P', axis=0) = fft(PR, axis=1); P_right = P' Phi.
+        pr, self.pr = self.pr, None
+        cb.engine.cfft(pr, 1, forward=True)
+        cb.engine.irfft(pr, d, 0, out=self.w)
+        del pr
+        p_right = K.gather_cols(self.w, cb.permutation_index(-1), np.empty((d, d), cb.dtype))
+        return p_left, p_right
+
+
+#: Bytes of G_k matrices the trace-gate parser keeps (at least two are kept whatever d).
+G_CACHE_BYTES = 256 << 20
+
+
+def g_cache_slots(d: int, dtype: Any, n: int) -> int:
+    """How many G_k the trace-gate parser keeps for a sentence of n words."""
+    size = (d // 2 + 1) * d * 2 * np.dtype(dtype).itemsize
+    return int(max(2, min(n + 1, G_CACHE_BYTES // size)))
+
+
+def _row_block(d: int, k: int) -> int:
+    """Rows per block for products with k rule rows: about 2 MiB of temporaries."""
+    return max(8, min(d, (1 << 21) // (16 * max(d // 2 + 1, k))))
 
 
 def _first_column(spec: np.ndarray, d: int) -> np.ndarray:
@@ -552,11 +943,12 @@ def dcyk(
     beta: float | None = None,
     threshold: float | None = None,
     prune: float | None = None,
+    order: str | None = None,
     unitary: bool | None = None,
     engine: Any = "auto",
     decode: bool = True,
     check_memory: bool = True,
-    progress: bool = False,
+    progress: bool | float = False,
     record: bool = False,
 ) -> DCYKResult:
     """Parse a sentence with D-CYK (the paper's Algorithms 2, 3 and 4).
@@ -578,8 +970,8 @@ def dcyk(
         Default float32; must match the codebook's if both are given.
     variant : {"paper", "trace"}, default "paper"
         ``"paper"``: the faithful algorithm (entrywise gate, entry (0, 0) decoder), with the
-        corrections of SPEC.md section 4. ``"trace"``: the improved preset (trace gate and
-        trace decoder, SPEC.md section 5).
+        corrections of docs/method.md, section 2. ``"trace"``: the improved preset (trace gate
+        and trace decoder, docs/method.md, section 3).
     gate, decoder, unary_mask : optional
         Override one ingredient of the preset: ``gate`` in {"entrywise", "trace"},
         ``decoder`` in {"entry", "trace"}, ``unary_mask`` (mask the unary P_A to its diagonal).
@@ -589,6 +981,13 @@ def dcyk(
         Decoder threshold on sigma (default 0.99, the paper's).
     prune : float, optional
         Skip an update whose P_A has no entry above this (default: the dtype's epsilon).
+    order : {"sequential", "cell"}, optional
+        ``"sequential"``: the paper's order, each update applied before the next detection
+        of the same cell (a later nonterminal reads an earlier one's update: crosstalk, since
+        in CNF no symbol of a cell depends on another of the same cell). ``"cell"``: every
+        detection of a cell reads the table as it was before the cell, so the cell's
+        detections share one pass and its updates are applied together (far cheaper on
+        large grammars). Default: the variant's choice (paper: sequential, trace: cell).
     unitary : bool, optional
         Unitary symbol vectors (only when the codebook is built here). Default: the
         variant's choice (see :data:`VARIANTS`).
@@ -599,8 +998,9 @@ def dcyk(
     check_memory : bool, default True
         Refuse with MemoryError, before allocating, when the accumulators and work buffers
         would not fit in the available memory.
-    progress : bool, default False
-        Show a progress bar over the binary step's cells (needs tqdm).
+    progress : bool or float, default False
+        Show a progress bar over the chart's cells (tqdm.auto: a widget in notebooks). A
+        number shows it only once the parse has run that many seconds.
     record : bool, default False
         Keep a log of every detection in ``result.log``: the step, the cell (i, j), the
         nonterminal, the mean of P_A's diagonal (how much of I the gate let through), P_A's
@@ -640,40 +1040,47 @@ def dcyk(
     if variant in VARIANTS and unitary is None:
         unitary = VARIANTS[variant]["unitary"]
     cb = _resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine)
-    opt = _resolve_options(variant, gate, decoder, unary_mask, beta, threshold, prune, cb.dtype)
+    opt = _resolve_options(
+        variant, gate, decoder, unary_mask, beta, threshold, prune, cb.dtype, order
+    )
     _check_symbols(cb, grammar, ws)
     if check_memory:
         _check_memory(cb)
 
     with cb._lock:  # the parse uses the codebook's work buffers throughout
-        parser = _Parser(grammar, ws, cb, opt)
+        spectral = opt.gate == "trace"
+        parser = (_SpectralParser if spectral else _Parser)(grammar, ws, cb, opt)
         if record:
             parser.log = []
         timings: dict[str, float] = {}
-        t0 = time.perf_counter()
-        parser.initialise()
-        parser.unary()
-        t1 = time.perf_counter()
-        timings["unary"] = t1 - t0
-        bar = None
         n = len(ws)
-        if progress and n > 1:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=n * (n - 1) // 2, desc=f"D-CYK binary, d={cb.d}", unit="cell")
+        bar = _progress_bar(progress, n * (n + 1) // 2, f"D-CYK d={cb.d}")
+        on_cell = None if bar is None else (lambda: bar.update(1))
         try:
-            parser.binary(on_cell=None if bar is None else (lambda: bar.update(1)))
+            t0 = time.perf_counter()
+            parser.initialise()
+            parser.unary(on_cell)
+            t1 = time.perf_counter()
+            timings["unary"] = t1 - t0
+            parser.binary(on_cell)
         finally:
             if bar is not None:
                 bar.close()
         t2 = time.perf_counter()
         timings["binary"] = t2 - t1
         stats = chart = None
-        if decode:
+        if decode and spectral and opt.decoder == "trace":
+            stats = parser.statistics()
+        elif decode and not spectral:
             stats = statistics_from_spectrum(parser.fl, grammar, n, cb, decoder=opt.decoder)
-            chart = chart_from_statistics(stats, n, beta=opt.beta, threshold=opt.threshold)
-        timings["decode"] = time.perf_counter() - t2
+        t3 = time.perf_counter()
         p_left, p_right = parser.dense()
+        t4 = time.perf_counter()
+        if decode and stats is None:
+            stats = decode_statistics(p_left, grammar, n, cb, decoder=opt.decoder)
+        if decode:
+            chart = chart_from_statistics(stats, n, beta=opt.beta, threshold=opt.threshold)
+        timings["decode"] = time.perf_counter() - t4 + t3 - t2
         parser._finite(p_left, "P_left after the parse")
         parser._finite(p_right, "P_right after the parse")
     return DCYKResult(
@@ -689,6 +1096,15 @@ def dcyk(
         log=parser.log,
         timings=timings,
     )
+
+
+def _progress_bar(progress: bool | float, total: int, desc: str) -> Any:
+    if progress is False or progress is None:
+        return None
+    from tqdm.auto import tqdm
+
+    delay = 0.0 if progress is True else float(progress)
+    return tqdm(total=total, desc=desc, unit="cell", delay=delay, leave=False)
 
 
 def _check_symbols(cb: Codebook, grammar: Grammar, words: tuple[str, ...]) -> None:

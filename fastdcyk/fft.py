@@ -147,6 +147,17 @@ class FFTEngine:
         """
         raise NotImplementedError
 
+    def cfft(self, x: np.ndarray, axis: int, forward: bool = True) -> np.ndarray:
+        """Complex transform of ``x`` along ``axis``, in place (the inverse normalised by 1/n).
+
+        ``x`` is a complex work array owned by the caller; it is overwritten and returned.
+        The default uses scipy.fft for every engine (complex transforms are rare in
+        fastdcyk: a few per parse).
+        """
+        fn = scipy.fft.fft if forward else scipy.fft.ifft
+        x[...] = fn(x, axis=axis, workers=self.threads, overwrite_x=True)
+        return x
+
 
 class _ScipyEngine(FFTEngine):
     name = "scipy"
@@ -178,6 +189,11 @@ class _ScipyEngine(FFTEngine):
             return res
         out[...] = res
         return out
+
+    def cfft(self, x, axis, forward=True):
+        if _POCKETFFT_OUT:
+            return _pocketfft.c2c(x, (axis,), forward, 0 if forward else 2, x, self.threads)
+        return super().cfft(x, axis, forward)
 
 
 class _NumpyEngine(FFTEngine):

@@ -12,7 +12,12 @@ import fastdcyk as fd
 
 
 class DenseDCYK:
-    """SPEC.md sections 2-4 with explicit d x d matrices and plain matmul."""
+    """docs/method.md, sections 1-3, with explicit d x d matrices and plain matmul.
+
+    ``order="sequential"`` applies each update before the next detection (the paper's
+    Algorithms 2 and 3); ``order="cell"`` computes every P_A of a cell from the table as it
+    was before the cell, then applies the cell's updates.
+    """
 
     def __init__(self, cb: fd.Codebook) -> None:
         self.cb = cb
@@ -32,7 +37,7 @@ class DenseDCYK:
         with np.errstate(over="ignore"):
             return 1.0 / (1.0 + np.exp(-(x - 0.5) * beta))
 
-    def run(self, g, words, *, gate, decoder, unary_mask, beta, threshold):
+    def run(self, g, words, *, gate, decoder, unary_mask, beta, threshold, order="sequential"):
         d, n = self.d, len(words)
         eye = np.eye(d)
         P, M = self.plus, self.minus
@@ -51,29 +56,36 @@ class DenseDCYK:
             pl = pl + M("index", i) @ M("index", j) @ M("nonterminal", a) @ pa
             pr = pr + P("nonterminal", a) @ P("index", i) @ P("index", j) @ pa
 
+        def unary_gate(i, a):
+            m = ru[a] @ P("index", i) @ P("index", i - 1) @ pl
+            if gate == "trace":
+                return self.sig(np.trace(m) / d, beta) * eye
+            if unary_mask:
+                return np.diag(self.sig(np.diag(m), beta))
+            return self.sig(m, beta)
+
+        def binary_gate(i, j, a):
+            m = M("index", j) @ P("index", i) @ pl @ rb[a] @ pr
+            if gate == "trace":
+                return self.sig(np.trace(m) / d, beta) * eye
+            return np.diag(self.sig(np.diag(m), beta))
+
+        def cell(i, j, names, gate_of):
+            if order == "sequential":
+                for a in names:
+                    update(i, j, a, gate_of(a))
+            else:
+                gates = [(a, gate_of(a)) for a in names]  # all read the table before the cell
+                for a, pa in gates:
+                    update(i, j, a, pa)
+
         for i in range(1, n + 1):
-            for a in g.nonterminals:
-                if a not in ru:
-                    continue
-                m = ru[a] @ P("index", i) @ P("index", i - 1) @ pl
-                if gate == "trace":
-                    pa = self.sig(np.trace(m) / d, beta) * eye
-                elif unary_mask:
-                    pa = np.diag(self.sig(np.diag(m), beta))
-                else:
-                    pa = self.sig(m, beta)
-                update(i - 1, i, a, pa)
+            names = [a for a in g.nonterminals if a in ru]
+            cell(i - 1, i, names, lambda a, i=i: unary_gate(i, a))
         for j in range(2, n + 1):
             for i in range(j - 2, -1, -1):
-                for a in g.nonterminals:
-                    if a not in rb:
-                        continue
-                    m = M("index", j) @ P("index", i) @ pl @ rb[a] @ pr
-                    if gate == "trace":
-                        pa = self.sig(np.trace(m) / d, beta) * eye
-                    else:
-                        pa = np.diag(self.sig(np.diag(m), beta))
-                    update(i, j, a, pa)
+                names = [a for a in g.nonterminals if a in rb]
+                cell(i, j, names, lambda a, i=i, j=j: binary_gate(i, j, a))
         stats = {}
         for i in range(n):
             for j in range(i + 1, n + 1):
@@ -101,6 +113,9 @@ SETTINGS = [
     dict(variant="paper", unary_mask=True),
     dict(variant="paper", gate="trace"),
     dict(variant="trace", decoder="entry"),
+    dict(variant="paper", order="cell"),
+    dict(variant="paper", order="cell", unary_mask=True),
+    dict(variant="trace", order="sequential"),
 ]
 
 
@@ -122,6 +137,7 @@ def test_engine_matches_dense_reference(grammar, sentence, settings, d):
         unary_mask=o.unary_mask,
         beta=o.beta,
         threshold=o.threshold,
+        order=o.order,
     )
     scale_l = np.abs(ref_pl).max()
     scale_r = max(np.abs(ref_pr).max(), 1e-300)

@@ -249,3 +249,28 @@ def test_diag_times_circulant(dtype, n, build):
     np.testing.assert_array_equal(a, b)
     ref = p[:, None] * scipy.linalg.circulant(v)[rowidx][:, shift]
     np.testing.assert_array_equal(a, ref.astype(dtype))
+
+
+@builds
+@cases
+def test_rows_circulant(dtype, n, build):
+    rng = _rng(n, dtype)
+    k = 3
+    vs = rng.standard_normal((k, n)).astype(dtype)
+    ps = rng.standard_normal((k, n)).astype(dtype)
+    b = (ps.T @ vs).astype(dtype)  # row r: sum_A p_A[r] v_A
+    kern = _k("rows_circulant", build)
+    rowidx, shift = rng.permutation(n), rng.permutation(n)
+    a = kern(b, rowidx, shift, np.empty((n, n), dtype))
+    np.testing.assert_array_equal(a, K.rows_circulant_numpy(b, rowidx, shift, np.empty((n, n))))
+    # the sum of the diagonal gates against their circulants, one by one
+    ref = sum(
+        ps[m][:, None] * scipy.linalg.circulant(vs[m].astype(np.float64))[rowidx][:, shift]
+        for m in range(k)
+    )
+    tol = 8 * np.finfo(dtype).eps * (np.abs(ps).T @ np.abs(vs)).max()
+    assert np.abs(a - ref).max() <= tol
+    # a block of rows: rows r0..r1 of the whole
+    r0, r1 = n // 3, n // 3 + max(1, n // 2)
+    part = kern(b[r0:r1], rowidx[r0:r1], shift, np.empty((r1 - r0, n), dtype))
+    np.testing.assert_array_equal(part, a[r0:r1])
