@@ -165,32 +165,51 @@ class DCYKResult:
 # -- memory ---------------------------------------------------------------------------------
 
 
-def _work_buffers(blockwise: bool) -> list[tuple[str, bool]]:
-    """(name, complex?) of the d x d arrays a parse holds besides the dense results.
+def _work_buffers(
+    gate: str, order: str, decoder: str, blockwise: bool, slots: int
+) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
+    """(name, complex?) of the d x d arrays a parse holds: during the parse, and at its end.
 
-    An engine that applies operator chains block by block (:mod:`fastdcyk._blocks`) needs no
-    d x d buffer inside the chains; the others need one real one ("apply-real").
+    Complex arrays are half spectra, (d // 2 + 1) x d. The entrywise-gate parser
+    (:class:`_Parser`) keeps both accumulators as half spectra beside two real work buffers
+    and a spectrum buffer, plus one spectrum for the shared product of a unary cell
+    (``order="cell"``) or of the trace decoder; an engine that applies operator chains block
+    by block (:mod:`fastdcyk._blocks`) needs no d x d buffer inside the chains, the others
+    one real one. At the end both dense results exist while the work buffers are held.
+    The trace-gate parser (:class:`_SpectralParser`) keeps both accumulators as 2-D half
+    spectra, one real work buffer and ``slots`` G_k matrices; at its end one accumulator
+    spectrum is still held while both dense results are formed.
     """
-    names = [
-        ("F_left", True),
-        ("F_right", True),
-        ("dcyk-Y", False),
-        ("dcyk-W", False),
-        ("spectrum", True),
-    ]
-    return names if blockwise else [*names, ("apply-real", False)]
+    if gate == "trace":
+        during = [("ZT", True), ("PR", True), ("dcyk-W", False)]
+        during += [(f"G{k}", True) for k in range(slots)]
+        end = [("PR", True), ("dcyk-W", False), ("dcyk-Y", False)]
+        end += [("P_left", False), ("P_right", False)]
+        if decoder == "entry":  # decoding reads the dense P_left back as a spectrum
+            end = [("dcyk-W", False), ("dcyk-Y", False), ("P_left", False)]
+            end += [("P_right", False), ("shuffled", False), ("FL", True)]
+        return during, end
+    held = [("dcyk-Y", False), ("dcyk-W", False), ("spectrum", True)]
+    if order == "cell" or decoder == "trace":
+        held.append(("dcyk-Yhat", True))
+    if not blockwise:
+        held.append(("apply-real", False))
+    return [("FL", True), ("FR", True), *held], [*held, ("P_left", False), ("P_right", False)]
 
 
 def estimate_memory(
-    d: int, dtype: Any = "float32", engine: Any = "auto", threads: int | None = None
+    d: int,
+    dtype: Any = "float32",
+    engine: Any = "auto",
+    threads: int | None = None,
+    *,
+    variant: str = "paper",
+    gate: str | None = None,
+    order: str | None = None,
+    decoder: str | None = None,
+    n: int = 10,
 ) -> int:
-    """Peak bytes of the work arrays one parse needs.
-
-    During the parse: the two accumulators (kept as half spectra), two real d x d work
-    buffers and one half spectrum, plus, inside operator chains, either a few cache-sized
-    blocks per thread (the default scipy engine) or one more real d x d buffer (the numpy
-    and pyfftw engines). At the end one dense accumulator is formed while the other's
-    spectrum is still held. The figure is the same for every gate and decoder.
+    """Peak bytes of the d x d arrays one parse needs (accumulators, work buffers, results).
 
     Parameters
     ----------
@@ -198,17 +217,33 @@ def estimate_memory(
     dtype : {"float32", "float64"}
     engine, threads
         As for :class:`Codebook`: the FFT engine and its threads.
+    variant, gate, order, decoder
+        As for :func:`dcyk`: the options change which buffers a parse holds.
+    n : int, default 10
+        Sentence length (the trace gate keeps up to n + 1 index matrices, within
+        :data:`G_CACHE_BYTES`).
+
+    Returns
+    -------
+    int
+        Bytes; the larger of the figure during the parse and at its end.
     """
+    preset = VARIANTS[variant] if variant in VARIANTS else VARIANTS["paper"]
+    gate = preset["gate"] if gate is None else gate
+    order = preset["order"] if order is None else order
+    decoder = preset["decoder"] if decoder is None else decoder
     item = np.dtype(dtype).itemsize
     eng = get_engine(engine, threads)
     real = d * d * item
     cplx = (d // 2 + 1) * d * 2 * item
-    during = sum(cplx if c else real for _, c in _work_buffers(eng.blockwise))
-    if eng.blockwise:
+    slots = g_cache_slots(d, dtype, n)
+    during, end = _work_buffers(gate, order, decoder, eng.blockwise, slots)
+    size = [sum(cplx if c else real for _, c in names) for names in (during, end)]
+    if eng.blockwise and gate != "trace":
         for axis in (0, 1):  # two real blocks and a spectrum block per thread and side
             w = block_width(d, d, item, axis)
-            during += eng.threads * w * (2 * d + 2 * (d // 2 + 1)) * item
-    return during + real
+            size[0] += eng.threads * w * (2 * d + 2 * (d // 2 + 1)) * item
+    return max(size)
 
 
 def _available_memory() -> int | None:
@@ -225,8 +260,10 @@ def _available_memory() -> int | None:
         return None
 
 
-def _check_memory(cb: Codebook) -> None:
-    need = estimate_memory(cb.d, cb.dtype, cb.engine)
+def _check_memory(cb: Codebook, opt: DCYKOptions, n: int) -> None:
+    need = estimate_memory(
+        cb.d, cb.dtype, cb.engine, gate=opt.gate, order=opt.order, decoder=opt.decoder, n=n
+    )
     need -= cb.buffer_bytes()  # work buffers already held are reused
     avail = _available_memory()
     if avail is not None and need > avail:
@@ -315,7 +352,52 @@ def _resolve_options(variant, gate, decoder, unary_mask, beta, threshold, prune,
 # -- the parser -----------------------------------------------------------------------------
 
 
-class _Parser:
+class _ParserBase:
+    """What both parsers share: counts, the detection log, the finiteness check."""
+
+    def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
+        self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
+        self.d = cb.d
+        self.t = rule_tables(cb, grammar)
+        self.counts = {"detections": 0, "updates": 0, "pruned": 0}
+        self.log: list[dict[str, Any]] | None = None
+        self._weights = _parseval_weights(cb.d)
+
+    def _finite(self, value: Any, where: str) -> None:
+        if not np.all(np.isfinite(value)):
+            raise FloatingPointError(
+                f"non-finite values appeared in D-CYK's accumulators ({where}): the codebook's "
+                "vectors or beta are too large for this dtype; use float64, smaller vectors "
+                "or a smaller beta"
+            )
+
+    def _record(self, i: int, j: int, a: str, diag_mean: float, peak: float, applied: bool):
+        if self.log is not None:
+            self.log.append(
+                {
+                    "step": "unary" if j == i + 1 else "binary",
+                    "i": i,
+                    "j": j,
+                    "A": a,
+                    "p_diag_mean": diag_mean,
+                    "p_max": peak,
+                    "applied": applied,
+                }
+            )
+
+    def _kept(self, i: int, j: int, rows: np.ndarray, means, peaks) -> np.ndarray:
+        """Which updates of a cell clear the prune level; logs and counts every one."""
+        keep = np.asarray(peaks) > self.opt.prune
+        if self.log is not None:
+            for row, m, pk, k in zip(rows, means, peaks, keep, strict=True):
+                self._record(i, j, self.t.nonterminals[row], float(m), float(pk), bool(k))
+        n_kept = int(np.count_nonzero(keep))
+        self.counts["updates"] += n_kept
+        self.counts["pruned"] += len(rows) - n_kept
+        return keep
+
+
+class _Parser(_ParserBase):
     """One parse: the accumulators (kept as spectra), the rule tables, the work buffers.
 
     Three choices make the parse cheap; none changes what is computed.
@@ -343,32 +425,19 @@ class _Parser:
     """
 
     def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
-        self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
+        super().__init__(grammar, words, cb, opt)
         d, dt = cb.d, cb.dtype
-        self.d = d
         self.fl = np.zeros((d, d // 2 + 1), cb.cdtype)
         self.fr = np.zeros((d, d // 2 + 1), cb.cdtype)
         self.y = cb.buffer("dcyk-Y", (d, d), dt)
         self.w = cb.buffer("dcyk-W", (d, d), dt)
-        self.t = rule_tables(cb, grammar)
         # A product of P_left (or a spectrum of it) is stale once the accumulators have been
         # updated since it was computed.
         self.version = 0
-        self.counts = {"detections": 0, "updates": 0, "pruned": 0}
-        self.log: list[dict[str, Any]] | None = None
         self._ident = cb.permutation_index(0)
-        self._weights = _parseval_weights(d)
 
     def spec(self, kind: str, s: Any) -> np.ndarray:
         return self.cb.spectrum(kind, s)
-
-    def _finite(self, value: Any, where: str) -> None:
-        if not np.all(np.isfinite(value)):
-            raise FloatingPointError(
-                f"non-finite values appeared in D-CYK's accumulators ({where}): the codebook's "
-                "vectors or beta are too large for this dtype; use float64, smaller vectors "
-                "or a smaller beta"
-            )
 
     def _circ_phi(self, spec: np.ndarray) -> Operator:
         """The operator C Phi of a spectrum (e.g. [A]+ for A's spectrum)."""
@@ -402,90 +471,42 @@ class _Parser:
             self.accumulate_t(self.fl, np.conj(self.spec("index", i - 1)), self.w)
         self.version += 1
 
-    def _record(self, i: int, j: int, a: str, diag_mean: float, peak: float, applied: bool):
-        if self.log is not None:
-            self.log.append(
-                {
-                    "step": "unary" if j == i + 1 else "binary",
-                    "i": i,
-                    "j": j,
-                    "A": a,
-                    "p_diag_mean": diag_mean,
-                    "p_max": peak,
-                    "applied": applied,
-                }
-            )
-
     def update(
-        self,
-        i: int,
-        j: int,
-        kind: str,
-        value: Any,
-        work: np.ndarray,
-        left: np.ndarray,
-        right: np.ndarray,
+        self, i: int, j: int, kind: str, value: np.ndarray, work: np.ndarray, spec: np.ndarray
     ) -> None:
-        """P_left += [i]- [j]- [A]- P_A and P_right += [A]+ [i]+ [j]+ P_A.
+        """P_left += [i]- [j]- [A]- P_A and P_right += [A]+ [i]+ [j]+ P_A for one A.
 
-        ``left`` and ``right`` are the spectra of A's circulant in [A]- and [A]+ (for a
-        whole cell's scalar gates, the gate-weighted sums of its nonterminals' spectra, with
-        ``value`` 1). ``kind`` says what P_A is: "scalar" (value * I), "diag" (diag(value))
-        or "full" (``value`` is P_A^T, a d x d matrix other than ``work``). ``work`` is a
-        free d x d buffer.
+        ``spec`` is the spectrum of A's circulant. ``kind`` says what P_A is: "diag"
+        (diag(value)) or "full" (``value`` is P_A^T, a d x d matrix other than ``work``).
+        ``work`` is a free d x d buffer.
         """
         cb = self.cb
-        left = np.asarray(left).astype(cb.cdtype, copy=False)
-        right = np.asarray(right).astype(cb.cdtype, copy=False)
         # Phi [i]- [j]- [A]- = C_i^T ([j]- [A]-) and [A]+ [i]+ [j]+ = C_A (Phi [i]+ [j]+);
         # (inner P_A)^T = P_A^T inner^T.
         parts = (
             (
                 self.fl,
                 np.conj(self.spec("index", i)),
-                cb.minus("index", j) @ self._circ_phi(left).T,
+                cb.minus("index", j) @ self._circ_phi(spec).T,
             ),
-            (self.fr, right, cb.phi() @ cb.plus("index", i) @ cb.plus("index", j)),
+            (self.fr, spec, cb.phi() @ cb.plus("index", i) @ cb.plus("index", j)),
         )
-        for acc, spec, inner in parts:
-            if kind == "scalar":
-                inner.T.diag_times(np.full(self.d, value, cb.dtype), out=work)
-            elif kind == "diag":
+        for acc, acc_spec, inner in parts:
+            if kind == "diag":
                 inner.T.diag_times(value, out=work)
             else:
                 inner.T.apply(value, side="right", out=work)
-            self.accumulate_t(acc, spec, work)
+            self.accumulate_t(acc, acc_spec, work)
         self.version += 1
 
-    def update_one(self, i: int, j: int, row: int, kind: str, value: Any, work: np.ndarray):
-        """The update of one nonterminal (row of the rule tables), unless pruned."""
-        peak = abs(value) if kind == "scalar" else float(np.max(np.abs(value)))
-        applied = peak > self.opt.prune
-        if self.log is not None:
-            diagonal = value if kind != "full" else np.diagonal(value)
-            self._record(i, j, self.t.nonterminals[row], float(np.mean(diagonal)), peak, applied)
-        if not applied:
-            self.counts["pruned"] += 1
-            return
-        self.counts["updates"] += 1
-        self.update(i, j, kind, value, work, self.t.spectra[row], self.t.spectra[row])
+    def update_one(self, i: int, j: int, row: int, kind: str, value: np.ndarray, work: np.ndarray):
+        """The update of one nonterminal (a row of the rule tables), unless pruned."""
+        diagonal = value if kind == "diag" else np.diagonal(value)
+        peak = float(np.max(np.abs(value)))
+        if self._kept(i, j, [row], [np.mean(diagonal)], [peak])[0]:
+            self.update(i, j, kind, value, work, self.t.spectra[row])
 
-    def update_cell_scalar(self, i: int, j: int, rows: np.ndarray, gates: np.ndarray) -> None:
-        """Every scalar-gated update of a cell at once: sum_A g_A [i]- [j]- [A]- is
-        [i]- [j]- [S]- with spec(S) = sum_A g_A spec(A) (and likewise for P_right)."""
-        keep = gates > self.opt.prune
-        if self.log is not None:
-            for row, g, k in zip(rows, gates, keep, strict=True):
-                self._record(i, j, self.t.nonterminals[row], float(g), float(g), bool(k))
-        n_kept = int(np.count_nonzero(keep))
-        self.counts["updates"] += n_kept
-        self.counts["pruned"] += len(rows) - n_kept
-        if n_kept == 0:
-            return
-        spec = gates[keep] @ self.t.spectra[rows[keep]].astype(np.complex128)
-        self.update(i, j, "scalar", 1.0, self.w, spec, spec)
-
-    def update_cell_diag(self, i: int, j: int, rows: np.ndarray, gates: np.ndarray) -> None:
+    def update_cell(self, i: int, j: int, rows: np.ndarray, gates: np.ndarray) -> None:
         """Every diagonal-gated update of a cell at once.
 
         ``gates`` is (len(rows), d): P_A = diag(gates[k]). In the transposed layout the
@@ -496,20 +517,14 @@ class _Parser:
         W = Phi [i]+ [j]+: one more matrix product.
         """
         cb, d, t = self.cb, self.d, self.t
-        peaks = np.max(np.abs(gates), axis=1) if gates.size else np.zeros(0)
-        keep = peaks > self.opt.prune
-        if self.log is not None:
-            for row, p, pk, k in zip(rows, gates, peaks, keep, strict=True):
-                self._record(i, j, t.nonterminals[row], float(np.mean(p)), float(pk), bool(k))
-        n_kept = int(np.count_nonzero(keep))
-        self.counts["updates"] += n_kept
-        self.counts["pruned"] += len(rows) - n_kept
-        if n_kept == 0:
+        peaks = np.max(np.abs(gates), axis=1)
+        keep = self._kept(i, j, rows, np.mean(gates, axis=1), peaks)
+        if not keep.any():
             return
         p = gates[keep]  # (k, d), codebook dtype
         kept = rows[keep]
         vectors = t.vectors[kept]
-        step = _row_block(d, n_kept)
+        step = _row_block(d, len(kept))
         shift = cb.permutation_index(-1)
         for r0 in range(0, d, step):
             r1 = min(d, r0 + step)
@@ -536,19 +551,8 @@ class _Parser:
         self.left_product_t(self.spec("index", i - 1), self.w, 0)
         self.cb.plus("index", i).T.apply(self.w, side="right", out=self.y)
 
-    def unary_trace_gates(self, sums: np.ndarray) -> np.ndarray:
-        """sigma(tr(R_u^A Y) / d) for every A with unary rules, from Yt in self.y.
-
-        tr(C_R Phi Y) = tr(C_R^T Yt Phi^T) = sum_m c[m] w[m] with c the first column of C_R^T
-        and w the wrapped diagonal sums of Yt Phi^T, shared by every A.
-        """
-        K.wrapped_diag_sums(self.y, self._ident, self.cb.perm, sums)
-        cols = np.fft.irfft(np.conj(self.t.unary_spectra), n=self.d, axis=1)
-        return (cols @ sums) / self.d
-
     def unary(self, on_cell: Any = None) -> None:
-        n = len(self.words)
-        for i in range(1, n + 1):
+        for i in range(1, len(self.words) + 1):
             if len(self.t.unary):
                 if self.opt.order == "cell":
                     self.unary_cell(i)
@@ -557,67 +561,50 @@ class _Parser:
             if on_cell is not None:
                 on_cell()
 
+    def _unary_gate(self, i: int, row: int) -> None:
+        """P_A from Mt = (R_u^A Y)^T in self.w, and its update (self.y is free)."""
+        opt = self.opt
+        where = f"unary detection of {self.t.nonterminals[row]} at position {i}"
+        if opt.unary_mask:
+            m = np.diagonal(self.w).astype(np.float64)
+            self._finite(m, where)
+            p = sigmoid(m, opt.beta).astype(self.cb.dtype)
+            self.update_one(i - 1, i, row, "diag", p, self.y)
+        else:
+            self._finite(self.w.sum(dtype=np.float64), where)
+            K.sigmoid_numpy(self.w, opt.beta, 0.5)  # P_A^T = sigma(Mt)
+            self.update_one(i - 1, i, row, "full", self.w, self.y)
+
     def unary_sequential(self, i: int) -> None:
         """Cell (i - 1, i) in the paper's order: each A reads the updates of those before it."""
-        opt, d, t = self.opt, self.d, self.t
-        sums = np.empty(d, np.float64)
+        t = self.t
         y_version = -1
         for k, row in enumerate(t.unary):
-            a = t.nonterminals[row]
             self.counts["detections"] += 1
             if y_version != self.version:
                 self.unary_y(i)
                 y_version = self.version
-                if opt.gate == "trace":
-                    tvals = self.unary_trace_gates(sums)
-            where = f"unary detection of {a} at position {i}"
-            if opt.gate == "trace":
-                self._finite(tvals[k], where)
-                self.update_one(i - 1, i, row, "scalar", sigmoid(tvals[k], opt.beta).item(), self.w)
-                continue
-            r = self._circ_phi(t.unary_spectra[k])
-            r.T.apply(self.y, side="right", out=self.w)  # Mt = (R_u^A Y)^T
-            if opt.unary_mask:
-                m = np.diagonal(self.w).astype(np.float64)
-                self._finite(m, where)
-                p = sigmoid(m, opt.beta).astype(self.cb.dtype)
-                self.update_one(i - 1, i, row, "diag", p, self.y)
-            else:
-                self._finite(self.w.sum(dtype=np.float64), where)
-                K.sigmoid_numpy(self.w, opt.beta, 0.5)  # P_A^T = sigma(Mt)
-                self.update_one(i - 1, i, row, "full", self.w, self.y)  # Yt is free once Mt is
+            self._circ_phi(t.unary_spectra[k]).T.apply(self.y, side="right", out=self.w)
+            self._unary_gate(i, row)
 
     def unary_cell(self, i: int) -> None:
-        """Cell (i - 1, i), every detection reading the table as it was before the cell."""
-        opt, cb, d, t = self.opt, self.cb, self.d, self.t
+        """Cell (i - 1, i), every detection reading the table as it was before the cell.
+
+        Mt_A = (R_u^A Y)^T = (Yt Phi^T) C_A^T: one forward FFT of Yt Phi^T serves every A,
+        then one inverse FFT each. No detection reads an update, so each update is applied
+        as soon as its P_A is known.
+        """
+        cb, d, t = self.cb, self.d, self.t
         self.counts["detections"] += len(t.unary)
         self.unary_y(i)
-        if opt.gate == "trace":
-            tvals = self.unary_trace_gates(np.empty(d, np.float64))
-            self._finite(tvals, f"unary detections at position {i}")
-            self.update_cell_scalar(i - 1, i, t.unary, sigmoid(tvals, opt.beta))
-            return
-        # Mt_A = (R_u^A Y)^T = (Yt Phi^T) C_A^T: one forward FFT of Yt Phi^T shared by every
-        # A, then one inverse FFT each. The updates read no detection, so each is applied
-        # as soon as its P_A is known.
         K.gather_cols(self.y, cb.perm, self.w)  # Yt Phi^T
         yhat = cb.buffer("dcyk-Yhat", self.fl.shape, cb.cdtype)
         cb.engine.rfft(self.w, 1, out=yhat)
         s = cb.spectrum_buffer(self.fl.shape)
         for k, row in enumerate(t.unary):
-            a = t.nonterminals[row]
-            where = f"unary detection of {a} at position {i}"
             K.spec_mul_into_axis1(yhat, t.unary_spectra[k].astype(cb.cdtype), s)
             cb.engine.irfft(s, d, 1, out=self.w)  # Mt
-            if opt.unary_mask:
-                m = np.diagonal(self.w).astype(np.float64)
-                self._finite(m, where)
-                p = sigmoid(m, opt.beta).astype(cb.dtype)
-                self.update_one(i - 1, i, row, "diag", p, self.y)
-            else:
-                self._finite(self.w.sum(dtype=np.float64), where)
-                K.sigmoid_numpy(self.w, opt.beta, 0.5)
-                self.update_one(i - 1, i, row, "full", self.w, self.y)
+            self._unary_gate(i, row)
 
     # -- Algorithm 3 -------------------------------------------------------------------------
 
@@ -646,51 +633,29 @@ class _Parser:
         """Cell (i, j) in the paper's order: each A reads the updates of those before it."""
         opt, cb, d, t = self.opt, self.cb, self.d, self.t
         diag = np.empty(d, np.float64)
-        g = np.empty(d // 2 + 1, np.complex128)
-        y_version = g_version = -1
+        y_version = -1
         for k, row in enumerate(t.binary):
-            a = t.nonterminals[row]
             self.counts["detections"] += 1
             if y_version != self.version:
                 yt_hat = self.binary_y(i, j)
                 y_version = self.version
-            spec = t.binary_spectra[k]
-            where = f"binary detection of {a} at ({i}, {j})"
-            if opt.gate == "entrywise":
-                # diag(Y R P_right)[r] = (1/d) sum_f w_f Re(Yhat[r, f] conj(V_R[f])
-                # conj(FR[r, f])), Yhat[r, f] = rfft(Yt, axis=0)[f, r]: no FFT, no
-                # d x d product.
-                coef = (self._weights * spec / d).astype(cb.cdtype)
-                K.spectral_diag(self.fr, coef, yt_hat, diag)
-                self._finite(diag, where)
-                p = sigmoid(diag, opt.beta).astype(cb.dtype)
-                self.update_one(i, j, row, "diag", p, self.w)
-                continue
-            # tr(Y R P_right) = (1/d) sum_f w_f Re(conj(V_R[f]) g[f]) with
-            # g[f] = sum_r Yhat[r, f] conj(FR[r, f]): O(d) per A once g is known.
-            if g_version != y_version:
-                K.conj_diag_of_product(yt_hat, self.fr, g)
-                g_version = y_version
-            tval = float(np.sum(self._weights * (spec * g).real)) / d / d
-            self._finite(tval, where)
-            self.update_one(i, j, row, "scalar", sigmoid(tval, opt.beta).item(), self.w)
+            # diag(Y R P_right)[r] = (1/d) sum_f w_f Re(Yhat[r, f] conj(V_R[f])
+            # conj(FR[r, f])), Yhat[r, f] = rfft(Yt, axis=0)[f, r]: no FFT, no d x d product.
+            coef = (self._weights * t.binary_spectra[k] / d).astype(cb.cdtype)
+            K.spectral_diag(self.fr, coef, yt_hat, diag)
+            self._finite(diag, f"binary detection of {t.nonterminals[row]} at ({i}, {j})")
+            self.update_one(i, j, row, "diag", sigmoid(diag, opt.beta).astype(cb.dtype), self.w)
 
     def binary_cell(self, i: int, j: int) -> None:
-        """Cell (i, j), every detection reading the table as it was before the cell."""
+        """Cell (i, j), every detection reading the table as it was before the cell.
+
+        diag(Y R_A P_right)[r] = Re sum_f H[r, f] coef_A[f] for every A at once, with
+        H[r, f] = FR[r, f] conj(Yhat[f, r]) and coef_A = w (.) spec(R_A) / d: one complex
+        matrix product per block of rows (no d x d buffer).
+        """
         opt, cb, d, t = self.opt, self.cb, self.d, self.t
         self.counts["detections"] += len(t.binary)
         yt_hat = self.binary_y(i, j)
-        where = f"binary detections at ({i}, {j})"
-        if opt.gate == "trace":
-            g = np.empty(d // 2 + 1, np.complex128)
-            K.conj_diag_of_product(yt_hat, self.fr, g)
-            tvals = (t.binary_spectra @ (self._weights * g)).real / d / d
-            self._finite(tvals, where)
-            self.update_cell_scalar(i, j, t.binary, sigmoid(tvals, opt.beta))
-            return
-        # diag(Y R_A P_right)[r] = Re sum_f H[r, f] coef_A[f] for every A at once, with
-        # H[r, f] = FR[r, f] conj(Yhat[f, r]) and coef_A = w (.) spec(R_A) / d: one complex
-        # matrix product per block of rows (a block of H at a time, no d x d buffer).
         coefs = (t.binary_spectra * (self._weights / d)).astype(cb.cdtype)
         diags = np.empty((len(t.binary), d), np.float64)
         step = _row_block(d, len(t.binary))
@@ -698,8 +663,8 @@ class _Parser:
             r1 = min(d, r0 + step)
             h_blk = self.fr[r0:r1] * np.conj(yt_hat[:, r0:r1].T)
             diags[:, r0:r1] = (coefs @ h_blk.T).real
-        self._finite(diags, where)
-        self.update_cell_diag(i, j, t.binary, sigmoid(diags, opt.beta).astype(cb.dtype))
+        self._finite(diags, f"binary detections at ({i}, {j})")
+        self.update_cell(i, j, t.binary, sigmoid(diags, opt.beta).astype(cb.dtype))
 
     # -- the dense accumulators --------------------------------------------------------------
 
@@ -721,7 +686,7 @@ class _Parser:
         return p_left, p_right
 
 
-class _SpectralParser:
+class _SpectralParser(_ParserBase):
     """A parse with the trace gate: both accumulators as 2-D spectra, every cell in O(d^2).
 
     With the trace gate every P_A is a scalar times I, so every update is an operator, and
@@ -746,25 +711,16 @@ class _SpectralParser:
     """
 
     def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
-        self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
+        super().__init__(grammar, words, cb, opt)
         d = cb.d
         h = d // 2 + 1
-        self.d, self.h = d, h
         self.zt = np.zeros((h, d), cb.cdtype)
         self.pr = np.zeros((h, d), cb.cdtype)
         self.w = cb.buffer("dcyk-W", (d, d), cb.dtype)
-        self.t = rule_tables(cb, grammar)
-        self.counts = {"detections": 0, "updates": 0, "pruned": 0}
-        self.log: list[dict[str, Any]] | None = None
-        self._weights = _parseval_weights(d)
         self._q = np.empty(h, np.complex128)
         self._full: dict[tuple[str, Any], np.ndarray] = {}
         self._g: OrderedDict[int, np.ndarray] = OrderedDict()
         self._slots = g_cache_slots(d, cb.dtype, len(words))
-
-    _finite = _Parser._finite
-    _record = _Parser._record
-    update_cell_scalar = _Parser.update_cell_scalar
 
     def full(self, kind: str, sym: Any) -> np.ndarray:
         """fft of a symbol's vector, all d frequencies, in the codebook's complex dtype."""
@@ -798,72 +754,64 @@ class _SpectralParser:
         return (spectra @ (self._weights * q)).real / self.d
 
     def _q_lift(self, j: int, i: int) -> np.ndarray:
-        """q for tr(C Phi C_j Phi C_i Phi P_left): the unary detection and the decoder."""
+        """q of tr(C Phi C_j Phi C_i Phi P_left): the unary detection and the decoder."""
         return K.row_dots(self.gmat(j), self.zt, self.full("index", i), self._q)
 
-    def update(self, i: int, j: int, kind: str, value: float, work: Any, left, right) -> None:
-        """P_left += [i]- [j]- [S]- value and P_right += [S']+ [i]+ [j]+ value."""
-        cdt = self.cb.cdtype
-        left = (np.asarray(left) * value).astype(cdt)
-        right = (np.asarray(right) * value).astype(cdt)
-        K.outer_madd(self.zt, np.conj(left), self.gmat(j), np.conj(self.full("index", i)), True)
-        K.outer_madd(self.pr, right, self.gmat(i), self.full("index", j), False)
+    def _q_binary(self, i: int, j: int) -> np.ndarray:
+        """q of tr([j]- [i]+ P_left C P_right): the binary detection."""
+        dg = np.conj(self.full("index", j)) * self.full("index", i)
+        return K.row_dots(self.zt, self.pr, dg, self._q)
 
-    def update_one(self, i: int, j: int, row: int, kind: str, value: float, work: Any) -> None:
-        applied = abs(value) > self.opt.prune
-        self._record(i, j, self.t.nonterminals[row], value, abs(value), applied)
-        if not applied:
-            self.counts["pruned"] += 1
-            return
-        self.counts["updates"] += 1
-        self.update(i, j, "scalar", value, None, self.t.spectra[row], self.t.spectra[row])
+    def update(self, i: int, j: int, spec: np.ndarray) -> None:
+        """P_left += [i]- [j]- C_S^T Phi and P_right += C_S Phi [i]+ [j]+ (S: ``spec``)."""
+        spec = np.asarray(spec).astype(self.cb.cdtype)
+        K.outer_madd(self.zt, np.conj(spec), self.gmat(j), np.conj(self.full("index", i)), True)
+        K.outer_madd(self.pr, spec, self.gmat(i), self.full("index", j), False)
 
     def initialise(self) -> None:
         """P_left = sum_i [i-1]- [i]- [a_i]- (P_right stays 0)."""
         for i, a in enumerate(self.words, start=1):
-            s = self.cb.spectrum("terminal", a)
-            K.outer_madd(
-                self.zt, np.conj(s), self.gmat(i), np.conj(self.full("index", i - 1)), True
-            )
+            s = np.conj(self.cb.spectrum("terminal", a))
+            K.outer_madd(self.zt, s, self.gmat(i), np.conj(self.full("index", i - 1)), True)
+
+    def _cell(self, i: int, j: int, rows: np.ndarray, spectra: np.ndarray, q_of) -> None:
+        """Detect and update the nonterminals ``rows`` (rule spectra ``spectra``) in (i, j)."""
+        opt = self.opt
+        where = f"detections in cell ({i}, {j})"
+        if opt.order == "cell":
+            # Every gate from the table before the cell; the updates summed: sum_A g_A
+            # [i]- [j]- [A]- is one update with spectrum sum_A g_A spec(A).
+            self.counts["detections"] += len(rows)
+            tvals = self._trace(spectra, q_of())
+            self._finite(tvals, where)
+            gates = sigmoid(tvals, opt.beta)
+            keep = self._kept(i, j, rows, gates, gates)
+            if keep.any():
+                self.update(i, j, gates[keep] @ self.t.spectra[rows[keep]].astype(np.complex128))
+            return
+        for k, row in enumerate(rows):
+            self.counts["detections"] += 1
+            tval = self._trace(spectra[k : k + 1], q_of())
+            self._finite(tval, where)
+            gate = sigmoid(tval, opt.beta)
+            if self._kept(i, j, rows[k : k + 1], gate, gate)[0]:
+                self.update(i, j, gate[0] * self.t.spectra[row].astype(np.complex128))
 
     def unary(self, on_cell: Any = None) -> None:
-        opt, t = self.opt, self.t
+        t = self.t
         for i in range(1, len(self.words) + 1):
-            if len(t.unary) and opt.order == "cell":
-                self.counts["detections"] += len(t.unary)
-                tvals = self._trace(t.unary_spectra, self._q_lift(i, i - 1))
-                self._finite(tvals, f"unary detections at position {i}")
-                self.update_cell_scalar(i - 1, i, t.unary, sigmoid(tvals, opt.beta))
-            elif len(t.unary):
-                for k, row in enumerate(t.unary):
-                    self.counts["detections"] += 1
-                    tval = self._trace(t.unary_spectra[k : k + 1], self._q_lift(i, i - 1))[0]
-                    self._finite(tval, f"unary detection of {t.nonterminals[row]} at {i}")
-                    self.update_one(i - 1, i, row, "scalar", sigmoid(tval, opt.beta).item(), None)
+            if len(t.unary):
+                self._cell(i - 1, i, t.unary, t.unary_spectra, lambda i=i: self._q_lift(i, i - 1))
             if on_cell is not None:
                 on_cell()
 
-    def _q_binary(self, i: int, j: int) -> np.ndarray:
-        dg = np.conj(self.full("index", j)) * self.full("index", i)
-        return K.row_dots(self.zt, self.pr, dg, self._q)
-
     def binary(self, on_cell: Any = None) -> None:
-        opt, t = self.opt, self.t
-        n = len(self.words)
+        t, n = self.t, len(self.words)
         for j in range(2, n + 1):
             for i in range(j - 2, -1, -1):
-                if len(t.binary) and opt.order == "cell":
-                    self.counts["detections"] += len(t.binary)
-                    tvals = self._trace(t.binary_spectra, self._q_binary(i, j))
-                    self._finite(tvals, f"binary detections at ({i}, {j})")
-                    self.update_cell_scalar(i, j, t.binary, sigmoid(tvals, opt.beta))
-                elif len(t.binary):
-                    for k, row in enumerate(t.binary):
-                        self.counts["detections"] += 1
-                        q = self._q_binary(i, j)
-                        tval = self._trace(t.binary_spectra[k : k + 1], q)[0]
-                        self._finite(tval, f"binary detection of {t.nonterminals[row]}")
-                        self.update_one(i, j, row, "scalar", sigmoid(tval, opt.beta).item(), None)
+                if len(t.binary):
+                    q_of = lambda i=i, j=j: self._q_binary(i, j)  # noqa: E731
+                    self._cell(i, j, t.binary, t.binary_spectra, q_of)
                 if on_cell is not None:
                     on_cell()
 
@@ -913,10 +861,6 @@ def g_cache_slots(d: int, dtype: Any, n: int) -> int:
 def _row_block(d: int, k: int) -> int:
     """Rows per block for products with k rule rows: about 2 MiB of temporaries."""
     return max(8, min(d, (1 << 21) // (16 * max(d // 2 + 1, k))))
-
-
-def _first_column(spec: np.ndarray, d: int) -> np.ndarray:
-    return np.fft.irfft(spec.astype(np.complex128), n=d)
 
 
 def _parseval_weights(d: int) -> np.ndarray:
@@ -1045,7 +989,7 @@ def dcyk(
     )
     _check_symbols(cb, grammar, ws)
     if check_memory:
-        _check_memory(cb)
+        _check_memory(cb, opt, len(ws))
 
     with cb._lock:  # the parse uses the codebook's work buffers throughout
         spectral = opt.gate == "trace"

