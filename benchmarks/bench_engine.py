@@ -1,10 +1,19 @@
-"""The D-CYK engine against a plain numpy.fft implementation of the same algorithm.
+"""The D-CYK engine: its cost in FFT pairs, its scaling with the grammar, its memory.
 
-Targets (docs/performance.md): at d = 1024, float32, G0 sentences of length <= 7, the
-faithful variant at least 5x faster per sentence than the plain implementation below; at
-d = 6000, one G0 sentence of length 7, faithful variant: peak memory of the whole process at
-most 1.5 GB and wall time at most 60 s on a 2-core machine, the trace variant at most half
-of that time. Run for real with
+Targets (docs/performance.md), each a ratio to a baseline measured in the same run:
+
+- cost of one G0 sentence of length 7 at d = 2048, float32, one thread, in units of one
+  bare FFT pair (rfft + irfft along axis 0 of a d x d float32 matrix, one thread, measured
+  in the same test): trace variant <= 80 pairs, paper variant with order="cell" <= 250,
+  paper variant in its default sequential order <= 450;
+- scaling: a random grammar of 4,000 nonterminals and 10,000 binary rules, a 6-word
+  sentence, d = 256, trace variant: at most 20 times a 6-word G0 sentence;
+- at d = 1024, G0 sentences of length <= 7, the faithful variant at least 5x faster per
+  sentence than the plain numpy.fft implementation below;
+- at d = 6000, one G0 sentence of length 7: peak memory of the whole process at most 1.5 GB
+  for both variants.
+
+Run for real with
 
     FASTDCYK_BENCH_LARGE=1 .venv/bin/python -m pytest benchmarks/bench_engine.py \\
         --benchmark-enable --benchmark-columns=min,median,mean,rounds -p no:cacheprovider
@@ -19,17 +28,19 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
 
 import fastdcyk as fd
+from fastdcyk import _kernels
 
 N_SENTENCES = 4
 
 
 class PlainNumpyDCYK:
-    """The faithful D-CYK (SPEC.md sections 2-4) with numpy.fft and numpy's defaults.
+    """The faithful D-CYK (docs/method.md, sections 1-2) with numpy.fft and numpy's defaults.
 
     Every factor of every operator is applied on its own: a permutation as a fancy-index
     gather, a circulant as rfft, spectral product, irfft (a new array each time); rule
@@ -196,3 +207,90 @@ def test_engine_large(benchmark, d_large, variant, large_or_smoke):
     rec = benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
     benchmark.extra_info.update(rec)
     assert rec["peak_rss_bytes"] > 0 and 0.0 <= rec["f1"] <= 1.0
+
+
+# -- cost in FFT pairs -----------------------------------------------------------------------
+
+
+def _pair_seconds(d: int, repeats: int = 9) -> float:
+    """Median of one bare pair: rfft + irfft along axis 0 of a d x d float32, one thread."""
+    import scipy.fft
+
+    x = np.random.default_rng(0).standard_normal((d, d), dtype=np.float32)
+    ts = []
+    for _ in range(repeats + 1):
+        t0 = time.perf_counter()
+        scipy.fft.irfft(scipy.fft.rfft(x, axis=0, workers=1), n=d, axis=0, workers=1)
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts[1:]))
+
+
+def _timed(benchmark, fn, rounds: int) -> float:
+    """Run ``fn`` under the benchmark fixture; the median of its own wall times."""
+    times: list[float] = []
+
+    def run():
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+
+    benchmark.pedantic(run, rounds=rounds, iterations=1, warmup_rounds=0)
+    return float(np.median(times))
+
+
+@pytest.fixture
+def one_thread():
+    """Serial Numba kernels for the duration of a test (FFTs: codebooks with threads=1)."""
+    before = _kernels.get_threads()
+    _kernels.set_threads(1)
+    yield
+    _kernels.set_threads(before)
+
+
+#: (variant, order, target in pairs) of the G0 length-7 cost benchmark.
+PAIR_TARGETS = [("trace", "cell", 80), ("paper", "cell", 250), ("paper", "sequential", 450)]
+
+
+@pytest.mark.benchmark(group="D-CYK one G0 sentence of length 7, in FFT pairs, one thread")
+@pytest.mark.parametrize(("variant", "order", "target"), PAIR_TARGETS)
+def test_engine_pairs(benchmark, timing, d_pairs, variant, order, target, one_thread):
+    g = fd.Grammar.builtin("G0")
+    words = fd.generate(g, 1, min_len=7, max_len=7, seed=3)[0]
+    cb = fd.Codebook(d_pairs, seed=0, threads=1, unitary=variant == "trace")
+    fd.dcyk(g, words, cb, variant=variant, order=order)  # warm-up: JIT, spectra, buffers
+    pair_before = _pair_seconds(d_pairs)
+    seconds = _timed(benchmark, lambda: fd.dcyk(g, words, cb, variant=variant, order=order), 3)
+    pair = min(pair_before, _pair_seconds(d_pairs))
+    pairs = seconds / pair
+    benchmark.extra_info.update(
+        {"pair_s": pair, "pairs": pairs, "target_pairs": target, "sentence": " ".join(words)}
+    )
+    if timing:
+        assert pairs <= target, f"{variant}/{order}: {pairs:.0f} pairs > {target}"
+
+
+@pytest.mark.benchmark(group="D-CYK scaling with the grammar, trace variant, one thread")
+@pytest.mark.parametrize("grammar", ["G0", "random-4000"])
+def test_engine_scaling(benchmark, timing, d_scaling, grammar, one_thread):
+    """A 6-word sentence of G0 and of a random grammar of 4,000 nonterminals and 10,000
+    binary rules (ambiguity 2): the target is the second at most 20x the first."""
+    if grammar == "G0":
+        g = fd.Grammar.builtin("G0")
+    elif not timing:  # smoke run: the same code path on a small random grammar
+        g = fd.random_grammar(40, 10, 100, ambiguity=2.0, seed=0)
+    else:
+        g = fd.random_grammar(4000, 1000, 10000, ambiguity=2.0, seed=0)
+    words = fd.generate(g, 1, min_len=6, max_len=6, seed=3)[0]
+    cb = fd.Codebook(d_scaling, seed=0, threads=1, unitary=True)
+    fd.dcyk(g, words, cb, variant="trace")  # warm-up: draws the vectors, builds the tables
+    median = _timed(benchmark, lambda: fd.dcyk(g, words, cb, variant="trace"), 7)
+    _SCALING[grammar] = median
+    benchmark.extra_info.update({"nonterminals": len(g.nonterminals), "sentence": " ".join(words)})
+    if grammar != "G0" and "G0" in _SCALING:
+        ratio = median / _SCALING["G0"]
+        benchmark.extra_info["ratio_to_G0"] = ratio
+        if timing:
+            assert ratio <= 20, f"{len(g.nonterminals)} nonterminals: {ratio:.1f}x G0"
+
+
+_SCALING: dict[str, float] = {}

@@ -3,7 +3,8 @@
 Under ``--benchmark-disable`` (the default in pyproject) every benchmark body runs once as a
 smoke test, at d = 64. With ``--benchmark-enable`` the sizes are d = 512 and 2048, plus 6000
 when ``FASTDCYK_BENCH_LARGE=1``; dense baselines also need ``FASTDCYK_BENCH_LARGE=1``. The
-engine benchmarks (``d_engine``) run at d = 1024.
+engine benchmarks (``d_engine``) run at d = 1024, the cost in FFT pairs (``d_pairs``) at
+d = 2048 and the scaling with the grammar (``d_scaling``) at d = 256.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "d_engine" in metafunc.fixturenames:
         sizes = [SMOKE_D] if disabled else [1024]
         metafunc.parametrize("d_engine", sizes)
+    if "d_pairs" in metafunc.fixturenames:
+        metafunc.parametrize("d_pairs", [SMOKE_D] if disabled else [2048])
+    if "d_scaling" in metafunc.fixturenames:
+        metafunc.parametrize("d_scaling", [SMOKE_D] if disabled else [256])
     if "d_large" in metafunc.fixturenames:
         sizes = [SMOKE_D] if disabled else [6000]
         metafunc.parametrize("d_large", sizes)
@@ -45,3 +50,9 @@ def large_or_smoke(request: pytest.FixtureRequest) -> None:
     """Skip a timed large or dense benchmark unless FASTDCYK_BENCH_LARGE=1 (smoke runs stay)."""
     if not benchmarks_disabled(request.config) and not LARGE:
         pytest.skip("set FASTDCYK_BENCH_LARGE=1 to time the d = 6000 and dense cases")
+
+
+@pytest.fixture
+def timing(request: pytest.FixtureRequest) -> bool:
+    """Whether this run times the benchmarks (targets are asserted only then)."""
+    return not benchmarks_disabled(request.config)

@@ -7,9 +7,10 @@ Subcommands:
   reproduction of the paper's experiments (G0, 100 sentences, three dimensions, both
   variants) with its table and figures, written to ``./fastdcyk-demo/``.
 - ``fastdcyk parse --grammar G0 --dim 1024 fish swim fish``: one sentence, decoded chart
-  beside the symbolic one with every disagreement marked.
-- ``fastdcyk experiment``: a resumable grid of grammars x dimensions x variants (x beta x
-  codebook seed) over generated sentences (the paper's setup by default), appended to a
+  beside the symbolic one with every disagreement marked (a progress bar on a terminal when
+  the parse runs longer than a few seconds).
+- ``fastdcyk experiment``: a resumable grid of grammars x dimensions x variants (x order x
+  beta x codebook seed) over generated sentences (the paper's setup by default), appended to a
   JSON Lines results file, on a process pool or a dask cluster; a summary table at the end.
 - ``fastdcyk plot RESULTS...``: the paper's three figures (PNG and SVG) and their tables.
 
@@ -33,11 +34,12 @@ import numpy as np
 from fastdcyk.cyk import cyk
 from fastdcyk.decode import DECODERS
 from fastdcyk.display import format_chart
-from fastdcyk.engine import DEFAULT_BETA, DEFAULT_THRESHOLD, GATES, VARIANTS, dcyk
+from fastdcyk.engine import DEFAULT_BETA, DEFAULT_THRESHOLD, GATES, ORDERS, VARIANTS, dcyk
 from fastdcyk.experiments import (
     EXECUTORS,
     PAPER_DIMS,
     PAPER_GRAMMARS,
+    PAPER_GRID_CORE_HOURS,
     ExperimentConfig,
     ResultsFileError,
     ResultsWriteError,
@@ -60,6 +62,10 @@ DEMO_GRID = ExperimentConfig(
     grammars=("G0",), dims=(64, 256, 1024), variants=tuple(VARIANTS), sentences=100, max_len=7
 )
 DEMO_CHART_SENTENCES = 2
+#: ``fastdcyk parse`` shows its progress bar (on a terminal) once a parse has run this long.
+PARSE_PROGRESS_DELAY = 2.0
+#: Each variant's own order, for the help: "paper sequential, trace cell".
+_VARIANT_ORDERS = ", ".join(f"{v} {VARIANTS[v]['order']}" for v in VARIANTS)
 
 
 class UsageError(Exception):
@@ -116,6 +122,13 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--gate", choices=GATES, help="override the variant's gate")
     p.add_argument("--decoder", choices=DECODERS, help="override the variant's decoder")
+    p.add_argument(
+        "--order",
+        choices=ORDERS,
+        help="order of the updates in a cell: 'sequential' (the paper's: each update applied "
+        "before the next detection) or 'cell' (every detection of a cell reads the table as "
+        f"it was before the cell; much cheaper); default: the variant's ({_VARIANT_ORDERS})",
+    )
     p.add_argument(
         "--unary-mask",
         action=argparse.BooleanOptionalAction,
@@ -182,6 +195,15 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> 
         choices=tuple(VARIANTS),
         default=list(defaults.variants),
         help="D-CYK variants (default: %(default)s)",
+    )
+    own_orders = None in defaults.orders
+    g.add_argument(
+        "--orders",
+        nargs="+",
+        choices=ORDERS,
+        default=None if own_orders else list(defaults.orders),
+        help="orders of the updates in a cell, each crossed with every variant (default: "
+        + (f"each variant's own: {_VARIANT_ORDERS})" if own_orders else "%(default)s)"),
     )
     g.add_argument(
         "--betas",
@@ -330,18 +352,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parse.add_argument("--dim", type=_dimension, default=1024, help="dimension d (default 1024)")
     add_parse_options(parse)
+    parse.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"show a progress bar once the parse has run {PARSE_PROGRESS_DELAY:g} s "
+        "(default: on when stderr is a terminal)",
+    )
     parse.add_argument("words", nargs="+", help="the sentence, one word per argument")
     parse.set_defaults(func=_cmd_parse)
 
     exp = sub.add_parser(
         "experiment",
         help="run (or resume) a grid of D-CYK runs scored against symbolic CYK",
-        description="Run the paper's experiments: every grammar x dimension x variant x beta "
-        "x codebook seed over sentences generated from --source, each sentence's decoded "
-        "chart scored against symbolic CYK. Records are appended to --out as tasks finish; "
-        "rerunning the same command resumes an interrupted run. The defaults are the "
-        "paper's grid (2,000 G0 sentences of length 2..10, G0..G4, d = 100..6000, both "
-        "variants): some 370 core-hours (docs/results.md), so use the dask executor for it.",
+        description="Run the paper's experiments: every grammar x dimension x variant (x "
+        "order) x beta x codebook seed over sentences generated from --source, each "
+        "sentence's decoded chart scored against symbolic CYK. Records are appended to --out "
+        "as tasks finish; rerunning the same command resumes an interrupted run. The "
+        "defaults are the paper's grid (2,000 G0 sentences of length 2..10, G0..G4, d = "
+        "100..6000, both variants, each in its own order): some "
+        f"{PAPER_GRID_CORE_HOURS} core-hours (docs/results.md), so use the dask executor "
+        "for it.",
     )
     add_grid_options(exp, ExperimentConfig())
     exp.add_argument(
@@ -391,6 +422,7 @@ def _parse_kwargs(args: argparse.Namespace) -> dict:
         "variant": args.variant,
         "gate": args.gate,
         "decoder": args.decoder,
+        "order": args.order,
         "unary_mask": args.unary_mask,
         "beta": args.beta,
         "threshold": args.threshold,
@@ -406,9 +438,9 @@ def _report(grammar: Grammar, words: Sequence[str], result, out) -> None:
     sc = cell_scores(gold, result.chart)
     t = sum(result.timings.values())
     print(
-        f"D-CYK, variant={o.variant} (gate={o.gate}, decoder={o.decoder}, beta={o.beta:g}, "
-        f"threshold={o.threshold:g}), d={result.codebook.d}, {result.codebook.dtype}: "
-        f"{t:.2f} s",
+        f"D-CYK, variant={o.variant} (gate={o.gate}, decoder={o.decoder}, order={o.order}, "
+        f"beta={o.beta:g}, threshold={o.threshold:g}), d={result.codebook.d}, "
+        f"{result.codebook.dtype}: {t:.2f} s",
         file=out,
     )
     print(format_chart(result.chart, words, gold=gold, nonterminals=grammar.nonterminals), file=out)
@@ -425,8 +457,10 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     print(f"sentence: {' '.join(words)}   grammar: {args.grammar}")
     print("symbolic CYK:")
     print(format_chart(gold, words, nonterminals=grammar.nonterminals))
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    progress = PARSE_PROGRESS_DELAY if show else False
     try:
-        result = dcyk(grammar, words, d=args.dim, **_parse_kwargs(args))
+        result = dcyk(grammar, words, d=args.dim, progress=progress, **_parse_kwargs(args))
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
     _report(grammar, words, result, sys.stdout)
@@ -499,6 +533,7 @@ def _config_from_args(args: argparse.Namespace) -> ExperimentConfig:
             grammars=tuple(args.grammars),
             dims=tuple(args.dims),
             variants=tuple(args.variants),
+            orders=tuple(args.orders) if args.orders else (None,),
             betas=tuple(args.betas),
             seeds=tuple(args.seeds),
             sentences=args.sentences,
@@ -587,6 +622,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         grammars=DEMO_GRID.grammars,
         dims=tuple(args.repro_dims),
         variants=DEMO_GRID.variants,
+        orders=DEMO_GRID.orders,
         sentences=args.repro_sentences,
         max_len=DEMO_GRID.max_len,
     )

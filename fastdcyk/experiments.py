@@ -1,10 +1,11 @@
 """The paper's experiments: a resumable grid of D-CYK runs scored against symbolic CYK.
 
-A grid (:class:`ExperimentConfig`) crosses grammars, dimensions d, variants, sigmoid slopes
-beta and codebook seeds over one sample of sentences generated from a source grammar (G0 in
-the paper: SPEC.md section 8). Every (grammar, variant, beta, d, codebook seed, sentence)
-gives one record: the sentence's decoded chart scored against its symbolic CYK chart (cell
-precision, recall, F1 and the counts tp, gold, predicted) and the parse time.
+A grid (:class:`ExperimentConfig`) crosses grammars, dimensions d, variants (each with its
+own order of updates, or with the orders asked for), sigmoid slopes beta and codebook seeds
+over one sample of sentences generated from a source grammar (G0 in the paper: SPEC.md
+section 8). Every (grammar, variant, order, beta, d, codebook seed, sentence) gives one
+record: the sentence's decoded chart scored against its symbolic CYK chart (cell precision,
+recall, F1 and the counts tp, gold, predicted) and the parse time.
 
 Results file
     JSON Lines. The first line is a header holding the configuration and its hash (sha256 of
@@ -14,12 +15,15 @@ Results file
     the tasks that had not finished. Rerunning the same configuration on the same file
     resumes: finished records are skipped, and a torn last line (no newline, or invalid
     JSON) is cut off first. A file written for another configuration is refused
-    (:class:`ConfigMismatchError`): records of two grids are never mixed.
+    (:class:`ConfigMismatchError`): records of two grids are never mixed. Every record
+    names the order it was parsed in (:data:`fastdcyk.engine.ORDERS`); a record of an
+    older file, written before records had one, is read as its variant's own order
+    (``VARIANTS[variant]["order"]``).
 
 Tasks
-    A task is one (grammar, variant, beta, d, codebook seed, batch of sentences) unit, and
-    :func:`run_task` needs nothing else: a worker rebuilds the codebook from its seed and the
-    grammar from its text, so the serial loop, the process pool and a dask.distributed
+    A task is one (grammar, variant, order, beta, d, codebook seed, batch of sentences) unit,
+    and :func:`run_task` needs nothing else: a worker rebuilds the codebook from its seed and
+    the grammar from its text, so the serial loop, the process pool and a dask.distributed
     cluster produce the same records (bit for bit, the parse time aside). Each worker uses
     one thread for FFTs and Numba kernels (a pool of one worker per core must not
     oversubscribe the cores; the serial executor does the same, so that rows are identical
@@ -32,7 +36,8 @@ Aggregates
     sentences, fixed seed) and macro averages (the mean of per-sentence scores, with a
     Student t interval), each with its 95% confidence interval. The intervals measure the
     sampling of sentences only: one codebook seed is one fixed draw of the vectors, and the
-    variation between codebooks shows only across seeds.
+    variation between codebooks shows only across seeds. Groups by variant are split by
+    order when a variant was run in more than one order (or in another than its own).
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ import numpy as np
 from fastdcyk import _kernels
 from fastdcyk.codebook import Codebook
 from fastdcyk.cyk import cyk
-from fastdcyk.engine import DEFAULT_BETA, DEFAULT_THRESHOLD, VARIANTS, dcyk
+from fastdcyk.engine import DEFAULT_BETA, DEFAULT_THRESHOLD, ORDERS, VARIANTS, dcyk
 from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar, GrammarError
 from fastdcyk.metrics import cell_scores
@@ -64,6 +69,7 @@ __all__ = [
     "EXECUTORS",
     "PAPER_DIMS",
     "PAPER_GRAMMARS",
+    "PAPER_GRID_CORE_HOURS",
     "RECORD_FIELDS",
     "ConfigMismatchError",
     "ExperimentConfig",
@@ -79,6 +85,7 @@ __all__ = [
     "plan_tasks",
     "read_results",
     "record_key",
+    "record_order",
     "run_experiment",
     "run_task",
     "study_rows",
@@ -89,15 +96,21 @@ __all__ = [
 PAPER_DIMS = (100, 1000, 2000, 3000, 4000, 5000, 6000)
 #: The paper's grammars, as reconstructed in fastdcyk/grammars (docs/grammars.md).
 PAPER_GRAMMARS = ("G0", "G1", "G2", "G3", "G4")
+#: Core-hours of the paper's grid (the defaults of :class:`ExperimentConfig`), one thread
+#: per worker; quoted by ``fastdcyk experiment --help``.
+PAPER_GRID_CORE_HOURS = 335  # re-measured: see docs/results.md
 EXECUTORS = ("serial", "process", "dask")
 
 RESULTS_FORMAT = "fastdcyk-results"
 RESULTS_VERSION = 1
 #: The fields of a record, in the order they are written. ``seconds`` is the parse time
 #: (D-CYK and its decoder, not symbolic CYK) and the only field that differs between runs.
+#: ``order`` is the order the parse used (resolved: never None); records of files written
+#: before it existed lack it and are read as their variant's own order.
 RECORD_FIELDS = (
     "grammar",
     "variant",
+    "order",
     "beta",
     "d",
     "seed",
@@ -112,7 +125,9 @@ RECORD_FIELDS = (
     "f1",
     "seconds",
 )
-_KEY_FIELDS = ("grammar", "variant", "beta", "d", "seed", "index")
+_KEY_FIELDS = ("grammar", "variant", "order", "beta", "d", "seed", "index")
+#: Fields a record may lack (older results files): filled in when the file is read.
+_OPTIONAL_FIELDS = ("order",)
 
 #: Rough seconds per parse on one core: c * n (n + 1) / 2 * (d^2 log2 d + c0), times a
 #: factor per variant (fitted to the docs/results.md run). Only used to cut tasks of a few
@@ -120,6 +135,10 @@ _KEY_FIELDS = ("grammar", "variant", "beta", "d", "seed", "index")
 _COST_C = 6e-9
 _COST_C0 = 5e4
 _VARIANT_COST = {"paper": 1.0, "trace": 0.4}
+#: A factor per order, on top of the variant's. Not fitted yet (the variant factors were
+#: fitted in the paper's order): "cell" is cheaper, so its tasks come out shorter than
+#: _TASK_SECONDS, which costs a little scheduling and nothing in the results.
+_ORDER_COST = {"sequential": 1.0, "cell": 1.0}
 _TASK_SECONDS = 4.0
 _TASK_MAX_SENTENCES = 256
 
@@ -137,6 +156,9 @@ class ResultsWriteError(OSError):
 
 
 # -- configuration --------------------------------------------------------------------------
+
+#: ExperimentConfig.orders by default: each variant in its own order.
+_DEFAULT_ORDERS: tuple[str | None, ...] = (None,)
 
 
 def _canonical(obj: Any) -> str:
@@ -165,8 +187,8 @@ class ExperimentConfig:
     The defaults are the paper's setup (SPEC.md section 8): 2,000 sentences generated from
     G0 (lengths 2 to 10: the paper restricts study a to lengths <= 7, so its sample had
     longer ones; their bound is not published), the grammars G0..G4, d in {100, 1000, ...,
-    6000}, and both variants. Lists are normalised (sorted, without repeats; a single value
-    is a list of one), so the same grid always has the same hash.
+    6000}, and both variants, each in its own order. Lists are normalised (sorted, without
+    repeats; a single value is a list of one), so the same grid always has the same hash.
 
     Parameters
     ----------
@@ -178,6 +200,12 @@ class ExperimentConfig:
     variants : sequence of str
         Keys of :data:`fastdcyk.engine.VARIANTS` ("paper", "trace"); each uses its own
         codebook choice (``VARIANTS[v]["unitary"]``).
+    orders : sequence of {None, "sequential", "cell"}
+        Orders of the updates in a cell (:data:`fastdcyk.engine.ORDERS`), each crossed with
+        every variant; None is each variant's own (``VARIANTS[v]["order"]``: paper
+        "sequential", trace "cell"). A pair that two entries resolve to is run once. The
+        default ``(None,)`` is left out of :meth:`to_dict` and of the hash, so a grid that
+        asks for no other order has the hash it had before orders existed.
     betas : sequence of float
         Sigmoid slopes (default: the engine's :data:`~fastdcyk.engine.DEFAULT_BETA` only).
     seeds : sequence of int
@@ -198,7 +226,8 @@ class ExperimentConfig:
     Raises
     ------
     ValueError
-        On an empty list, d < 2, an unknown variant, a bad beta, threshold, dtype or length.
+        On an empty list, d < 2, an unknown variant or order, a bad beta, threshold, dtype
+        or length.
     """
 
     grammars: tuple[str, ...] = PAPER_GRAMMARS
@@ -213,15 +242,16 @@ class ExperimentConfig:
     sentence_seed: int = 0
     threshold: float = DEFAULT_THRESHOLD
     dtype: str = "float32"
+    orders: tuple[str | None, ...] = (None,)
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
             object.__setattr__(self, name, value)
 
-        for name in ("grammars", "dims", "variants", "betas", "seeds"):
+        for name in ("grammars", "dims", "variants", "betas", "seeds", "orders"):
             value = getattr(self, name)
-            if isinstance(value, str | int | float | os.PathLike):  # one value, not a list
-                put(name, (value,))
+            if value is None or isinstance(value, str | int | float | os.PathLike):
+                put(name, (value,))  # one value, not a list
         grammars = tuple(dict.fromkeys(os.fspath(g) for g in self.grammars))
         if not grammars:
             raise ValueError("grammars must not be empty")
@@ -234,6 +264,15 @@ class ExperimentConfig:
             if v not in VARIANTS:
                 raise ValueError(f"unknown variant {v!r}: choose from {tuple(VARIANTS)}")
         put("variants", tuple(v for v in VARIANTS if v in variants))
+        orders = tuple(dict.fromkeys(self.orders))
+        if not orders:
+            raise ValueError("orders must not be empty (None: each variant's own order)")
+        for o in orders:
+            if o is not None and o not in ORDERS:
+                raise ValueError(
+                    f"unknown order {o!r}: choose from {ORDERS} (or None: each variant's own)"
+                )
+        put("orders", tuple(o for o in (None, *ORDERS) if o in orders))
         betas = []
         for b in self.betas:
             ok = isinstance(b, int | float) and not isinstance(b, bool)
@@ -266,12 +305,19 @@ class ExperimentConfig:
     # -- serialisation ------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """The configuration as plain JSON types."""
+        """The configuration as plain JSON types.
+
+        ``orders`` is always there, so that a configuration differs in hash from those
+        written before orders existed: their trace records were parsed in the paper's
+        order, which is no longer the trace variant's, and a run must not add records of
+        the new default to such a file (it refuses the file instead).
+        """
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExperimentConfig:
-        """Inverse of :meth:`to_dict`; unknown keys are an error."""
+        """Inverse of :meth:`to_dict`; unknown keys are an error, a missing one takes its
+        default (``orders``: each variant's own order)."""
         known = set(cls.__dataclass_fields__)
         unknown = set(data) - known
         if unknown:
@@ -316,11 +362,22 @@ class ExperimentConfig:
             seed=self.sentence_seed,
         )
 
+    def variant_orders(self) -> tuple[tuple[str, str], ...]:
+        """The (variant, order) pairs of the grid, orders resolved, each once.
+
+        Ordered by variant, then as in :attr:`orders` (None, the variant's own, first).
+        """
+        pairs = {}
+        for v in self.variants:
+            for o in self.orders:
+                pairs[v, VARIANTS[v]["order"] if o is None else o] = None
+        return tuple(pairs)
+
     def grid_size(self) -> int:
         """Records of the complete grid."""
         return (
             len(self.grammars)
-            * len(self.variants)
+            * len(self.variant_orders())
             * len(self.betas)
             * len(self.dims)
             * len(self.seeds)
@@ -345,6 +402,15 @@ class Task:
         The grid cell.
     items : tuple of (words, indices)
         Each distinct sentence once, with the sample indices it has (those still to do).
+    order : {"sequential", "cell"}, optional
+        The order of the updates in a cell (:data:`fastdcyk.engine.ORDERS`). None (the
+        default) is resolved to the variant's own, so a task always holds the order it
+        parses in.
+
+    Raises
+    ------
+    ValueError
+        On an unknown variant or order.
     """
 
     grammar: str
@@ -356,6 +422,15 @@ class Task:
     threshold: float
     dtype: str
     items: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...]
+    order: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown variant {self.variant!r}: choose from {tuple(VARIANTS)}")
+        if self.order is None:
+            object.__setattr__(self, "order", VARIANTS[self.variant]["order"])
+        elif self.order not in ORDERS:
+            raise ValueError(f"unknown order {self.order!r}: choose from {ORDERS}")
 
     @property
     def n_records(self) -> int:
@@ -364,19 +439,33 @@ class Task:
     @property
     def cost(self) -> float:
         """Estimated seconds on one core (a rough model, for batching and the ETA)."""
-        return sum(_parse_cost(len(w), self.d, self.variant) for w, _ in self.items)
+        return sum(_parse_cost(len(w), self.d, self.variant, self.order) for w, _ in self.items)
 
 
-def _parse_cost(n: int, d: int, variant: str) -> float:
-    scale = _VARIANT_COST.get(variant, 1.0)
+def _parse_cost(n: int, d: int, variant: str, order: str | None = None) -> float:
+    scale = _VARIANT_COST.get(variant, 1.0) * _ORDER_COST.get(order or "", 1.0)
     return scale * _COST_C * n * (n + 1) / 2 * (d * d * math.log2(d) + _COST_C0)
 
 
+def record_order(record: dict[str, Any]) -> str | None:
+    """The order a record was parsed in.
+
+    A record of a file written before records named their order lacks ``"order"``: every
+    variant was then parsed in the paper's order, so it is read as ``"sequential"``.
+    """
+    return record.get("order") or "sequential"
+
+
 def record_key(record: dict[str, Any]) -> tuple:
-    """(grammar, variant, beta, d, seed, index): what identifies a record in a grid."""
+    """(grammar, variant, order, beta, d, seed, index): what identifies a record in a grid.
+
+    A record without ``"order"`` (an older file) has its variant's own order
+    (:func:`record_order`).
+    """
     return (
         record["grammar"],
         record["variant"],
+        record_order(record),
         float(record["beta"]),
         int(record["d"]),
         int(record["seed"]),
@@ -408,8 +497,8 @@ def plan_tasks(
     Returns
     -------
     list of Task
-        Ordered by d, then grammar, variant, beta and seed, so the small dimensions finish
-        first.
+        Ordered by d, then grammar, variant, order (:meth:`ExperimentConfig.variant_orders`),
+        beta and seed, so the small dimensions finish first.
 
     Raises
     ------
@@ -430,7 +519,7 @@ def plan_tasks(
     for d in config.dims:
         for spec in config.grammars:
             text = grammars[spec].to_string()
-            for variant in config.variants:
+            for variant, order in config.variant_orders():
                 for beta in config.betas:
                     for seed in config.seeds:
                         items = []
@@ -438,11 +527,11 @@ def plan_tasks(
                             todo = tuple(
                                 i
                                 for i in positions[s]
-                                if (spec, variant, beta, d, seed, i) not in done
+                                if (spec, variant, order, beta, d, seed, i) not in done
                             )
                             if todo:
                                 items.append((s, todo))
-                        for batch in _batches(items, d, variant, batch_size):
+                        for batch in _batches(items, d, variant, order, batch_size):
                             tasks.append(
                                 Task(
                                     spec,
@@ -454,6 +543,7 @@ def plan_tasks(
                                     config.threshold,
                                     config.dtype,
                                     tuple(batch),
+                                    order,
                                 )
                             )
     return tasks
@@ -472,7 +562,9 @@ def _check_sample(
             )
 
 
-def _batches(items: list, d: int, variant: str, batch_size: int | None) -> Iterator[list]:
+def _batches(
+    items: list, d: int, variant: str, order: str | None, batch_size: int | None
+) -> Iterator[list]:
     if batch_size is not None:
         for k in range(0, len(items), batch_size):
             yield items[k : k + batch_size]
@@ -481,7 +573,7 @@ def _batches(items: list, d: int, variant: str, batch_size: int | None) -> Itera
     cost = 0.0
     for item in items:
         batch.append(item)
-        cost += _parse_cost(len(item[0]), d, variant)
+        cost += _parse_cost(len(item[0]), d, variant, order)
         if cost >= _TASK_SECONDS or len(batch) >= _TASK_MAX_SENTENCES:
             yield batch
             batch, cost = [], 0.0
@@ -532,7 +624,8 @@ def run_task(task: Task) -> list[dict[str, Any]]:
     Runs anywhere fastdcyk is installed (a pool process, a dask worker): the codebook is
     rebuilt from the task's seed with one FFT thread (and kept for the next task of the
     same d, seed and variant), and the Numba kernels are set to one thread. A new codebook
-    is warmed up first on a two-word prefix of the first sentence, outside the timing.
+    is warmed up first on a two-word prefix of the first sentence, outside the timing, in
+    the task's order. Every record names the order (``task.order``, resolved).
     """
     _kernels.set_threads(1)
     grammar = _worker_grammar(task.grammar_text)
@@ -540,12 +633,25 @@ def run_task(task: Task) -> list[dict[str, Any]]:
     if fresh and task.items:
         # Untimed warm-up on a short prefix: loads the Numba kernels and plans the FFTs of
         # this d, so that ``seconds`` measures parsing only.
-        dcyk(grammar, task.items[0][0][:2], cb, variant=task.variant, beta=task.beta)
+        dcyk(
+            grammar,
+            task.items[0][0][:2],
+            cb,
+            variant=task.variant,
+            beta=task.beta,
+            order=task.order,
+        )
     records = []
     for words, indices in task.items:
         t0 = time.perf_counter()
         result = dcyk(
-            grammar, words, cb, variant=task.variant, beta=task.beta, threshold=task.threshold
+            grammar,
+            words,
+            cb,
+            variant=task.variant,
+            beta=task.beta,
+            threshold=task.threshold,
+            order=task.order,
         )
         seconds = time.perf_counter() - t0
         scores = cell_scores(cyk(grammar, words), result.chart)
@@ -554,6 +660,7 @@ def run_task(task: Task) -> list[dict[str, Any]]:
                 {
                     "grammar": task.grammar,
                     "variant": task.variant,
+                    "order": task.order,
                     "beta": task.beta,
                     "d": task.d,
                     "seed": task.seed,
@@ -644,9 +751,11 @@ def _parse_file(path: Path) -> _Parsed:
                 )
             header = obj
         else:
-            missing = [f for f in RECORD_FIELDS if f not in obj]
+            missing = [f for f in RECORD_FIELDS if f not in obj and f not in _OPTIONAL_FIELDS]
             if missing:
                 raise ResultsFileError(f"{str(path)!r}, line {line_no}: record lacks {missing}")
+            if "order" not in obj:  # written before records named their order
+                obj["order"] = record_order(obj)
             records.append(obj)
         pos = end + 1
     return _Parsed(header, records, pos, False)
@@ -1055,6 +1164,34 @@ def _t_interval(values: np.ndarray, level: float) -> tuple[float, float]:
     return max(0.0, mean - half), min(1.0, mean + half)
 
 
+def _orders_differ(records: Iterable[dict[str, Any]]) -> bool:
+    """Whether groups by variant must name the order.
+
+    True when a variant of ``records`` was parsed in more than one order, or in another
+    than its own (see :func:`record_order`).
+    """
+    seen: dict[str, set[str | None]] = {}
+    for r in records:
+        seen.setdefault(r["variant"], set()).add(record_order(r))
+    return any(
+        orders != {VARIANTS.get(variant, {}).get("order")} for variant, orders in seen.items()
+    )
+
+
+def _with_order(keys: Sequence[str]) -> tuple[str, ...]:
+    """``keys`` with "order" just after "variant" (unchanged when they lack "variant" or
+    already hold "order")."""
+    keys = tuple(keys)
+    if "variant" not in keys or "order" in keys:
+        return keys
+    k = keys.index("variant") + 1
+    return (*keys[:k], "order", *keys[k:])
+
+
+def _field(record: dict[str, Any], name: str) -> Any:
+    return record_order(record) if name == "order" else record[name]
+
+
 def aggregate(
     records: Iterable[dict[str, Any]],
     by: Sequence[str] = ("grammar", "variant", "beta", "d"),
@@ -1078,7 +1215,11 @@ def aggregate(
     records : iterable of dict
         Records (see :data:`RECORD_FIELDS`).
     by : sequence of str
-        The fields that define a group (the rest is pooled: seeds, for instance).
+        The fields that define a group (the rest is pooled: seeds, for instance). When it
+        holds "variant" but not "order", and a variant of ``records`` was parsed in more
+        than one order (or in another than its own: ``VARIANTS[v]["order"]``), "order" is
+        added after "variant", so that two orders are never pooled; otherwise (one order
+        per variant, its own) the rows are as without orders.
     level : float
         Confidence level (default 0.95).
     n_boot : int
@@ -1089,16 +1230,19 @@ def aggregate(
     Returns
     -------
     list of dict
-        One row per group, sorted by the ``by`` fields, with ``n`` (records), ``distinct``
-        (distinct sentences), ``mean_length``, ``seconds`` (mean parse time), and for
+        One row per group, sorted by the ``by`` fields (and "order" when it was added), with
+        ``n`` (records), ``distinct`` (distinct sentences), ``mean_length``, ``seconds``
+        (mean parse time), and for
         ``m`` in {"micro", "macro"} and ``s`` in {"precision", "recall", "f1"} the keys
         ``f"{m}_{s}"``, ``f"{m}_{s}_lo"`` and ``f"{m}_{s}_hi"``.
     """
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
+    records = list(records)
+    by = _with_order(by) if _orders_differ(records) else tuple(by)
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in records:
-        groups.setdefault(tuple(r[k] for k in by), []).append(r)
+        groups.setdefault(tuple(_field(r, k) for k in by), []).append(r)
     rows = []
     for key in sorted(groups, key=lambda k: tuple((str(type(x)), x) for x in k)):
         rs = groups[key]
@@ -1161,6 +1305,7 @@ def study_rows(
         ``grammar`` (groups: variant, d). ``"b"``: scores against sentence length for every
         d, with ``grammar`` (groups: variant, d, length). ``"c"``: scores against sentence
         length for every grammar, at dimension ``d`` (groups: variant, grammar, length).
+        Groups by variant are split by order as in :func:`aggregate`.
     grammar : str
         The grammar of studies a and b (default "G0"; when absent, the first grammar of the
         records).
@@ -1237,8 +1382,12 @@ def format_table(
 ) -> str:
     """A text (or Markdown) table of aggregate rows: the keys, n, micro P/R/F1, macro F1.
 
-    Intervals are the 95% ones of :func:`aggregate`, written ``value [lo, hi]``.
+    Intervals are the 95% ones of :func:`aggregate`, written ``value [lo, hi]``. When the
+    rows are split by order (:func:`aggregate` added "order") and ``keys`` has "variant",
+    an "order" column follows it.
     """
+    if any("order" in row for row in rows):
+        keys = _with_order(keys)
     head = [*keys, "n", "micro P", "micro R", "micro F1", "macro F1", "s/sentence"]
     body = []
     for row in rows:
@@ -1263,6 +1412,10 @@ def format_table(
 
 
 def summary_table(records: Sequence[dict[str, Any]], markdown: bool = False) -> str:
-    """Per grammar, variant, beta and d, over all sentence lengths: the run's summary."""
+    """Per grammar, variant, beta and d, over all sentence lengths: the run's summary.
+
+    A variant run in more than one order (or in another than its own) gets a row per order
+    (see :func:`aggregate`).
+    """
     keys = ("grammar", "variant", "beta", "d")
     return format_table(aggregate(records, keys), keys, markdown=markdown)

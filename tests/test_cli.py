@@ -47,6 +47,40 @@ def test_parse_options_reach_the_engine(capsys):
     assert "d=256" in out
 
 
+def test_parse_order_reaches_the_engine_and_the_report(capsys):
+    argv = ["parse", "--grammar", "G0", "--dim", "64", "fish", "swim"]
+    expected = [
+        ([], "variant=paper (gate=entrywise, decoder=entry, order=sequential,"),
+        (["--variant", "trace"], "variant=trace (gate=trace, decoder=trace, order=cell,"),
+        (["--order", "cell"], "variant=paper (gate=entrywise, decoder=entry, order=cell,"),
+        (["--variant", "trace", "--order", "sequential"], "order=sequential"),
+    ]
+    for extra, shown in expected:
+        assert main(argv[:5] + extra + argv[5:]) == 0
+        out = capsys.readouterr().out
+        assert shown in out, out
+
+
+def test_parse_progress_bar_only_for_long_parses_on_a_terminal(monkeypatch, capsys):
+    seen = []
+    real = cli.dcyk
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("progress"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "dcyk", spy)
+    argv = ["parse", "--dim", "16", "a", "a", "b"]
+    assert main(argv) == 0  # stderr is not a terminal here: no bar
+    assert main([*argv[:1], "--progress", *argv[1:]]) == 0
+    assert main([*argv[:1], "--no-progress", *argv[1:]]) == 0
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: True, raising=False)
+    assert main(argv) == 0  # a terminal: the bar, after a few seconds
+    assert seen == [False, cli.PARSE_PROGRESS_DELAY, False, cli.PARSE_PROGRESS_DELAY]
+    assert 0 < cli.PARSE_PROGRESS_DELAY <= 5
+    assert capsys.readouterr().err == ""  # short parses print nothing extra
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -77,6 +111,8 @@ def test_parse_unreadable_grammar_file(tmp_path, capsys):
         (["parse", "--dim", "x", "a"], "the dimension must be an integer"),
         (["parse", "--variant", "fast", "a"], "invalid choice: 'fast'"),
         (["parse", "--threshold", "1.5", "a"], "strictly between 0 and 1"),
+        (["parse", "--order", "fast", "a"], "argument --order: invalid choice: 'fast'"),
+        (["experiment", "--orders", "cell", "fast"], "argument --orders: invalid choice: 'fast'"),
         (["experiment", "--dims", "100", "1"], "the dimension must be >= 2, got 1"),
         (["experiment", "--variants", "fast"], "invalid choice: 'fast'"),
         (["experiment", "--sentences", "0"], "expected an integer >= 1"),
@@ -130,6 +166,43 @@ def test_experiment_runs_resumes_and_refuses_another_configuration(tmp_path, cap
     err = capsys.readouterr().err
     assert "holds results of another configuration" in err and "--out" in err
     assert len(ex.read_results(out).records) == 64
+
+
+def test_experiment_orders_cross_the_variants_and_resume(tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    argv = ["experiment", "--grammars", "G0", "--dims", "16", "--sentences", "4"]
+    argv += ["--max-len", "4", "--variants", "paper", "--orders", "sequential", "cell"]
+    argv += ["--out", str(out), "--executor", "serial", "--no-progress"]
+    assert main(argv) == 0
+    captured = capsys.readouterr().out
+    assert "8 records written" in captured
+    table = captured.split("grammar", 1)[1].splitlines()
+    assert table[0].split()[:4] == ["variant", "order", "beta", "d"]
+    assert [r.split()[:3] for r in table[1:3]] == [
+        ["G0", "paper", "cell"],
+        ["G0", "paper", "sequential"],
+    ]
+    records = ex.read_results(out).records
+    assert sorted({r["order"] for r in records}) == ["cell", "sequential"]
+    header = json.loads(out.read_text().splitlines()[0])
+    assert header["config"]["orders"] == ["sequential", "cell"]
+    assert main(argv) == 0  # resume: both orders are done
+    assert "0 records written" in capsys.readouterr().out
+    # without --orders: each variant's own order, the hash of a grid without orders
+    cfg = cli._config_from_args(cli.build_parser().parse_args(["experiment"]))
+    assert cfg.orders == (None,) and cfg == ex.ExperimentConfig()
+
+
+def test_experiment_help_quotes_the_core_hours_constant(monkeypatch, capsys):
+    assert "PAPER_GRID_CORE_HOURS" in ex.__all__
+    assert cli.PAPER_GRID_CORE_HOURS == ex.PAPER_GRID_CORE_HOURS
+    monkeypatch.setattr(cli, "PAPER_GRID_CORE_HOURS", 1234)
+    with pytest.raises(SystemExit) as err:
+        main(["experiment", "--help"])
+    assert err.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "some 1234 core-hours" in text
+    assert "default: each variant's own: paper sequential, trace cell" in text
 
 
 def test_experiment_default_out_is_named_by_the_hash(tmp_path, monkeypatch, capsys):
@@ -218,6 +291,7 @@ def test_demo_prints_charts_then_a_small_reproduction(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "=== example: a a b" in text and "=== G0:" in text
     assert text.count("variant=paper") == 2 and text.count("variant=trace") == 2
+    assert text.count("order=sequential") == 2 and text.count("order=cell") == 2
     assert "small reproduction" in text and "G0       trace    50    32" in text
     assert f"figures written to {out.resolve()}" in text
     assert "demo finished in" in text

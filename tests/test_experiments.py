@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,6 +21,13 @@ from fastdcyk import Codebook, Grammar, GrammarError, Scores, cell_scores, cyk, 
 from fastdcyk.engine import VARIANTS
 
 SMALL = ex.ExperimentConfig(grammars=("G0", "G1"), dims=(16, 32), sentences=12, max_len=6)
+#: A grid crossing both variants with both orders (G0, d = 16, short sentences).
+ORDERED = ex.ExperimentConfig(
+    grammars=("G0",), dims=(16,), sentences=6, max_len=4, orders=("sequential", "cell")
+)
+#: The hash of ExperimentConfig(grammars=("G0",), dims=(64,), sentences=3, max_len=4), pinned
+#: from the code before configurations had orders.
+PINNED_HASH = "b3eff59a0264a6edc235e0a476fd073a69b8170c0567d3809e1629343cf45f20"
 
 
 def _strip(records):
@@ -77,9 +85,66 @@ def test_config_hash_covers_the_grammar_text(tmp_path):
     assert cfg.hash() != before
 
 
+def test_configurations_with_orders_do_not_resume_files_written_before_orders(tmp_path):
+    # Before orders existed every variant was parsed in the paper's order; the trace
+    # variant now defaults to cell order, so a default configuration must not add records
+    # to such a file: its hash differs, and the file is refused with a clear error.
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(64,), sentences=3, max_len=4)
+    assert cfg.orders == (None,)
+    assert cfg.hash() != PINNED_HASH
+    assert cfg.to_dict()["orders"] == [None]
+    old = {k: v for k, v in cfg.to_dict().items() if k != "orders"}
+    path = tmp_path / "old.jsonl"
+    header = ex._header(cfg, PINNED_HASH)
+    header["config"] = old
+    path.write_text(json.dumps(header) + "\n")
+    with pytest.raises(ex.ConfigMismatchError, match="another configuration"):
+        ex.open_results(path, cfg, cfg.hash())
+    # an explicit (None,) is the default; a header without "orders" reads as it
+    assert (
+        ex.ExperimentConfig(grammars=("G0",), dims=(64,), sentences=3, max_len=4, orders=None)
+        == cfg
+    )
+    assert ex.ExperimentConfig.from_dict(old) == cfg
+    assert ex.ExperimentConfig.from_dict(cfg.to_dict()) == cfg
+    # records of such files were all parsed in the paper's order
+    assert ex.record_order({"variant": "trace"}) == "sequential"
+    # asking for an order is another grid, with another hash, and the header says so
+    for orders in (("cell",), ("sequential", "cell"), (None, "cell")):
+        other = ex.ExperimentConfig(
+            grammars=("G0",), dims=(64,), sentences=3, max_len=4, orders=orders
+        )
+        assert other.hash() not in (PINNED_HASH, cfg.hash())
+        assert other.to_dict()["orders"] == list(other.orders)
+        assert ex.ExperimentConfig.from_dict(json.loads(json.dumps(other.to_dict()))) == other
+
+
+def test_config_orders_are_normalised_and_crossed_with_the_variants():
+    cfg = ex.ExperimentConfig(orders=["cell", "sequential", "cell"])
+    assert cfg.orders == ("sequential", "cell")
+    assert cfg == ex.ExperimentConfig(orders=("sequential", "cell"))
+    assert ex.ExperimentConfig(orders="cell").orders == ("cell",)
+    assert cfg.variant_orders() == (
+        ("paper", "sequential"),
+        ("paper", "cell"),
+        ("trace", "sequential"),
+        ("trace", "cell"),
+    )
+    assert cfg.grid_size() == 2 * ex.ExperimentConfig().grid_size()
+    own = ex.ExperimentConfig()
+    assert own.variant_orders() == tuple((v, VARIANTS[v]["order"]) for v in VARIANTS)
+    # None and the order it resolves to are one pair, run once
+    mixed = ex.ExperimentConfig(orders=(None, "cell"))
+    assert mixed.orders == (None, "cell")
+    assert mixed.variant_orders() == (("paper", "sequential"), ("paper", "cell"), ("trace", "cell"))
+    assert mixed.grid_size() == 3 * own.grid_size() // 2
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
+        ({"orders": ("fast",)}, r"unknown order 'fast': choose from \('sequential', 'cell'\)"),
+        ({"orders": ()}, "orders must not be empty"),
         ({"dims": (1,)}, "dims must hold integers >= 2"),
         ({"dims": ()}, "dims must not be empty"),
         ({"variants": ("fast",)}, "unknown variant 'fast'"),
@@ -121,7 +186,7 @@ def test_a_grammar_that_cannot_read_the_sample_is_refused(tmp_path):
 
 def _task_keys(tasks):
     return [
-        (t.grammar, t.variant, t.beta, t.d, t.seed, i)
+        (t.grammar, t.variant, t.order, t.beta, t.d, t.seed, i)
         for t in tasks
         for _, ix in t.items
         for i in ix
@@ -133,7 +198,7 @@ def test_tasks_cover_the_grid_once_and_parse_each_distinct_sentence_once():
     sample = SMALL.sample()
     assert len(set(sample)) < len(sample)  # the sample has repeats: dedupe matters
     keys = [
-        (t.grammar, t.variant, t.beta, t.d, t.seed, i)
+        (t.grammar, t.variant, t.order, t.beta, t.d, t.seed, i)
         for t in tasks
         for _, ix in t.items
         for i in ix
@@ -141,7 +206,7 @@ def test_tasks_cover_the_grid_once_and_parse_each_distinct_sentence_once():
     assert len(keys) == len(set(keys)) == SMALL.grid_size()
     per_cell: dict = {}
     for t in tasks:
-        cell = (t.grammar, t.variant, t.beta, t.d, t.seed)
+        cell = (t.grammar, t.variant, t.order, t.beta, t.d, t.seed)
         per_cell.setdefault(cell, []).extend(w for w, _ in t.items)
     for words in per_cell.values():
         assert sorted(words) == sorted(set(sample))
@@ -158,7 +223,7 @@ def test_tasks_skip_what_is_done_and_respect_batch_size():
     rest = ex.plan_tasks(SMALL, done, batch_size=2)
     assert sum(t.n_records for t in rest) == SMALL.grid_size() - len(first)
     assert not done & {
-        (t.grammar, t.variant, t.beta, t.d, t.seed, i)
+        (t.grammar, t.variant, t.order, t.beta, t.d, t.seed, i)
         for t in rest
         for _, ix in t.items
         for i in ix
@@ -183,6 +248,7 @@ def test_run_task_scores_match_a_direct_parse():
         )
         assert rec["f1"] == expected.f1 and rec["index"] == 7 and rec["length"] == 4
         assert rec["words"] == "fish swim near fish" and rec["variant"] == variant
+        assert task.order == rec["order"] == VARIANTS[variant]["order"]  # resolved
         assert list(rec) == list(ex.RECORD_FIELDS)
         assert rec["seconds"] > 0
 
@@ -402,6 +468,109 @@ def test_bad_executor_arguments():
     assert not Path("x.jsonl").exists()
 
 
+# -- orders ---------------------------------------------------------------------------------
+
+
+def test_run_task_parses_in_the_task_order(monkeypatch):
+    """The order reaches dcyk, in the warm-up too, and is written into every record."""
+    calls = []
+    real = ex.dcyk
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("order"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ex, "dcyk", spy)
+    g = Grammar.builtin("G1")
+    words = ("fish", "swim", "fish")
+    for order in ("cell", "sequential"):
+        monkeypatch.setattr(ex, "_local", threading.local())  # no codebook held: a warm-up
+        task = ex.Task(
+            "G1", g.to_string(), "paper", 50.0, 24, 5, 0.99, "float32", ((words, (2,)),), order
+        )
+        calls.clear()
+        (rec,) = ex.run_task(task)
+        assert calls == [order, order]  # the warm-up, then the parse
+        assert rec["order"] == order and list(rec) == list(ex.RECORD_FIELDS)
+        cb = Codebook(24, seed=5, unitary=VARIANTS["paper"]["unitary"])
+        expected = cell_scores(cyk(g, words), real(g, words, cb, order=order).chart)
+        assert (rec["tp"], rec["predicted"]) == (expected.tp, expected.predicted)
+    with pytest.raises(ValueError, match="unknown order 'fast'"):
+        ex.Task("G1", g.to_string(), "paper", 50.0, 24, 5, 0.99, "float32", (), "fast")
+
+
+def test_record_key_distinguishes_orders_and_reads_old_records_as_sequential():
+    rec = {"grammar": "G0", "variant": "paper", "beta": 50.0, "d": 16, "seed": 0, "index": 3}
+    seq = ex.record_key(dict(rec, order="sequential"))
+    cell = ex.record_key(dict(rec, order="cell"))
+    assert seq != cell and "cell" in cell and "sequential" in seq
+    # no "order": written before orders existed, when every variant ran in the paper's order
+    assert ex.record_key(rec) == seq
+    assert ex.record_order(dict(rec, variant="trace")) == "sequential"
+    assert ex.record_key(dict(rec, variant="trace")) != ex.record_key(
+        dict(rec, variant="trace", order="cell")
+    )
+
+
+def test_a_grid_of_two_orders_writes_both_and_resumes(tmp_path):
+    path = tmp_path / "r.jsonl"
+    summary = ex.run_experiment(ORDERED, path, executor="serial", progress=False)
+    assert summary.complete and summary.written == ORDERED.grid_size() == 4 * 6
+    records = ex.load_records(path)
+    assert {(r["variant"], r["order"]) for r in records} == {
+        (v, o) for v in VARIANTS for o in ("sequential", "cell")
+    }
+    for variant in VARIANTS:
+        for order in ("sequential", "cell"):
+            mine = [r for r in records if (r["variant"], r["order"]) == (variant, order)]
+            assert sorted(r["index"] for r in mine) == list(range(6))
+    full = _strip(records)
+    assert len(full) == len(records)  # two orders of a variant are distinct records
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["config"]["orders"] == ["sequential", "cell"]
+    # keep the header and the records of one order only: the other is redone, nothing else
+    lines = path.read_text().splitlines(keepends=True)
+    kept = [ln for ln in lines[1:] if json.loads(ln)["order"] == "cell"]
+    path.write_text(lines[0] + "".join(kept))
+    again = ex.run_experiment(ORDERED, path, executor="serial", progress=False)
+    assert (again.resumed, again.written) == (len(kept), ORDERED.grid_size() - len(kept))
+    assert again.complete
+    assert _strip(ex.load_records(path)) == full
+    last = ex.run_experiment(ORDERED, path, executor="serial", progress=False)
+    assert (last.resumed, last.written, last.tasks) == (ORDERED.grid_size(), 0, 0)
+
+
+def test_old_records_without_an_order_load_and_aggregate_but_are_not_resumed(tmp_path):
+    """A file written before records had "order": its records read as the paper's order
+    (the only one then), they aggregate, and today's configuration refuses to add to it."""
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(64,), sentences=3, max_len=4)
+    new = tmp_path / "new.jsonl"
+    ex.run_experiment(cfg, new, executor="serial", progress=False)
+    old = tmp_path / "old.jsonl"
+    lines = new.read_text().splitlines()
+    header = json.loads(lines[0])
+    del header["config"]["orders"]
+    header["config_hash"] = PINNED_HASH  # what the code before orders wrote for cfg
+    legacy = [json.loads(ln) for ln in lines[1:]]
+    for r in legacy:
+        del r["order"]
+    old.write_text("\n".join(json.dumps(x) for x in [header, *legacy]) + "\n")
+    assert '"order"' not in old.read_text()
+    records = ex.load_records(old)
+    assert len(records) == cfg.grid_size()
+    assert all(r["order"] == "sequential" for r in records)
+    with pytest.raises(ex.ConfigMismatchError, match="another configuration"):
+        ex.run_experiment(cfg, old, executor="serial", progress=False)
+    # the paper variant's records are those of its default order; the trace variant's are
+    # labelled with the order they were parsed in, so its rows say "sequential"
+    rows = ex.aggregate(legacy)
+    assert len(rows) == 2
+    assert {(r["variant"], r.get("order")) for r in rows} == {
+        ("paper", "sequential"),
+        ("trace", "sequential"),
+    }
+
+
 # -- aggregation ----------------------------------------------------------------------------
 
 
@@ -482,3 +651,37 @@ def test_summary_table_lists_every_cell(reference):
 
 def _with_seconds(records_by_key):
     return [dict(r, seconds=0.0) for r in records_by_key.values()]
+
+
+def test_aggregate_splits_a_variant_run_in_two_orders():
+    seq = _records([1, 2, 1], [2, 2, 2], [1, 2, 4], order="sequential")
+    cell = _records([2, 2, 2], [2, 2, 2], [2, 2, 2], order="cell")
+    rows = ex.aggregate(seq + cell)
+    assert [(r["variant"], r["order"], r["n"]) for r in rows] == [
+        ("paper", "cell", 3),
+        ("paper", "sequential", 3),
+    ]
+    assert list(rows[0])[:3] == ["grammar", "variant", "order"]
+    assert rows[0]["micro_f1"] == 1.0 and rows[1]["micro_f1"] < 1.0
+    # one order per variant, its own: the rows are those of before (no "order")
+    assert all("order" not in r for r in ex.aggregate(seq))
+    # another order than the variant's own is named
+    (only,) = ex.aggregate(cell)
+    assert only["order"] == "cell"
+    # a grouping without the variant pools orders as it pools variants
+    assert [r["n"] for r in ex.aggregate(seq + cell, ("length",))] == [2, 2, 2]
+    table = ex.summary_table(seq + cell).splitlines()
+    assert table[0].split()[:5] == ["grammar", "variant", "order", "beta", "d"]
+    assert table[1].split()[:3] == ["G0", "paper", "cell"] and len(table) == 3
+    md = ex.format_table(rows, ("variant", "d"), markdown=True)
+    assert md.startswith("| variant | order | d | n |")
+
+
+def test_study_rows_split_orders(tmp_path):
+    recs = _records([1] * 4, [2] * 4, [2] * 4, order="sequential")
+    recs += _records([2] * 4, [2] * 4, [2] * 4, order="cell")
+    for study in ("a", "b", "c"):
+        rows = ex.study_rows(recs, study)
+        assert {r["order"] for r in rows} == {"sequential", "cell"}
+    a = ex.study_rows(recs, "a", max_len=7)
+    assert {(r["order"], r["micro_f1"]) for r in a} == {("sequential", 0.5), ("cell", 1.0)}
