@@ -42,13 +42,17 @@ def _args(name: str, d: int):
         return (rng.uniform(0, 1, (d, d)).astype(np.float32), 50.0, 0.5)
     if name == "diag_of_product":
         return (x, rng.standard_normal((d, d)).astype(np.float32), np.empty(d))
-    if name == "conj_diag_of_product":
-        y = (x + 1j * rng.standard_normal((d, d))).astype(np.complex64)
-        z = (rng.standard_normal((d, d)) + 1j * x).astype(np.complex64)
-        return (y, z, np.empty(d, np.complex128))
     if name == "circulant_times_diag":
         v = x[0].copy()
         return (v, x[1].copy(), idx, rng.permutation(d), np.empty_like(x))
+    if name in ("row_dots", "outer_madd"):
+        a = np.exp(1j * rng.uniform(0, 2 * np.pi, (h, d))).astype(np.complex64)
+        u = np.exp(1j * rng.uniform(0, 2 * np.pi, d)).astype(np.complex64)
+        if name == "row_dots":
+            return (a, a.copy(), u, np.empty(h, np.complex128))
+        return (a, u[:h].copy(), a.copy(), u, False)
+    if name == "rows_circulant":
+        return (x, idx, rng.permutation(d), np.empty_like(x))
     if name == "wrapped_diag_sums":
         return (x, idx, rng.permutation(d), np.empty(d))
     raise ValueError(name)
@@ -61,7 +65,9 @@ KERNELS = (
     "spec_mul_axis1",
     "sigmoid_inplace",
     "diag_of_product",
-    "conj_diag_of_product",
+    "row_dots",
+    "outer_madd",
+    "rows_circulant",
     "circulant_times_diag",
     "wrapped_diag_sums",
 )

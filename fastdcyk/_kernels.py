@@ -19,8 +19,6 @@ __all__ = [
     "set_threads",
     "circulant_times_diag",
     "circulant_times_diag_numpy",
-    "conj_diag_of_product",
-    "conj_diag_of_product_numpy",
     "diag_of_product",
     "diag_of_product_numpy",
     "gather_cols",
@@ -243,11 +241,6 @@ def circulant_times_diag_numpy(v, p, rowidx, shift, out):
     return out
 
 
-def conj_diag_of_product_numpy(y, z, out):
-    out[:] = np.einsum("rk,kr->r", np.conj(y), z, dtype=np.complex128)
-    return out
-
-
 def _spectral_diag_py(yhat, coef, ghat, out):  # pragma: no cover - compiled
     """out[r] = Re sum_f yhat[r, f] * coef[f] * conj(ghat[f, r]), accumulated in float64.
 
@@ -449,8 +442,6 @@ spec_mul_axis1 = _dual(_spec_mul_axis1_py)
 sigmoid_inplace = _dual(_sigmoid_inplace_py)
 diag_of_product = _dual(_diag_of_product_py)
 circulant_times_diag = _dual(_circulant_times_diag_py)
-# complex y: the same kernel (its conj is what the spectral trace needs)
-conj_diag_of_product = diag_of_product
 wrapped_diag_sums = _dual(_wrapped_diag_sums_py)
 spectral_diag = _dual(_spectral_diag_py)
 spec_mul_into_axis1 = _dual(_spec_mul_into_axis1_py)

@@ -306,3 +306,14 @@ def test_demo_default_grid_is_the_documented_one():
     assert cli.DEMO_GRID.grammars == ("G0",)
     assert cli.DEMO_GRID.variants == ("paper", "trace")
     assert cli.DEMO_GRID.sentences == 100
+
+
+def test_one_grid_estimate_everywhere():
+    """The README and docs/results.md quote the same core-hours as the CLI's help."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    figure = f"{ex.PAPER_GRID_CORE_HOURS} core-hours"
+    for doc in ("README.md", "docs/results.md"):
+        text = " ".join((root / doc).read_text(encoding="utf-8").split())
+        assert figure in text, f"{doc} does not quote {figure!r}"

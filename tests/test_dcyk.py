@@ -37,6 +37,20 @@ class DenseDCYK:
         with np.errstate(over="ignore"):
             return 1.0 / (1.0 + np.exp(-(x - 0.5) * beta))
 
+    def run_like(self, res):
+        """The reference with the grammar, sentence and options of an engine result."""
+        o = res.options
+        return self.run(
+            res.grammar,
+            res.words,
+            gate=o.gate,
+            decoder=o.decoder,
+            unary_mask=o.unary_mask,
+            beta=o.beta,
+            threshold=o.threshold,
+            order=o.order,
+        )
+
     def run(self, g, words, *, gate, decoder, unary_mask, beta, threshold, order="sequential"):
         d, n = self.d, len(words)
         eye = np.eye(d)
@@ -128,17 +142,7 @@ def test_engine_matches_dense_reference(grammar, sentence, settings, d):
     # prune=0 applies every update, as the reference does; beta 10 keeps the gates smooth, so
     # P_A carries real values (not only 0s and 1s) and differences would show.
     res = fd.dcyk(g, sentence, cb, beta=10.0, threshold=0.9, prune=0.0, **settings)
-    o = res.options
-    ref_pl, ref_pr, ref_stats, ref_chart = DenseDCYK(cb).run(
-        g,
-        sentence.split(),
-        gate=o.gate,
-        decoder=o.decoder,
-        unary_mask=o.unary_mask,
-        beta=o.beta,
-        threshold=o.threshold,
-        order=o.order,
-    )
+    ref_pl, ref_pr, ref_stats, ref_chart = DenseDCYK(cb).run_like(res)
     scale_l = np.abs(ref_pl).max()
     scale_r = max(np.abs(ref_pr).max(), 1e-300)
     assert np.abs(res.p_left - ref_pl).max() <= 1e-5 * scale_l
@@ -406,17 +410,7 @@ def test_hundreds_of_nonterminals_match_dense_reference(variant, order):
     words = fd.generate(g, 1, min_len=4, max_len=4, seed=1)[0]
     cb = fd.Codebook(40, seed=2, dtype="float64")
     res = fd.dcyk(g, words, cb, variant=variant, order=order, beta=2.0, prune=0.0)
-    o = res.options
-    ref_pl, ref_pr, ref_stats, ref_chart = DenseDCYK(cb).run(
-        g,
-        words,
-        gate=o.gate,
-        decoder=o.decoder,
-        unary_mask=o.unary_mask,
-        beta=o.beta,
-        threshold=o.threshold,
-        order=o.order,
-    )
+    ref_pl, ref_pr, ref_stats, ref_chart = DenseDCYK(cb).run_like(res)
     assert res.counts["detections"] == len(words) * len({a for a, _ in g.unary_rules}) + len(
         words
     ) * (len(words) - 1) // 2 * len({a for a, _, _ in g.binary_rules})

@@ -160,22 +160,6 @@ def test_circulant_times_diag(dtype, n, build):
 
 @builds
 @cases
-def test_conj_diag_of_product(dtype, n, build):
-    rng = _rng(n, dtype)
-    c = CDTYPE[dtype]
-    for m in (n, 3):
-        y = (rng.standard_normal((n, m)) + 1j * rng.standard_normal((n, m))).astype(c)
-        z = (rng.standard_normal((m, n)) + 1j * rng.standard_normal((m, n))).astype(c)
-        a = _k("conj_diag_of_product", build)(y, z, np.empty(n, np.complex128))
-        b = K.conj_diag_of_product_numpy(y, z, np.empty(n, np.complex128))
-        bound = _sum_bound(dtype, m) * (np.abs(y) * np.abs(z.T)).sum(axis=1)
-        assert np.all(np.abs(a - b) <= bound)
-        ref = np.diag(np.conj(y).astype(np.complex128) @ z.astype(np.complex128))
-        assert np.all(np.abs(a - ref) <= bound)
-
-
-@builds
-@cases
 def test_wrapped_diag_sums(dtype, n, build):
     rng = _rng(n, dtype)
     x = rng.standard_normal((n, n)).astype(dtype)
