@@ -4,7 +4,7 @@ Subcommands:
 
 - ``fastdcyk demo``: D-CYK (both variants) on the paper's running example and a few G0
   sentences, each decoded chart printed against the symbolic CYK chart; then a small
-  reproduction of the paper's experiments (G0, 100 sentences, three dimensions, both
+  reproduction of the paper's experiments (G0, 40 sentences, three dimensions, both
   variants) with its table and figures, written to ``./fastdcyk-demo/``.
 - ``fastdcyk parse --grammar G0 --dim 1024 fish swim fish``: one sentence, decoded chart
   beside the symbolic one with every disagreement marked (a progress bar on a terminal when
@@ -58,10 +58,15 @@ __all__ = ["DEMO_GRID", "UsageError", "add_grid_options", "add_run_options", "bu
 
 
 #: The demo's small reproduction (G0 only: it draws studies a and b).
+#: Sized so that the whole demo takes well under a minute on a slow 2-core machine: the
+#: faithful variant in the paper's order costs about 1.8 s per sentence at d = 1024 on such
+#: a machine, 0.4 s at d = 512 (docs/performance.md).
 DEMO_GRID = ExperimentConfig(
-    grammars=("G0",), dims=(64, 256, 1024), variants=tuple(VARIANTS), sentences=100, max_len=7
+    grammars=("G0",), dims=(64, 256, 512), variants=tuple(VARIANTS), sentences=40, max_len=6
 )
 DEMO_CHART_SENTENCES = 2
+#: d of the demo's printed charts.
+DEMO_CHART_DIM = 512
 #: ``fastdcyk parse`` shows its progress bar (on a terminal) once a parse has run this long.
 PARSE_PROGRESS_DELAY = 2.0
 #: Each variant's own order, for the help: "paper sequential, trace cell".
@@ -306,7 +311,10 @@ def build_parser() -> argparse.ArgumentParser:
         "dimensions), print its table and write its figures.",
     )
     demo.add_argument(
-        "--dim", type=_dimension, default=1024, help="d of the printed charts (default 1024)"
+        "--dim",
+        type=_dimension,
+        default=DEMO_CHART_DIM,
+        help=f"d of the printed charts (default {DEMO_CHART_DIM})",
     )
     demo.add_argument(
         "--sentences",

@@ -305,7 +305,8 @@ def test_demo_prints_charts_then_a_small_reproduction(tmp_path, capsys):
 def test_demo_default_grid_is_the_documented_one():
     assert cli.DEMO_GRID.grammars == ("G0",)
     assert cli.DEMO_GRID.variants == ("paper", "trace")
-    assert cli.DEMO_GRID.sentences == 100
+    assert cli.DEMO_GRID.sentences == 40
+    assert cli.DEMO_GRID.dims == (64, 256, 512)
 
 
 def test_one_grid_estimate_everywhere():
