@@ -2,7 +2,9 @@
 
 D-CYK's rule operators are single circulants (docs/method.md, section 2): R_u^A = sum over
 A -> a of [a]+ is ``C Phi`` with the summed terminal spectra, and R_b^A = sum over A -> B C of
-[B]+ [C]- is ``C`` with spectrum ``sum spec(B) conj(spec(C))`` (Phi Phi^T cancels). Stacking
+[B]+ [C]- is ``C`` with spectrum ``sum spec(B) conj(spec(C))`` (Phi Phi^T cancels). With
+``encoding="roles"`` the right child is written into P_right and read by R_b under its own
+vector C' (``[B]+ [C']-``), so that a rule A -> B B no longer reduces to the identity. Stacking
 them as matrices lets the engine read every nonterminal of a cell with one matrix product
 instead of one pass per nonterminal, and builds them once per (codebook, grammar) with a few
 vectorised operations, not one Operator per rule.
@@ -38,8 +40,10 @@ class RuleTables:
     vectors : ndarray, (N, d), codebook dtype
         The nonterminals' vectors v_A.
     spectra : ndarray, (N, d // 2 + 1), codebook complex dtype
-        Their spectra: the circulant of [A]+ and [A]- (written into P_left and P_right and
-        read by the decoder).
+        Their spectra: the circulant of [A]- written into P_left and read by the decoder.
+    right_spectra : ndarray, (N, d // 2 + 1), codebook complex dtype
+        The circulant of [A]+ written into P_right: ``spectra`` itself with the paper's
+        encoding, the right-child role vectors A' with ``encoding="roles"``.
     unary : ndarray of int, (U,)
         Rows (into ``nonterminals``) of the nonterminals with a rule A -> a, in grammar order.
     unary_spectra : ndarray, (U, d // 2 + 1), complex128
@@ -47,12 +51,13 @@ class RuleTables:
     binary : ndarray of int, (B,)
         Rows of the nonterminals with a rule A -> B C.
     binary_spectra : ndarray, (B, d // 2 + 1), complex128
-        Spectrum of R_b^A: the sum over its rules of spec(B) conj(spec(C)).
+        Spectrum of R_b^A: the sum over its rules of spec(B) conj(right_spec(C)).
     """
 
     nonterminals: tuple[str, ...]
     vectors: np.ndarray
     spectra: np.ndarray
+    right_spectra: np.ndarray
     unary: np.ndarray
     unary_spectra: np.ndarray
     binary: np.ndarray
@@ -73,10 +78,14 @@ def _grouped_sum(rows: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndar
     return out
 
 
-def _build(cb: Codebook, grammar: Grammar) -> RuleTables:
+def _build(cb: Codebook, grammar: Grammar, encoding: str) -> RuleTables:
     nts = tuple(grammar.nonterminals)
     index = grammar.nonterminal_index
     spectra = np.stack([cb.spectrum("nonterminal", a) for a in nts])
+    if encoding == "roles":
+        right_spectra = np.stack([cb.spectrum("right", a) for a in nts])
+    else:
+        right_spectra = spectra
     vectors = np.stack([cb.vector("nonterminal", a) for a in nts])
     h = cb.d // 2 + 1
 
@@ -95,6 +104,7 @@ def _build(cb: Codebook, grammar: Grammar) -> RuleTables:
     binary_lhs = sorted({index[a] for a, _, _ in grammar.binary_rules})
     if binary_lhs:
         s128 = spectra.astype(np.complex128)
+        r128 = right_spectra.astype(np.complex128)
         row_of = {a: r for r, a in enumerate(binary_lhs)}
         rules = grammar.binary_rules
         rows = np.array([row_of[index[a]] for a, _, _ in rules], dtype=np.intp)
@@ -103,17 +113,18 @@ def _build(cb: Codebook, grammar: Grammar) -> RuleTables:
         binary_spectra = np.zeros((len(binary_lhs), h), np.complex128)
         step = max(1, (1 << 22) // h)  # rules per chunk: bounded temporaries for huge grammars
         for k in range(0, len(rules), step):
-            prod = s128[left[k : k + step]] * np.conj(s128[right[k : k + step]])
+            prod = s128[left[k : k + step]] * np.conj(r128[right[k : k + step]])
             np.add.at(binary_spectra, rows[k : k + step], prod)
     else:
         binary_spectra = np.zeros((0, h), np.complex128)
 
-    for a in (spectra, vectors, unary_spectra, binary_spectra):
+    for a in (spectra, right_spectra, vectors, unary_spectra, binary_spectra):
         a.setflags(write=False)
     return RuleTables(
         nonterminals=nts,
         vectors=vectors,
         spectra=spectra,
+        right_spectra=right_spectra,
         unary=np.array(unary_lhs, dtype=np.intp),
         unary_spectra=unary_spectra,
         binary=np.array(binary_lhs, dtype=np.intp),
@@ -121,8 +132,8 @@ def _build(cb: Codebook, grammar: Grammar) -> RuleTables:
     )
 
 
-def rule_tables(cb: Codebook, grammar: Grammar) -> RuleTables:
-    """The :class:`RuleTables` of ``grammar`` in ``cb``, cached per codebook.
+def rule_tables(cb: Codebook, grammar: Grammar, encoding: str = "paper") -> RuleTables:
+    """The :class:`RuleTables` of ``grammar`` in ``cb`` for an encoding, cached per codebook.
 
     The caller holds the codebook's lock (a parse or a decoding does).
     """
@@ -130,10 +141,10 @@ def rule_tables(cb: Codebook, grammar: Grammar) -> RuleTables:
     if per is None:
         per = {}
         _CACHE[cb] = per
-    tables = per.get(grammar)
+    tables = per.get((grammar, encoding))
     if tables is None:
-        tables = _build(cb, grammar)
+        tables = _build(cb, grammar, encoding)
         if len(per) >= _PER_CODEBOOK:
             per.pop(next(iter(per)))
-        per[grammar] = tables
+        per[grammar, encoding] = tables
     return tables

@@ -34,7 +34,15 @@ import numpy as np
 from fastdcyk.cyk import cyk
 from fastdcyk.decode import DECODERS
 from fastdcyk.display import format_chart
-from fastdcyk.engine import DEFAULT_BETA, DEFAULT_THRESHOLD, GATES, ORDERS, VARIANTS, dcyk
+from fastdcyk.engine import (
+    DEFAULT_BETA,
+    DEFAULT_THRESHOLD,
+    ENCODINGS,
+    GATES,
+    ORDERS,
+    VARIANTS,
+    dcyk,
+)
 from fastdcyk.experiments import (
     EXECUTORS,
     PAPER_DIMS,
@@ -133,6 +141,12 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
         help="order of the updates in a cell: 'sequential' (the paper's: each update applied "
         "before the next detection) or 'cell' (every detection of a cell reads the table as "
         f"it was before the cell; much cheaper); default: the variant's ({_VARIANT_ORDERS})",
+    )
+    p.add_argument(
+        "--encoding",
+        choices=ENCODINGS,
+        help="'paper': the paper's encoding; 'roles': right children under their own "
+        "vectors, so that rules A -> B B stay distinct (default: paper)",
     )
     p.add_argument(
         "--unary-mask",
@@ -431,6 +445,7 @@ def _parse_kwargs(args: argparse.Namespace) -> dict:
         "gate": args.gate,
         "decoder": args.decoder,
         "order": args.order,
+        "encoding": args.encoding,
         "unary_mask": args.unary_mask,
         "beta": args.beta,
         "threshold": args.threshold,
@@ -447,7 +462,8 @@ def _report(grammar: Grammar, words: Sequence[str], result, out) -> None:
     t = sum(result.timings.values())
     print(
         f"D-CYK, variant={o.variant} (gate={o.gate}, decoder={o.decoder}, order={o.order}, "
-        f"beta={o.beta:g}, threshold={o.threshold:g}), d={result.codebook.d}, "
+        f"encoding={o.encoding}, beta={o.beta:g}, threshold={o.threshold:g}), "
+        f"d={result.codebook.d}, "
         f"{result.codebook.dtype}: {t:.2f} s",
         file=out,
     )

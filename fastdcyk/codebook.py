@@ -1,6 +1,7 @@
 """The codebook: a random vector per symbol, one fixed permutation, and their spectra.
 
-Every symbol s of the three namespaces (terminals, nonterminals, span indices 0, 1, 2, ...)
+Every symbol s of the four namespaces (terminals, nonterminals, span indices 0, 1, 2, ...,
+and the right-child role vectors X' of the nonterminals, used by ``encoding="roles"``)
 gets a vector v_s with i.i.d. entries N(0, 1/d), so that v_s . v_s ~ 1 and v_s . v_t ~ 0.
 Its circulant C_s is kept as the real FFT of v_s (C_s x = v_s (*) x, circular convolution),
 and the shuffled operators of the paper are
@@ -43,8 +44,8 @@ def _fresh_locks_after_fork() -> None:  # pragma: no cover - runs in forked chil
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_fresh_locks_after_fork)
 
-KINDS = ("terminal", "nonterminal", "index")
-_KIND_KEY = {"terminal": 1, "nonterminal": 2, "index": 3}
+KINDS = ("terminal", "nonterminal", "index", "right")
+_KIND_KEY = {"terminal": 1, "nonterminal": 2, "index": 3, "right": 4}
 _PERM_KEY = 0x5EED
 
 
@@ -141,6 +142,7 @@ class Codebook:
         terminals: Mapping[Any, Any] | None = None,
         nonterminals: Mapping[Any, Any] | None = None,
         indices: Mapping[int, Any] | Iterable[Any] | None = None,
+        right: Mapping[Any, Any] | None = None,
         permutation: Any,
         dtype: Any = "float32",
         engine: str | FFTEngine = "auto",
@@ -152,6 +154,8 @@ class Codebook:
         ----------
         terminals, nonterminals : mapping of symbol to a length-d array
         indices : sequence of length-d arrays (index k is the k-th) or mapping int -> array
+        right : mapping of nonterminal to a length-d array, optional
+            The right-child role vectors X' (only ``encoding="roles"`` reads them).
         permutation : array of int
             A permutation of ``range(d)``, with the convention ``(Phi x)[k] = x[perm[k]]``.
         dtype : {"float32", "float64"}
@@ -193,6 +197,7 @@ class Codebook:
             ("terminal", (terminals or {}).items()),
             ("nonterminal", (nonterminals or {}).items()),
             ("index", index_items),
+            ("right", (right or {}).items()),
         ):
             for sym, vec in items:
                 if kind == "index":

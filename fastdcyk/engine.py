@@ -58,6 +58,7 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "GATES",
     "ORDERS",
+    "ENCODINGS",
     "VARIANTS",
     "DCYKOptions",
     "DCYKResult",
@@ -72,6 +73,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "unary_mask": False,
         "unitary": False,
         "order": "sequential",
+        "encoding": "paper",
     },
     "trace": {
         "gate": "trace",
@@ -79,12 +81,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "unary_mask": False,
         "unitary": True,
         "order": "cell",
+        "encoding": "paper",
     },
 }
 GATES = ("entrywise", "trace")
 #: ``"sequential"``: the paper's order (each update applied before the next detection of the
 #: same cell); ``"cell"``: every detection of a cell reads the table as it was before the cell.
 ORDERS = ("sequential", "cell")
+#: ``"paper"``: [X]+ [i]+ [j]+ in P_right and R_b^A = sum [B]+ [C]-, as in the paper;
+#: ``"roles"``: the right child under its own vector X', [X']+ [i]+ [j]+ and [B]+ [C']-.
+ENCODINGS = ("paper", "roles")
 #: sigma's slope; the paper gives none. Chosen by measurement: see docs/method.md.
 DEFAULT_BETA = 50.0
 #: The paper's decoder threshold: sigma(x) > 0.99, i.e. x > 0.5 + 4.6 / beta.
@@ -103,6 +109,7 @@ class DCYKOptions:
     threshold: float
     prune: float
     order: str = "sequential"
+    encoding: str = "paper"
 
 
 @dataclass
@@ -324,7 +331,9 @@ def _resolve_codebook(
     return codebook
 
 
-def _resolve_options(variant, gate, decoder, unary_mask, beta, threshold, prune, dtype, order=None):
+def _resolve_options(
+    variant, gate, decoder, unary_mask, beta, threshold, prune, dtype, order=None, encoding=None
+):
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}: choose one of {tuple(VARIANTS)}")
     preset = VARIANTS[variant]
@@ -344,8 +353,11 @@ def _resolve_options(variant, gate, decoder, unary_mask, beta, threshold, prune,
     prune = float(np.finfo(dtype).eps) if prune is None else float(prune)
     if not (prune >= 0 and math.isfinite(prune)):
         raise ValueError(f"prune must be a finite number >= 0, got {prune!r}")
+    encoding = preset["encoding"] if encoding is None else encoding
+    if encoding not in ENCODINGS:
+        raise ValueError(f"unknown encoding {encoding!r}: choose one of {ENCODINGS}")
     return DCYKOptions(
-        variant, gate, decoder, unary_mask, float(beta), float(threshold), prune, order
+        variant, gate, decoder, unary_mask, float(beta), float(threshold), prune, order, encoding
     )
 
 
@@ -358,7 +370,7 @@ class _ParserBase:
     def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
         self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
         self.d = cb.d
-        self.t = rule_tables(cb, grammar)
+        self.t = rule_tables(cb, grammar, opt.encoding)
         self.counts = {"detections": 0, "updates": 0, "pruned": 0}
         self.log: list[dict[str, Any]] | None = None
         self._weights = _parseval_weights(cb.d)
@@ -472,11 +484,19 @@ class _Parser(_ParserBase):
         self.version += 1
 
     def update(
-        self, i: int, j: int, kind: str, value: np.ndarray, work: np.ndarray, spec: np.ndarray
+        self,
+        i: int,
+        j: int,
+        kind: str,
+        value: np.ndarray,
+        work: np.ndarray,
+        spec: np.ndarray,
+        right: np.ndarray,
     ) -> None:
-        """P_left += [i]- [j]- [A]- P_A and P_right += [A]+ [i]+ [j]+ P_A for one A.
+        """P_left += [i]- [j]- [A]- P_A and P_right += [A']+ [i]+ [j]+ P_A for one A.
 
-        ``spec`` is the spectrum of A's circulant. ``kind`` says what P_A is: "diag"
+        ``spec`` and ``right`` are the spectra of A's circulant in P_left and in P_right
+        (the same but with ``encoding="roles"``). ``kind`` says what P_A is: "diag"
         (diag(value)) or "full" (``value`` is P_A^T, a d x d matrix other than ``work``).
         ``work`` is a free d x d buffer.
         """
@@ -489,7 +509,7 @@ class _Parser(_ParserBase):
                 np.conj(self.spec("index", i)),
                 cb.minus("index", j) @ self._circ_phi(spec).T,
             ),
-            (self.fr, spec, cb.phi() @ cb.plus("index", i) @ cb.plus("index", j)),
+            (self.fr, right, cb.phi() @ cb.plus("index", i) @ cb.plus("index", j)),
         )
         for acc, acc_spec, inner in parts:
             if kind == "diag":
@@ -504,7 +524,7 @@ class _Parser(_ParserBase):
         diagonal = value if kind == "diag" else np.diagonal(value)
         peak = float(np.max(np.abs(value)))
         if self._kept(i, j, [row], [np.mean(diagonal)], [peak])[0]:
-            self.update(i, j, kind, value, work, self.t.spectra[row])
+            self.update(i, j, kind, value, work, self.t.spectra[row], self.t.right_spectra[row])
 
     def update_cell(self, i: int, j: int, rows: np.ndarray, gates: np.ndarray) -> None:
         """Every diagonal-gated update of a cell at once.
@@ -538,7 +558,7 @@ class _Parser(_ParserBase):
         inner.T.diag_times(np.ones(d, cb.dtype), out=self.w)
         s = cb.spectrum_buffer(self.fr.shape)
         cb.engine.rfft(self.w, 1, out=s)
-        spectra = t.spectra[kept]
+        spectra = t.right_spectra[kept]
         for r0 in range(0, d, step):
             r1 = min(d, r0 + step)
             self.fr[r0:r1] += s[r0:r1] * (p[:, r0:r1].T @ spectra).astype(cb.cdtype, copy=False)
@@ -762,11 +782,16 @@ class _SpectralParser(_ParserBase):
         dg = np.conj(self.full("index", j)) * self.full("index", i)
         return K.row_dots(self.zt, self.pr, dg, self._q)
 
-    def update(self, i: int, j: int, spec: np.ndarray) -> None:
-        """P_left += [i]- [j]- C_S^T Phi and P_right += C_S Phi [i]+ [j]+ (S: ``spec``)."""
-        spec = np.asarray(spec).astype(self.cb.cdtype)
-        K.outer_madd(self.zt, np.conj(spec), self.gmat(j), np.conj(self.full("index", i)), True)
-        K.outer_madd(self.pr, spec, self.gmat(i), self.full("index", j), False)
+    def update(self, i: int, j: int, gates: np.ndarray, rows: np.ndarray) -> None:
+        """sum_A g_A [i]- [j]- [A]- into P_left and sum_A g_A [A']+ [i]+ [j]+ into P_right.
+
+        Both are one operator: C_S^T with S^ = sum_A g_A A^ (and A'^ for P_right).
+        """
+        cdt = self.cb.cdtype
+        left = (gates @ self.t.spectra[rows].astype(np.complex128)).astype(cdt)
+        right = (gates @ self.t.right_spectra[rows].astype(np.complex128)).astype(cdt)
+        K.outer_madd(self.zt, np.conj(left), self.gmat(j), np.conj(self.full("index", i)), True)
+        K.outer_madd(self.pr, right, self.gmat(i), self.full("index", j), False)
 
     def initialise(self) -> None:
         """P_left = sum_i [i-1]- [i]- [a_i]- (P_right stays 0)."""
@@ -787,15 +812,15 @@ class _SpectralParser(_ParserBase):
             gates = sigmoid(tvals, opt.beta)
             keep = self._kept(i, j, rows, gates, gates)
             if keep.any():
-                self.update(i, j, gates[keep] @ self.t.spectra[rows[keep]].astype(np.complex128))
+                self.update(i, j, gates[keep], rows[keep])
             return
-        for k, row in enumerate(rows):
+        for k in range(len(rows)):
             self.counts["detections"] += 1
             tval = self._trace(spectra[k : k + 1], q_of())
             self._finite(tval, where)
             gate = sigmoid(tval, opt.beta)
             if self._kept(i, j, rows[k : k + 1], gate, gate)[0]:
-                self.update(i, j, gate[0] * self.t.spectra[row].astype(np.complex128))
+                self.update(i, j, gate, rows[k : k + 1])
 
     def unary(self, on_cell: Any = None) -> None:
         t = self.t
@@ -888,6 +913,7 @@ def dcyk(
     threshold: float | None = None,
     prune: float | None = None,
     order: str | None = None,
+    encoding: str | None = None,
     unitary: bool | None = None,
     engine: Any = "auto",
     decode: bool = True,
@@ -932,6 +958,13 @@ def dcyk(
         detection of a cell reads the table as it was before the cell, so the cell's
         detections share one pass and its updates are applied together (far cheaper on
         large grammars). Default: the variant's choice (paper: sequential, trace: cell).
+    encoding : {"paper", "roles"}, optional
+        ``"paper"``: P_right holds [X]+ [i]+ [j]+ and R_b^A = sum over A -> B C of
+        [B]+ [C]-, as in the paper; a rule A -> B B then reduces to the identity (~I) and A
+        is proposed over any split whose halves share a nonterminal. ``"roles"``: every
+        nonterminal X also gets an independent right-child vector X' (the codebook's
+        namespace ``"right"``): P_right holds [X']+ [i]+ [j]+ and R_b^A = sum [B]+ [C']-
+        (docs/method.md, section 3). Default: ``"paper"``.
     unitary : bool, optional
         Unitary symbol vectors (only when the codebook is built here). Default: the
         variant's choice (see :data:`VARIANTS`).
@@ -985,9 +1018,9 @@ def dcyk(
         unitary = VARIANTS[variant]["unitary"]
     cb = _resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine)
     opt = _resolve_options(
-        variant, gate, decoder, unary_mask, beta, threshold, prune, cb.dtype, order
+        variant, gate, decoder, unary_mask, beta, threshold, prune, cb.dtype, order, encoding
     )
-    _check_symbols(cb, grammar, ws)
+    _check_symbols(cb, grammar, ws, opt.encoding)
     if check_memory:
         _check_memory(cb, opt, len(ws))
 
@@ -1051,10 +1084,14 @@ def _progress_bar(progress: bool | float, total: int, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="cell", delay=delay, leave=False)
 
 
-def _check_symbols(cb: Codebook, grammar: Grammar, words: tuple[str, ...]) -> None:
+def _check_symbols(
+    cb: Codebook, grammar: Grammar, words: tuple[str, ...], encoding: str = "paper"
+) -> None:
     """Fail before any allocation when a codebook built from vectors lacks a symbol."""
     needed = [("index", k) for k in range(len(words) + 1)]
     needed += [("nonterminal", a) for a in grammar.nonterminals]
+    if encoding == "roles":
+        needed += [("right", a) for a in grammar.nonterminals]
     needed += [("terminal", t) for t in dict.fromkeys(words)]
     needed += [("terminal", t) for _, t in grammar.unary_rules]
     for kind, sym in needed:

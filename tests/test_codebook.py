@@ -99,7 +99,10 @@ def test_symbols_lists_what_was_drawn():
     assert set(cb.symbols("terminal")) == {"a", "b"}
     assert cb.symbols("index") == [2]
     assert cb.symbols("nonterminal") == []
-    assert KINDS == ("terminal", "nonterminal", "index")
+    assert KINDS == ("terminal", "nonterminal", "index", "right")
+    # a nonterminal's right-child role vector is another, independent vector
+    v, r = cb.vector("nonterminal", "NP"), cb.vector("right", "NP")
+    assert abs(float(v @ r)) < 4 / np.sqrt(8) and not np.array_equal(v, r)
 
 
 def test_float32_and_float64_agree_to_float32_rounding():

@@ -49,9 +49,22 @@ class DenseDCYK:
             beta=o.beta,
             threshold=o.threshold,
             order=o.order,
+            encoding=o.encoding,
         )
 
-    def run(self, g, words, *, gate, decoder, unary_mask, beta, threshold, order="sequential"):
+    def run(
+        self,
+        g,
+        words,
+        *,
+        gate,
+        decoder,
+        unary_mask,
+        beta,
+        threshold,
+        order="sequential",
+        encoding="paper",
+    ):
         d, n = self.d, len(words)
         eye = np.eye(d)
         P, M = self.plus, self.minus
@@ -62,13 +75,14 @@ class DenseDCYK:
         ru, rb = {}, {}
         for a, t in g.unary_rules:
             ru[a] = ru.get(a, 0) + P("terminal", t)
+        right = "right" if encoding == "roles" else "nonterminal"  # the right child's vector
         for a, b, c in g.binary_rules:
-            rb[a] = rb.get(a, 0) + P("nonterminal", b) @ M("nonterminal", c)
+            rb[a] = rb.get(a, 0) + P("nonterminal", b) @ M(right, c)
 
         def update(i, j, a, pa):
             nonlocal pl, pr
             pl = pl + M("index", i) @ M("index", j) @ M("nonterminal", a) @ pa
-            pr = pr + P("nonterminal", a) @ P("index", i) @ P("index", j) @ pa
+            pr = pr + P(right, a) @ P("index", i) @ P("index", j) @ pa
 
         def unary_gate(i, a):
             m = ru[a] @ P("index", i) @ P("index", i - 1) @ pl
@@ -130,6 +144,9 @@ SETTINGS = [
     dict(variant="paper", order="cell"),
     dict(variant="paper", order="cell", unary_mask=True),
     dict(variant="trace", order="sequential"),
+    dict(variant="trace", encoding="roles"),
+    dict(variant="paper", encoding="roles"),
+    dict(variant="paper", order="cell", encoding="roles"),
 ]
 
 
@@ -398,7 +415,8 @@ def test_record_logs_every_detection():
 
 @pytest.mark.parametrize("variant", ["paper", "trace"])
 @pytest.mark.parametrize("order", ["sequential", "cell"])
-def test_hundreds_of_nonterminals_match_dense_reference(variant, order):
+@pytest.mark.parametrize("encoding", ["paper", "roles"])
+def test_hundreds_of_nonterminals_match_dense_reference(variant, order, encoding):
     # The batched cell (one matrix product over the rule tables for every nonterminal, one
     # summed update) against the reference, which detects and updates nonterminal by
     # nonterminal: the same numbers to rounding, on a grammar of 300 nonterminals with
@@ -409,16 +427,20 @@ def test_hundreds_of_nonterminals_match_dense_reference(variant, order):
     g = fd.random_grammar(300, 60, 900, ambiguity=2.0, same_child=0.1, seed=4)
     words = fd.generate(g, 1, min_len=4, max_len=4, seed=1)[0]
     cb = fd.Codebook(40, seed=2, dtype="float64")
-    res = fd.dcyk(g, words, cb, variant=variant, order=order, beta=2.0, prune=0.0)
+    res = fd.dcyk(
+        g, words, cb, variant=variant, order=order, encoding=encoding, beta=2.0, prune=0.0
+    )
     ref_pl, ref_pr, ref_stats, ref_chart = DenseDCYK(cb).run_like(res)
     assert res.counts["detections"] == len(words) * len({a for a, _ in g.unary_rules}) + len(
         words
     ) * (len(words) - 1) // 2 * len({a for a, _, _ in g.binary_rules})
-    assert np.abs(res.p_left - ref_pl).max() <= 1e-7 * np.abs(ref_pl).max()
-    assert np.abs(res.p_right - ref_pr).max() <= 1e-7 * np.abs(ref_pr).max()
+    # 1e-5 as for the small cases above: the sequential paper variant sums hundreds of full
+    # d x d updates per position, each through a sigmoid, and lands some 1e-6 apart
+    assert np.abs(res.p_left - ref_pl).max() <= 1e-5 * np.abs(ref_pl).max()
+    assert np.abs(res.p_right - ref_pr).max() <= 1e-5 * np.abs(ref_pr).max()
     got = np.array([res.statistics[k] for k in ref_stats])
     want = np.array(list(ref_stats.values()))
-    assert np.abs(got - want).max() <= 1e-7 * np.abs(ref_pl).max()
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(ref_pl).max()
     assert res.chart == ref_chart
 
 
@@ -453,3 +475,34 @@ def test_sequential_order_is_the_engine_before_orders(variant, grammar):
     # float64 rounding of a different order of operations (the trace variant now runs in
     # the 2-D spectral domain); the paper variant agrees bit for bit
     np.testing.assert_allclose(got, BEFORE_ORDERS[variant, grammar], rtol=1e-9, atol=1e-9 * scale)
+
+
+# -- rules A -> B B: the roles encoding -----------------------------------------------------
+
+SS_GRAMMAR = "S -> S S | A B\nA -> 'a'\nB -> 'b'"
+SS_SENTENCES = ["a a", "a b a b", "a a b b", "b b a a", "a b b a b", "a b a b a b", "a a a b"]
+
+
+@pytest.mark.parametrize("d", [256, 512])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_roles_encoding_proposes_no_split_cyk_rejects(d, seed):
+    # With the paper's encoding R_b^S of S -> S S is C_S C_S^T = I (unitary vectors): S is
+    # proposed over any split whose halves share a nonterminal ("a a": A and A). With the
+    # right child under its own vector, [S]+ [S']- is a random circulant and only true
+    # derivations cancel.
+    g = fd.Grammar.from_string(SS_GRAMMAR)
+    cb = fd.Codebook(d, seed=seed, unitary=True)
+    for s in SS_SENTENCES:
+        gold = fd.cyk(g, s)
+        chart = fd.dcyk(g, s, cb, variant="trace", encoding="roles").chart
+        spurious = {k: chart[k] - gold[k] for k in gold if chart[k] - gold[k]}
+        assert not spurious, f"{s!r}: {spurious}"
+        assert chart == gold
+
+
+def test_paper_encoding_collapses_on_rules_a_to_b_b():
+    # the failure the roles encoding removes, so that the test above can fail
+    g = fd.Grammar.from_string(SS_GRAMMAR)
+    chart = fd.dcyk(g, "a a", d=512, variant="trace", encoding="paper").chart
+    assert fd.cyk(g, "a a")[(0, 2)] == frozenset()
+    assert "S" in chart[(0, 2)]
