@@ -956,8 +956,11 @@ def _run_dask(
     futures = [client.submit(run_task, t, pure=False) for t in tasks]
     by_key = {f.key: t for f, t in zip(futures, tasks, strict=True)}
     try:
-        for fut, records in as_completed(futures, with_results=True):
-            yield by_key[fut.key], records
+        # Not as_completed(..., with_results=True): its result gathering can wait for ever on
+        # results already in memory (dask/distributed issue 7331; seen here once, with every
+        # task finished on the scheduler). Each result is fetched on its own instead.
+        for fut in as_completed(futures):
+            yield by_key[fut.key], fut.result()
     finally:
         client.cancel([f for f in futures if not f.done()])
         if own:
