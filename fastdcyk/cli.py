@@ -665,7 +665,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print()
     print(summary_table(records))
     print("(micro P/R/F1: pooled counts, 95% bootstrap CI; macro F1: mean, 95% t CI)")
-    _draw(records, out, studies=("a", "b"))
+    _draw(records, out, studies=("a", "b"), max_len=config.max_len)
     print(
         f"the paper's full grid: fastdcyk experiment --out results.jsonl "
         f"(defaults: {len(PAPER_GRAMMARS)} grammars, d in {list(PAPER_DIMS)}); "

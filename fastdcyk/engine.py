@@ -165,7 +165,8 @@ class DCYKResult:
         o = self.options
         return (
             f"DCYKResult({' '.join(self.words)!r}, d={self.codebook.d}, {self.codebook.dtype}, "
-            f"variant={o.variant!r}, gate={o.gate!r}, decoder={o.decoder!r}, beta={o.beta:g})"
+            f"variant={o.variant!r}, gate={o.gate!r}, decoder={o.decoder!r}, "
+            f"order={o.order!r}, encoding={o.encoding!r}, beta={o.beta:g})"
         )
 
 
@@ -235,10 +236,21 @@ def estimate_memory(
     int
         Bytes; the larger of the figure during the parse and at its end.
     """
-    preset = VARIANTS[variant] if variant in VARIANTS else VARIANTS["paper"]
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}: choose one of {tuple(VARIANTS)}")
+    preset = VARIANTS[variant]
     gate = preset["gate"] if gate is None else gate
     order = preset["order"] if order is None else order
     decoder = preset["decoder"] if decoder is None else decoder
+    for name, value, allowed in (
+        ("gate", gate, GATES),
+        ("order", order, ORDERS),
+        ("decoder", decoder, DECODERS),
+    ):
+        if value not in allowed:
+            raise ValueError(f"unknown {name} {value!r}: choose one of {allowed}")
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"the sentence length n must be an integer >= 1, got {n!r}")
     item = np.dtype(dtype).itemsize
     eng = get_engine(engine, threads)
     real = d * d * item
@@ -278,7 +290,7 @@ def _check_memory(cb: Codebook, opt: DCYKOptions, n: int) -> None:
         raise MemoryError(
             f"D-CYK at d = {cb.d} in {cb.dtype} needs about {need / 2**30:.2f} GiB more for its "
             f"accumulators and work buffers, but only {avail / 2**30:.2f} GiB is available: "
-            f"{hint} (or pass check_memory=False to try anyway)"
+            f"{hint} (from Python, check_memory=False tries anyway)"
         )
 
 
@@ -1014,6 +1026,9 @@ def dcyk(
     if not grammar.is_cnf:
         raise ValueError("D-CYK needs a grammar in Chomsky normal form: use grammar.to_cnf()")
     ws = _words(grammar, words)
+    delay = _check_progress(progress)
+    if not isinstance(record, bool | np.bool_):
+        raise ValueError(f"record must be True or False, got {record!r}")
     if variant in VARIANTS and unitary is None:
         unitary = VARIANTS[variant]["unitary"]
     cb = _resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine)
@@ -1031,7 +1046,7 @@ def dcyk(
             parser.log = []
         timings: dict[str, float] = {}
         n = len(ws)
-        bar = _progress_bar(progress, n * (n + 1) // 2, f"D-CYK d={cb.d}")
+        bar = _progress_bar(delay, n * (n + 1) // 2, f"D-CYK d={cb.d}")
         on_cell = None if bar is None else (lambda: bar.update(1))
         try:
             t0 = time.perf_counter()
@@ -1075,12 +1090,26 @@ def dcyk(
     )
 
 
-def _progress_bar(progress: bool | float, total: int, desc: str) -> Any:
+def _check_progress(progress: Any) -> float | None:
+    """The bar's delay in seconds (None: no bar); ValueError for anything else."""
     if progress is False or progress is None:
+        return None
+    if progress is True:
+        return 0.0
+    if (
+        isinstance(progress, int | float | np.integer | np.floating)
+        and math.isfinite(progress)
+        and progress >= 0
+    ):
+        return float(progress)
+    raise ValueError(f"progress must be True, False or a delay in seconds >= 0, got {progress!r}")
+
+
+def _progress_bar(delay: float | None, total: int, desc: str) -> Any:
+    if delay is None:
         return None
     from tqdm.auto import tqdm
 
-    delay = 0.0 if progress is True else float(progress)
     return tqdm(total=total, desc=desc, unit="cell", delay=delay, leave=False)
 
 

@@ -17,8 +17,8 @@ Results file
     JSON) is cut off first. A file written for another configuration is refused
     (:class:`ConfigMismatchError`): records of two grids are never mixed. Every record
     names the order it was parsed in (:data:`fastdcyk.engine.ORDERS`); a record of an
-    older file, written before records had one, is read as its variant's own order
-    (``VARIANTS[variant]["order"]``).
+    older file, written before records had one, is read as ``"sequential"``: every variant
+    was then parsed in the paper's order.
 
 Tasks
     A task is one (grammar, variant, order, beta, d, codebook seed, batch of sentences) unit,
@@ -131,15 +131,18 @@ _KEY_FIELDS = ("grammar", "variant", "order", "beta", "d", "seed", "index")
 _OPTIONAL_FIELDS = ("order",)
 
 #: Rough seconds per parse on one core: c * n (n + 1) / 2 * (d^2 log2 d + c0), times a
-#: factor per variant (fitted to the docs/results.md run). Only used to cut tasks of a few
+#: factor per variant and order, from the d = 3000 times of docs/results.md ("Cost"): the
+#: paper variant costs 0.44 of its sequential time in cell order; the trace variant (the 2-D
+#: spectral parser, the same cost in either order) 0.09. Only used to cut tasks of a few
 #: seconds and to weigh the progress bar, never in a result.
 _COST_C = 6e-9
 _COST_C0 = 5e4
-_VARIANT_COST = {"paper": 1.0, "trace": 0.4}
-#: A factor per order, on top of the variant's. Not fitted yet (the variant factors were
-#: fitted in the paper's order): "cell" is cheaper, so its tasks come out shorter than
-#: _TASK_SECONDS, which costs a little scheduling and nothing in the results.
-_ORDER_COST = {"sequential": 1.0, "cell": 1.0}
+_COST_FACTOR = {
+    ("paper", "sequential"): 1.0,
+    ("paper", "cell"): 0.44,
+    ("trace", "sequential"): 0.09,
+    ("trace", "cell"): 0.09,
+}
 _TASK_SECONDS = 4.0
 _TASK_MAX_SENTENCES = 256
 
@@ -444,7 +447,8 @@ class Task:
 
 
 def _parse_cost(n: int, d: int, variant: str, order: str | None = None) -> float:
-    scale = _VARIANT_COST.get(variant, 1.0) * _ORDER_COST.get(order or "", 1.0)
+    order = order or VARIANTS.get(variant, {}).get("order", "sequential")
+    scale = _COST_FACTOR.get((variant, order), 1.0)
     return scale * _COST_C * n * (n + 1) / 2 * (d * d * math.log2(d) + _COST_C0)
 
 
@@ -460,7 +464,7 @@ def record_order(record: dict[str, Any]) -> str | None:
 def record_key(record: dict[str, Any]) -> tuple:
     """(grammar, variant, order, beta, d, seed, index): what identifies a record in a grid.
 
-    A record without ``"order"`` (an older file) has its variant's own order
+    A record without ``"order"`` (an older file) was parsed in the paper's order
     (:func:`record_order`).
     """
     return (

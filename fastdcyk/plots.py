@@ -111,7 +111,13 @@ def figure_study(
     rows = study_rows(records, study, grammar=grammar, max_len=max_len, d=d, beta=beta)
     if not rows:
         return None
-    variants = list(dict.fromkeys(r["variant"] for r in sorted(rows, key=lambda r: r["variant"])))
+
+    # one column of panels per variant, or per (variant, order) when the records hold more
+    # than one order of a variant (the rows then carry "order")
+    def panel(r: dict[str, Any]) -> str:
+        return f"{r['variant']}', order '{r['order']}" if "order" in r else r["variant"]
+
+    variants = list(dict.fromkeys(panel(r) for r in sorted(rows, key=panel)))
     score_rows = _SCORES if study == "c" else (None,)
     with rc_context(_STYLE):
         fig = Figure(
@@ -125,7 +131,7 @@ def figure_study(
         series_of = {v: k for k, v in enumerate(sorted({r[field] for r in rows}, key=_sort_key))}
         beta_used = rows[0]["beta"]
         for col, variant in enumerate(variants):
-            vrows = [r for r in rows if r["variant"] == variant]
+            vrows = [r for r in rows if panel(r) == variant]
             for row_k, score in enumerate(score_rows):
                 ax = axes[row_k][col]
                 if study == "a":

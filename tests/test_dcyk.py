@@ -344,6 +344,12 @@ def test_non_finite_values_are_reported(example):
         ({"beta": float("nan")}, "beta must be"),
         ({"threshold": 1.0}, "threshold must lie"),
         ({"prune": -1}, "prune must be"),
+        ({"order": "fast"}, "unknown order"),
+        ({"encoding": "x"}, "unknown encoding"),
+        ({"progress": "yes"}, "progress must be True, False or a delay"),
+        ({"progress": -1}, "progress must be"),
+        ({"progress": float("nan")}, "progress must be"),
+        ({"record": "yes"}, "record must be True or False"),
     ],
 )
 def test_bad_options(example, kwargs, message):
@@ -506,3 +512,19 @@ def test_paper_encoding_collapses_on_rules_a_to_b_b():
     chart = fd.dcyk(g, "a a", d=512, variant="trace", encoding="paper").chart
     assert fd.cyk(g, "a a")[(0, 2)] == frozenset()
     assert "S" in chart[(0, 2)]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"variant": "foo"}, "unknown variant"),
+        ({"gate": "foo"}, "unknown gate"),
+        ({"order": "foo"}, "unknown order"),
+        ({"decoder": "foo"}, "unknown decoder"),
+        ({"n": 0}, "n must be an integer >= 1"),
+        ({"n": -3}, "n must be an integer >= 1"),
+    ],
+)
+def test_estimate_memory_checks_its_options(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        fd.estimate_memory(6000, **kwargs)

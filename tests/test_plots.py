@@ -84,3 +84,22 @@ def test_bad_arguments(records, tmp_path):
     with pytest.raises(ValueError, match="average"):
         figure_study(records, "a", average="median")
     assert figure_study([], "a") is None
+
+
+def test_two_orders_get_their_own_panels(tmp_path):
+    from fastdcyk.experiments import ExperimentConfig, load_records, run_experiment
+    from fastdcyk.plots import figure_study
+
+    cfg = ExperimentConfig(
+        grammars=("G0",), dims=(16,), sentences=4, max_len=4, orders=("sequential", "cell")
+    )
+    path = tmp_path / "r.jsonl"
+    run_experiment(cfg, path, executor="serial", progress=False)
+    fig = figure_study(load_records(path), "b")
+    titles = sorted(ax.get_title() for ax in fig.axes if ax.get_title())
+    assert titles == [
+        "variant 'paper', order 'cell'",
+        "variant 'paper', order 'sequential'",
+        "variant 'trace', order 'cell'",
+        "variant 'trace', order 'sequential'",
+    ]
