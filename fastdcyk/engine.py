@@ -236,19 +236,7 @@ def estimate_memory(
     int
         Bytes; the larger of the figure during the parse and at its end.
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}: choose one of {tuple(VARIANTS)}")
-    preset = VARIANTS[variant]
-    gate = preset["gate"] if gate is None else gate
-    order = preset["order"] if order is None else order
-    decoder = preset["decoder"] if decoder is None else decoder
-    for name, value, allowed in (
-        ("gate", gate, GATES),
-        ("order", order, ORDERS),
-        ("decoder", decoder, DECODERS),
-    ):
-        if value not in allowed:
-            raise ValueError(f"unknown {name} {value!r}: choose one of {allowed}")
+    gate, order, decoder, _ = _choices(variant, gate=gate, order=order, decoder=decoder)
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
         raise ValueError(f"the sentence length n must be an integer >= 1, got {n!r}")
     item = np.dtype(dtype).itemsize
@@ -343,31 +331,40 @@ def _resolve_codebook(
     return codebook
 
 
-def _resolve_options(
-    variant, gate, decoder, unary_mask, beta, threshold, prune, dtype, order=None, encoding=None
-):
+def _choices(
+    variant: str, *, gate=None, order=None, decoder=None, encoding=None
+) -> tuple[str, str, str, str]:
+    """(gate, order, decoder, encoding): the variant's preset where None, each checked."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}: choose one of {tuple(VARIANTS)}")
     preset = VARIANTS[variant]
-    gate = preset["gate"] if gate is None else gate
-    decoder = preset["decoder"] if decoder is None else decoder
-    unary_mask = preset["unary_mask"] if unary_mask is None else bool(unary_mask)
-    order = preset["order"] if order is None else order
-    if order not in ORDERS:
-        raise ValueError(f"unknown order {order!r}: choose one of {ORDERS}")
-    if gate not in GATES:
-        raise ValueError(f"unknown gate {gate!r}: choose one of {GATES}")
-    if decoder not in DECODERS:
-        raise ValueError(f"unknown decoder {decoder!r}: choose one of {DECODERS}")
+    chosen = []
+    for name, value, allowed in (
+        ("gate", gate, GATES),
+        ("order", order, ORDERS),
+        ("decoder", decoder, DECODERS),
+        ("encoding", encoding, ENCODINGS),
+    ):
+        value = preset[name] if value is None else value
+        if value not in allowed:
+            raise ValueError(f"unknown {name} {value!r}: choose one of {allowed}")
+        chosen.append(value)
+    return tuple(chosen)
+
+
+def _resolve_options(
+    variant, gate, decoder, unary_mask, beta, threshold, prune, dtype, order=None, encoding=None
+):
+    gate, order, decoder, encoding = _choices(
+        variant, gate=gate, order=order, decoder=decoder, encoding=encoding
+    )
+    unary_mask = VARIANTS[variant]["unary_mask"] if unary_mask is None else bool(unary_mask)
     beta = DEFAULT_BETA if beta is None else beta
     threshold = DEFAULT_THRESHOLD if threshold is None else threshold
     _check_beta_threshold(beta, threshold)
     prune = float(np.finfo(dtype).eps) if prune is None else float(prune)
     if not (prune >= 0 and math.isfinite(prune)):
         raise ValueError(f"prune must be a finite number >= 0, got {prune!r}")
-    encoding = preset["encoding"] if encoding is None else encoding
-    if encoding not in ENCODINGS:
-        raise ValueError(f"unknown encoding {encoding!r}: choose one of {ENCODINGS}")
     return DCYKOptions(
         variant, gate, decoder, unary_mask, float(beta), float(threshold), prune, order, encoding
     )
@@ -826,13 +823,17 @@ class _SpectralParser(_ParserBase):
             if keep.any():
                 self.update(i, j, gates[keep], rows[keep])
             return
+        q = None  # read again only after an update: a pruned one changes nothing
         for k in range(len(rows)):
             self.counts["detections"] += 1
-            tval = self._trace(spectra[k : k + 1], q_of())
+            if q is None:
+                q = q_of()
+            tval = self._trace(spectra[k : k + 1], q)
             self._finite(tval, where)
             gate = sigmoid(tval, opt.beta)
             if self._kept(i, j, rows[k : k + 1], gate, gate)[0]:
                 self.update(i, j, gate, rows[k : k + 1])
+                q = None
 
     def unary(self, on_cell: Any = None) -> None:
         t = self.t
