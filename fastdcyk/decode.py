@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "DECODERS",
+    "DEFAULT_BETA",
+    "DEFAULT_THRESHOLD",
     "chart_from_statistics",
     "decision_boundary",
     "decode",
@@ -40,6 +42,10 @@ __all__ = [
 ]
 
 DECODERS = ("entry", "trace")
+#: sigma's slope; the paper gives none. Chosen by measurement: see docs/method.md.
+DEFAULT_BETA = 50.0
+#: The paper's decoder threshold: sigma(x) > 0.99, i.e. x > 0.5 + 4.6 / beta.
+DEFAULT_THRESHOLD = 0.99
 
 Statistics = dict[tuple[int, int, str], float]
 
@@ -228,9 +234,8 @@ def decode(
     >>> decode(r, threshold=0.9) == r.chart_at(threshold=0.9)
     True
     """
-    from fastdcyk.engine import DEFAULT_BETA, DEFAULT_THRESHOLD, DCYKResult
-
-    if isinstance(result_or_p_left, DCYKResult):
+    # A DCYKResult (of fastdcyk.engine, which imports this module) carries its options.
+    if hasattr(result_or_p_left, "options") and hasattr(result_or_p_left, "p_left"):
         r = result_or_p_left
         grammar = grammar or r.grammar
         n = n or len(r.words)

@@ -43,6 +43,8 @@ from fastdcyk._rules import rule_tables
 from fastdcyk.codebook import Codebook
 from fastdcyk.decode import (
     DECODERS,
+    DEFAULT_BETA,
+    DEFAULT_THRESHOLD,
     _check_beta_threshold,
     chart_from_statistics,
     decode_statistics,
@@ -91,10 +93,6 @@ ORDERS = ("sequential", "cell")
 #: ``"paper"``: [X]+ [i]+ [j]+ in P_right and R_b^A = sum [B]+ [C]-, as in the paper;
 #: ``"roles"``: the right child under its own vector X', [X']+ [i]+ [j]+ and [B]+ [C']-.
 ENCODINGS = ("paper", "roles")
-#: sigma's slope; the paper gives none. Chosen by measurement: see docs/method.md.
-DEFAULT_BETA = 50.0
-#: The paper's decoder threshold: sigma(x) > 0.99, i.e. x > 0.5 + 4.6 / beta.
-DEFAULT_THRESHOLD = 0.99
 
 
 @dataclass(frozen=True)
