@@ -2,8 +2,8 @@
 
 A grid (:class:`ExperimentConfig`) crosses grammars, dimensions d, variants (each with its
 own order of updates, or with the orders asked for), sigmoid slopes beta and codebook seeds
-over one sample of sentences generated from a source grammar (G0 in the paper: SPEC.md
-section 8). Every (grammar, variant, order, beta, d, codebook seed, sentence) gives one
+over one sample of sentences generated from a source grammar (G0 in the paper: its
+experiments section, docs/results.md). Every (grammar, variant, order, beta, d, codebook seed, sentence) gives one
 record: the sentence's decoded chart scored against its symbolic CYK chart (cell precision,
 recall, F1 and the counts tp, gold, predicted) and the parse time.
 
@@ -92,7 +92,7 @@ __all__ = [
     "summary_table",
 ]
 
-#: The paper's dimensions (SPEC.md section 8).
+#: The paper's dimensions (its experiments section; docs/results.md).
 PAPER_DIMS = (100, 1000, 2000, 3000, 4000, 5000, 6000)
 #: The paper's grammars, as reconstructed in fastdcyk/grammars (docs/grammars.md).
 PAPER_GRAMMARS = ("G0", "G1", "G2", "G3", "G4")
@@ -188,7 +188,7 @@ def _int_tuple(name: str, values: Iterable[Any], low: int) -> tuple[int, ...]:
 class ExperimentConfig:
     """A grid of D-CYK runs over one sample of generated sentences.
 
-    The defaults are the paper's setup (SPEC.md section 8): 2,000 sentences generated from
+    The defaults are the paper's setup (docs/results.md): 2,000 sentences generated from
     G0 (lengths 2 to 10: the paper restricts study a to lengths <= 7, so its sample had
     longer ones; their bound is not published), the grammars G0..G4, d in {100, 1000, ...,
     6000}, and both variants, each in its own order. Lists are normalised (sorted, without
@@ -1303,7 +1303,7 @@ def study_rows(
     per_length: bool = True,
     **kwargs: Any,
 ) -> list[dict[str, Any]]:
-    """Aggregates for one of the paper's three studies (SPEC.md section 8).
+    """Aggregates for one of the paper's three studies (docs/results.md).
 
     Parameters
     ----------
