@@ -3,9 +3,10 @@
 A grid (:class:`ExperimentConfig`) crosses grammars, dimensions d, variants (each with its
 own order of updates, or with the orders asked for), sigmoid slopes beta and codebook seeds
 over one sample of sentences generated from a source grammar (G0 in the paper: its
-experiments section, docs/results.md). Every (grammar, variant, order, beta, d, codebook seed, sentence) gives one
-record: the sentence's decoded chart scored against its symbolic CYK chart (cell precision,
-recall, F1 and the counts tp, gold, predicted) and the parse time.
+experiments section, docs/results.md). Every (grammar, variant, order, beta, d, codebook
+seed, sentence) gives one record: the sentence's decoded chart scored against its symbolic
+CYK chart (cell precision, recall, F1 and the counts tp, gold, predicted) and the parse
+time.
 
 Results file
     JSON Lines. The first line is a header holding the configuration and its hash (sha256 of
