@@ -13,6 +13,14 @@ and the shuffled operators of the paper are
 Vectors are drawn lazily and deterministically: each symbol's random stream is derived from
 (seed, namespace, symbol) alone, so the same seed gives the same vector whatever order the
 symbols are asked in, in any process.
+
+Span indices of a unitary codebook are by default *shifted* (``index_vectors="shifted"``):
+index k is one random unitary vector u cyclically shifted by s_k, where s_0, s_1, ... is a
+Sidon set modulo d (all differences s_a - s_b, a != b, distinct mod d; :func:`sidon_offsets`).
+Then C_a^T C_b is a pure cyclic shift for a != b, with a zero diagonal, and so is
+C_a^T C_b C_c^T C_e unless {a, e} = {b, c}: a readout whose terms differ from a true match
+only in span indices reads exactly 0 instead of N(0, 1/d) (docs/method.md, section 3).
+Indices beyond the Sidon set that fits in d (21 at d = 1024) are drawn at random.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ import numpy as np
 
 from fastdcyk.fft import FFTEngine, get_engine, spectrum_dtype
 
-__all__ = ["KINDS", "Codebook"]
+__all__ = ["INDEX_VECTORS", "KINDS", "Codebook", "sidon_offsets"]
 
 #: Every live codebook, so that a forked child can give each a fresh lock: a lock held by
 #: another thread of the parent at the fork would stay held in the child for ever.
@@ -47,6 +55,48 @@ if hasattr(os, "register_at_fork"):
 KINDS = ("terminal", "nonterminal", "index", "right")
 _KIND_KEY = {"terminal": 1, "nonterminal": 2, "index": 3, "right": 4}
 _PERM_KEY = 0x5EED
+_SHIFT_BASE_KEY = 0xBA5E
+INDEX_VECTORS = ("random", "shifted")
+
+#: Greedy Sidon sets modulo d, extended on demand: d -> (offsets, their differences mod d,
+#: the next candidate, exhausted).
+_SIDON: dict[int, tuple[list[int], set[int], int, bool]] = {}
+_SIDON_LOCK = threading.Lock()
+
+
+def sidon_offsets(d: int, count: int) -> list[int]:
+    """The first ``count`` (at most) offsets of the greedy Sidon set modulo ``d``.
+
+    s_0 = 0, and each next offset is the smallest c > s_k whose differences to all earlier
+    offsets, taken mod d in both directions, are new. Every difference s_a - s_b (a != b) is
+    then distinct and nonzero mod d, so that s_a - s_b + s_c - s_e = 0 mod d only when
+    {a, c} = {b, e}. The set is a prefix-stable sequence for each d; fewer than ``count``
+    offsets come back when the set modulo d holds fewer (it holds about 21 at d = 1024,
+    28 at d = 2048, 45 at d = 6000).
+
+    Examples
+    --------
+    >>> sidon_offsets(1024, 8)
+    [0, 1, 3, 7, 12, 20, 30, 44]
+    """
+    with _SIDON_LOCK:
+        offs, diffs, c, done = _SIDON.get(d, ([0], set(), 1, False))
+        while len(offs) < count and not done:
+            if c >= d:
+                done = True
+                break
+            new: set[int] = set()
+            for x in offs:
+                a, b = (c - x) % d, (x - c) % d
+                if a in diffs or b in diffs or a in new or b in new or a == b:
+                    break
+                new.update((a, b))
+            else:
+                offs.append(c)
+                diffs |= new
+            c += 1
+        _SIDON[d] = (offs, diffs, c, done)
+        return offs[:count]
 
 
 def _symbol_key(kind: str, sym: Any) -> tuple[int, ...]:
@@ -84,6 +134,12 @@ class Codebook:
     unitary : bool, default False
         Draw unitary vectors (every rfft coefficient scaled to magnitude 1), for which
         ``C_s^T C_s = I`` exactly and [s]- is the exact inverse of [s]+.
+    index_vectors : {"shifted", "random"}, optional
+        How span indices get their vectors. ``"shifted"`` (the default of a unitary codebook,
+        and only possible for one): one random unitary vector shifted by a Sidon set of
+        offsets, so that distinct indices are exactly orthogonal and span mismatches cancel
+        to 0 (see the module's notes); indices beyond the set that fits in d are random.
+        ``"random"`` (the default otherwise): a random vector per index, like every symbol.
     engine : {"auto", "scipy", "pyfftw", "numpy"} or FFTEngine, default "auto"
         FFT engine used to apply operators to dense matrices.
     threads : int, optional
@@ -112,9 +168,21 @@ class Codebook:
         dtype: Any = "float32",
         *,
         unitary: bool = False,
+        index_vectors: str | None = None,
         engine: str | FFTEngine = "auto",
         threads: int | None = None,
     ) -> None:
+        if index_vectors is None:
+            index_vectors = "shifted" if unitary else "random"
+        if index_vectors not in INDEX_VECTORS:
+            raise ValueError(
+                f"unknown index_vectors {index_vectors!r}: use one of {INDEX_VECTORS}"
+            )
+        if index_vectors == "shifted" and not unitary:
+            raise ValueError(
+                'index_vectors="shifted" needs unitary=True: shifts of a non-unitary vector '
+                "are not orthogonal"
+            )
         if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
             raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
         if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
@@ -124,6 +192,8 @@ class Codebook:
         self.dtype = np.dtype(dtype)
         self.cdtype = spectrum_dtype(self.dtype)
         self.unitary = bool(unitary)
+        self.index_vectors = index_vectors
+        self._index_base: np.ndarray | None = None
         self.engine = get_engine(engine, threads)
         self._vectors: dict[tuple[str, Any], np.ndarray] = {}
         self._spectra: dict[tuple[str, Any], np.ndarray] = {}
@@ -182,6 +252,7 @@ class Codebook:
         self.dtype = np.dtype(dtype)
         self.cdtype = spectrum_dtype(self.dtype)
         self.unitary = False
+        self.index_vectors = "given"
         self.engine = get_engine(engine, threads)
         self._vectors = {}
         self._spectra = {}
@@ -230,6 +301,8 @@ class Codebook:
     def __repr__(self) -> str:
         src = "from_vectors" if self._fixed else f"seed={self.seed}"
         extra = ", unitary" if self.unitary else ""
+        if self.index_vectors == "random" and self.unitary:
+            extra += ", index_vectors='random'"
         return f"Codebook(d={self.d}, {src}, {self.dtype}{extra}, engine={self.engine.name})"
 
     def symbols(self, kind: str) -> list[Any]:
@@ -261,7 +334,30 @@ class Codebook:
         return v
 
     def _draw(self, kind: str, sym: Any) -> np.ndarray:
-        ss = np.random.SeedSequence(self.seed, spawn_key=(_KIND_KEY[kind], *_symbol_key(kind, sym)))
+        if kind == "index" and self.index_vectors == "shifted":
+            offsets = sidon_offsets(self.d, sym + 1)
+            if sym < len(offsets):
+                return self._shifted(sym, offsets[sym])
+        return self._random(_KIND_KEY[kind], *_symbol_key(kind, sym))
+
+    def _shifted(self, k: int, offset: int) -> np.ndarray:
+        """Index k's vector: +-1 (a random sign) times the shared base vector, shifted.
+
+        The sign keeps span mismatches zero-mean where a readout meets a product of shifts
+        and permutations: such a product is a permutation matrix, whose trace (a count of
+        fixed points) is >= 0; without signs those traces would add up.
+        """
+        base = self._index_base
+        if base is None:
+            base = self._index_base = self._random(_SHIFT_BASE_KEY)
+        ss = np.random.SeedSequence(self.seed, spawn_key=(_SHIFT_BASE_KEY, k))
+        sign = 1.0 if np.random.default_rng(ss).random() < 0.5 else -1.0
+        v = (sign * np.roll(base, offset)).astype(self.dtype)
+        v.setflags(write=False)
+        return v
+
+    def _random(self, *key: int) -> np.ndarray:
+        ss = np.random.SeedSequence(self.seed, spawn_key=key)
         # Drawn in float64 so that float32 and float64 codebooks of one seed agree to rounding.
         v = np.random.default_rng(ss).standard_normal(self.d) / np.sqrt(self.d)
         if self.unitary:

@@ -83,7 +83,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "unary_mask": False,
         "unitary": True,
         "order": "cell",
-        "encoding": "paper",
+        "encoding": "roles",
     },
 }
 GATES = ("entrywise", "trace")
@@ -975,10 +975,12 @@ def dcyk(
         is proposed over any split whose halves share a nonterminal. ``"roles"``: every
         nonterminal X also gets an independent right-child vector X' (the codebook's
         namespace ``"right"``): P_right holds [X']+ [i]+ [j]+ and R_b^A = sum [B]+ [C']-
-        (docs/method.md, section 3). Default: ``"paper"``.
+        (docs/method.md, section 3). Default: the variant's choice (paper: ``"paper"``,
+        trace: ``"roles"``).
     unitary : bool, optional
-        Unitary symbol vectors (only when the codebook is built here). Default: the
-        variant's choice (see :data:`VARIANTS`).
+        Unitary symbol vectors, and span indices shifted by a Sidon set (only when the
+        codebook is built here; see :class:`Codebook`). Default: the variant's choice (see
+        :data:`VARIANTS`).
     engine : str, default "auto"
         FFT engine (only when the codebook is built here).
     decode : bool, default True

@@ -342,3 +342,72 @@ def test_buffers_stay_bounded_whatever_shapes_they_serve():
     c = cb.buffer("x", (100,), np.float64)
     assert c.shape == (100,) and not np.shares_memory(a, c)
     assert cb._workspace[("x", np.dtype(np.float64).str)].size == 100
+
+
+# -- shifted span indices -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [16, 64, 257, 1024])
+def test_sidon_offsets_have_distinct_differences(d):
+    from fastdcyk.codebook import sidon_offsets
+
+    offs = sidon_offsets(d, 1000)
+    assert offs[0] == 0 and offs == sorted(offs) and len(offs) >= 4
+    diffs = [(a - b) % d for a in offs for b in offs if a != b]
+    assert len(diffs) == len(set(diffs)) and 0 not in diffs
+    # prefix-stable: asking for fewer gives the same beginning
+    assert sidon_offsets(d, 3) == offs[:3]
+
+
+def test_shifted_indices_cancel_exactly():
+    d = 256
+    cb = Codebook(d, seed=3, dtype="float64", unitary=True)
+    assert cb.index_vectors == "shifted"
+    n = 8
+    spec = np.array([np.fft.fft(cb.vector("index", k)) for k in range(n)])
+    np.testing.assert_allclose(np.abs(spec), 1.0, rtol=0, atol=1e-12)  # unitary
+    eps = 64 * np.finfo(np.float64).eps
+    for a in range(n):
+        for b in range(n):
+            # one mismatched span index: diag(C_a^T C_b) = v_a . v_b
+            dot = cb.vector("index", a) @ cb.vector("index", b)
+            assert abs(dot - (a == b)) < eps
+    # two mismatched indices in one group: mean(conj a * b * conj c * e) = 0 unless
+    # {a, e} = {b, c}
+    for a, b, c, e in [(0, 1, 2, 3), (1, 0, 3, 2), (2, 5, 7, 4), (0, 3, 3, 6), (1, 4, 0, 5)]:
+        m = np.mean(np.conj(spec[a]) * spec[b] * np.conj(spec[c]) * spec[e])
+        assert abs(m) < eps
+    m = np.mean(np.conj(spec[2]) * spec[2] * np.conj(spec[5]) * spec[5])
+    assert abs(m - 1) < eps
+
+
+def test_shifted_indices_are_deterministic_and_fall_back_beyond_the_sidon_set():
+    from fastdcyk.codebook import sidon_offsets
+
+    d = 64
+    m = len(sidon_offsets(d, 10**6))
+    a, b = Codebook(d, seed=4, unitary=True), Codebook(d, seed=4, unitary=True)
+    for k in (m + 1, 0, m - 1, m):  # any order of asking
+        np.testing.assert_array_equal(a.vector("index", k), b.vector("index", k))
+    base = np.abs(np.fft.rfft(a.vector("index", 0)))
+    # inside the set, the same magnitudes (a shift, up to sign); beyond, a fresh vector
+    v_in = a.vector("index", m - 1).astype(np.float64)
+    v_out = a.vector("index", m).astype(np.float64)
+    assert np.allclose(np.abs(np.fft.rfft(v_in)), base, atol=1e-5)
+    shifts = [np.roll(a.vector("index", 0), s) for s in range(d)]
+    assert any(np.allclose(v_in, sg * s, atol=1e-6) for s in shifts for sg in (1, -1))
+    assert not any(np.allclose(v_out, sg * s, atol=1e-3) for s in shifts for sg in (1, -1))
+    c = Codebook(d, seed=4, unitary=True, index_vectors="random")
+    assert not np.allclose(c.vector("index", 1), a.vector("index", 1))
+    np.testing.assert_array_equal(c.vector("terminal", "x"), a.vector("terminal", "x"))
+
+
+def test_index_vectors_option_is_checked():
+    with pytest.raises(ValueError, match="needs unitary=True"):
+        Codebook(64, index_vectors="shifted")
+    with pytest.raises(ValueError, match="unknown index_vectors"):
+        Codebook(64, unitary=True, index_vectors="sidon")
+    assert Codebook(64).index_vectors == "random"
+    cb = Codebook(64, unitary=True)
+    cb2 = pickle.loads(pickle.dumps(cb))
+    np.testing.assert_array_equal(cb2.vector("index", 3), cb.vector("index", 3))

@@ -262,7 +262,7 @@ def test_result_fields():
 
 def test_pruning_skips_only_negligible_updates():
     g = fd.Grammar.builtin("G0")
-    s = "fish swim fish near fish"
+    s = "fish swim fish near fish swim fish"  # long enough for gates below float64's eps
     full = fd.dcyk(g, s, d=128, dtype="float64", variant="trace", prune=0.0)
     pruned = fd.dcyk(g, s, d=128, dtype="float64", variant="trace")
     assert pruned.counts["pruned"] > 0 and full.counts["pruned"] == 0
@@ -472,9 +472,11 @@ SENTENCES = {"G0": "fish swim fish near fish", "G2": "fish swim fish near fish s
 @pytest.mark.parametrize(("variant", "grammar"), list(BEFORE_ORDERS))
 def test_sequential_order_is_the_engine_before_orders(variant, grammar):
     g = fd.Grammar.builtin(grammar)
-    cb = fd.Codebook(96, seed=5, dtype="float64", unitary=variant == "trace")
+    # the codebook and encoding of that engine: random span indices, the paper's encoding
+    unitary = variant == "trace"
+    cb = fd.Codebook(96, seed=5, dtype="float64", unitary=unitary, index_vectors="random")
     r = fd.dcyk(g, SENTENCES[grammar], cb, variant=variant, beta=10.0, prune=0.0,
-                order="sequential")  # fmt: skip
+                order="sequential", encoding="paper")  # fmt: skip
     pl, pr = r.p_left, r.p_right
     got = (pl.sum(), np.abs(pl).sum(), pr.sum(), np.abs(pr).sum(), pl[3, 7], pr[5, 2])
     scale = np.abs(pl).max() + np.abs(pr).max()
