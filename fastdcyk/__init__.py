@@ -8,6 +8,7 @@ back so that it can be scored against symbolic CYK.
 
 from __future__ import annotations
 
+from fastdcyk import capacity
 from fastdcyk.codebook import Codebook
 from fastdcyk.cyk import cyk, recognizes
 from fastdcyk.decode import decode, decode_statistics
@@ -31,6 +32,7 @@ __all__ = [
     "Scores",
     "__version__",
     "available_engines",
+    "capacity",
     "cell_scores",
     "cyk",
     "dcyk",

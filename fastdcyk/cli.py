@@ -429,6 +429,45 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--formats", nargs="+", choices=("png", "svg", "pdf"), default=["png", "svg"])
     plot.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     plot.set_defaults(func=_cmd_plot)
+
+    cap = sub.add_parser(
+        "capacity",
+        help="predict D-CYK's F1 against d, and the d a grammar needs, without parsing",
+        description="Predict cell precision, recall and F1 of D-CYK for sentences of one "
+        "length drawn from the grammar, at a range of dimensions, with the capacity model "
+        "(fastdcyk.capacity: symbolic CYK over modelled readouts, no d x d work), and the "
+        "smallest d predicted to reach --target-f1.",
+    )
+    cap.add_argument(
+        "--grammar",
+        default="G0",
+        help=f"a grammar file or a built-in name {Grammar.builtin_names()} (default G0)",
+    )
+    cap.add_argument("--length", type=_positive_int, required=True, help="sentence length")
+    cap.add_argument(
+        "--target-f1", type=_probability_or_one, default=0.99, help="target F1 (default 0.99)"
+    )
+    cap.add_argument(
+        "--variant",
+        choices=tuple(VARIANTS),
+        default="trace",
+        help="'trace' (default) or 'paper'",
+    )
+    cap.add_argument("--encoding", choices=ENCODINGS, help="override the variant's encoding")
+    cap.add_argument(
+        "--dims",
+        nargs="+",
+        type=_dimension,
+        default=[256, 512, 1024, 2048, 4096],
+        metavar="D",
+        help="dimensions of the table (default: 256 512 1024 2048 4096)",
+    )
+    cap.add_argument(
+        "--sentences", type=_positive_int, default=50, help="sentences drawn (default 50)"
+    )
+    cap.add_argument("--samples", type=_positive_int, default=2, help="codebook draws (default 2)")
+    cap.add_argument("--seed", type=_nonnegative_int, default=0, help="seed (default 0)")
+    cap.set_defaults(func=_cmd_capacity)
     return parser
 
 
@@ -633,6 +672,55 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         d=args.dim,
         **kw,
     )
+    return 0
+
+
+def _probability_or_one(text: str) -> float:
+    try:
+        p = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0.0 < p <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {p}")
+    return p
+
+
+def _cmd_capacity(args: argparse.Namespace) -> int:
+    from fastdcyk import capacity
+
+    grammar = _load_grammar(args.grammar)
+    if not grammar.is_cnf:
+        raise UsageError(f"grammar {args.grammar!r} is not in Chomsky normal form")
+    kw = dict(
+        variant=args.variant,
+        encoding=args.encoding,
+        samples=args.samples,
+        sentences=args.sentences,
+        seed=args.seed,
+    )
+    t0 = time.perf_counter()
+    made: dict = {}
+    try:
+        for d in sorted(set(args.dims)):
+            made[d] = capacity.predict(grammar, args.length, d, **kw)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    rows = list(made.values())
+    enc = args.encoding or VARIANTS[args.variant]["encoding"]
+    print(
+        f"capacity model: {args.grammar}, {args.sentences} sentences of length {args.length}, "
+        f"variant={args.variant}, encoding={enc}, {args.samples} codebooks"
+    )
+    print(f"{'d':>6} {'precision':>9} {'recall':>7} {'F1':>7} {'exact':>6}")
+    for p in rows:
+        print(f"{p.d:>6} {p.precision:>9.4f} {p.recall:>7.4f} {p.f1:>7.4f} {p.p_exact:>6.2f}")
+    need = capacity.required_dim(grammar, args.length, args.target_f1, predictions=made, **kw)
+    if need is None:
+        top = capacity.DIM_GRID[-1]
+        print(f"no d up to {top} is predicted to reach F1 >= {args.target_f1:g}")
+    else:
+        print(f"d needed for F1 >= {args.target_f1:g}: {need}")
+    print(f"({time.perf_counter() - t0:.1f} s, no D-CYK run)")
     return 0
 
 

@@ -175,9 +175,7 @@ class Codebook:
         if index_vectors is None:
             index_vectors = "shifted" if unitary else "random"
         if index_vectors not in INDEX_VECTORS:
-            raise ValueError(
-                f"unknown index_vectors {index_vectors!r}: use one of {INDEX_VECTORS}"
-            )
+            raise ValueError(f"unknown index_vectors {index_vectors!r}: use one of {INDEX_VECTORS}")
         if index_vectors == "shifted" and not unitary:
             raise ValueError(
                 'index_vectors="shifted" needs unitary=True: shifts of a non-unitary vector '

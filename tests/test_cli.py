@@ -318,3 +318,26 @@ def test_one_grid_estimate_everywhere():
     for doc in ("README.md", "docs/results.md"):
         text = " ".join((root / doc).read_text(encoding="utf-8").split())
         assert figure in text, f"{doc} does not quote {figure!r}"
+
+
+def test_capacity_prints_the_table_and_the_dimension_needed(capsys):
+    argv = ["capacity", "--grammar", "example", "--length", "3", "--dims", "64", "256"]
+    assert main([*argv, "--sentences", "5", "--samples", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "variant=trace, encoding=roles" in out
+    rows = [
+        line.split() for line in out.splitlines() if line.strip().split(" ")[0] in ("64", "256")
+    ]
+    assert [r[0] for r in rows] == ["64", "256"] and all(len(r) == 5 for r in rows)
+    assert "d needed for F1 >= 0.99:" in out and "no D-CYK run" in out
+
+
+def test_capacity_usage_errors(capsys):
+    assert main(["capacity", "--grammar", "nope", "--length", "3"]) == 2
+    assert "cannot load grammar" in capsys.readouterr().err
+    assert main(["capacity", "--grammar", "G0", "--length", "1", "--sentences", "1"]) == 2
+    assert "derives no sentence with a length in [1, 1]" in capsys.readouterr().err
+    err = _usage_error(
+        ["capacity", "--grammar", "G0", "--length", "3", "--target-f1", "1.5"], capsys
+    )
+    assert "(0, 1]" in err

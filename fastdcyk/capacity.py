@@ -1,0 +1,516 @@
+"""A capacity model: the fidelity D-CYK will reach, predicted without any d x d work.
+
+D-CYK's readouts are sums over pairs of superposed terms (docs/method.md, section 3). A
+readout of the trace variant splits into two parts:
+
+- pairs whose span indices cancel: what is left is a circulant made of symbol vectors only,
+  and its trace is an exact function of the symbols' spectra (1 for a true match, the
+  spectral mean of a product of random phases otherwise). The model computes this part
+  *exactly*, with the codebook's own symbol spectra, in O(d) per (cell, split): it is the
+  engine's arithmetic with the span algebra idealised;
+- pairs whose span indices do not cancel: modelled as Gaussian noise whose variance counts
+  them. With shifted span indices (the trace preset) a pair that differs only in span
+  indices reads exactly 0, and only pairs that also differ at a second level (across a
+  permutation) remain, each with variance of order 1/d^2 (2/d^2 when its symbols match: a
+  trace of a product of shifts and permutations counts fixed points, Poisson(1), with a
+  random sign). With random span indices, a pair with one span mismatch adds 1/d.
+
+The model runs symbolic CYK over these readouts: every gate sigma(readout), every update
+written with its gate value into the simulated chart (so that errors cascade exactly as in
+the engine, with the variant's order), then the trace decoder and its threshold. One
+codebook draw per sample; the prediction averages over samples and sentences.
+
+The paper variant (entrywise gate, entry decoder, Gaussian vectors) is modelled by the same
+simulation with per-entry noise: its readouts are single matrix entries, to which every
+superposed pair adds about 1/d of variance (section 3, "Why the trace sees less noise"),
+and its gate writes a diagonal mask; the model carries the mask's mean.
+
+See docs/method.md, section 5, for the derivation and docs/results.md for the validation
+against measurement.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fastdcyk._rules import rule_tables
+from fastdcyk.codebook import Codebook
+from fastdcyk.cyk import cyk
+from fastdcyk.decode import decision_boundary, sigmoid
+from fastdcyk.generate import generate
+from fastdcyk.grammar import Grammar
+from fastdcyk.metrics import Scores, cell_scores
+
+__all__ = ["DIM_GRID", "Prediction", "predict", "required_dim"]
+
+#: Dimensions required_dim tries: 64 * 2 ** (k / 4), rounded to a multiple of 16, to 16384.
+DIM_GRID = tuple(sorted({int(round(64 * 2 ** (k / 4) / 16)) * 16 for k in range(0, 33)}))
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The predicted fidelity of D-CYK for one grammar, sentence sample and d.
+
+    Attributes
+    ----------
+    d : int
+    precision, recall, f1 : float
+        Micro-averaged over every (i, j, A) triple of every sentence and sample.
+    p_exact : float
+        Fraction of (sentence, codebook) pairs whose whole table is reproduced.
+    sentences : int
+        Sentences simulated (per sample).
+    samples : int
+        Codebook draws.
+    scores : Scores
+        The summed counts behind precision and recall.
+    """
+
+    d: int
+    precision: float
+    recall: float
+    f1: float
+    p_exact: float
+    sentences: int
+    samples: int
+    scores: Scores
+
+    def __repr__(self) -> str:
+        return (
+            f"Prediction(d={self.d}, precision={self.precision:.4f}, recall={self.recall:.4f}, "
+            f"f1={self.f1:.4f}, p_exact={self.p_exact:.3f}, sentences={self.sentences}, "
+            f"samples={self.samples})"
+        )
+
+
+def _options(variant: str, encoding: str | None, order: str | None):
+    from fastdcyk.engine import _choices
+
+    gate, order, decoder, encoding = _choices(variant, order=order, encoding=encoding)
+    return gate, order, decoder, encoding
+
+
+class _Sim:
+    """One codebook draw: rule spectra, terminal spectra, and the simulation of a sentence."""
+
+    def __init__(
+        self,
+        grammar: Grammar,
+        cb: Codebook,
+        variant: str,
+        encoding: str,
+        order: str,
+        beta: float,
+        threshold: float,
+    ):
+        self.g, self.cb, self.d = grammar, cb, cb.d
+        self.t = rule_tables(cb, grammar, encoding)
+        self.variant, self.order = variant, order
+        self.beta = beta
+        self.bound = decision_boundary(beta, threshold)
+        self.prune = float(np.finfo(cb.dtype).eps)
+        self.w = np.full(cb.d // 2 + 1, 2.0)
+        self.w[0] = 1.0
+        if cb.d % 2 == 0:
+            self.w[-1] = 1.0
+        self.shifted = cb.index_vectors == "shifted"
+        self.left = self.t.spectra.astype(np.complex128)
+        self.right = self.t.right_spectra.astype(np.complex128)
+        self.ub = self.t.unary_spectra
+        self.bb = self.t.binary_spectra
+        row = {a: k for k, a in enumerate(self.t.nonterminals)}
+        brow = {int(r): k for k, r in enumerate(self.t.binary)}
+        # the rules A -> B C as arrays: A's position in t.binary, the rows of B and C
+        rules = [(brow[row[a]], row[b], row[c]) for a, b, c in grammar.binary_rules]
+        table = np.array(rules, dtype=np.intp).reshape(-1, 3)
+        self.rule_a, self.rule_b, self.rule_c = table[:, 0], table[:, 1], table[:, 2]
+        self.n_rules = np.bincount(self.rule_a, minlength=len(self.t.binary)).astype(float)
+        urow = {int(r): k for k, r in enumerate(self.t.unary)}
+        unary = np.array([urow[row[a]] for a, _t in grammar.unary_rules], dtype=np.intp)
+        self.n_unary = np.bincount(unary, minlength=len(self.t.unary)).astype(float)
+
+    def mean(self, spectra: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """(1/d) sum over all d frequencies of R[f] q[f] (real), for every row R."""
+        # element-wise, not a BLAS matrix-vector product: these are small, and a threaded
+        # BLAS call costs more in start-up (and under load) than the arithmetic
+        return (spectra * (self.w * q)).sum(axis=-1).real / self.d
+
+    def gate(self, x: np.ndarray) -> np.ndarray:
+        g = sigmoid(x, self.beta)
+        return np.where(g > self.prune, g, 0.0)
+
+    def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
+        d, n, t = self.d, len(words), self.t
+        nn = len(t.nonterminals)
+        h = d // 2 + 1
+        gl = np.zeros((n + 1, n + 1, nn))  # gate weights written into the chart
+        lsum = np.zeros((n + 1, n + 1, h), np.complex128)  # sum of conj(spec) of P_left's terms
+        rsum = np.zeros((n + 1, n + 1, h), np.complex128)  # sum of right spectra of P_right's
+        term = np.zeros((n + 1, n + 1))  # terminal terms of P_left (weight 1)
+        for i, a in enumerate(words, 1):
+            lsum[i - 1, i] = np.conj(self.cb.spectrum("terminal", a))
+            term[i - 1, i] = 1.0
+        for i in range(1, n + 1):
+            if not len(t.unary):
+                continue
+            # the unary readout's pairs with other span indices: one mismatch (0 when
+            # shifted, 1/d when random) only, left to the binary and decoder noise
+            x = self.mean(self.ub, lsum[i - 1, i])
+
+            def q_unary(i=i):
+                return lsum[i - 1, i]
+
+            self._write(gl, lsum, rsum, i - 1, i, t.unary, x, self.ub, q_unary)
+        for j in range(2, n + 1):
+            for i in range(j - 2, -1, -1):
+                if not len(t.binary):
+                    continue
+
+                def q(i=i, j=j):
+                    return np.einsum("kf,kf->f", lsum[i, i + 1 : j], rsum[i + 1 : j, j])
+
+                x = self.mean(self.bb, q())
+                x = x + self._noise_binary(gl, term, i, j, rng)
+                self._write(gl, lsum, rsum, i, j, t.binary, x, self.bb, q)
+        stats = np.zeros((n + 1, n + 1, nn))
+        for i in range(n):
+            for j in range(i + 1, n + 1):
+                stats[i, j] = self.mean(self.left.conj(), np.conj(lsum[i, j]))
+                stats[i, j] += self._noise_decoder(gl, term, i, j, rng)
+        names = t.nonterminals
+        return {
+            (i, j): frozenset(a for k, a in enumerate(names) if stats[i, j, k] > self.bound)
+            for i in range(n)
+            for j in range(i + 1, n + 1)
+        }
+
+    def _write(self, gl, lsum, rsum, i, j, rows, x, spectra, q_of) -> None:
+        """Gate the readouts ``x`` of a cell and write the updates into the simulated chart.
+
+        In the sequential order a detection reads the updates of the cell written before
+        it: its exact part is read again (its noise, from other cells, stays).
+        """
+        if self.order == "cell":
+            g = self.gate(x)
+            gl[i, j, rows] = g
+            lsum[i, j] += (g[:, None] * np.conj(self.left[rows])).sum(axis=0)
+            rsum[i, j] += (g[:, None] * self.right[rows]).sum(axis=0)
+            return
+        noise = x - self.mean(spectra, q_of())
+        for k, r in enumerate(rows):
+            xk = self.mean(spectra[k : k + 1], q_of())[0] + noise[k]
+            g = float(self.gate(np.array([xk]))[0])
+            gl[i, j, r] = g
+            lsum[i, j] += g * np.conj(self.left[r])
+            rsum[i, j] += g * self.right[r]
+
+    # -- the modelled (span) part of each readout -----------------------------------------
+
+    def _span_counts(self, gl, term, i, j) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Pairs behind the binary readouts of cell (i, j) whose span indices do not cancel.
+
+        ``gl[s, e, X]`` weighs the term (s, e, X) of both accumulators. Returns, for every
+        nonterminal with binary rules, the summed weights of pairs (P_left (i1, k1, B),
+        P_right (k2, j2, C)) with a rule A -> B C that differ from a true match
+
+        - in the outer span group only (k1 = k2, i1 != i or j2 != j): ``single``;
+        - across a permutation too (k1 != k2): ``double``;
+
+        and ``other``, the weight of all pairs times A's rules (pairs whose symbols match no
+        rule, of which each adds about 1/d^2 to a trace and 1/d to an entry).
+        """
+        nb = len(self.t.binary)
+        ra, rb, rc = self.rule_a, self.rule_b, self.rule_c
+        wl_end = gl.sum(axis=0)  # (k, B): P_left's terms ending at k
+        wr_start = gl.sum(axis=1)  # (k, C): P_right's terms starting at k
+        ks = slice(i + 1, j)
+        exact = np.bincount(ra, (gl[i, ks][:, rb] * gl[ks, j][:, rc]).sum(axis=0), nb)
+        same_k = np.bincount(ra, (wl_end[:, rb] * wr_start[:, rc]).sum(axis=0), nb)
+        every = np.bincount(ra, wl_end.sum(axis=0)[rb] * wr_start.sum(axis=0)[rc], nb)
+        single = np.maximum(same_k - exact, 0.0)
+        double = np.maximum(every - same_k, 0.0)
+        other = (gl.sum() + term.sum()) * gl.sum() * self.n_rules
+        return single, double, other
+
+    def _noise_binary(self, gl, term, i, j, rng) -> np.ndarray:
+        """The span part of the trace readouts of cell (i, j), drawn.
+
+        A pair that differs in the outer span group only is a circulant: variance 1/d with
+        random span indices, exactly 0 with shifted ones. One that differs across a
+        permutation too counts fixed points of a permutation (Poisson(1), random sign):
+        2/d^2. Others: 1/d^2.
+        """
+        single, double, other = self._span_counts(gl, term, i, j)
+        d = self.d
+        var = 2.0 * double / d**2 + other / d**2
+        if not self.shifted:
+            var = var + single / d
+        return rng.normal(0.0, 1.0, len(var)) * np.sqrt(var)
+
+    def _noise_decoder(self, gl, term, i, j, rng) -> np.ndarray:
+        nn = gl.shape[2]
+        total = gl.sum() + term.sum()
+        same = gl.sum(axis=(0, 1)) - gl[i, j]  # the same symbol in another cell
+        if self.shifted:
+            var = 2.0 * same / self.d**2 + total / self.d**2
+        else:
+            var = same / self.d + total / self.d**2
+        return rng.normal(0.0, 1.0, nn) * np.sqrt(var)
+
+
+class _MaskSim(_Sim):
+    """The entrywise gate and entry decoder (the paper variant), as masks over the d entries.
+
+    With the entrywise gate a binary update carries a diagonal P_A = diag(m), m in
+    [0, 1]^d; a unary one carries sigma of the whole matrix M (the paper's Algorithm 2), whose
+    off-diagonal entries are noise and switch on wherever that noise passes 0.5. In a
+    pair's readout the left term's mask is averaged (Y P_B Y^T, Y nearly orthogonal, has
+    diagonal ~ mean(m_B)) and the right term's multiplies entry by entry; the pair's
+    symbols leave a circulant whose diagonal, the overlap computed exactly from the spectra
+    as in the trace model, scales it. So entry k of a binary readout is
+    sum over pairs of overlap * mean(m_L) * m_R[k], plus noise: every superposed pair adds
+    w_L w_R / d of variance to every entry, with w = ||P_A||_F^2 / d the term's weight
+    (the unary junk included), and pairs with one span mismatch (random span indices) add
+    a constant diagonal, alike on every entry. The entry decoder reads entry 0 of the
+    masks in the cell, with w / d of variance per term of P_left.
+    """
+
+    def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
+        d, n, t = self.d, len(words), self.t
+        nn = len(t.nonterminals)
+        h = d // 2 + 1
+        masks = np.zeros((n + 1, n + 1, nn, d))
+        means = np.zeros((n + 1, n + 1, nn))  # mean(m): the weight of a true derivation
+        weight = np.zeros((n + 1, n + 1, nn))  # ||P_A||_F^2 / d: the weight of its noise
+        lsum = np.zeros((n + 1, n + 1, h), np.complex128)  # sum of mean(m) conj(spec)
+        words_w = float(n)  # the words' terms of P_left weigh 1
+        for i, a in enumerate(words, 1):
+            lsum[i - 1, i] = np.conj(self.cb.spectrum("terminal", a))
+        for i in range(1, n + 1):
+            for k, r in enumerate(t.unary):
+                x = self.mean(self.ub[k : k + 1], lsum[i - 1, i])[0]
+                read = words_w + weight.sum()
+                if self.order != "sequential":
+                    read -= weight[i - 1, i].sum()
+                sd = math.sqrt(read * self.n_unary[k] / d)
+                m = self._put(masks, means, lsum, i - 1, i, r, x + rng.normal(0.0, sd, d))
+                # off-diagonal entries of sigma(M): noise of the same sd, on above 0.5
+                junk = (d - 1) * float(np.mean(sigmoid(rng.normal(0.0, sd, 4096), self.beta)))
+                weight[i - 1, i, r] = float(np.mean(m * m)) + junk
+        right = self.right
+        term = np.zeros((n + 1, n + 1))
+        for i in range(1, n + 1):
+            term[i - 1, i] = 1.0
+        for j in range(2, n + 1):
+            for i in range(j - 2, -1, -1):
+                total_l, total_r = words_w + weight.sum(), weight.sum()
+                # near matches (a constant diagonal: every entry shifts alike)
+                single, _double, _other = self._span_counts(means, term, i, j)
+                common = rng.normal(0.0, 1.0, len(t.binary)) * np.sqrt(single / d)
+                for kk, r in enumerate(t.binary):
+                    sig = np.zeros(d)
+                    for k in range(i + 1, j):
+                        on = np.nonzero(means[k, j])[0]
+                        if not len(on):
+                            continue
+                        # overlap of every right term C2 with (sum of left terms) R_A
+                        ov = self.mean(right[on], lsum[i, k] * self.bb[kk])
+                        sig += (ov[:, None] * masks[k, j, on]).sum(axis=0)
+                    sd = math.sqrt(total_l * total_r * self.n_rules[kk] / d)
+                    m = self._put(
+                        masks, means, lsum, i, j, r, sig + common[kk] + rng.normal(0.0, sd, d)
+                    )
+                    weight[i, j, r] = float(np.mean(m * m))
+        chart = {}
+        sd = math.sqrt((words_w + weight.sum()) / d)
+        left = self.left
+        for i in range(n):
+            for j in range(i + 1, n + 1):
+                on = np.nonzero(means[i, j])[0]
+                stat = rng.normal(0.0, sd, nn)
+                if len(on):
+                    # overlap of A with every X written in the cell, times m_X[0]
+                    ov = np.stack([self.mean(left, np.conj(left[x])) for x in on], axis=1)
+                    stat += (ov * masks[i, j, on, 0]).sum(axis=1)
+                chart[(i, j)] = frozenset(
+                    a for k, a in enumerate(t.nonterminals) if stat[k] > self.bound
+                )
+        return chart
+
+    def _put(self, masks, means, lsum, i, j, r, x) -> np.ndarray:
+        m = sigmoid(x, self.beta)
+        if m.max() <= self.prune:
+            return np.zeros_like(m)
+        masks[i, j, r] = m
+        means[i, j, r] = float(m.mean())
+        lsum[i, j] += means[i, j, r] * np.conj(self.left[r])
+        return m
+
+
+def _sentences(grammar: Grammar, sentences_or_length: Any, n_sentences: int, seed: int):
+    if isinstance(sentences_or_length, int | np.integer) and not isinstance(
+        sentences_or_length, bool
+    ):
+        length = int(sentences_or_length)
+        if length < 1:
+            raise ValueError(f"a sentence length must be >= 1, got {length}")
+        sents = generate(grammar, n_sentences, min_len=length, max_len=length, seed=seed)
+        if not sents:
+            raise ValueError(f"the grammar derives no sentence of length {length}")
+        return sents
+    sents = [tuple(s.split()) if isinstance(s, str) else tuple(s) for s in sentences_or_length]
+    if not sents:
+        raise ValueError("no sentences given")
+    return sents
+
+
+def predict(
+    grammar: Grammar | str,
+    sentences_or_length: int | Sequence[str | Sequence[str]],
+    d: int,
+    *,
+    variant: str = "trace",
+    encoding: str | None = None,
+    order: str | None = None,
+    beta: float | None = None,
+    threshold: float | None = None,
+    samples: int = 3,
+    sentences: int = 100,
+    seed: int = 0,
+) -> Prediction:
+    """Predict D-CYK's cell precision, recall, F1 and exact-table rate, without parsing.
+
+    Parameters
+    ----------
+    grammar : Grammar or str
+        A CNF grammar, or a built-in name / file path for :meth:`Grammar.load`.
+    sentences_or_length : int or list of sentences
+        The sentences (str or sequences of words), or a length: then ``sentences``
+        sentences of that length are drawn from the grammar (seed ``seed``).
+    d : int
+        The dimension.
+    variant, encoding, order, beta, threshold :
+        As in :func:`fastdcyk.dcyk` (the variant's defaults where None).
+    samples : int, default 3
+        Codebook draws (seeds ``seed``, ``seed + 1``, ...): the same codebooks that
+        ``dcyk(..., seed=s)`` would build.
+    sentences : int, default 100
+        Sentences drawn when a length is given.
+    seed : int, default 0
+
+    Returns
+    -------
+    Prediction
+
+    Examples
+    --------
+    >>> import fastdcyk
+    >>> p = fastdcyk.capacity.predict("G2", 5, 1024, samples=1, sentences=20)
+    >>> p.f1 > 0.9
+    True
+    """
+    from fastdcyk.decode import DEFAULT_BETA, DEFAULT_THRESHOLD
+    from fastdcyk.engine import VARIANTS
+
+    if isinstance(grammar, str):
+        grammar = Grammar.load(grammar)
+    if not grammar.is_cnf:
+        raise ValueError("the capacity model needs a grammar in Chomsky normal form")
+    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
+        raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
+    for name, v in (("samples", samples), ("sentences", sentences)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    _gate, order, _decoder, encoding = _options(variant, encoding, order)
+    beta = DEFAULT_BETA if beta is None else beta
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    decision_boundary(beta, threshold)  # checks them
+    sents = _sentences(grammar, sentences_or_length, sentences, seed)
+    golds = [cyk(grammar, s, strict=True) for s in sents]
+    total, exact = Scores(0, 0, 0), 0
+    unitary = VARIANTS[variant]["unitary"]
+    for k in range(samples):
+        if _gate == "trace":
+            cb = Codebook(int(d), seed=seed + k, dtype="float64", unitary=unitary, threads=1)
+            sim = _Sim(grammar, cb, variant, encoding, order, float(beta), float(threshold))
+        else:
+            cb = Codebook(int(d), seed=seed + k, dtype="float64", unitary=unitary, threads=1)
+            sim = _MaskSim(grammar, cb, variant, encoding, order, float(beta), float(threshold))
+        rng = np.random.default_rng(np.random.SeedSequence(seed + k, spawn_key=(0xCA9,)))
+        for s, gold in zip(sents, golds, strict=True):
+            chart = sim.run(s, rng)
+            total = total + cell_scores(gold, chart)
+            exact += chart == gold
+    return Prediction(
+        int(d),
+        total.precision,
+        total.recall,
+        total.f1,
+        exact / (len(sents) * samples),
+        len(sents),
+        samples,
+        total,
+    )
+
+
+def required_dim(
+    grammar: Grammar | str,
+    length: int,
+    target_f1: float = 0.99,
+    *,
+    predictions: dict[int, Prediction] | None = None,
+    **kwargs: Any,
+) -> int | None:
+    """The smallest d of :data:`DIM_GRID` (64 * 2^(k/4), up to 16384) predicted to reach
+    ``target_f1``.
+
+    The search doubles d from 256 until the target is reached, then bisects on the grid
+    below, so that the expensive large d are only tried when needed.
+
+    Parameters
+    ----------
+    grammar : Grammar or str
+    length : int
+        Sentence length.
+    target_f1 : float, default 0.99
+    predictions : dict, optional
+        Predictions already made with the same arguments, by d; filled with the new ones.
+    **kwargs :
+        Passed to :func:`predict` (variant, encoding, samples, sentences, seed, ...).
+
+    Returns
+    -------
+    int or None
+        None when no d of the grid is predicted to reach the target.
+    """
+    if not (isinstance(target_f1, int | float) and 0.0 < target_f1 <= 1.0):
+        raise ValueError(f"target_f1 must lie in (0, 1], got {target_f1!r}")
+    if isinstance(grammar, str):
+        grammar = Grammar.load(grammar)
+    made = {} if predictions is None else predictions
+
+    def ok(k: int) -> bool:
+        d = DIM_GRID[k]
+        if d not in made:
+            made[d] = predict(grammar, length, d, **kwargs)
+        return made[d].f1 >= target_f1
+
+    lo = 0
+    hi = DIM_GRID.index(256)
+    while not ok(hi):  # F1 grows with d: double until the target is reached
+        if hi == len(DIM_GRID) - 1:
+            return None
+        lo = hi + 1
+        hi = min(hi + 4, len(DIM_GRID) - 1)
+    while lo < hi:  # then bisect on the grid
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return DIM_GRID[lo]
