@@ -225,6 +225,14 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> 
         + (f"each variant's own: {_VARIANT_ORDERS})" if own_orders else "%(default)s)"),
     )
     g.add_argument(
+        "--encoding",
+        choices=ENCODINGS,
+        default=defaults.encoding,
+        help="encoding of every parse (default: each variant's own: "
+        + ", ".join(f"{v} {VARIANTS[v]['encoding']}" for v in VARIANTS)
+        + ")",
+    )
+    g.add_argument(
         "--betas",
         nargs="+",
         type=_positive,
@@ -597,6 +605,7 @@ def _config_from_args(args: argparse.Namespace) -> ExperimentConfig:
             dims=tuple(args.dims),
             variants=tuple(args.variants),
             orders=tuple(args.orders) if args.orders else (None,),
+            encoding=args.encoding,
             betas=tuple(args.betas),
             seeds=tuple(args.seeds),
             sentences=args.sentences,

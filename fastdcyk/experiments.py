@@ -61,7 +61,7 @@ import numpy as np
 from fastdcyk import _kernels
 from fastdcyk.codebook import Codebook
 from fastdcyk.cyk import cyk
-from fastdcyk.engine import DEFAULT_BETA, DEFAULT_THRESHOLD, ORDERS, VARIANTS, dcyk
+from fastdcyk.engine import DEFAULT_BETA, DEFAULT_THRESHOLD, ENCODINGS, ORDERS, VARIANTS, dcyk
 from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar, GrammarError
 from fastdcyk.metrics import cell_scores
@@ -86,6 +86,7 @@ __all__ = [
     "plan_tasks",
     "read_results",
     "record_key",
+    "record_encoding",
     "record_order",
     "run_experiment",
     "run_task",
@@ -108,11 +109,13 @@ RESULTS_VERSION = 1
 #: The fields of a record, in the order they are written. ``seconds`` is the parse time
 #: (D-CYK and its decoder, not symbolic CYK) and the only field that differs between runs.
 #: ``order`` is the order the parse used (resolved: never None); records of files written
-#: before it existed lack it and are read as their variant's own order.
+#: before it existed lack it and are read as their variant's own order. ``encoding`` is the
+#: encoding (resolved); records written before it existed lack it and are read as "paper".
 RECORD_FIELDS = (
     "grammar",
     "variant",
     "order",
+    "encoding",
     "beta",
     "d",
     "seed",
@@ -127,9 +130,9 @@ RECORD_FIELDS = (
     "f1",
     "seconds",
 )
-_KEY_FIELDS = ("grammar", "variant", "order", "beta", "d", "seed", "index")
+_KEY_FIELDS = ("grammar", "variant", "order", "encoding", "beta", "d", "seed", "index")
 #: Fields a record may lack (older results files): filled in when the file is read.
-_OPTIONAL_FIELDS = ("order",)
+_OPTIONAL_FIELDS = ("order", "encoding")
 
 #: Rough seconds per parse on one core: c * n (n + 1) / 2 * (d^2 log2 d + c0), times a
 #: factor per variant and order, from the d = 3000 times of docs/results.md ("Cost"): the
@@ -227,11 +230,14 @@ class ExperimentConfig:
         Decoder threshold on sigma (the paper's 0.99).
     dtype : {"float32", "float64"}
         Precision of the codebooks and accumulators.
+    encoding : {None, "paper", "roles"}
+        The encoding of every parse (:data:`fastdcyk.engine.ENCODINGS`); None (the default)
+        is each variant's own (``VARIANTS[v]["encoding"]``: paper "paper", trace "roles").
 
     Raises
     ------
     ValueError
-        On an empty list, d < 2, an unknown variant or order, a bad beta, threshold, dtype
+        On an empty list, d < 2, an unknown variant, order or encoding, a bad beta, threshold, dtype
         or length.
     """
 
@@ -248,6 +254,7 @@ class ExperimentConfig:
     threshold: float = DEFAULT_THRESHOLD
     dtype: str = "float32"
     orders: tuple[str | None, ...] = (None,)
+    encoding: str | None = None
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -306,16 +313,22 @@ class ExperimentConfig:
             raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
         put("dtype", str(self.dtype))
         put("source", str(self.source))
+        if self.encoding is not None and self.encoding not in ENCODINGS:
+            raise ValueError(
+                f"unknown encoding {self.encoding!r}: choose from {ENCODINGS} "
+                "(or None: each variant's own)"
+            )
 
     # -- serialisation ------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration as plain JSON types.
 
-        ``orders`` is always there, so that a configuration differs in hash from those
-        written before orders existed: their trace records were parsed in the paper's
-        order, which is no longer the trace variant's, and a run must not add records of
-        the new default to such a file (it refuses the file instead).
+        ``orders`` and ``encoding`` are always there, so that a configuration differs in
+        hash from those written before they existed: their trace records were parsed in the
+        paper's order and encoding, with random span indices, which are no longer the
+        trace variant's, and a run must not add records of the new default to such a file
+        (it refuses the file instead).
         """
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
@@ -411,11 +424,14 @@ class Task:
         The order of the updates in a cell (:data:`fastdcyk.engine.ORDERS`). None (the
         default) is resolved to the variant's own, so a task always holds the order it
         parses in.
+    encoding : {"paper", "roles"}, optional
+        The encoding (:data:`fastdcyk.engine.ENCODINGS`); None is resolved to the
+        variant's own.
 
     Raises
     ------
     ValueError
-        On an unknown variant or order.
+        On an unknown variant, order or encoding.
     """
 
     grammar: str
@@ -428,6 +444,7 @@ class Task:
     dtype: str
     items: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...]
     order: str | None = None
+    encoding: str | None = None
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -436,6 +453,10 @@ class Task:
             object.__setattr__(self, "order", VARIANTS[self.variant]["order"])
         elif self.order not in ORDERS:
             raise ValueError(f"unknown order {self.order!r}: choose from {ORDERS}")
+        if self.encoding is None:
+            object.__setattr__(self, "encoding", VARIANTS[self.variant]["encoding"])
+        elif self.encoding not in ENCODINGS:
+            raise ValueError(f"unknown encoding {self.encoding!r}: choose from {ENCODINGS}")
 
     @property
     def n_records(self) -> int:
@@ -462,16 +483,23 @@ def record_order(record: dict[str, Any]) -> str | None:
     return record.get("order") or "sequential"
 
 
+def record_encoding(record: dict[str, Any]) -> str:
+    """The encoding a record was parsed with: ``"paper"`` for a record of a file written
+    before records named it (every variant then used the paper's encoding)."""
+    return record.get("encoding") or "paper"
+
+
 def record_key(record: dict[str, Any]) -> tuple:
-    """(grammar, variant, order, beta, d, seed, index): what identifies a record in a grid.
+    """(grammar, variant, order, encoding, beta, d, seed, index): what identifies a record.
 
     A record without ``"order"`` (an older file) was parsed in the paper's order
-    (:func:`record_order`).
+    (:func:`record_order`), one without ``"encoding"`` in the paper's encoding.
     """
     return (
         record["grammar"],
         record["variant"],
         record_order(record),
+        record_encoding(record),
         float(record["beta"]),
         int(record["d"]),
         int(record["seed"]),
@@ -526,6 +554,7 @@ def plan_tasks(
         for spec in config.grammars:
             text = grammars[spec].to_string()
             for variant, order in config.variant_orders():
+                encoding = config.encoding or VARIANTS[variant]["encoding"]
                 for beta in config.betas:
                     for seed in config.seeds:
                         items = []
@@ -533,7 +562,7 @@ def plan_tasks(
                             todo = tuple(
                                 i
                                 for i in positions[s]
-                                if (spec, variant, order, beta, d, seed, i) not in done
+                                if (spec, variant, order, encoding, beta, d, seed, i) not in done
                             )
                             if todo:
                                 items.append((s, todo))
@@ -550,6 +579,7 @@ def plan_tasks(
                                     config.dtype,
                                     tuple(batch),
                                     order,
+                                    encoding,
                                 )
                             )
     return tasks
@@ -646,6 +676,7 @@ def run_task(task: Task) -> list[dict[str, Any]]:
             variant=task.variant,
             beta=task.beta,
             order=task.order,
+            encoding=task.encoding,
         )
     records = []
     for words, indices in task.items:
@@ -658,6 +689,7 @@ def run_task(task: Task) -> list[dict[str, Any]]:
             beta=task.beta,
             threshold=task.threshold,
             order=task.order,
+            encoding=task.encoding,
         )
         seconds = time.perf_counter() - t0
         scores = cell_scores(cyk(grammar, words), result.chart)
@@ -667,6 +699,7 @@ def run_task(task: Task) -> list[dict[str, Any]]:
                     "grammar": task.grammar,
                     "variant": task.variant,
                     "order": task.order,
+                    "encoding": task.encoding,
                     "beta": task.beta,
                     "d": task.d,
                     "seed": task.seed,
@@ -762,6 +795,8 @@ def _parse_file(path: Path) -> _Parsed:
                 raise ResultsFileError(f"{str(path)!r}, line {line_no}: record lacks {missing}")
             if "order" not in obj:  # written before records named their order
                 obj["order"] = record_order(obj)
+            if "encoding" not in obj:  # written before records named their encoding
+                obj["encoding"] = record_encoding(obj)
             records.append(obj)
         pos = end + 1
     return _Parsed(header, records, pos, False)
@@ -1187,18 +1222,32 @@ def _orders_differ(records: Iterable[dict[str, Any]]) -> bool:
     )
 
 
-def _with_order(keys: Sequence[str]) -> tuple[str, ...]:
-    """``keys`` with "order" just after "variant" (unchanged when they lack "variant" or
-    already hold "order")."""
+def _encodings_differ(records: Iterable[dict[str, Any]]) -> bool:
+    """Whether groups by variant must name the encoding (as :func:`_orders_differ`)."""
+    seen: dict[str, set[str]] = {}
+    for r in records:
+        seen.setdefault(r["variant"], set()).add(record_encoding(r))
+    return any(
+        encs != {VARIANTS.get(variant, {}).get("encoding")} for variant, encs in seen.items()
+    )
+
+
+def _with_order(keys: Sequence[str], name: str = "order") -> tuple[str, ...]:
+    """``keys`` with ``name`` ("order" or "encoding") just after "variant" (and "order")
+    (unchanged when they lack "variant" or already hold ``name``)."""
     keys = tuple(keys)
-    if "variant" not in keys or "order" in keys:
+    if "variant" not in keys or name in keys:
         return keys
-    k = keys.index("variant") + 1
-    return (*keys[:k], "order", *keys[k:])
+    k = keys.index("variant") + 1 + (name == "encoding" and "order" in keys)
+    return (*keys[:k], name, *keys[k:])
 
 
 def _field(record: dict[str, Any], name: str) -> Any:
-    return record_order(record) if name == "order" else record[name]
+    if name == "order":
+        return record_order(record)
+    if name == "encoding":
+        return record_encoding(record)
+    return record[name]
 
 
 def aggregate(
@@ -1249,6 +1298,7 @@ def aggregate(
         raise ValueError(f"level must be in (0, 1), got {level}")
     records = list(records)
     by = _with_order(by) if _orders_differ(records) else tuple(by)
+    by = _with_order(by, "encoding") if _encodings_differ(records) else by
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in records:
         groups.setdefault(tuple(_field(r, k) for k in by), []).append(r)

@@ -685,3 +685,54 @@ def test_study_rows_split_orders(tmp_path):
         assert {r["order"] for r in rows} == {"sequential", "cell"}
     a = ex.study_rows(recs, "a", max_len=7)
     assert {(r["order"], r["micro_f1"]) for r in a} == {("sequential", 0.5), ("cell", 1.0)}
+
+
+# -- encodings -------------------------------------------------------------------------------
+
+
+def test_config_encoding_is_checked_and_always_in_the_hash():
+    default = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=4)
+    roles = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=4, encoding="roles")
+    assert default.to_dict()["encoding"] is None and roles.to_dict()["encoding"] == "roles"
+    assert default.hash() != roles.hash()
+    assert ex.ExperimentConfig.from_dict(roles.to_dict()) == roles
+    with pytest.raises(ValueError, match="unknown encoding 'sidon'"):
+        ex.ExperimentConfig(grammars=("G0",), encoding="sidon")
+
+
+def test_tasks_and_records_carry_the_encoding(monkeypatch):
+    calls = []
+    real = ex.dcyk
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("encoding"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ex, "dcyk", spy)
+    cfg = ex.ExperimentConfig(grammars=("G2",), dims=(32,), sentences=3, max_len=4)
+    tasks = ex.plan_tasks(cfg)
+    assert {(t.variant, t.encoding) for t in tasks} == {("paper", "paper"), ("trace", "roles")}
+    cfg2 = ex.ExperimentConfig(grammars=("G2",), dims=(32,), sentences=3, max_len=4,
+                               encoding="paper")  # fmt: skip
+    assert {t.encoding for t in ex.plan_tasks(cfg2)} == {"paper"}
+    task = next(t for t in tasks if t.variant == "trace")
+    monkeypatch.setattr(ex, "_local", threading.local())
+    records = ex.run_task(task)
+    assert set(calls) == {"roles"}
+    assert all(r["encoding"] == "roles" and list(r) == list(ex.RECORD_FIELDS) for r in records)
+    with pytest.raises(ValueError, match="unknown encoding"):
+        ex.Task("G2", "", "paper", 50.0, 16, 0, 0.99, "float32", (), None, "sidon")
+
+
+def test_records_without_an_encoding_read_as_paper_and_aggregate_apart():
+    rec = {"grammar": "G0", "variant": "trace", "beta": 50.0, "d": 16, "seed": 0, "index": 3}
+    assert ex.record_encoding(rec) == "paper"
+    assert ex.record_key(rec) != ex.record_key(dict(rec, encoding="roles"))
+    paper = _records([1, 2, 1], [2, 2, 2], [1, 2, 4], order="sequential")
+    roles = [dict(r, encoding="roles") for r in _records([2, 2, 2], [2, 2, 2], [2, 2, 2])]
+    rows = ex.aggregate(paper + roles)
+    assert [(r["variant"], r["encoding"], r["n"]) for r in rows] == [
+        ("paper", "paper", 3),
+        ("paper", "roles", 3),
+    ]
+    assert all("encoding" not in r for r in ex.aggregate(paper))  # each variant's own
