@@ -106,9 +106,9 @@ def figures(rows: list[dict]) -> None:
     val = [r for r in rows if r["study"] == "validation"]
     fig, ax = plt.subplots(figsize=(5.2, 5.0))
     styles = {
-        ("trace", "roles"): ("o", "tab:blue", "trace, roles (within 0.03)"),
-        ("trace", "paper"): ("s", "tab:orange", "trace, paper encoding (within 0.03)"),
-        ("paper", "paper"): ("^", "tab:red", "paper variant (within 0.05)"),
+        ("trace", "roles"): ("o", "tab:blue", "trace, roles (tolerance 0.03)"),
+        ("trace", "paper"): ("s", "tab:orange", "trace, paper encoding (tolerance 0.03)"),
+        ("paper", "paper"): ("^", "tab:red", "paper variant (tolerance 0.05)"),
     }
     for key, (marker, color, label) in styles.items():
         sel = [r for r in val if (r["variant"], r["encoding"]) == key]
