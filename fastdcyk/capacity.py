@@ -470,7 +470,10 @@ def required_dim(
     ``target_f1``.
 
     The search doubles d from 256 until the target is reached, then bisects on the grid
-    below, so that the expensive large d are only tried when needed.
+    below, so that the expensive large d are only tried when needed. It assumes that F1
+    grows with d, which holds on average over codebooks but not for each: with few
+    ``samples`` one codebook's symbol vectors can make a larger d predict (and measure)
+    lower, so use several samples (``samples=5``) for a decision.
 
     Parameters
     ----------
