@@ -32,14 +32,14 @@ against measurement.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from fastdcyk._rules import rule_tables
-from fastdcyk.codebook import Codebook
+from fastdcyk.codebook import Codebook, sidon_offsets
 from fastdcyk.cyk import cyk
 from fastdcyk.decode import decision_boundary, sigmoid
 from fastdcyk.generate import generate
@@ -118,7 +118,8 @@ class _Sim:
         self.w[0] = 1.0
         if cb.d % 2 == 0:
             self.w[-1] = 1.0
-        self.shifted = cb.index_vectors == "shifted"
+        self.shifted_codebook = cb.index_vectors == "shifted"
+        self.shifted = self.shifted_codebook
         self.left = self.t.spectra.astype(np.complex128)
         self.right = self.t.right_spectra.astype(np.complex128)
         self.ub = self.t.unary_spectra
@@ -146,6 +147,8 @@ class _Sim:
 
     def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
         d, n, t = self.d, len(words), self.t
+        # indices beyond the Sidon set that fits in d are random: then model them all so
+        self.shifted = self.shifted_codebook and len(sidon_offsets(d, n + 1)) == n + 1
         nn = len(t.nonterminals)
         h = d // 2 + 1
         gl = np.zeros((n + 1, n + 1, nn))  # gate weights written into the chart
@@ -352,6 +355,22 @@ class _MaskSim(_Sim):
         return m
 
 
+def _grammar(grammar: Any) -> Grammar:
+    if isinstance(grammar, str):
+        grammar = Grammar.load(grammar)
+    if not isinstance(grammar, Grammar):
+        raise TypeError(
+            f"grammar must be a fastdcyk.Grammar, a built-in name or a file, got "
+            f"{type(grammar).__name__}"
+        )
+    if not grammar.is_cnf:
+        raise ValueError(
+            "the capacity model needs a grammar in Chomsky normal form: use "
+            "grammar.to_cnf(), or read it with cnf='convert'"
+        )
+    return grammar
+
+
 def _sentences(grammar: Grammar, sentences_or_length: Any, n_sentences: int, seed: int):
     if isinstance(sentences_or_length, int | np.integer) and not isinstance(
         sentences_or_length, bool
@@ -363,6 +382,14 @@ def _sentences(grammar: Grammar, sentences_or_length: Any, n_sentences: int, see
         if not sents:
             raise ValueError(f"the grammar derives no sentence of length {length}")
         return sents
+    if isinstance(sentences_or_length, str | bytes) or not isinstance(
+        sentences_or_length, Iterable
+    ):
+        raise TypeError(
+            "sentences_or_length must be a sentence length (an int) or a list of sentences "
+            f"(each a str or a sequence of words), got {sentences_or_length!r}; "
+            'for one sentence pass ["the words"]'
+        )
     sents = [tuple(s.split()) if isinstance(s, str) else tuple(s) for s in sentences_or_length]
     if not sents:
         raise ValueError("no sentences given")
@@ -394,7 +421,9 @@ def predict(
         sentences of that length are drawn from the grammar (seed ``seed``).
     d : int
         The dimension.
-    variant, encoding, order, beta, threshold :
+    variant : {"trace", "paper"}, default "trace"
+        Note the default: the trace variant (:func:`fastdcyk.dcyk` defaults to "paper").
+    encoding, order, beta, threshold :
         As in :func:`fastdcyk.dcyk` (the variant's defaults where None).
     samples : int, default 3
         Codebook draws (seeds ``seed``, ``seed + 1``, ...): the same codebooks that
@@ -417,10 +446,7 @@ def predict(
     from fastdcyk.decode import DEFAULT_BETA, DEFAULT_THRESHOLD
     from fastdcyk.engine import VARIANTS
 
-    if isinstance(grammar, str):
-        grammar = Grammar.load(grammar)
-    if not grammar.is_cnf:
-        raise ValueError("the capacity model needs a grammar in Chomsky normal form")
+    grammar = _grammar(grammar)
     if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
         raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
     for name, v in (("samples", samples), ("sentences", sentences)):
@@ -491,10 +517,12 @@ def required_dim(
     int or None
         None when no d of the grid is predicted to reach the target.
     """
-    if not (isinstance(target_f1, int | float) and 0.0 < target_f1 <= 1.0):
-        raise ValueError(f"target_f1 must lie in (0, 1], got {target_f1!r}")
-    if isinstance(grammar, str):
-        grammar = Grammar.load(grammar)
+    ok = isinstance(target_f1, int | float) and not isinstance(target_f1, bool)
+    if not (ok and 0.0 < target_f1 <= 1.0):
+        raise ValueError(f"target_f1 must be a number in (0, 1], got {target_f1!r}")
+    if isinstance(length, bool) or not isinstance(length, int | np.integer) or length < 1:
+        raise ValueError(f"length must be an integer >= 1, got {length!r}")
+    grammar = _grammar(grammar)
     made = {} if predictions is None else predictions
 
     def ok(k: int) -> bool:

@@ -184,7 +184,10 @@ def _nonnegative_int(text: str) -> int:
 
 
 def _positive_int(text: str) -> int:
-    k = _nonnegative_int(text)
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
     if k < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {k}")
     return k
@@ -228,8 +231,10 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> 
         "--encoding",
         choices=ENCODINGS,
         default=defaults.encoding,
-        help="encoding of every parse (default: each variant's own: "
-        + ", ".join(f"{v} {VARIANTS[v]['encoding']}" for v in VARIANTS)
+        help="encoding of every parse: 'paper' (the paper's) or 'roles' (the right child "
+        "under its own vector, so that rules A -> B B stay distinct) (default: each "
+        "variant's own: "
+        + ", ".join(f"{v!r} uses {VARIANTS[v]['encoding']!r}" for v in VARIANTS)
         + ")",
     )
     g.add_argument(
@@ -699,7 +704,10 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
 
     grammar = _load_grammar(args.grammar)
     if not grammar.is_cnf:
-        raise UsageError(f"grammar {args.grammar!r} is not in Chomsky normal form")
+        raise UsageError(
+            f"grammar {args.grammar!r} is not in Chomsky normal form: convert it first "
+            "(fastdcyk.Grammar.to_cnf)"
+        )
     kw = dict(
         variant=args.variant,
         encoding=args.encoding,
@@ -718,7 +726,8 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
     enc = args.encoding or VARIANTS[args.variant]["encoding"]
     print(
         f"capacity model: {args.grammar}, {args.sentences} sentences of length {args.length}, "
-        f"variant={args.variant}, encoding={enc}, {args.samples} codebooks"
+        f"variant={args.variant}, encoding={enc}, {args.samples} "
+        + ("codebook" if args.samples == 1 else "codebooks")
     )
     print(f"{'d':>6} {'precision':>9} {'recall':>7} {'F1':>7} {'exact':>6}")
     for p in rows:
@@ -728,7 +737,10 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
         top = capacity.DIM_GRID[-1]
         print(f"no d up to {top} is predicted to reach F1 >= {args.target_f1:g}")
     else:
-        print(f"d needed for F1 >= {args.target_f1:g}: {need}")
+        print(
+            f"d needed for F1 >= {args.target_f1:g}: {need} (the smallest of the grid "
+            "64 * 2^(k/4) predicted to reach it)"
+        )
     print(f"({time.perf_counter() - t0:.1f} s, no D-CYK run)")
     return 0
 

@@ -83,7 +83,27 @@ def test_bad_arguments(args, kwargs, message):
         capacity.predict(*args, **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("G0", "fish swim", 64), "a list of sentences"),
+        (("G0", 2.5, 64), "a list of sentences"),
+        ((5, 3, 64), "must be a fastdcyk.Grammar"),
+    ],
+)
+def test_bad_argument_types(args, message):
+    with pytest.raises(TypeError, match=message):
+        capacity.predict(*args)
+
+
+def test_required_dim_checks_its_arguments():
+    with pytest.raises(ValueError, match="target_f1"):
+        capacity.required_dim("G0", 3, True)
+    with pytest.raises(ValueError, match="length must be an integer"):
+        capacity.required_dim("G0", [("fish", "swim")])
+
+
 def test_non_cnf_grammar_is_refused():
     g = fd.Grammar.from_string("S -> 'a' B\nB -> 'b'", cnf="allow")
-    with pytest.raises(ValueError, match="Chomsky normal form"):
+    with pytest.raises(ValueError, match="Chomsky normal form: use grammar.to_cnf"):
         capacity.predict(g, 2, 64)
