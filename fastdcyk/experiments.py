@@ -1208,31 +1208,20 @@ def _t_interval(values: np.ndarray, level: float) -> tuple[float, float]:
     return max(0.0, mean - half), min(1.0, mean + half)
 
 
-def _orders_differ(records: Iterable[dict[str, Any]]) -> bool:
-    """Whether groups by variant must name the order.
+def _split_by(records: Iterable[dict[str, Any]], name: str) -> bool:
+    """Whether groups by variant must name ``name`` ("order" or "encoding").
 
-    True when a variant of ``records`` was parsed in more than one order, or in another
-    than its own (see :func:`record_order`).
+    True when a variant of ``records`` was parsed with more than one value of it, or with
+    another than its own (``VARIANTS[v][name]``; see :func:`record_order` and
+    :func:`record_encoding` for records of older files).
     """
-    seen: dict[str, set[str | None]] = {}
+    seen: dict[str, set[Any]] = {}
     for r in records:
-        seen.setdefault(r["variant"], set()).add(record_order(r))
-    return any(
-        orders != {VARIANTS.get(variant, {}).get("order")} for variant, orders in seen.items()
-    )
+        seen.setdefault(r["variant"], set()).add(_field(r, name))
+    return any(values != {VARIANTS.get(variant, {}).get(name)} for variant, values in seen.items())
 
 
-def _encodings_differ(records: Iterable[dict[str, Any]]) -> bool:
-    """Whether groups by variant must name the encoding (as :func:`_orders_differ`)."""
-    seen: dict[str, set[str]] = {}
-    for r in records:
-        seen.setdefault(r["variant"], set()).add(record_encoding(r))
-    return any(
-        encs != {VARIANTS.get(variant, {}).get("encoding")} for variant, encs in seen.items()
-    )
-
-
-def _with_order(keys: Sequence[str], name: str = "order") -> tuple[str, ...]:
+def _after_variant(keys: Sequence[str], name: str) -> tuple[str, ...]:
     """``keys`` with ``name`` ("order" or "encoding") just after "variant" (and "order")
     (unchanged when they lack "variant" or already hold ``name``)."""
     keys = tuple(keys)
@@ -1297,8 +1286,10 @@ def aggregate(
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     records = list(records)
-    by = _with_order(by) if _orders_differ(records) else tuple(by)
-    by = _with_order(by, "encoding") if _encodings_differ(records) else by
+    by = tuple(by)
+    for name in ("order", "encoding"):
+        if _split_by(records, name):
+            by = _after_variant(by, name)
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in records:
         groups.setdefault(tuple(_field(r, k) for k in by), []).append(r)
@@ -1446,7 +1437,7 @@ def format_table(
     an "order" column follows it.
     """
     if any("order" in row for row in rows):
-        keys = _with_order(keys)
+        keys = _after_variant(keys, "order")
     head = [*keys, "n", "micro P", "micro R", "micro F1", "macro F1", "s/sentence"]
     body = []
     for row in rows:
