@@ -1433,11 +1433,12 @@ def format_table(
     """A text (or Markdown) table of aggregate rows: the keys, n, micro P/R/F1, macro F1.
 
     Intervals are the 95% ones of :func:`aggregate`, written ``value [lo, hi]``. When the
-    rows are split by order (:func:`aggregate` added "order") and ``keys`` has "variant",
-    an "order" column follows it.
+    rows are split by order or encoding (:func:`aggregate` added "order" or "encoding") and
+    ``keys`` has "variant", an "order" or "encoding" column follows it.
     """
-    if any("order" in row for row in rows):
-        keys = _after_variant(keys, "order")
+    for name in ("order", "encoding"):
+        if any(name in row for row in rows):
+            keys = _after_variant(keys, name)
     head = [*keys, "n", "micro P", "micro R", "micro F1", "macro F1", "s/sentence"]
     body = []
     for row in rows:

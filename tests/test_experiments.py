@@ -736,3 +736,5 @@ def test_records_without_an_encoding_read_as_paper_and_aggregate_apart():
         ("paper", "roles", 3),
     ]
     assert all("encoding" not in r for r in ex.aggregate(paper))  # each variant's own
+    md = ex.format_table(rows, ("variant", "d"), markdown=True)
+    assert md.startswith("| variant | encoding | d | n |")
