@@ -41,7 +41,8 @@ import numpy as np
 from fastdcyk._rules import rule_tables
 from fastdcyk.codebook import Codebook, sidon_offsets
 from fastdcyk.cyk import cyk
-from fastdcyk.decode import decision_boundary, sigmoid
+from fastdcyk.decode import DEFAULT_BETA, DEFAULT_THRESHOLD, decision_boundary, sigmoid
+from fastdcyk.engine import VARIANTS, _choices, _parseval_weights
 from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar
 from fastdcyk.metrics import Scores, cell_scores
@@ -88,13 +89,6 @@ class Prediction:
         )
 
 
-def _options(variant: str, encoding: str | None, order: str | None):
-    from fastdcyk.engine import _choices
-
-    gate, order, decoder, encoding = _choices(variant, order=order, encoding=encoding)
-    return gate, order, decoder, encoding
-
-
 class _Sim:
     """One codebook draw: rule spectra, terminal spectra, and the simulation of a sentence."""
 
@@ -102,24 +96,18 @@ class _Sim:
         self,
         grammar: Grammar,
         cb: Codebook,
-        variant: str,
         encoding: str,
         order: str,
         beta: float,
         threshold: float,
     ):
-        self.g, self.cb, self.d = grammar, cb, cb.d
+        self.cb, self.d = cb, cb.d
         self.t = rule_tables(cb, grammar, encoding)
-        self.variant, self.order = variant, order
+        self.order = order
         self.beta = beta
         self.bound = decision_boundary(beta, threshold)
         self.prune = float(np.finfo(cb.dtype).eps)
-        self.w = np.full(cb.d // 2 + 1, 2.0)
-        self.w[0] = 1.0
-        if cb.d % 2 == 0:
-            self.w[-1] = 1.0
-        self.shifted_codebook = cb.index_vectors == "shifted"
-        self.shifted = self.shifted_codebook
+        self.w = _parseval_weights(cb.d)
         self.left = self.t.spectra.astype(np.complex128)
         self.right = self.t.right_spectra.astype(np.complex128)
         self.ub = self.t.unary_spectra
@@ -148,7 +136,7 @@ class _Sim:
     def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
         d, n, t = self.d, len(words), self.t
         # indices beyond the Sidon set that fits in d are random: then model them all so
-        self.shifted = self.shifted_codebook and len(sidon_offsets(d, n + 1)) == n + 1
+        shifted = self.cb.index_vectors == "shifted" and len(sidon_offsets(d, n + 1)) == n + 1
         nn = len(t.nonterminals)
         h = d // 2 + 1
         gl = np.zeros((n + 1, n + 1, nn))  # gate weights written into the chart
@@ -178,13 +166,14 @@ class _Sim:
                     return np.einsum("kf,kf->f", lsum[i, i + 1 : j], rsum[i + 1 : j, j])
 
                 x = self.mean(self.bb, q())
-                x = x + self._noise_binary(gl, term, i, j, rng)
+                x = x + self._noise_binary(gl, term, i, j, rng, shifted)
                 self._write(gl, lsum, rsum, i, j, t.binary, x, self.bb, q)
         stats = np.zeros((n + 1, n + 1, nn))
         for i in range(n):
             for j in range(i + 1, n + 1):
-                stats[i, j] = self.mean(self.left.conj(), np.conj(lsum[i, j]))
-                stats[i, j] += self._noise_decoder(gl, term, i, j, rng)
+                # tr([A]+ ...) / d: the real part of mean(conj(A) conj(lsum)) = mean(A lsum)
+                stats[i, j] = self.mean(self.left, lsum[i, j])
+                stats[i, j] += self._noise_decoder(gl, term, i, j, rng, shifted)
         names = t.nonterminals
         return {
             (i, j): frozenset(a for k, a in enumerate(names) if stats[i, j, k] > self.bound)
@@ -240,7 +229,7 @@ class _Sim:
         other = (gl.sum() + term.sum()) * gl.sum() * self.n_rules
         return single, double, other
 
-    def _noise_binary(self, gl, term, i, j, rng) -> np.ndarray:
+    def _noise_binary(self, gl, term, i, j, rng, shifted: bool) -> np.ndarray:
         """The span part of the trace readouts of cell (i, j), drawn.
 
         A pair that differs in the outer span group only is a circulant: variance 1/d with
@@ -251,15 +240,15 @@ class _Sim:
         single, double, other = self._span_counts(gl, term, i, j)
         d = self.d
         var = 2.0 * double / d**2 + other / d**2
-        if not self.shifted:
+        if not shifted:
             var = var + single / d
         return rng.normal(0.0, 1.0, len(var)) * np.sqrt(var)
 
-    def _noise_decoder(self, gl, term, i, j, rng) -> np.ndarray:
+    def _noise_decoder(self, gl, term, i, j, rng, shifted: bool) -> np.ndarray:
         nn = gl.shape[2]
         total = gl.sum() + term.sum()
         same = gl.sum(axis=(0, 1)) - gl[i, j]  # the same symbol in another cell
-        if self.shifted:
+        if shifted:
             var = 2.0 * same / self.d**2 + total / self.d**2
         else:
             var = same / self.d + total / self.d**2
@@ -443,16 +432,13 @@ def predict(
     >>> p.f1 > 0.9
     True
     """
-    from fastdcyk.decode import DEFAULT_BETA, DEFAULT_THRESHOLD
-    from fastdcyk.engine import VARIANTS
-
     grammar = _grammar(grammar)
     if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
         raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
     for name, v in (("samples", samples), ("sentences", sentences)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-    _gate, order, _decoder, encoding = _options(variant, encoding, order)
+    gate, order, _decoder, encoding = _choices(variant, order=order, encoding=encoding)
     beta = DEFAULT_BETA if beta is None else beta
     threshold = DEFAULT_THRESHOLD if threshold is None else threshold
     decision_boundary(beta, threshold)  # checks them
@@ -461,12 +447,9 @@ def predict(
     total, exact = Scores(0, 0, 0), 0
     unitary = VARIANTS[variant]["unitary"]
     for k in range(samples):
-        if _gate == "trace":
-            cb = Codebook(int(d), seed=seed + k, dtype="float64", unitary=unitary, threads=1)
-            sim = _Sim(grammar, cb, variant, encoding, order, float(beta), float(threshold))
-        else:
-            cb = Codebook(int(d), seed=seed + k, dtype="float64", unitary=unitary, threads=1)
-            sim = _MaskSim(grammar, cb, variant, encoding, order, float(beta), float(threshold))
+        cb = Codebook(int(d), seed=seed + k, dtype="float64", unitary=unitary, threads=1)
+        model = _Sim if gate == "trace" else _MaskSim
+        sim = model(grammar, cb, encoding, order, float(beta), float(threshold))
         rng = np.random.default_rng(np.random.SeedSequence(seed + k, spawn_key=(0xCA9,)))
         for s, gold in zip(sents, golds, strict=True):
             chart = sim.run(s, rng)
@@ -517,8 +500,8 @@ def required_dim(
     int or None
         None when no d of the grid is predicted to reach the target.
     """
-    ok = isinstance(target_f1, int | float) and not isinstance(target_f1, bool)
-    if not (ok and 0.0 < target_f1 <= 1.0):
+    number = isinstance(target_f1, int | float) and not isinstance(target_f1, bool)
+    if not (number and 0.0 < target_f1 <= 1.0):
         raise ValueError(f"target_f1 must be a number in (0, 1], got {target_f1!r}")
     if isinstance(length, bool) or not isinstance(length, int | np.integer) or length < 1:
         raise ValueError(f"length must be an integer >= 1, got {length!r}")
