@@ -173,24 +173,22 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _nonnegative_int(text: str) -> int:
+def _int_at_least(text: str, low: int) -> int:
     try:
         k = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if k < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {k}")
+    if k < low:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {k}")
     return k
+
+
+def _nonnegative_int(text: str) -> int:
+    return _int_at_least(text, 0)
 
 
 def _positive_int(text: str) -> int:
-    try:
-        k = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if k < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {k}")
-    return k
+    return _int_at_least(text, 1)
 
 
 def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> None:
