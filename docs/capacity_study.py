@@ -1,6 +1,7 @@
 """The capacity model against measurement, and study (d) of docs/results.md.
 
-Run with ``python docs/capacity_study.py`` (about 30 minutes on 2 cores). Writes
+Run with ``python docs/capacity_study.py`` (about 35 minutes on 2 cores;
+``--predict-only`` recomputes the predictions and keeps the stored measurements, in seconds). Writes
 ``docs/capacity_study.json`` (every point: predicted and measured P, R, F1, exact) and the
 figures ``docs/figures/capacity_validation.png`` and ``docs/figures/study_d_random_grammars.png``.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -51,12 +53,26 @@ def grammar(name: str) -> fd.Grammar:
     return fd.Grammar.builtin(name)
 
 
-def point(args: tuple[str, str, str, int, int, str]) -> dict:
+def predicted(args: tuple[str, str, str, int, int, str]) -> dict:
+    """The model's prediction for one point (the same sentences and codebook seeds)."""
     name, variant, encoding, d, length, study = args
     _kernels.set_threads(1)
     g = grammar(name)
     sents = fd.generate(g, N, min_len=length, max_len=length, seed=0)
     pred = capacity.predict(g, sents, d, variant=variant, encoding=encoding, samples=len(SEEDS))
+    return dict(
+        study=study, grammar=name, variant=variant, encoding=encoding, d=d, length=length,
+        nonterminals=len(g.nonterminals), rules=len(g.rules),
+        pred_p=pred.precision, pred_r=pred.recall, pred_f1=pred.f1, pred_exact=pred.p_exact,
+    )  # fmt: skip
+
+
+def point(args: tuple[str, str, str, int, int, str]) -> dict:
+    """Prediction and measurement (D-CYK itself) of one point."""
+    name, variant, encoding, d, length, _study = args
+    row = predicted(args)
+    g = grammar(name)
+    sents = fd.generate(g, N, min_len=length, max_len=length, seed=0)
     total, exact = fd.Scores(0, 0, 0), 0
     unitary = fd.engine.VARIANTS[variant]["unitary"]
     for seed in SEEDS:
@@ -66,12 +82,9 @@ def point(args: tuple[str, str, str, int, int, str]) -> dict:
             chart = fd.dcyk(g, s, cb, variant=variant, encoding=encoding).chart
             total = total + fd.cell_scores(gold, chart)
             exact += chart == gold
-    return dict(
-        study=study, grammar=name, variant=variant, encoding=encoding, d=d, length=length,
-        nonterminals=len(g.nonterminals), rules=len(g.rules),
-        pred_p=pred.precision, pred_r=pred.recall, pred_f1=pred.f1, pred_exact=pred.p_exact,
-        p=total.precision, r=total.recall, f1=total.f1, exact=exact / (len(SEEDS) * len(sents)),
-    )  # fmt: skip
+    row.update(p=total.precision, r=total.recall, f1=total.f1,
+               exact=exact / (len(SEEDS) * len(sents)))  # fmt: skip
+    return row
 
 
 def points() -> list[tuple]:
@@ -151,10 +164,25 @@ def figures(rows: list[dict]) -> None:
     plt.close(fig)
 
 
+KEY = ("study", "grammar", "variant", "encoding", "d", "length")
+
+
 if __name__ == "__main__":
+    # --predict-only: recompute the predictions of docs/capacity_study.json and keep its
+    # measurements (seconds instead of half an hour; valid only while the codebooks and the
+    # engine are those the measurements were taken with)
+    predict_only = "--predict-only" in sys.argv[1:]
+    todo = points()
+    old = {}
+    if predict_only:
+        stored = json.loads((HERE / "capacity_study.json").read_text())
+        old = {tuple(r[k] for k in KEY): r for r in stored}
+        todo = [p for p in todo if (p[5], *p[:5]) in old]
     rows = []
     with ProcessPoolExecutor(os.cpu_count()) as pool:
-        for row in pool.map(point, points()):
+        for row in pool.map(predicted if predict_only else point, todo):
+            if predict_only:
+                row = {**old[tuple(row[k] for k in KEY)], **row}
             rows.append(row)
             print(json.dumps(row), flush=True)
     rows.sort(key=lambda r: (r["study"], r["variant"], r["encoding"], r["grammar"], r["d"]))

@@ -232,17 +232,33 @@ class _Sim:
     def _noise_binary(self, gl, term, i, j, rng, shifted: bool) -> np.ndarray:
         """The span part of the trace readouts of cell (i, j), drawn.
 
-        A pair that differs in the outer span group only is a circulant: variance 1/d with
-        random span indices, exactly 0 with shifted ones. One that differs across a
-        permutation too counts fixed points of a permutation (Poisson(1), random sign):
-        2/d^2. Others: 1/d^2.
+        A pair (P_left (i1, k1, B), P_right (k2, j2, C)) whose symbols match a rule of A
+        but whose spans do not leaves a trace that depends on its four span indices only:
+        every such pair of the same two cells, for every A of the cell, reads the same
+        value, so they add coherently. With zero-mean symbol vectors (the symbol part is
+        I - J/d) the value is, with k1 = k2, a circulant's mean diagonal less its constant
+        part: N(0, 1/d) with random span indices, and -1/d times a sign with shifted ones
+        (a shift has trace 0, its constant direction 1); with k1 != k2 a count of fixed
+        points of a permutation over d less 1, Poisson(1) - 1, with a random sign (the
+        constant part is removed, not just its sign randomised, when ``zero_mean`` is off
+        the count itself). Pairs whose symbols match no rule of A read independent values
+        of variance 1/d^2.
         """
-        single, double, other = self._span_counts(gl, term, i, j)
-        d = self.d
-        var = 2.0 * double / d**2 + other / d**2
-        if not shifted:
-            var = var + single / d
-        return rng.normal(0.0, 1.0, len(var)) * np.sqrt(var)
+        d, n1 = self.d, gl.shape[0]
+        ra, rb, rc = self.rule_a, self.rule_b, self.rule_c
+        shape = (n1, n1, n1, n1)  # (i1, k1, k2, j2)
+        zm = 1.0 if self.cb.zero_mean else 0.0
+        v = (rng.poisson(1.0, shape) - zm) * rng.choice((-1.0, 1.0), shape) / d
+        k = np.arange(n1)
+        if shifted:
+            v[:, k, k, :] = -zm * rng.choice((-1.0, 1.0), (n1, n1, n1)) / d
+        else:
+            v[:, k, k, :] = rng.normal(0.0, 1.0 / math.sqrt(d), (n1, n1, n1))
+        v[i, k, k, j] = 0.0  # the true matches: the exact part
+        coh = np.einsum("abB,abcd,cdC->BC", gl, v, gl, optimize=True)
+        coherent = np.bincount(ra, coh[rb, rc], len(self.t.binary))
+        other = (gl.sum() + term.sum()) * gl.sum() * self.n_rules
+        return coherent + rng.normal(0.0, 1.0, len(other)) * np.sqrt(other / d**2)
 
     def _noise_decoder(self, gl, term, i, j, rng, shifted: bool) -> np.ndarray:
         nn = gl.shape[2]

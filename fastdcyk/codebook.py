@@ -21,6 +21,14 @@ Then C_a^T C_b is a pure cyclic shift for a != b, with a zero diagonal, and so i
 C_a^T C_b C_c^T C_e unless {a, e} = {b, c}: a readout whose terms differ from a true match
 only in span indices reads exactly 0 instead of N(0, 1/d) (docs/method.md, section 3).
 Indices beyond the Sidon set that fits in d (21 at d = 1024) are drawn at random.
+
+Symbol vectors of a unitary codebook are also *zero-mean* by default (``zero_mean``): their
+constant (DC) Fourier coefficient is 0. The all-ones vector is an eigenvector of every
+circulant and of every permutation, so without this every superposed pair of a readout,
+whatever its symbols and spans, adds the product of its vectors' DC coefficients (+-1 for
+unitary vectors) over d, and these terms add up coherently as the chart fills
+(docs/method.md, section 3, "The constant direction"). Every term of the accumulators holds
+a symbol vector, so span indices keep their constant coefficient.
 """
 
 from __future__ import annotations
@@ -133,7 +141,15 @@ class Codebook:
         operators are applied to.
     unitary : bool, default False
         Draw unitary vectors (every rfft coefficient scaled to magnitude 1), for which
-        ``C_s^T C_s = I`` exactly and [s]- is the exact inverse of [s]+.
+        ``C_s^T C_s = I`` exactly and [s]- is the exact inverse of [s]+ (on the zero-mean
+        vectors when ``zero_mean``).
+    zero_mean : bool, optional
+        Set the constant Fourier coefficient of every drawn symbol vector (terminals,
+        nonterminals, right-child roles; not span indices) to 0 (default: ``unitary``).
+        Then ``C_s^T C_s = I - J/d`` for a unitary vector (J the all-ones matrix): the
+        identity on zero-mean vectors, and 0 on the constant direction, which every
+        circulant and permutation leaves in place and through which all superposed terms
+        of a readout would otherwise add up (see the module's notes).
     index_vectors : {"shifted", "random"}, optional
         How span indices get their vectors. ``"shifted"`` (the default of a unitary codebook,
         and only possible for one): one random unitary vector shifted by a Sidon set of
@@ -169,9 +185,14 @@ class Codebook:
         *,
         unitary: bool = False,
         index_vectors: str | None = None,
+        zero_mean: bool | None = None,
         engine: str | FFTEngine = "auto",
         threads: int | None = None,
     ) -> None:
+        if zero_mean is None:
+            zero_mean = unitary
+        if not isinstance(zero_mean, bool | np.bool_):
+            raise ValueError(f"zero_mean must be True, False or None, got {zero_mean!r}")
         if index_vectors is None:
             index_vectors = "shifted" if unitary else "random"
         if index_vectors not in INDEX_VECTORS:
@@ -190,6 +211,7 @@ class Codebook:
         self.dtype = np.dtype(dtype)
         self.cdtype = spectrum_dtype(self.dtype)
         self.unitary = bool(unitary)
+        self.zero_mean = bool(zero_mean)
         self.index_vectors = index_vectors
         self._index_base: np.ndarray | None = None
         self.engine = get_engine(engine, threads)
@@ -250,6 +272,7 @@ class Codebook:
         self.dtype = np.dtype(dtype)
         self.cdtype = spectrum_dtype(self.dtype)
         self.unitary = False
+        self.zero_mean = False
         self.index_vectors = "given"
         self.engine = get_engine(engine, threads)
         self._vectors = {}
@@ -301,6 +324,8 @@ class Codebook:
         extra = ", unitary" if self.unitary else ""
         if self.index_vectors == "random" and self.unitary:
             extra += ", index_vectors='random'"
+        if self.zero_mean != self.unitary:
+            extra += f", zero_mean={self.zero_mean}"
         return f"Codebook(d={self.d}, {src}, {self.dtype}{extra}, engine={self.engine.name})"
 
     def symbols(self, kind: str) -> list[Any]:
@@ -336,7 +361,10 @@ class Codebook:
             offsets = sidon_offsets(self.d, sym + 1)
             if sym < len(offsets):
                 return self._shifted(sym, offsets[sym])
-        return self._random(_KIND_KEY[kind], *_symbol_key(kind, sym))
+        # span indices keep their constant coefficient (distinct shifted indices stay exactly
+        # orthogonal); every superposed term holds a symbol vector, whose zero mean suffices
+        zero_mean = self.zero_mean and kind != "index"
+        return self._random(_KIND_KEY[kind], *_symbol_key(kind, sym), zero_mean=zero_mean)
 
     def _shifted(self, k: int, offset: int) -> np.ndarray:
         """Index k's vector: +-1 (a random sign) times the shared base vector, shifted.
@@ -354,14 +382,17 @@ class Codebook:
         v.setflags(write=False)
         return v
 
-    def _random(self, *key: int) -> np.ndarray:
+    def _random(self, *key: int, zero_mean: bool = False) -> np.ndarray:
         ss = np.random.SeedSequence(self.seed, spawn_key=key)
         # Drawn in float64 so that float32 and float64 codebooks of one seed agree to rounding.
         v = np.random.default_rng(ss).standard_normal(self.d) / np.sqrt(self.d)
-        if self.unitary:
+        if self.unitary or zero_mean:
             f = np.fft.rfft(v)
-            mag = np.abs(f)
-            f = np.where(mag > 0, f / np.where(mag > 0, mag, 1.0), 1.0)
+            if self.unitary:
+                mag = np.abs(f)
+                f = np.where(mag > 0, f / np.where(mag > 0, mag, 1.0), 1.0)
+            if zero_mean:
+                f[0] = 0.0
             v = np.fft.irfft(f, n=self.d)
         v = v.astype(self.dtype)
         v.setflags(write=False)

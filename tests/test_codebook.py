@@ -143,16 +143,37 @@ def test_vectors_are_gaussian_with_variance_one_over_d():
 def test_unitary_spectra_have_magnitude_one():
     for dtype in DTYPES:
         for d in (64, 257):
-            cb = Codebook(d, seed=2, dtype=dtype, unitary=True)
             eps = np.finfo(dtype).eps
-            for sym in ("a", "b"):
-                mag = np.abs(np.fft.rfft(cb.vector("terminal", sym).astype(np.float64)))
-                # Rounding the vector to dtype perturbs each coefficient by ~ eps * sqrt(d) *
-                # |v|_inf; 10 eps sqrt(d) bounds it.
+            for zero_mean in (False, True):
+                cb = Codebook(d, seed=2, dtype=dtype, unitary=True, zero_mean=zero_mean)
+                # the constant coefficient is 0 for zero-mean symbol vectors, 1 otherwise
+                want = np.ones(d // 2 + 1)
+                want[0] = 0.0 if zero_mean else 1.0
+                for sym in ("a", "b"):
+                    mag = np.abs(np.fft.rfft(cb.vector("terminal", sym).astype(np.float64)))
+                    # Rounding the vector to dtype perturbs each coefficient by ~ eps * sqrt(d) *
+                    # |v|_inf; 10 eps sqrt(d) bounds it.
+                    tol = 10 * eps * np.sqrt(d)
+                    np.testing.assert_allclose(mag, want, rtol=0, atol=tol)
+                    spec = np.abs(cb.spectrum("terminal", sym))
+                    np.testing.assert_allclose(spec, want, rtol=0, atol=tol)
+                # span indices keep theirs: distinct shifted indices stay exactly orthogonal
+                mag = np.abs(np.fft.rfft(cb.vector("index", 1).astype(np.float64)))
                 np.testing.assert_allclose(mag, 1.0, rtol=0, atol=10 * eps * np.sqrt(d))
-                np.testing.assert_allclose(
-                    np.abs(cb.spectrum("terminal", sym)), 1.0, rtol=0, atol=10 * eps * np.sqrt(d)
-                )
+
+
+def test_zero_mean_is_the_unitary_default_and_checked():
+    assert Codebook(32, unitary=True).zero_mean is True
+    assert Codebook(32).zero_mean is False
+    cb = Codebook(32, zero_mean=True)  # Gaussian vectors, mean removed
+    assert abs(cb.vector("nonterminal", "S").astype(np.float64).sum()) < 1e-6
+    assert "zero_mean=True" in repr(cb) and "zero_mean" not in repr(Codebook(32, unitary=True))
+    with pytest.raises(ValueError, match="zero_mean must be"):
+        Codebook(32, zero_mean="yes")
+    # the same seed gives the same vector up to its constant coefficient
+    a = Codebook(32, seed=1, unitary=True, dtype="float64").vector("terminal", "x")
+    b = Codebook(32, seed=1, unitary=True, zero_mean=False, dtype="float64").vector("terminal", "x")
+    np.testing.assert_allclose(a, b - b.mean(), rtol=0, atol=1e-14)
 
 
 # -- the permutation --------------------------------------------------------------------------

@@ -472,9 +472,11 @@ SENTENCES = {"G0": "fish swim fish near fish", "G2": "fish swim fish near fish s
 @pytest.mark.parametrize(("variant", "grammar"), list(BEFORE_ORDERS))
 def test_sequential_order_is_the_engine_before_orders(variant, grammar):
     g = fd.Grammar.builtin(grammar)
-    # the codebook and encoding of that engine: random span indices, the paper's encoding
+    # the codebook and encoding of that engine: random span indices, vectors with their
+    # constant coefficient, the paper's encoding
     unitary = variant == "trace"
-    cb = fd.Codebook(96, seed=5, dtype="float64", unitary=unitary, index_vectors="random")
+    cb = fd.Codebook(96, seed=5, dtype="float64", unitary=unitary, index_vectors="random",
+                     zero_mean=False)  # fmt: skip
     r = fd.dcyk(g, SENTENCES[grammar], cb, variant=variant, beta=10.0, prune=0.0,
                 order="sequential", encoding="paper")  # fmt: skip
     pl, pr = r.p_left, r.p_right

@@ -633,15 +633,22 @@ def test_plus_minus_is_near_identity():
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("d", [64, 257])
 def test_unitary_minus_is_the_exact_inverse(dtype, d):
-    cb = codebook(d, dtype, seed=3, unitary=True)
     eye = np.eye(d)
-    for sym in ("a", "b"):
-        p, m = cb.plus("terminal", sym), cb.minus("terminal", sym)
-        assert_close((m @ p).to_dense(), eye, dtype, d, 2)
-        assert_close((p @ m).to_dense(), eye, dtype, d, 2)
+    for zero_mean in (False, True):
+        cb = codebook(d, dtype, seed=3, unitary=True, zero_mean=zero_mean)
+        # zero-mean symbol vectors: the exact inverse on zero-mean vectors, I - J/d in all
+        want = eye - np.ones((d, d)) / d if zero_mean else eye
         x = np.random.default_rng(0).standard_normal((d, 4)).astype(dtype)
-        assert_close(m @ (p @ x), x, dtype, d, 2, x)
-        assert_close(np.abs(cb.spectrum("terminal", sym)), np.ones(d // 2 + 1), dtype, d)
+        if zero_mean:
+            x -= x.mean(axis=0)
+        mags = np.ones(d // 2 + 1)
+        mags[0] = 0.0 if zero_mean else 1.0
+        for sym in ("a", "b"):
+            p, m = cb.plus("terminal", sym), cb.minus("terminal", sym)
+            assert_close((m @ p).to_dense(), want, dtype, d, 2)
+            assert_close((p @ m).to_dense(), want, dtype, d, 2)
+            assert_close(m @ (p @ x), x, dtype, d, 2, x)
+            assert_close(np.abs(cb.spectrum("terminal", sym)), mags, dtype, d)
     # Not so for the non-unitary codebook of the same seed: there [s]- [s]+ is only ~ I.
     g = (cb.minus("terminal", "a") @ cb.plus("terminal", "b")).to_dense()
     assert np.abs(g - eye).max() > 0.1
