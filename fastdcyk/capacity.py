@@ -8,12 +8,13 @@ readout of the trace variant splits into two parts:
   spectral mean of a product of random phases otherwise). The model computes this part
   *exactly*, with the codebook's own symbol spectra, in O(d) per (cell, split): it is the
   engine's arithmetic with the span algebra idealised;
-- pairs whose span indices do not cancel: modelled as Gaussian noise whose variance counts
-  them. With shifted span indices (the trace preset) a pair that differs only in span
-  indices reads exactly 0, and only pairs that also differ at a second level (across a
-  permutation) remain, each with variance of order 1/d^2 (2/d^2 when its symbols match: a
-  trace of a product of shifts and permutations counts fixed points, Poisson(1), with a
-  random sign). With random span indices, a pair with one span mismatch adds 1/d.
+- pairs whose span indices do not cancel: modelled as noise. Pairs whose symbols match a
+  rule read a value fixed by their four span indices, shared by all such pairs of the same
+  two cells, so drawn once per pair of cells: with shifted span indices (the trace preset)
+  and zero-mean symbol vectors, -1/d times a sign for a pair that differs only in the outer
+  span group and (Poisson(1) - 1)/d times a sign across a permutation (a trace of a product
+  of shifts and permutations counts fixed points); with random span indices, N(0, 1/d) for
+  one span mismatch. Other pairs add independent noise of variance 1/d^2.
 
 The model runs symbolic CYK over these readouts: every gate sigma(readout), every update
 written with its gate value into the simulated chart (so that errors cascade exactly as in
@@ -22,8 +23,9 @@ codebook draw per sample; the prediction averages over samples and sentences.
 
 The paper variant (entrywise gate, entry decoder, Gaussian vectors) is modelled by the same
 simulation with per-entry noise: its readouts are single matrix entries, to which every
-superposed pair adds about 1/d of variance (section 3, "Why the trace sees less noise"),
-and its gate writes a diagonal mask; the model carries the mask's mean.
+superposed pair adds a few times 1/d of variance (section 3, "Why the trace sees less
+noise"; the factor, measured on single readouts, is ``_KAPPA_*``), and its gate writes a
+diagonal mask; the model carries the mask's mean.
 
 See docs/method.md, section 5, for the derivation and docs/results.md for the validation
 against measurement.
@@ -271,6 +273,17 @@ class _Sim:
         return rng.normal(0.0, 1.0, nn) * np.sqrt(var)
 
 
+#: Variance, times d, that one superposed term (of unit weight) adds to one diagonal entry
+#: of a readout of the paper variant, by readout: unary detection, binary detection,
+#: decoder. Gaussian circulants are only nearly orthogonal (C C^T = I + E), so the
+#: products of a readout (6 vectors for the unary step and the decoder, 10 for the binary
+#: step) add up the second-order cross terms of their E's: measured on single readouts
+#: (dense products at d = 256 and 1024, codebook seeds 0 and 1) as 1.4 to 1.7 per term
+#: for the unary readout and 5.8 to 11 for one pair of the binary readout (docs/method.md,
+#: section 5), against 1 for a single random product.
+_KAPPA_UNARY, _KAPPA_BINARY, _KAPPA_DECODER = 1.5, 8.0, 1.5
+
+
 class _MaskSim(_Sim):
     """The entrywise gate and entry decoder (the paper variant), as masks over the d entries.
 
@@ -282,10 +295,11 @@ class _MaskSim(_Sim):
     symbols leave a circulant whose diagonal, the overlap computed exactly from the spectra
     as in the trace model, scales it. So entry k of a binary readout is
     sum over pairs of overlap * mean(m_L) * m_R[k], plus noise: every superposed pair adds
-    w_L w_R / d of variance to every entry, with w = ||P_A||_F^2 / d the term's weight
-    (the unary junk included), and pairs with one span mismatch (random span indices) add
-    a constant diagonal, alike on every entry. The entry decoder reads entry 0 of the
-    masks in the cell, with w / d of variance per term of P_left.
+    kappa w_L w_R / d of variance to every entry, with w = ||P_A||_F^2 / d the term's
+    weight (the unary junk included) and kappa the measured constant of the readout
+    (``_KAPPA_*``), and pairs with one span mismatch (random span indices) add a constant
+    diagonal, alike on every entry. The entry decoder reads entry 0 of the masks in the
+    cell, with kappa w / d of variance per term of P_left.
     """
 
     def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
@@ -305,7 +319,7 @@ class _MaskSim(_Sim):
                 read = words_w + weight.sum()
                 if self.order != "sequential":
                     read -= weight[i - 1, i].sum()
-                sd = math.sqrt(read * self.n_unary[k] / d)
+                sd = math.sqrt(_KAPPA_UNARY * read * self.n_unary[k] / d)
                 m = self._put(masks, means, lsum, i - 1, i, r, x + rng.normal(0.0, sd, d))
                 # off-diagonal entries of sigma(M): noise of the same sd, on above 0.5
                 junk = (d - 1) * float(np.mean(sigmoid(rng.normal(0.0, sd, 4096), self.beta)))
@@ -329,13 +343,13 @@ class _MaskSim(_Sim):
                         # overlap of every right term C2 with (sum of left terms) R_A
                         ov = self.mean(right[on], lsum[i, k] * self.bb[kk])
                         sig += (ov[:, None] * masks[k, j, on]).sum(axis=0)
-                    sd = math.sqrt(total_l * total_r * self.n_rules[kk] / d)
+                    sd = math.sqrt(_KAPPA_BINARY * total_l * total_r * self.n_rules[kk] / d)
                     m = self._put(
                         masks, means, lsum, i, j, r, sig + common[kk] + rng.normal(0.0, sd, d)
                     )
                     weight[i, j, r] = float(np.mean(m * m))
         chart = {}
-        sd = math.sqrt((words_w + weight.sum()) / d)
+        sd = math.sqrt(_KAPPA_DECODER * (words_w + weight.sum()) / d)
         left = self.left
         for i in range(n):
             for j in range(i + 1, n + 1):
