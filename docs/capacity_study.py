@@ -76,7 +76,7 @@ def point(args: tuple[str, str, str, int, int, str]) -> dict:
     total, exact = fd.Scores(0, 0, 0), 0
     unitary = fd.engine.VARIANTS[variant]["unitary"]
     for seed in SEEDS:
-        cb = fd.Codebook(d, seed=seed, unitary=unitary, threads=1)
+        cb = fd.engine.default_codebook(g, d, seed, unitary=unitary, threads=1)  # dcyk's own
         for s in sents:
             gold = fd.cyk(g, s)
             chart = fd.dcyk(g, s, cb, variant=variant, encoding=encoding).chart

@@ -44,7 +44,7 @@ from fastdcyk._rules import rule_tables
 from fastdcyk.codebook import Codebook, sidon_offsets
 from fastdcyk.cyk import cyk
 from fastdcyk.decode import DEFAULT_BETA, DEFAULT_THRESHOLD, decision_boundary, sigmoid
-from fastdcyk.engine import VARIANTS, _choices, _parseval_weights
+from fastdcyk.engine import VARIANTS, _choices, _parseval_weights, default_codebook
 from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar
 from fastdcyk.metrics import Scores, cell_scores
@@ -477,7 +477,7 @@ def predict(
     total, exact = Scores(0, 0, 0), 0
     unitary = VARIANTS[variant]["unitary"]
     for k in range(samples):
-        cb = Codebook(int(d), seed=seed + k, dtype="float64", unitary=unitary, threads=1)
+        cb = default_codebook(grammar, int(d), seed + k, "float64", unitary=unitary, threads=1)
         model = _Sim if gate == "trace" else _MaskSim
         sim = model(grammar, cb, encoding, order, float(beta), float(threshold))
         rng = np.random.default_rng(np.random.SeedSequence(seed + k, spawn_key=(0xCA9,)))

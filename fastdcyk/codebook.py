@@ -22,6 +22,14 @@ C_a^T C_b C_c^T C_e unless {a, e} = {b, c}: a readout whose terms differ from a 
 only in span indices reads exactly 0 instead of N(0, 1/d) (docs/method.md, section 3).
 Indices beyond the Sidon set that fits in d (21 at d = 1024) are drawn at random.
 
+A unitary codebook can give the symbols of a grammar the same structure
+(``shifted_symbols``, :meth:`Codebook.for_grammar`; what :func:`fastdcyk.dcyk` builds for
+the trace variant): the listed symbols share one random base vector, shifted by the offsets
+of a second Sidon set. A pair of superposed terms whose spans cancel and whose symbols
+differ from a rule then reads -+1/d instead of N(0, 1/d), the same at every split and cell
+where the pair occurs: that value was the trace variant's noise floor on ambiguous
+grammars (docs/method.md, section 3). Symbols beyond the set that fits in d are random.
+
 Symbol vectors of a unitary codebook are also *zero-mean* by default (``zero_mean``): their
 constant (DC) Fourier coefficient is 0. The all-ones vector is an eigenvector of every
 circulant and of every permutation, so without this every superposed pair of a readout,
@@ -45,7 +53,7 @@ import numpy as np
 
 from fastdcyk.fft import FFTEngine, get_engine, spectrum_dtype
 
-__all__ = ["INDEX_VECTORS", "KINDS", "Codebook", "sidon_offsets"]
+__all__ = ["INDEX_VECTORS", "KINDS", "Codebook", "grammar_symbols", "sidon_offsets"]
 
 #: Every live codebook, so that a forked child can give each a fresh lock: a lock held by
 #: another thread of the parent at the fork would stay held in the child for ever.
@@ -64,6 +72,7 @@ KINDS = ("terminal", "nonterminal", "index", "right")
 _KIND_KEY = {"terminal": 1, "nonterminal": 2, "index": 3, "right": 4}
 _PERM_KEY = 0x5EED
 _SHIFT_BASE_KEY = 0xBA5E
+_SYMBOL_BASE_KEY = 0x5B5E
 INDEX_VECTORS = ("random", "shifted")
 
 #: Greedy Sidon sets modulo d, extended on demand: d -> (offsets, their differences mod d,
@@ -107,6 +116,48 @@ def sidon_offsets(d: int, count: int) -> list[int]:
         return offs[:count]
 
 
+def grammar_symbols(grammar: Any) -> tuple[tuple[str, Any], ...]:
+    """The symbols of a grammar, in the priority order of ``Codebook(shifted_symbols=...)``.
+
+    Nonterminals, then their right-child roles, then terminals, each sorted by name: the
+    nonterminals first, because near matches between rules' symbols set the trace
+    variant's noise floor, and the right-child roles always (the same codebook then serves
+    both encodings).
+
+    Parameters
+    ----------
+    grammar : Grammar
+        Anything with ``nonterminals`` and ``terminals``.
+    """
+    nts = sorted(grammar.nonterminals, key=str)
+    return (
+        *(("nonterminal", a) for a in nts),
+        *(("right", a) for a in nts),
+        *(("terminal", t) for t in sorted(grammar.terminals, key=str)),
+    )
+
+
+def _check_shifted_symbols(symbols: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    if isinstance(symbols, str | bytes):
+        raise ValueError("shifted_symbols must be a sequence of (kind, symbol) pairs")
+    out: list[tuple[str, Any]] = []
+    seen: set[tuple[str, Any]] = set()
+    for item in symbols:
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise ValueError(f"shifted_symbols: expected (kind, symbol) pairs, got {item!r}")
+        kind, sym = item
+        if kind not in ("terminal", "nonterminal", "right"):
+            raise ValueError(
+                f"shifted_symbols: kind {kind!r} is not one of 'terminal', 'nonterminal', "
+                "'right' (span indices are shifted by index_vectors)"
+            )
+        if item in seen:
+            raise ValueError(f"shifted_symbols lists {item!r} twice")
+        seen.add(item)
+        out.append(item)
+    return out
+
+
 def _symbol_key(kind: str, sym: Any) -> tuple[int, ...]:
     """Integers that identify a symbol independently of Python's randomised str hash."""
     if kind == "index":
@@ -143,6 +194,15 @@ class Codebook:
         Draw unitary vectors (every rfft coefficient scaled to magnitude 1), for which
         ``C_s^T C_s = I`` exactly and [s]- is the exact inverse of [s]+ (on the zero-mean
         vectors when ``zero_mean``).
+    shifted_symbols : sequence of (kind, symbol), optional
+        Symbols (kinds "terminal", "nonterminal", "right"), in priority order, whose
+        vectors are one zero-mean unitary base vector shifted by the k-th offset of a Sidon
+        set modulo d and given a random sign, k their position here: then C_a^T C_b and
+        C_a^T C_b C_c^T C_e are pure shifts, with zero trace on zero-mean vectors unless
+        they cancel, so near matches of symbols read -+1/d exactly. Needs ``unitary``.
+        Symbols past the set that fits in d (:func:`sidon_offsets`), and all others, get
+        random vectors. Vectors then depend on the seed and the symbol's position in this
+        list. :meth:`for_grammar` lists a grammar's symbols (:func:`grammar_symbols`).
     zero_mean : bool, optional
         Set the constant Fourier coefficient of every drawn symbol vector (terminals,
         nonterminals, right-child roles; not span indices) to 0 (default: ``unitary``).
@@ -185,10 +245,17 @@ class Codebook:
         *,
         unitary: bool = False,
         index_vectors: str | None = None,
+        shifted_symbols: Iterable[tuple[str, Any]] = (),
         zero_mean: bool | None = None,
         engine: str | FFTEngine = "auto",
         threads: int | None = None,
     ) -> None:
+        slots = _check_shifted_symbols(shifted_symbols)
+        if slots and not unitary:
+            raise ValueError(
+                "shifted_symbols needs unitary=True: shifts of a non-unitary vector are not "
+                "orthogonal"
+            )
         if zero_mean is None:
             zero_mean = unitary
         if not isinstance(zero_mean, bool | np.bool_):
@@ -214,6 +281,9 @@ class Codebook:
         self.zero_mean = bool(zero_mean)
         self.index_vectors = index_vectors
         self._index_base: np.ndarray | None = None
+        self.shifted_symbols = tuple(slots)
+        self._symbol_slot = {key: k for k, key in enumerate(slots)}
+        self._symbol_base: np.ndarray | None = None
         self.engine = get_engine(engine, threads)
         self._vectors: dict[tuple[str, Any], np.ndarray] = {}
         self._spectra: dict[tuple[str, Any], np.ndarray] = {}
@@ -222,6 +292,23 @@ class Codebook:
         self._set_permutation(rng.permutation(self.d))
         self._workspace: dict[tuple, np.ndarray] = {}
         self._new_lock()
+
+    @classmethod
+    def for_grammar(cls, grammar: Any, d: int, seed: int = 0, **kwargs: Any) -> Codebook:
+        """A unitary codebook whose vectors for ``grammar``'s symbols are shifted.
+
+        ``Codebook(d, seed, unitary=True, shifted_symbols=grammar_symbols(grammar),
+        **kwargs)``: the codebook :func:`fastdcyk.dcyk` builds for the trace variant.
+
+        Examples
+        --------
+        >>> import fastdcyk
+        >>> cb = Codebook.for_grammar(fastdcyk.Grammar.builtin("G0"), 256)
+        >>> cb
+        Codebook(d=256, seed=0, float32, unitary, 13 shifted symbols, engine=scipy)
+        """
+        kwargs.setdefault("unitary", True)
+        return cls(d, seed, shifted_symbols=grammar_symbols(grammar), **kwargs)
 
     # -- construction from the user's own vectors -------------------------------------------
 
@@ -274,6 +361,9 @@ class Codebook:
         self.unitary = False
         self.zero_mean = False
         self.index_vectors = "given"
+        self.shifted_symbols = ()
+        self._symbol_slot = {}
+        self._symbol_base = None
         self.engine = get_engine(engine, threads)
         self._vectors = {}
         self._spectra = {}
@@ -324,6 +414,8 @@ class Codebook:
         extra = ", unitary" if self.unitary else ""
         if self.index_vectors == "random" and self.unitary:
             extra += ", index_vectors='random'"
+        if self.shifted_symbols:
+            extra += f", {len(self.shifted_symbols)} shifted symbols"
         if self.zero_mean != self.unitary:
             extra += f", zero_mean={self.zero_mean}"
         return f"Codebook(d={self.d}, {src}, {self.dtype}{extra}, engine={self.engine.name})"
@@ -361,22 +453,34 @@ class Codebook:
             offsets = sidon_offsets(self.d, sym + 1)
             if sym < len(offsets):
                 return self._shifted(sym, offsets[sym])
+        slot = self._symbol_slot.get((kind, sym))
+        if slot is not None:
+            offsets = sidon_offsets(self.d, slot + 1)
+            if slot < len(offsets):
+                return self._shifted(slot, offsets[slot], symbol=True)
         # span indices keep their constant coefficient (distinct shifted indices stay exactly
         # orthogonal); every superposed term holds a symbol vector, whose zero mean suffices
         zero_mean = self.zero_mean and kind != "index"
         return self._random(_KIND_KEY[kind], *_symbol_key(kind, sym), zero_mean=zero_mean)
 
-    def _shifted(self, k: int, offset: int) -> np.ndarray:
-        """Index k's vector: +-1 (a random sign) times the shared base vector, shifted.
+    def _shifted(self, k: int, offset: int, symbol: bool = False) -> np.ndarray:
+        """Index k's vector (or shifted symbol k's): +-1 (a random sign) times a shared base
+        vector, shifted. Indices and symbols have separate bases (the symbols' is zero-mean
+        when ``zero_mean``).
 
         The sign keeps span mismatches zero-mean where a readout meets a product of shifts
         and permutations: such a product is a permutation matrix, whose trace (a count of
         fixed points) is >= 0; without signs those traces would add up.
         """
-        base = self._index_base
+        key = _SYMBOL_BASE_KEY if symbol else _SHIFT_BASE_KEY
+        base = self._symbol_base if symbol else self._index_base
         if base is None:
-            base = self._index_base = self._random(_SHIFT_BASE_KEY)
-        ss = np.random.SeedSequence(self.seed, spawn_key=(_SHIFT_BASE_KEY, k))
+            base = self._random(key, zero_mean=symbol and self.zero_mean)
+            if symbol:
+                self._symbol_base = base
+            else:
+                self._index_base = base
+        ss = np.random.SeedSequence(self.seed, spawn_key=(key, k))
         sign = 1.0 if np.random.default_rng(ss).random() < 0.5 else -1.0
         v = (sign * np.roll(base, offset)).astype(self.dtype)
         v.setflags(write=False)

@@ -65,6 +65,7 @@ __all__ = [
     "DCYKOptions",
     "DCYKResult",
     "dcyk",
+    "default_codebook",
     "estimate_memory",
 ]
 
@@ -300,6 +301,20 @@ def _words(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
     return ws
 
 
+def default_codebook(
+    grammar: Grammar, d: int, seed: int = 0, dtype: Any = "float32", *, unitary: bool, **kwargs
+) -> Codebook:
+    """The codebook :func:`dcyk` builds when given none.
+
+    Unitary: :meth:`Codebook.for_grammar` (the grammar's symbols shifted, span indices
+    shifted, zero-mean symbol vectors); otherwise Gaussian vectors, as in the paper.
+    ``kwargs`` go to :class:`Codebook` (``engine``, ``threads``).
+    """
+    if unitary:
+        return Codebook.for_grammar(grammar, int(d), seed=seed, dtype=dtype, **kwargs)
+    return Codebook(int(d), seed=seed, dtype=dtype, unitary=False, **kwargs)
+
+
 def _resolve_codebook(
     codebook: Codebook | None,
     d: int | None,
@@ -307,13 +322,16 @@ def _resolve_codebook(
     dtype: Any,
     unitary: bool,
     engine: Any,
+    grammar: Grammar,
 ) -> Codebook:
     if codebook is None:
         if d is None:
             d = 1024
         if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
             raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
-        return Codebook(int(d), seed=seed, dtype=dtype or "float32", unitary=unitary, engine=engine)
+        return default_codebook(
+            grammar, int(d), seed, dtype or "float32", unitary=unitary, engine=engine
+        )
     if not isinstance(codebook, Codebook):
         raise TypeError(f"codebook must be a fastdcyk.Codebook, got {type(codebook).__name__}")
     if d is not None and d != codebook.d:
@@ -941,8 +959,10 @@ def dcyk(
     words : str or sequence of str
         The sentence (a str is split on whitespace).
     codebook : Codebook, optional
-        Symbol vectors and permutation. Default: ``Codebook(d, seed, dtype, unitary=unitary,
-        engine=engine)``. Reuse one codebook across sentences: its work buffers are reused.
+        Symbol vectors and permutation. Default: :func:`default_codebook` (for unitary
+        vectors, ``Codebook.for_grammar(grammar, d, seed, dtype=dtype, engine=engine)``,
+        otherwise ``Codebook(d, seed, dtype, engine=engine)``). Reuse one codebook across
+        sentences: its work buffers are reused.
     d : int, optional
         Dimension (default 1024); must match the codebook's if both are given.
     seed : int, default 0
@@ -978,9 +998,9 @@ def dcyk(
         (docs/method.md, section 3). Default: the variant's choice (paper: ``"paper"``,
         trace: ``"roles"``).
     unitary : bool, optional
-        Unitary symbol vectors, and span indices shifted by a Sidon set (only when the
-        codebook is built here; see :class:`Codebook`). Default: the variant's choice (see
-        :data:`VARIANTS`).
+        Unitary zero-mean symbol vectors, with the grammar's symbols and the span indices
+        shifted by Sidon sets (only when the codebook is built here; see :class:`Codebook`
+        and :func:`default_codebook`). Default: the variant's choice (see :data:`VARIANTS`).
     engine : str, default "auto"
         FFT engine (only when the codebook is built here).
     decode : bool, default True
@@ -1032,7 +1052,7 @@ def dcyk(
         raise ValueError(f"record must be True or False, got {record!r}")
     if variant in VARIANTS and unitary is None:
         unitary = VARIANTS[variant]["unitary"]
-    cb = _resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine)
+    cb = _resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine, grammar)
     opt = _resolve_options(
         variant, gate, decoder, unary_mask, beta, threshold, prune, cb.dtype, order, encoding
     )

@@ -61,7 +61,15 @@ import numpy as np
 from fastdcyk import _kernels
 from fastdcyk.codebook import Codebook
 from fastdcyk.cyk import cyk
-from fastdcyk.engine import DEFAULT_BETA, DEFAULT_THRESHOLD, ENCODINGS, ORDERS, VARIANTS, dcyk
+from fastdcyk.engine import (
+    DEFAULT_BETA,
+    DEFAULT_THRESHOLD,
+    ENCODINGS,
+    ORDERS,
+    VARIANTS,
+    dcyk,
+    default_codebook,
+)
 from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar, GrammarError
 from fastdcyk.metrics import cell_scores
@@ -629,12 +637,14 @@ _grammar_cache: dict[str, Grammar] = {}
 def _worker_codebook(task: Task) -> tuple[Codebook, bool]:
     """The thread's codebook for a task, and whether it was just built."""
     unitary = VARIANTS[task.variant]["unitary"]
-    key = (task.d, task.seed, task.dtype, unitary)
+    # a unitary codebook shifts the grammar's symbols: one per grammar
+    key = (task.d, task.seed, task.dtype, unitary, task.grammar_text if unitary else None)
     held = getattr(_local, "codebook", None)
     if held is not None and held[0] == key:
         return held[1], False
     _local.codebook = None  # release the old buffers before allocating new ones
-    cb = Codebook(task.d, seed=task.seed, dtype=task.dtype, unitary=unitary, threads=1)
+    grammar = _worker_grammar(task.grammar_text)
+    cb = default_codebook(grammar, task.d, task.seed, task.dtype, unitary=unitary, threads=1)
     _local.codebook = (key, cb)
     return cb, True
 

@@ -13,7 +13,7 @@ def measured(g, sents, d, seeds, **kw):
     total = fd.Scores(0, 0, 0)
     variant = kw.get("variant", "trace")
     for seed in seeds:
-        cb = fd.Codebook(d, seed=seed, unitary=VARIANTS[variant]["unitary"])
+        cb = fd.engine.default_codebook(g, d, seed, unitary=VARIANTS[variant]["unitary"])
         for s in sents:
             total = total + fd.cell_scores(fd.cyk(g, s), fd.dcyk(g, s, cb, **kw).chart)
     return total

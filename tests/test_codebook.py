@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from fastdcyk import _blocks
-from fastdcyk.codebook import KINDS, Codebook
+from fastdcyk.codebook import KINDS, Codebook, sidon_offsets
 from fastdcyk.fft import available_engines
+from fastdcyk.grammar import Grammar
 
 DTYPES = (np.float32, np.float64)
 
@@ -370,7 +371,6 @@ def test_buffers_stay_bounded_whatever_shapes_they_serve():
 
 @pytest.mark.parametrize("d", [16, 64, 257, 1024])
 def test_sidon_offsets_have_distinct_differences(d):
-    from fastdcyk.codebook import sidon_offsets
 
     offs = sidon_offsets(d, 1000)
     assert offs[0] == 0 and offs == sorted(offs) and len(offs) >= 4
@@ -403,7 +403,6 @@ def test_shifted_indices_cancel_exactly():
 
 
 def test_shifted_indices_are_deterministic_and_fall_back_beyond_the_sidon_set():
-    from fastdcyk.codebook import sidon_offsets
 
     d = 64
     m = len(sidon_offsets(d, 10**6))
@@ -432,3 +431,91 @@ def test_index_vectors_option_is_checked():
     cb = Codebook(64, unitary=True)
     cb2 = pickle.loads(pickle.dumps(cb))
     np.testing.assert_array_equal(cb2.vector("index", 3), cb.vector("index", 3))
+
+
+# -- shifted symbol vectors -------------------------------------------------------------------
+
+
+def test_shifted_symbols_make_near_matches_exact():
+    from fastdcyk.codebook import grammar_symbols
+
+    d = 256
+    g = Grammar.builtin("G2")
+    cb = Codebook.for_grammar(g, d, seed=3, dtype="float64")
+    assert cb.unitary and cb.zero_mean and cb.shifted_symbols == grammar_symbols(g)
+    # nonterminals, their right-child roles, terminals: the first 12 of 23 fit at d = 256
+    fit = len(sidon_offsets(d, len(cb.shifted_symbols)))
+    slots = cb.shifted_symbols[:fit]
+    spec = {k: np.fft.fft(cb.vector(*k)) for k in slots}
+    eps = 64 * np.finfo(np.float64).eps
+    for a in slots[:8]:
+        for b in slots[:8]:
+            # one symbol differs: v_a . v_b = -+1/d exactly (zero-mean shifts), (d-1)/d if equal
+            dot = cb.vector(*a) @ cb.vector(*b)
+            assert abs(abs(dot) - ((d - 1) / d if a == b else 1 / d)) < eps
+    # a rule's pair against another pair: mean(conj(b1) b0 conj(c0) c1) is -+1/d unless the
+    # pairs are the same (the Sidon property over nonterminals and right roles together)
+    nt = [k for k in slots if k[0] == "nonterminal"][:4]
+    rt = [k for k in slots if k[0] == "right"][:4]
+    for b0 in nt:
+        for c0 in rt:
+            for b1 in nt:
+                for c1 in rt:
+                    m = np.mean(np.conj(spec[b1]) * spec[b0] * np.conj(spec[c0]) * spec[c1]).real
+                    want = (d - 1) / d if (b0, c0) == (b1, c1) else 1 / d
+                    assert abs(abs(m) - want) < eps
+    # a random-vector codebook reads N(0, 1/d) there instead: far from +-1/d somewhere
+    plain = Codebook(d, seed=3, dtype="float64", unitary=True)
+    dots = [plain.vector(*a) @ plain.vector(*b) for a in nt for b in nt if a != b]
+    assert max(abs(abs(x) - 1 / d) for x in dots) > 5 / d
+
+
+def test_shifted_symbols_are_deterministic_and_fall_back_beyond_the_sidon_set():
+    d = 64
+    m = len(sidon_offsets(d, 10**6))
+    slots = [("terminal", f"w{k}") for k in range(m + 3)]
+    a = Codebook(d, seed=4, unitary=True, shifted_symbols=slots)
+    b = Codebook(d, seed=4, unitary=True, shifted_symbols=slots)
+    for k in (m + 1, 0, m - 1, m, 2):  # any order of asking
+        np.testing.assert_array_equal(a.vector(*slots[k]), b.vector(*slots[k]))
+    first = a.vector(*slots[0]).astype(np.float64)
+    shifts = [sg * np.roll(first, s) for s in range(d) for sg in (1, -1)]
+    inside = a.vector(*slots[m - 1]).astype(np.float64)
+    beyond = a.vector(*slots[m]).astype(np.float64)
+    assert any(np.allclose(inside, s, atol=1e-6) for s in shifts)
+    assert not any(np.allclose(beyond, s, atol=1e-3) for s in shifts)
+    # symbols not listed, and span indices, are as in a codebook without the list
+    c = Codebook(d, seed=4, unitary=True)
+    np.testing.assert_array_equal(a.vector("nonterminal", "X"), c.vector("nonterminal", "X"))
+    np.testing.assert_array_equal(a.vector("index", 2), c.vector("index", 2))
+    # symbols and indices have separate bases: no symbol is a shift of an index vector
+    idx = c.vector("index", 0).astype(np.float64)
+    assert not any(np.allclose(first, sg * np.roll(idx, s), atol=1e-3)
+                   for s in range(d) for sg in (1, -1))  # fmt: skip
+    cb2 = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(cb2.vector(*slots[1]), a.vector(*slots[1]))
+
+
+def test_shifted_symbols_option_is_checked():
+    with pytest.raises(ValueError, match="needs unitary=True"):
+        Codebook(64, shifted_symbols=[("terminal", "a")])
+    with pytest.raises(ValueError, match="kind 'index'"):
+        Codebook(64, unitary=True, shifted_symbols=[("index", 1)])
+    with pytest.raises(ValueError, match="twice"):
+        Codebook(64, unitary=True, shifted_symbols=[("terminal", "a"), ("terminal", "a")])
+    with pytest.raises(ValueError, match=r"\(kind, symbol\) pairs"):
+        Codebook(64, unitary=True, shifted_symbols=["a"])
+    with pytest.raises(ValueError, match=r"\(kind, symbol\) pairs"):
+        Codebook(64, unitary=True, shifted_symbols="ab")
+
+
+def test_grammar_symbols_order():
+    from fastdcyk.codebook import grammar_symbols
+
+    g = Grammar.from_string("S -> B A\nA -> 'y'\nB -> 'x'\nB -> 'a'")
+    assert grammar_symbols(g) == (
+        ("nonterminal", "A"), ("nonterminal", "B"), ("nonterminal", "S"),
+        ("right", "A"), ("right", "B"), ("right", "S"),
+        ("terminal", "a"), ("terminal", "x"), ("terminal", "y"),
+    )  # fmt: skip
+    assert "9 shifted symbols" in repr(Codebook.for_grammar(g, 64))

@@ -201,11 +201,11 @@ def test_trace_variant_exact_on_running_example():
 @pytest.mark.slow
 def test_trace_variant_exact_on_g0_at_1024(g0_sentences):
     g, sents = g0_sentences
-    # the codebook dcyk(..., variant="trace") builds by default: unitary vectors
-    from fastdcyk.engine import VARIANTS
+    # the codebook dcyk(..., variant="trace") builds by default
+    from fastdcyk.engine import VARIANTS, default_codebook
 
     assert VARIANTS["trace"]["unitary"] is True
-    cb = fd.Codebook(1024, seed=0, unitary=True)
+    cb = default_codebook(g, 1024, 0, unitary=True)
     wrong = []
     for s in sents:
         r = fd.dcyk(g, s, cb, variant="trace")
@@ -501,13 +501,14 @@ def test_roles_encoding_proposes_no_split_cyk_rejects(d, seed):
     # right child under its own vector, [S]+ [S']- is a random circulant and only true
     # derivations cancel.
     g = fd.Grammar.from_string(SS_GRAMMAR)
-    cb = fd.Codebook(d, seed=seed, unitary=True)
-    for s in SS_SENTENCES:
-        gold = fd.cyk(g, s)
-        chart = fd.dcyk(g, s, cb, variant="trace", encoding="roles").chart
-        spurious = {k: chart[k] - gold[k] for k in gold if chart[k] - gold[k]}
-        assert not spurious, f"{s!r}: {spurious}"
-        assert chart == gold
+    # random symbol vectors, and the grammar's symbols shifted (the trace default)
+    for cb in (fd.Codebook(d, seed=seed, unitary=True), fd.Codebook.for_grammar(g, d, seed)):
+        for s in SS_SENTENCES:
+            gold = fd.cyk(g, s)
+            chart = fd.dcyk(g, s, cb, variant="trace", encoding="roles").chart
+            spurious = {k: chart[k] - gold[k] for k in gold if chart[k] - gold[k]}
+            assert not spurious, f"{s!r}: {spurious}"
+            assert chart == gold
 
 
 def test_paper_encoding_collapses_on_rules_a_to_b_b():
@@ -532,3 +533,19 @@ def test_paper_encoding_collapses_on_rules_a_to_b_b():
 def test_estimate_memory_checks_its_options(kwargs, message):
     with pytest.raises(ValueError, match=message):
         fd.estimate_memory(6000, **kwargs)
+
+
+def test_trace_default_codebook_shifts_the_grammars_symbols():
+    g = fd.Grammar.builtin("G1")
+    words = "fish swim near fish"
+    own = fd.dcyk(g, words, d=64, seed=2, variant="trace", dtype="float64")
+    cb = fd.Codebook.for_grammar(g, 64, 2, dtype="float64")
+    given = fd.dcyk(g, words, cb, variant="trace")
+    np.testing.assert_array_equal(own.p_left, given.p_left)
+    np.testing.assert_array_equal(own.p_right, given.p_right)
+    plain = fd.dcyk(g, words, fd.Codebook(64, 2, "float64", unitary=True), variant="trace")
+    assert not np.array_equal(own.p_left, plain.p_left)
+    # the paper variant keeps Gaussian vectors of its own
+    paper = fd.dcyk(g, words, d=64, seed=2, variant="paper", dtype="float64")
+    ref = fd.dcyk(g, words, fd.Codebook(64, 2, "float64"), variant="paper")
+    np.testing.assert_array_equal(paper.p_left, ref.p_left)

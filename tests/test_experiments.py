@@ -18,7 +18,7 @@ import pytest
 
 import fastdcyk.experiments as ex
 from fastdcyk import Codebook, Grammar, GrammarError, Scores, cell_scores, cyk, dcyk
-from fastdcyk.engine import VARIANTS
+from fastdcyk.engine import VARIANTS, default_codebook
 
 SMALL = ex.ExperimentConfig(grammars=("G0", "G1"), dims=(16, 32), sentences=12, max_len=6)
 #: A grid crossing both variants with both orders (G0, d = 16, short sentences).
@@ -239,7 +239,7 @@ def test_run_task_scores_match_a_direct_parse():
     for variant in VARIANTS:
         task = ex.Task("G1", g.to_string(), variant, 50.0, 32, 3, 0.99, "float32", ((words, (7,)),))
         (rec,) = ex.run_task(task)
-        cb = Codebook(32, seed=3, unitary=VARIANTS[variant]["unitary"])
+        cb = default_codebook(g, 32, 3, unitary=VARIANTS[variant]["unitary"])
         expected = cell_scores(cyk(g, words), dcyk(g, words, cb, variant=variant).chart)
         assert (rec["tp"], rec["gold"], rec["predicted"]) == (
             expected.tp,
