@@ -75,6 +75,7 @@ from fastdcyk.grammar import Grammar, GrammarError
 from fastdcyk.metrics import cell_scores
 
 __all__ = [
+    "CODEBOOKS",
     "EXECUTORS",
     "PAPER_DIMS",
     "PAPER_GRAMMARS",
@@ -114,6 +115,9 @@ EXECUTORS = ("serial", "process", "dask")
 
 RESULTS_FORMAT = "fastdcyk-results"
 RESULTS_VERSION = 1
+
+#: How :class:`ExperimentConfig` builds the codebooks of unitary variants.
+CODEBOOKS = ("grammar", "plain")
 #: The fields of a record, in the order they are written. ``seconds`` is the parse time
 #: (D-CYK and its decoder, not symbolic CYK) and the only field that differs between runs.
 #: ``order`` is the order the parse used (resolved: never None); records of files written
@@ -241,6 +245,12 @@ class ExperimentConfig:
     encoding : {None, "paper", "roles"}
         The encoding of every parse (:data:`fastdcyk.engine.ENCODINGS`); None (the default)
         is each variant's own (``VARIANTS[v]["encoding"]``: paper "paper", trace "roles").
+    codebooks : {"grammar", "plain"}
+        How the codebooks of unitary variants (trace) are built: ``"grammar"`` (the default,
+        what :func:`fastdcyk.dcyk` builds) gives the grammar's symbols shifted vectors
+        (:meth:`fastdcyk.Codebook.for_grammar`), ``"plain"`` random ones
+        (``Codebook(d, seed, unitary=True)``). Always in :meth:`to_dict`: files written
+        before the codebooks changed are refused, not resumed with other codebooks.
 
     Raises
     ------
@@ -263,6 +273,7 @@ class ExperimentConfig:
     dtype: str = "float32"
     orders: tuple[str | None, ...] = (None,)
     encoding: str | None = None
+    codebooks: str = "grammar"
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -326,17 +337,19 @@ class ExperimentConfig:
                 f"unknown encoding {self.encoding!r}: choose from {ENCODINGS} "
                 "(or None: each variant's own)"
             )
+        if self.codebooks not in CODEBOOKS:
+            raise ValueError(f"unknown codebooks {self.codebooks!r}: choose from {CODEBOOKS}")
 
     # -- serialisation ------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration as plain JSON types.
 
-        ``orders`` and ``encoding`` are always there, so that a configuration differs in
-        hash from those written before they existed: their trace records were parsed in the
-        paper's order and encoding, with random span indices, which are no longer the
-        trace variant's, and a run must not add records of the new default to such a file
-        (it refuses the file instead).
+        ``orders``, ``encoding`` and ``codebooks`` are always there, so that a configuration
+        differs in hash from those written before they existed: their trace records were
+        parsed with another order, encoding or codebook than the trace variant's of today,
+        and a run must not add records of the new default to such a file (it refuses the
+        file instead).
         """
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
@@ -435,6 +448,8 @@ class Task:
     encoding : {"paper", "roles"}, optional
         The encoding (:data:`fastdcyk.engine.ENCODINGS`); None is resolved to the
         variant's own.
+    codebooks : {"grammar", "plain"}, default "grammar"
+        As :attr:`ExperimentConfig.codebooks`.
 
     Raises
     ------
@@ -453,8 +468,11 @@ class Task:
     items: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...]
     order: str | None = None
     encoding: str | None = None
+    codebooks: str = "grammar"
 
     def __post_init__(self) -> None:
+        if self.codebooks not in CODEBOOKS:
+            raise ValueError(f"unknown codebooks {self.codebooks!r}: choose from {CODEBOOKS}")
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}: choose from {tuple(VARIANTS)}")
         if self.order is None:
@@ -588,6 +606,7 @@ def plan_tasks(
                                     tuple(batch),
                                     order,
                                     encoding,
+                                    config.codebooks,
                                 )
                             )
     return tasks
@@ -637,14 +656,17 @@ _grammar_cache: dict[str, Grammar] = {}
 def _worker_codebook(task: Task) -> tuple[Codebook, bool]:
     """The thread's codebook for a task, and whether it was just built."""
     unitary = VARIANTS[task.variant]["unitary"]
-    # a unitary codebook shifts the grammar's symbols: one per grammar
-    key = (task.d, task.seed, task.dtype, unitary, task.grammar_text if unitary else None)
+    per_grammar = unitary and task.codebooks == "grammar"  # the grammar's symbols shifted
+    key = (task.d, task.seed, task.dtype, unitary, task.grammar_text if per_grammar else None)
     held = getattr(_local, "codebook", None)
     if held is not None and held[0] == key:
         return held[1], False
     _local.codebook = None  # release the old buffers before allocating new ones
-    grammar = _worker_grammar(task.grammar_text)
-    cb = default_codebook(grammar, task.d, task.seed, task.dtype, unitary=unitary, threads=1)
+    if per_grammar:
+        grammar = _worker_grammar(task.grammar_text)
+        cb = default_codebook(grammar, task.d, task.seed, task.dtype, unitary=True, threads=1)
+    else:
+        cb = Codebook(task.d, seed=task.seed, dtype=task.dtype, unitary=unitary, threads=1)
     _local.codebook = (key, cb)
     return cb, True
 

@@ -738,3 +738,41 @@ def test_records_without_an_encoding_read_as_paper_and_aggregate_apart():
     assert all("encoding" not in r for r in ex.aggregate(paper))  # each variant's own
     md = ex.format_table(rows, ("variant", "d"), markdown=True)
     assert md.startswith("| variant | encoding | d | n |")
+
+
+# -- codebooks --------------------------------------------------------------------------------
+
+
+def test_config_codebooks_is_checked_in_the_hash_and_reaches_the_worker(monkeypatch, tmp_path):
+    default = ex.ExperimentConfig(grammars=("G1",), dims=(32,), sentences=3, max_len=4)
+    plain = ex.ExperimentConfig(grammars=("G1",), dims=(32,), sentences=3, max_len=4,
+                                codebooks="plain")  # fmt: skip
+    assert default.to_dict()["codebooks"] == "grammar" and default.hash() != plain.hash()
+    # a file written before codebooks existed (its records parsed with random symbol
+    # vectors) has another hash: it is refused, not resumed with other codebooks
+    old = {k: v for k, v in default.to_dict().items() if k != "codebooks"}
+    texts = {"G1": ex._sha256(Grammar.builtin("G1").to_string())}
+    old_hash = ex._sha256(ex._canonical({"config": old, "grammar_sha256": texts}))
+    assert old_hash != default.hash()
+    path = tmp_path / "old.jsonl"
+    header = ex._header(default, old_hash)
+    header["config"] = old
+    path.write_text(json.dumps(header) + "\n")
+    with pytest.raises(ex.ConfigMismatchError, match="another configuration"):
+        ex.open_results(path, default, default.hash())
+    with pytest.raises(ValueError, match="unknown codebooks 'mine'"):
+        ex.ExperimentConfig(grammars=("G0",), codebooks="mine")
+    with pytest.raises(ValueError, match="unknown codebooks"):
+        ex.Task("G1", "", "trace", 50.0, 16, 0, 0.99, "float32", (), codebooks="mine")
+    g = Grammar.builtin("G1")
+    for cfg, shifted in ((default, True), (plain, False)):
+        task = next(t for t in ex.plan_tasks(cfg) if t.variant == "trace")
+        assert task.codebooks == cfg.codebooks
+        monkeypatch.setattr(ex, "_local", threading.local())
+        cb, built = ex._worker_codebook(task)
+        assert built and cb.unitary and bool(cb.shifted_symbols) is shifted
+        mine = cb if shifted else Codebook(32, 0, unitary=True)
+        for rec in ex.run_task(task):
+            words = tuple(rec["words"].split())
+            want = cell_scores(cyk(g, words), dcyk(g, words, mine, variant="trace").chart)
+            assert (rec["tp"], rec["predicted"]) == (want.tp, want.predicted)
