@@ -44,6 +44,7 @@ from fastdcyk.engine import (
     dcyk,
 )
 from fastdcyk.experiments import (
+    CODEBOOKS,
     EXECUTORS,
     PAPER_DIMS,
     PAPER_GRAMMARS,
@@ -234,6 +235,13 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> 
         "variant's own: "
         + ", ".join(f"{v!r} uses {VARIANTS[v]['encoding']!r}" for v in VARIANTS)
         + ")",
+    )
+    g.add_argument(
+        "--codebooks",
+        choices=CODEBOOKS,
+        default=defaults.codebooks,
+        help="codebooks of the unitary (trace) variant: 'grammar' gives the grammar's symbols "
+        "shifted vectors, as 'fastdcyk parse' does; 'plain' random ones (default: %(default)s)",
     )
     g.add_argument(
         "--betas",
@@ -609,6 +617,7 @@ def _config_from_args(args: argparse.Namespace) -> ExperimentConfig:
             variants=tuple(args.variants),
             orders=tuple(args.orders) if args.orders else (None,),
             encoding=args.encoding,
+            codebooks=args.codebooks,
             betas=tuple(args.betas),
             seeds=tuple(args.seeds),
             sentences=args.sentences,

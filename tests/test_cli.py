@@ -193,6 +193,15 @@ def test_experiment_orders_cross_the_variants_and_resume(tmp_path, capsys):
     assert cfg.orders == (None,) and cfg == ex.ExperimentConfig()
 
 
+def test_experiment_codebooks_option_reaches_the_config(capsys):
+    parse = cli.build_parser().parse_args
+    assert cli._config_from_args(parse(["experiment"])).codebooks == "grammar"
+    assert cli._config_from_args(parse(["experiment", "--codebooks", "plain"])).codebooks == "plain"
+    with pytest.raises(SystemExit) as e:
+        parse(["experiment", "--codebooks", "mine"])
+    assert e.value.code == 2 and "invalid choice: 'mine'" in capsys.readouterr().err
+
+
 def test_experiment_help_quotes_the_core_hours_constant(monkeypatch, capsys):
     assert "PAPER_GRID_CORE_HOURS" in ex.__all__
     assert cli.PAPER_GRID_CORE_HOURS == ex.PAPER_GRID_CORE_HOURS
