@@ -121,6 +121,7 @@ class _Sim:
         table = np.array(rules, dtype=np.intp).reshape(-1, 3)
         self.rule_a, self.rule_b, self.rule_c = table[:, 0], table[:, 1], table[:, 2]
         self.n_rules = np.bincount(self.rule_a, minlength=len(self.t.binary)).astype(float)
+        self.unary_pairs = set(grammar.unary_rules)
         urow = {int(r): k for k, r in enumerate(self.t.unary)}
         unary = np.array([urow[row[a]] for a, _t in grammar.unary_rules], dtype=np.intp)
         self.n_unary = np.bincount(unary, minlength=len(self.t.unary)).astype(float)
@@ -273,15 +274,16 @@ class _Sim:
         return rng.normal(0.0, 1.0, nn) * np.sqrt(var)
 
 
-#: Variance, times d, that one superposed term (of unit weight) adds to one diagonal entry
-#: of a readout of the paper variant, by readout: unary detection, binary detection,
-#: decoder. Gaussian circulants are only nearly orthogonal (C C^T = I + E), so the
-#: products of a readout (6 vectors for the unary step and the decoder, 10 for the binary
-#: step) add up the second-order cross terms of their E's: measured on single readouts
-#: (dense products at d = 256 and 1024, codebook seeds 0 and 1) as 1.4 to 1.7 per term
-#: for the unary readout and 5.8 to 11 for one pair of the binary readout (docs/method.md,
-#: section 5), against 1 for a single random product.
-_KAPPA_UNARY, _KAPPA_BINARY, _KAPPA_DECODER = 1.5, 8.0, 1.5
+#: Variance, times d, that one superposed term (of unit weight) adds to one entry of a
+#: readout of the paper variant. Gaussian circulants are only nearly orthogonal
+#: (C C^T = I + E), so a readout's product of 6 vectors (the unary step, the decoder) or 10
+#: (the binary step) adds up the cross terms of their E's. Measured on single readouts
+#: (dense products, docs/method.md, section 5): for the unary readout 1.15 per term plus
+#: 6.3 for the term that cancels (the word's own, when the rule's terminal is the word),
+#: from the entry variance of readouts of 3- and 6-word sentences at d = 256 over codebook
+#: seeds 0..5 (2.0 and 1.57 per term on average); for one pair of the binary readout 5.8
+#: to 11 (d = 512, seeds 0 and 1), 8 taken.
+_KAPPA_TERM, _KAPPA_SELF, _KAPPA_PAIR = 1.15, 6.3, 8.0
 
 
 class _MaskSim(_Sim):
@@ -299,7 +301,7 @@ class _MaskSim(_Sim):
     weight (the unary junk included) and kappa the measured constant of the readout
     (``_KAPPA_*``), and pairs with one span mismatch (random span indices) add a constant
     diagonal, alike on every entry. The entry decoder reads entry 0 of the masks in the
-    cell, with kappa w / d of variance per term of P_left.
+    cell, with kappa w / d of variance per term of P_left (more for the term that cancels).
     """
 
     def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
@@ -319,7 +321,9 @@ class _MaskSim(_Sim):
                 read = words_w + weight.sum()
                 if self.order != "sequential":
                     read -= weight[i - 1, i].sum()
-                sd = math.sqrt(_KAPPA_UNARY * read * self.n_unary[k] / d)
+                own = 1.0 if (t.nonterminals[r], words[i - 1]) in self.unary_pairs else 0.0
+                var = _KAPPA_TERM * read * self.n_unary[k] + (_KAPPA_SELF - _KAPPA_TERM) * own
+                sd = math.sqrt(var / d)
                 m = self._put(masks, means, lsum, i - 1, i, r, x + rng.normal(0.0, sd, d))
                 # off-diagonal entries of sigma(M): noise of the same sd, on above 0.5
                 junk = (d - 1) * float(np.mean(sigmoid(rng.normal(0.0, sd, 4096), self.beta)))
@@ -343,18 +347,20 @@ class _MaskSim(_Sim):
                         # overlap of every right term C2 with (sum of left terms) R_A
                         ov = self.mean(right[on], lsum[i, k] * self.bb[kk])
                         sig += (ov[:, None] * masks[k, j, on]).sum(axis=0)
-                    sd = math.sqrt(_KAPPA_BINARY * total_l * total_r * self.n_rules[kk] / d)
+                    sd = math.sqrt(_KAPPA_PAIR * total_l * total_r * self.n_rules[kk] / d)
                     m = self._put(
                         masks, means, lsum, i, j, r, sig + common[kk] + rng.normal(0.0, sd, d)
                     )
                     weight[i, j, r] = float(np.mean(m * m))
         chart = {}
-        sd = math.sqrt(_KAPPA_DECODER * (words_w + weight.sum()) / d)
+        total = words_w + weight.sum()
         left = self.left
         for i in range(n):
             for j in range(i + 1, n + 1):
                 on = np.nonzero(means[i, j])[0]
-                stat = rng.normal(0.0, sd, nn)
+                # every term of P_left, and more for the cell's own term of A (it cancels)
+                var = _KAPPA_TERM * total + (_KAPPA_SELF - _KAPPA_TERM) * weight[i, j]
+                stat = rng.normal(0.0, 1.0, nn) * np.sqrt(var / d)
                 if len(on):
                     # overlap of A with every X written in the cell, times m_X[0]
                     ov = np.stack([self.mean(left, np.conj(left[x])) for x in on], axis=1)
