@@ -6,8 +6,9 @@ Run with ``python docs/capacity_study.py`` (about 35 minutes on 2 cores;
 figures ``docs/figures/capacity_validation.png`` and ``docs/figures/study_d_random_grammars.png``.
 
 Validation: each point parses ``N`` sentences of one length drawn from the grammar itself
-(seed 0) with codebook seeds 0 and 1, and predicts them with
-``fastdcyk.capacity.predict(grammar, sentences, d, samples=2)`` (the same codebooks).
+(seed 0) with codebook seeds 0 and 1 (0 to 5 for the paper variant, whose F1 varies more
+between codebooks), and predicts them with ``fastdcyk.capacity.predict(grammar, sentences,
+d, samples=...)`` (the same codebooks).
 
 - trace variant, both encodings: G0..G4 and two random grammars, d in {256, 1024},
   lengths 3, 6 and 10; with roles also d = 4096 on G0, G2, G4 and R-small, length 3;
@@ -33,6 +34,15 @@ from fastdcyk import _kernels, capacity
 
 N = 20
 SEEDS = (0, 1)
+#: The paper variant's F1 moves by up to 0.3 between codebooks at d = 256 (its unary junk
+#: feeds back), so its points average six.
+PAPER_SEEDS = (0, 1, 2, 3, 4, 5)
+
+
+def seeds(variant: str) -> tuple[int, ...]:
+    return PAPER_SEEDS if variant == "paper" else SEEDS
+
+
 HERE = Path(__file__).parent
 
 RANDOM = {
@@ -59,7 +69,8 @@ def predicted(args: tuple[str, str, str, int, int, str]) -> dict:
     _kernels.set_threads(1)
     g = grammar(name)
     sents = fd.generate(g, N, min_len=length, max_len=length, seed=0)
-    pred = capacity.predict(g, sents, d, variant=variant, encoding=encoding, samples=len(SEEDS))
+    n = len(seeds(variant))
+    pred = capacity.predict(g, sents, d, variant=variant, encoding=encoding, samples=n)
     return dict(
         study=study, grammar=name, variant=variant, encoding=encoding, d=d, length=length,
         nonterminals=len(g.nonterminals), rules=len(g.rules),
@@ -75,7 +86,7 @@ def point(args: tuple[str, str, str, int, int, str]) -> dict:
     sents = fd.generate(g, N, min_len=length, max_len=length, seed=0)
     total, exact = fd.Scores(0, 0, 0), 0
     unitary = fd.engine.VARIANTS[variant]["unitary"]
-    for seed in SEEDS:
+    for seed in seeds(variant):
         cb = fd.engine.default_codebook(g, d, seed, unitary=unitary, threads=1)  # dcyk's own
         for s in sents:
             gold = fd.cyk(g, s)
@@ -83,7 +94,7 @@ def point(args: tuple[str, str, str, int, int, str]) -> dict:
             total = total + fd.cell_scores(gold, chart)
             exact += chart == gold
     row.update(p=total.precision, r=total.recall, f1=total.f1,
-               exact=exact / (len(SEEDS) * len(sents)))  # fmt: skip
+               exact=exact / (len(seeds(variant)) * len(sents)))  # fmt: skip
     return row
 
 
