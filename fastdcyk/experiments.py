@@ -16,10 +16,12 @@ Results file
     the tasks that had not finished. Rerunning the same configuration on the same file
     resumes: finished records are skipped, and a torn last line (no newline, or invalid
     JSON) is cut off first. A file written for another configuration is refused
-    (:class:`ConfigMismatchError`): records of two grids are never mixed. Every record
-    names the order it was parsed in (:data:`fastdcyk.engine.ORDERS`); a record of an
-    older file, written before records had one, is read as ``"sequential"``: every variant
-    was then parsed in the paper's order.
+    (:class:`ConfigMismatchError`): records of two grids are never mixed. The header names
+    its results format version: a file of a newer version than this code knows (written by
+    a newer fastdcyk) is refused, for reading and for resuming (:class:`ResultsFileError`).
+    Every record names the order it was parsed in (:data:`fastdcyk.engine.ORDERS`); a record
+    of an older file, written before records had one, is read as ``"sequential"``: every
+    variant was then parsed in the paper's order.
 
 Tasks
     A task is one (grammar, variant, order, beta, d, codebook seed, batch of sentences) unit,
@@ -114,6 +116,8 @@ PAPER_GRID_CORE_HOURS = 250
 EXECUTORS = ("serial", "process", "dask")
 
 RESULTS_FORMAT = "fastdcyk-results"
+#: The results format this code writes (the header's ``format_version``); it reads every
+#: version up to this one and refuses a newer one (:class:`ResultsFileError`: upgrade).
 RESULTS_VERSION = 1
 
 #: How :class:`ExperimentConfig` builds the codebooks of unitary variants.
@@ -782,6 +786,27 @@ class _Parsed:
     torn: bool  # a torn last line follows the valid prefix
 
 
+def _check_format_version(path: Path, header: dict[str, Any]) -> None:
+    """Refuse a header of a results format this code does not know (a newer fastdcyk's)."""
+    version = header.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ResultsFileError(
+            f"{str(path)!r} has no valid results format version in its header (found "
+            f"{version!r}; this fastdcyk reads versions 1 to {RESULTS_VERSION}): the file is "
+            "corrupt"
+        )
+    if version > RESULTS_VERSION:
+        from fastdcyk import __version__
+
+        writer = header.get("fastdcyk")
+        by = f"fastdcyk {writer}" if isinstance(writer, str) else "a newer fastdcyk"
+        raise ResultsFileError(
+            f"{str(path)!r} was written by {by} in results format version {version}; this "
+            f"fastdcyk ({__version__}) reads versions up to {RESULTS_VERSION}: upgrade "
+            "fastdcyk to read it"
+        )
+
+
 def _parse_file(path: Path) -> _Parsed:
     try:
         data = path.read_bytes()
@@ -820,6 +845,7 @@ def _parse_file(path: Path) -> _Parsed:
                     f"{str(path)!r} is not a fastdcyk results file (its first line has no "
                     f'"format": "{RESULTS_FORMAT}" header)'
                 )
+            _check_format_version(path, obj)
             header = obj
         else:
             missing = [f for f in RECORD_FIELDS if f not in obj and f not in _OPTIONAL_FIELDS]
@@ -858,8 +884,9 @@ def read_results(path: str | os.PathLike[str]) -> ResultsFile:
     Raises
     ------
     ResultsFileError
-        When the file cannot be read, is not a results file, or is corrupt before its last
-        line.
+        When the file cannot be read, is not a results file, is corrupt before its last
+        line, or was written by a newer fastdcyk in a results format version this one does
+        not know (:data:`RESULTS_VERSION`).
     """
     path = Path(path)
     parsed = _parse_file(path)

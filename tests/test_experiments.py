@@ -776,3 +776,54 @@ def test_config_codebooks_is_checked_in_the_hash_and_reaches_the_worker(monkeypa
             words = tuple(rec["words"].split())
             want = cell_scores(cyk(g, words), dcyk(g, words, mine, variant="trace").chart)
             assert (rec["tp"], rec["predicted"]) == (want.tp, want.predicted)
+
+
+# -- results format version -------------------------------------------------------------------
+
+
+def _versioned_file(path, version, cfg):
+    """A results file of ``cfg`` with one record, its header of format version ``version``."""
+    header = ex._header(cfg, cfg.hash())
+    header["format_version"] = version
+    record = {f: 0 for f in ex.RECORD_FIELDS} | {
+        "grammar": "G0",
+        "variant": "paper",
+        "order": "sequential",
+        "encoding": "paper",
+        "beta": 50.0,
+        "d": 16,
+        "words": "fish swim",
+    }
+    path.write_text(json.dumps(header) + "\n" + json.dumps(record) + "\n")
+    return path
+
+
+def test_a_results_file_of_a_newer_format_version_is_refused(tmp_path, monkeypatch):
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=1, max_len=2)
+    same = _versioned_file(tmp_path / "same.jsonl", ex.RESULTS_VERSION, cfg)
+    assert len(ex.read_results(same).records) == len(ex.load_records(same)) == 1
+    newer = _versioned_file(tmp_path / "newer.jsonl", ex.RESULTS_VERSION + 1, cfg)
+    for read in (ex.read_results, ex.load_records):
+        with pytest.raises(ex.ResultsFileError, match="written by fastdcyk .*: upgrade"):
+            read(newer)
+    with pytest.raises(ex.ResultsFileError, match=f"reads versions up to {ex.RESULTS_VERSION}"):
+        ex.open_results(newer, cfg, cfg.hash())  # nor resumed
+    for bad in (None, "1", 0, True):
+        with pytest.raises(ex.ResultsFileError, match="no valid results format version"):
+            ex.read_results(_versioned_file(tmp_path / "bad.jsonl", bad, cfg))
+    # a code that knows a later version still reads the older ones
+    monkeypatch.setattr(ex, "RESULTS_VERSION", ex.RESULTS_VERSION + 1)
+    assert len(ex.read_results(same).records) == len(ex.read_results(newer).records) == 1
+    with pytest.raises(ex.ResultsFileError, match="upgrade"):
+        ex.read_results(_versioned_file(tmp_path / "newest.jsonl", ex.RESULTS_VERSION + 1, cfg))
+
+
+def test_plot_of_a_newer_results_file_exits_2(tmp_path, capsys):
+    from fastdcyk.cli import main
+
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=1, max_len=2)
+    newer = _versioned_file(tmp_path / "newer.jsonl", ex.RESULTS_VERSION + 1, cfg)
+    assert main(["plot", str(newer), "--out", str(tmp_path / "figs")]) == 2
+    err = capsys.readouterr().err
+    assert "upgrade fastdcyk" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "figs").exists()
