@@ -146,9 +146,18 @@ RECORD_FIELDS = (
     "f1",
     "seconds",
 )
-_KEY_FIELDS = ("grammar", "variant", "order", "encoding", "beta", "d", "seed", "index")
 #: Fields a record may lack (older results files): filled in when the file is read.
 _OPTIONAL_FIELDS = ("order", "encoding")
+#: Settings of the configuration that a record was produced with and does not write (its
+#: file's header holds them): :func:`read_results` gives every record those of its header,
+#: so that :func:`record_key` tells apart records of files of other thresholds, dtypes,
+#: codebooks or sentence samples. The sample is named by its source, lengths and seed, not
+#: its size: the first k sentences of a sample are the sample of k sentences.
+_SETTINGS = ("threshold", "dtype", "codebooks", "source", "min_len", "max_len", "sentence_seed")
+#: A header's configuration without a setting was written before the setting existed, and
+#: is read as the value of that time: ``codebooks`` "plain" (random symbol vectors for every
+#: variant); every other setting has always been in the header.
+_SETTINGS_BEFORE = {"codebooks": "plain"}
 
 #: Rough seconds per parse on one core: c * n (n + 1) / 2 * (d^2 log2 d + c0), times a
 #: factor per variant and order, from the d = 3000 times of docs/results.md ("Cost"): the
@@ -519,12 +528,50 @@ def record_encoding(record: dict[str, Any]) -> str:
     return record.get("encoding") or "paper"
 
 
-def record_key(record: dict[str, Any]) -> tuple:
-    """(grammar, variant, order, encoding, beta, d, seed, index): what identifies a record.
+def _settings_key(get: Callable[[str], Any]) -> tuple:
+    """(threshold, dtype, codebooks, source, min_len, max_len, sentence_seed), normalised."""
+    return (
+        float(get("threshold")),
+        str(get("dtype")),
+        str(get("codebooks")),
+        str(get("source")),
+        int(get("min_len")),
+        int(get("max_len")),
+        int(get("sentence_seed")),
+    )
 
-    A record without ``"order"`` (an older file) was parsed in the paper's order
-    (:func:`record_order`), one without ``"encoding"`` in the paper's encoding.
+
+def record_key(record: dict[str, Any], config: ExperimentConfig | None = None) -> tuple:
+    """What identifies a record: no two records of one key are kept (:func:`load_records`).
+
+    The key is (grammar, variant, order, encoding, beta, d, seed, threshold, dtype,
+    codebooks, source, min_len, max_len, sentence_seed, index, words): the grid cell, the
+    configuration's settings that change a record (the decoder threshold, the precision,
+    how unitary codebooks are built, and the sentence sample: its source, lengths and seed)
+    and the sentence. Records read from a results file hold their file's settings
+    (:func:`read_results`), so the records of two files of other settings never share a
+    key.
+
+    Parameters
+    ----------
+    record : dict
+        A record. One without ``"order"`` (an older file) was parsed in the paper's order
+        (:func:`record_order`), one without ``"encoding"`` in the paper's encoding.
+    config : ExperimentConfig, optional
+        The configuration the record was produced with, for a record that does not hold
+        its settings (one straight from :func:`run_task`). Without it, a setting the record
+        lacks is read as the default of :class:`ExperimentConfig`.
+
+    Returns
+    -------
+    tuple
     """
+
+    def setting(name: str) -> Any:
+        if name in record:
+            return record[name]
+        return _setting_default(name) if config is None else getattr(config, name)
+
     return (
         record["grammar"],
         record["variant"],
@@ -533,7 +580,9 @@ def record_key(record: dict[str, Any]) -> tuple:
         float(record["beta"]),
         int(record["d"]),
         int(record["seed"]),
+        *_settings_key(setting),
         int(record["index"]),
+        record.get("words"),
     )
 
 
@@ -579,6 +628,7 @@ def plan_tasks(
     for index, s in enumerate(sentences):
         positions.setdefault(s, []).append(index)
     distinct = sorted(positions, key=lambda s: (len(s), s))
+    settings = _settings_key(lambda name: getattr(config, name))
     tasks = []
     for d in config.dims:
         for spec in config.grammars:
@@ -588,12 +638,10 @@ def plan_tasks(
                 for beta in config.betas:
                     for seed in config.seeds:
                         items = []
+                        cell = (spec, variant, order, encoding, float(beta), d, seed, *settings)
                         for s in distinct:
-                            todo = tuple(
-                                i
-                                for i in positions[s]
-                                if (spec, variant, order, encoding, beta, d, seed, i) not in done
-                            )
+                            words = " ".join(s)
+                            todo = tuple(i for i in positions[s] if (*cell, i, words) not in done)
                             if todo:
                                 items.append((s, todo))
                         for batch in _batches(items, d, variant, order, batch_size):
@@ -807,12 +855,17 @@ def _check_format_version(path: Path, header: dict[str, Any]) -> None:
         )
 
 
+def _setting_default(name: str) -> Any:
+    return ExperimentConfig.__dataclass_fields__[name].default
+
+
 def _parse_file(path: Path) -> _Parsed:
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ResultsFileError(f"cannot read results file {str(path)!r}: {exc}") from exc
     header = None
+    settings: dict[str, Any] = {}
     records: list[dict[str, Any]] = []
     pos = 0
     line_no = 0
@@ -846,6 +899,14 @@ def _parse_file(path: Path) -> _Parsed:
                     f'"format": "{RESULTS_FORMAT}" header)'
                 )
             _check_format_version(path, obj)
+            if not isinstance(obj.get("config"), dict):
+                raise ResultsFileError(
+                    f"{str(path)!r}: its header holds no configuration (the file is corrupt)"
+                )
+            settings = {
+                name: obj["config"].get(name, _SETTINGS_BEFORE.get(name, _setting_default(name)))
+                for name in _SETTINGS
+            }
             header = obj
         else:
             missing = [f for f in RECORD_FIELDS if f not in obj and f not in _OPTIONAL_FIELDS]
@@ -855,6 +916,8 @@ def _parse_file(path: Path) -> _Parsed:
                 obj["order"] = record_order(obj)
             if "encoding" not in obj:  # written before records named their encoding
                 obj["encoding"] = record_encoding(obj)
+            for name, value in settings.items():  # the header's, for record_key
+                obj.setdefault(name, value)
             records.append(obj)
         pos = end + 1
     return _Parsed(header, records, pos, False)
@@ -880,6 +943,13 @@ class ResultsFile:
 
 def read_results(path: str | os.PathLike[str]) -> ResultsFile:
     """Read a results file (without changing it); a torn last line is ignored.
+
+    Every record is given the settings of its file's configuration that it does not write
+    itself, from the header: ``threshold``, ``dtype``, ``codebooks``, and the sample's
+    ``source``, ``min_len``, ``max_len`` and ``sentence_seed`` (:func:`record_key` reads
+    them). A header written before ``codebooks`` existed gives ``"plain"``, the codebooks
+    of that time. Records of older files also get ``order`` (:func:`record_order`) and
+    ``encoding`` (:func:`record_encoding`).
 
     Raises
     ------
@@ -975,7 +1045,27 @@ class _Appender:
 def load_records(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
 ) -> list[dict[str, Any]]:
-    """The records of one or more results files (each key once: the first one wins)."""
+    """The records of one or more results files, each key once (the first one wins).
+
+    Records of files of other configurations (another threshold, dtype, codebooks or
+    sentence sample: see :func:`record_key`) have other keys and are all kept; a record
+    that two files share (the same grid cell, settings and sentence: a resumed or copied
+    run) is kept once.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+
+    Returns
+    -------
+    list of dict
+        As :func:`read_results` gives them, in file order.
+
+    Raises
+    ------
+    ResultsFileError
+        As :func:`read_results`.
+    """
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     seen: set[tuple] = set()
