@@ -15,7 +15,8 @@ Subcommands:
 - ``fastdcyk plot RESULTS...``: the paper's three figures (PNG and SVG) and their tables.
 
 Exit status: 0 on success; 2 for a bad argument (with a message that says what was wrong,
-including a results file written for another configuration); 1 for a failure at run time
+including a results file written for another configuration, and a figures folder that
+cannot be written); 1 for a failure at run time
 (memory, non-finite values, a results file that cannot be written); 130 when interrupted
 (every record written so far is kept, and rerunning the same command resumes).
 """
@@ -432,19 +433,32 @@ def build_parser() -> argparse.ArgumentParser:
         "SVG, with 95% confidence intervals; print their tables.",
     )
     plot.add_argument("results", nargs="+", help="results files of fastdcyk experiment")
-    plot.add_argument("--out", default="figures", help="folder of the figures (default figures)")
+    plot.add_argument(
+        "--out",
+        default="figures",
+        help="folder of the figures, created if absent; figures already in it are replaced, "
+        "other files are left alone (default figures)",
+    )
     plot.add_argument(
         "--average",
         choices=("micro", "macro"),
         default="micro",
         help="micro (pooled counts, bootstrap CI) or macro (mean, t CI); default micro",
     )
-    plot.add_argument("--grammar", default="G0", help="grammar of studies a and b (default G0)")
+    plot.add_argument(
+        "--grammar",
+        help="grammar of studies a and b (default G0, or the first grammar of the results "
+        "when they hold no G0)",
+    )
     plot.add_argument(
         "--max-len", type=_positive_int, default=7, help="longest sentence in study a (7)"
     )
     plot.add_argument("--dim", type=_dimension, help="d of study c (default: most grammars)")
-    plot.add_argument("--beta", type=_positive, help="beta to draw (default: the engine's)")
+    plot.add_argument(
+        "--beta",
+        type=_positive,
+        help="beta to draw (default: the engine's, or the smallest of the results without it)",
+    )
     plot.add_argument("--formats", nargs="+", choices=("png", "svg", "pdf"), default=["png", "svg"])
     plot.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     plot.set_defaults(func=_cmd_plot)
@@ -656,9 +670,12 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def _draw(records: list, out: Path, **kwargs) -> list[Path]:
-    from fastdcyk.plots import plot_studies
+    from fastdcyk.plots import FigureWriteError, plot_studies
 
-    paths = plot_studies(records, out, **kwargs)
+    try:
+        paths = plot_studies(records, out, **kwargs)
+    except FigureWriteError as exc:
+        raise UsageError(exc.strerror) from exc
     print(f"figures written to {out.resolve()}{os.sep}: " + ", ".join(p.name for p in paths))
     return paths
 
@@ -670,6 +687,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     if not records:
         raise UsageError(f"no records in {', '.join(args.results)}: nothing to plot")
+    _check_plot_choices(args, records)
     kw = {"grammar": args.grammar, "max_len": args.max_len, "beta": args.beta}
     tables = (
         ("a", True, ("grammar", "variant", "d"), f"scores against d, length <= {args.max_len}"),
@@ -694,6 +712,30 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         **kw,
     )
     return 0
+
+
+def _check_plot_choices(args: argparse.Namespace, records: list) -> None:
+    """--grammar, --beta and --dim must name values the records hold (UsageError)."""
+    grammars = sorted({r["grammar"] for r in records})
+    if args.grammar is None:
+        args.grammar = "G0" if "G0" in grammars else grammars[0]
+    elif args.grammar not in grammars:
+        raise UsageError(
+            f"--grammar {args.grammar}: the results hold no records of it; their grammars "
+            f"are {', '.join(grammars)}"
+        )
+    betas = sorted({float(r["beta"]) for r in records})
+    if args.beta is not None and float(args.beta) not in betas:
+        raise UsageError(
+            f"--beta {args.beta:g}: the results hold no records of it; their betas are "
+            + ", ".join(f"{b:g}" for b in betas)
+        )
+    dims = sorted({int(r["d"]) for r in records})
+    if args.dim is not None and args.dim not in dims:
+        raise UsageError(
+            f"--dim {args.dim}: the results hold no records of it; their dimensions are "
+            + ", ".join(str(d) for d in dims)
+        )
 
 
 def _probability_or_one(text: str) -> float:

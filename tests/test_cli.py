@@ -350,3 +350,84 @@ def test_capacity_usage_errors(capsys):
         ["capacity", "--grammar", "G0", "--length", "3", "--target-f1", "1.5"], capsys
     )
     assert "(0, 1]" in err
+
+
+# -- plot: errors are one line, exit 2, and leave no file behind ---------------------------------
+
+
+def _one_line_error(argv, capsys):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fastdcyk plot: error: "), captured.err
+    assert "Traceback" not in captured.err
+    return lines[0], captured.out
+
+
+def test_plot_on_a_full_disk_exits_2_and_leaves_no_file(results, tmp_path, monkeypatch, capsys):
+    import errno
+
+    from matplotlib.figure import Figure
+
+    def full(self, fname, *args, **kwargs):
+        if hasattr(fname, "write"):
+            fname.write(b"<svg partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    figs = tmp_path / "figs"
+    line, _ = _one_line_error(["plot", str(results), "--out", str(figs)], capsys)
+    assert "No space left on device" in line and str(figs) in line
+    assert "no figure was written" in line
+    assert not figs.exists()
+    figs.mkdir()
+    (figs / "notes.txt").write_text("mine")
+    _one_line_error(["plot", str(results), "--out", str(figs)], capsys)
+    assert [p.name for p in figs.iterdir()] == ["notes.txt"]
+
+
+def test_plot_out_that_is_a_file_or_cannot_be_created_exits_2(results, tmp_path, capsys):
+    path = tmp_path / "figs.png"
+    path.write_bytes(b"mine")
+    line, _ = _one_line_error(["plot", str(results), "--out", str(path)], capsys)
+    assert "it is a file, not a folder" in line and str(path) in line
+    line, _ = _one_line_error(["plot", str(results), "--out", str(path / "sub")], capsys)
+    assert "cannot create the figures folder" in line
+    assert path.read_bytes() == b"mine" and list(tmp_path.iterdir()) == [path]
+
+
+def test_plot_into_an_existing_folder_replaces_the_figures(results, tmp_path, capsys):
+    figs = tmp_path / "figs"
+    figs.mkdir()
+    (figs / "notes.txt").write_text("mine")
+    (figs / "study_a_scores_vs_d.png").write_bytes(b"old")
+    assert main(["plot", str(results), "--out", str(figs), "--formats", "png"]) == 0
+    assert (figs / "study_a_scores_vs_d.png").read_bytes().startswith(PNG_MAGIC)
+    assert (figs / "notes.txt").read_text() == "mine"
+    assert not [p for p in figs.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize(
+    "extra, present",
+    [
+        (["--grammar", "G3"], "their grammars are G0, G1"),
+        (["--beta", "7"], "their betas are 50"),
+        (["--dim", "64"], "their dimensions are 16, 32"),
+    ],
+)
+def test_plot_of_a_grammar_beta_or_dim_the_results_lack_exits_2(
+    results, tmp_path, capsys, extra, present
+):
+    figs = tmp_path / "figs"
+    line, out = _one_line_error(["plot", str(results), "--out", str(figs), *extra], capsys)
+    assert line.endswith(f"{' '.join(extra)}: the results hold no records of it; {present}")
+    assert out == "" and not figs.exists()  # no table, no figure
+
+
+def test_plot_default_grammar_is_g0_or_the_first_of_the_results(tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    cfg = ex.ExperimentConfig(grammars=("G1", "G2"), dims=(16,), sentences=3, max_len=3)
+    ex.run_experiment(cfg, out, executor="serial", progress=False)
+    assert main(["plot", str(out), "--out", str(tmp_path / "figs"), "--formats", "png"]) == 0
+    study_b = capsys.readouterr().out.split("study (b)")[1].split("study (c)")[0]
+    assert "G1 " in study_b and "G2 " not in study_b
