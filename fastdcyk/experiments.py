@@ -109,9 +109,9 @@ __all__ = [
 PAPER_DIMS = (100, 1000, 2000, 3000, 4000, 5000, 6000)
 #: The paper's grammars, as reconstructed in fastdcyk/grammars (docs/grammars.md).
 PAPER_GRAMMARS = ("G0", "G1", "G2", "G3", "G4")
-#: Core-hours of the paper's grid (the defaults of :class:`ExperimentConfig`), one thread
-#: per worker; quoted by ``fastdcyk experiment --help``.
-#: Core-hours of the paper's whole grid (the default configuration), docs/results.md "Cost".
+#: Core-hours of the paper's whole grid (the defaults of :class:`ExperimentConfig`, each
+#: variant in its own order), one thread per worker: docs/results.md, "Cost". Quoted by
+#: ``fastdcyk experiment --help``, the README and docs/results.md (tests check they agree).
 PAPER_GRID_CORE_HOURS = 250
 EXECUTORS = ("serial", "process", "dask")
 

@@ -431,3 +431,17 @@ def test_plot_default_grammar_is_g0_or_the_first_of_the_results(tmp_path, capsys
     assert main(["plot", str(out), "--out", str(tmp_path / "figs"), "--formats", "png"]) == 0
     study_b = capsys.readouterr().out.split("study (b)")[1].split("study (c)")[0]
     assert "G1 " in study_b and "G2 " not in study_b
+
+
+def test_the_readme_and_the_help_quote_no_other_grid_cost(capsys):
+    """Every "N core-hours" of the README and of ``experiment --help`` is the constant."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    with pytest.raises(SystemExit):
+        main(["experiment", "--help"])
+    for where, text in (("README.md", readme), ("--help", capsys.readouterr().out)):
+        found = re.findall(r"([\d,.]+)\s+core-hours", " ".join(text.split()))
+        assert found, where
+        assert {float(n.replace(",", "")) for n in found} == {ex.PAPER_GRID_CORE_HOURS}, where
