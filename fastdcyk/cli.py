@@ -775,7 +775,7 @@ def _check_experiment_grammars(args: argparse.Namespace, config: ExperimentConfi
         faults = [_decoding_fault(problem, "utf-8")]
         if not wanted.is_cnf:
             faults.append(f"it is not in Chomsky normal form ({_non_cnf_rule(wanted)})")
-        faults = [f for f in faults if f]
+        faults = [f for f in faults if f] or [str(problem)]
         raise UsageError(f"grammar {spec!r}: {' and '.join(faults)}; {_grid_copy_hint(spec, enc)}")
 
 
