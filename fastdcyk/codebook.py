@@ -336,14 +336,15 @@ class Codebook:
         permutation : array of int
             A permutation of ``range(d)``, with the convention ``(Phi x)[k] = x[perm[k]]``.
         dtype : {"float32", "float64"}
-            Vectors are converted to it; they must be finite.
+            Vectors are converted to it; they must be finite, before and after the
+            conversion.
 
         Raises
         ------
         ValueError
-            On a wrong length, a non-finite or non-real value, or a permutation that is not
-            one of ``range(d)``. Asking the codebook later for a symbol it does not hold
-            raises a KeyError that names it.
+            On a wrong length, a non-finite or non-real value (or one that overflows
+            ``dtype``), or a permutation that is not one of ``range(d)``. Asking the codebook
+            later for a symbol it does not hold raises a KeyError that names it.
         """
         perm = np.asarray(permutation)
         if perm.ndim != 1 or perm.size < 2:
@@ -394,7 +395,16 @@ class Codebook:
                     raise ValueError(f"{kind} {sym!r}: vector must be real, got dtype {v.dtype}")
                 if not np.all(np.isfinite(v)):
                     raise ValueError(f"{kind} {sym!r}: vector has non-finite values")
-                self._vectors[(kind, sym)] = v.astype(self.dtype)
+                with np.errstate(over="ignore"):
+                    converted = v.astype(self.dtype)
+                if not np.all(np.isfinite(converted)):
+                    big = float(np.max(np.abs(v)))
+                    raise ValueError(
+                        f"{kind} {sym!r}: values overflow {self.dtype} (largest magnitude "
+                        f"{big:.3g}, the dtype's limit is {np.finfo(self.dtype).max:.3g}): "
+                        'scale the vectors down or pass dtype="float64"'
+                    )
+                self._vectors[(kind, sym)] = converted
         return self
 
     def _set_permutation(self, perm: np.ndarray) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -445,3 +447,127 @@ def test_the_readme_and_the_help_quote_no_other_grid_cost(capsys):
         found = re.findall(r"([\d,.]+)\s+core-hours", " ".join(text.split()))
         assert found, where
         assert {float(n.replace(",", "")) for n in found} == {ex.PAPER_GRID_CORE_HOURS}, where
+
+
+# -- bad inputs: option checks, grammar files, paths, pipes ---------------------------------
+
+CAFE = "caf\u00e9"
+NOT_CNF_LATIN1 = f"S -> N V 'x'\nN -> '{CAFE}'\nV -> 'noir'\n".encode("latin-1")
+
+
+def test_parse_checks_every_option_before_printing(monkeypatch, capsys):
+    err = _usage_error(["parse", "--seed", "-1", "a", "a", "b"], capsys)
+    assert "argument --seed: expected an integer >= 0, got -1" in err
+
+    def refuses(*args, **kwargs):
+        raise ValueError("a bad option")
+
+    monkeypatch.setattr(cli, "dcyk", refuses)
+    assert main(["parse", "--dim", "16", "a", "a", "b"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no symbolic chart before the error
+    assert captured.err == "fastdcyk parse: error: a bad option\n"
+
+
+def test_parse_grammar_encoding_and_to_cnf(tmp_path, capsys):
+    path = tmp_path / "latin1.cfg"
+    path.write_bytes(NOT_CNF_LATIN1)
+    argv = ["parse", "--grammar", str(path), "--dim", "64", CAFE, "noir", "x"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "latin1.cfg is not UTF-8 text (byte 22 is 0xe9)" in err
+    assert "pass --grammar-encoding latin-1" in err and "\n" not in err.rstrip("\n")
+    assert main([*argv[:3], "--grammar-encoding", "latin-1", *argv[3:]]) == 2
+    err = capsys.readouterr().err
+    assert "not in Chomsky normal form (its rule S -> N V 'x' is neither" in err
+    assert "pass --to-cnf" in err and "cnf=" not in err  # CLI advice, not Python's
+    assert main([*argv[:3], "--grammar-encoding", "latin-1", "--to-cnf", *argv[3:]]) == 0
+    out = capsys.readouterr().out
+    assert f"1:{CAFE}" in out and "T_x" in out
+    assert "unknown encoding 'no-such'" in _usage_error(
+        ["parse", "--grammar-encoding", "no-such", "a"], capsys
+    )
+
+
+def test_parse_words_are_compared_in_nfc(tmp_path, capsys):
+    path = tmp_path / "cafe.cfg"
+    path.write_text(f"S -> N V\nN -> '{CAFE}'\nV -> 'noir'\n", encoding="utf-8")
+    decomposed = "cafe\u0301"  # the same word, the accent a combining character
+    assert main(["parse", "--grammar", str(path), "--dim", "64", decomposed, "noir"]) == 0
+    assert f"1:{CAFE}" in capsys.readouterr().out
+    assert main(["parse", "--grammar", str(path), "--dim", "64", "th\u00e9", "noir"]) == 2
+    err = capsys.readouterr().err
+    assert "word 'th\u00e9' at position 0" in err and "Unicode NFC" in err
+
+
+def test_capacity_grammar_file_options(tmp_path, capsys):
+    path = tmp_path / "latin1.cfg"
+    path.write_bytes(NOT_CNF_LATIN1)
+    argv = ["capacity", "--grammar", str(path), "--length", "3", "--dims", "64"]
+    argv += ["--sentences", "2", "--samples", "1"]
+    assert main(argv) == 2
+    assert "pass --grammar-encoding latin-1" in capsys.readouterr().err
+    assert main([*argv, "--grammar-encoding", "latin-1"]) == 2
+    assert "pass --to-cnf" in capsys.readouterr().err
+    assert main([*argv, "--grammar-encoding", "latin-1", "--to-cnf"]) == 0
+    assert "d needed for F1" in capsys.readouterr().out
+
+
+def test_experiment_refuses_a_grammar_file_its_grid_cannot_read(tmp_path, capsys):
+    path = tmp_path / "latin1.cfg"
+    path.write_bytes(NOT_CNF_LATIN1)
+    out = tmp_path / "r.jsonl"
+    argv = ["experiment", "--grammars", str(path), "--source", str(path), "--dims", "16"]
+    argv += ["--sentences", "2", "--out", str(out)]
+    for extra in ([], ["--grammar-encoding", "latin-1", "--to-cnf"]):
+        assert main(argv + extra) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("fastdcyk experiment: error: ") and err.count("\n") == 1
+        assert "not UTF-8 text" in err and "do not reach its grid yet" in err
+        assert "cnf='convert', encoding='latin-1'" in err and "latin1-cnf.cfg" in err
+    assert "not in Chomsky normal form" in err  # found once the file could be decoded
+    assert not out.exists()
+    # builtin grammars (and ASCII files in CNF) read the same whatever the options say
+    argv = ["experiment", "--grammars", "G0", "--dims", "16", "--variants", "trace"]
+    argv += ["--sentences", "2", "--executor", "serial", "--no-progress", "--out", str(out)]
+    assert main([*argv, "--grammar-encoding", "latin-1", "--to-cnf"]) == 0
+    assert "2 records written" in capsys.readouterr().out
+
+
+def test_paths_that_cannot_be_written_are_usage_errors(results, tmp_path, capsys):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    argv = ["experiment", "--dims", "16", "--sentences", "2"]
+    cases = [
+        (["--out", str(tmp_path)], f"--out {tmp_path}: not a regular file"),
+        (["--out", os.devnull], f"--out {os.devnull}: not a regular file"),
+        (["--out", str(a_file / "r.jsonl")], f"{a_file} exists and is not a folder"),
+        (["--out", str(tmp_path / "r.jsonl"), "--figures", str(a_file)], "is not a folder"),
+    ]
+    for extra, message in cases:
+        assert main(argv + extra) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("fastdcyk experiment: error: ") and message in err
+        assert "Traceback" not in err
+    assert not (tmp_path / "r.jsonl").exists()
+    assert main(["plot", str(results), "--out", str(a_file)]) == 2
+    assert (
+        capsys.readouterr().err == f"fastdcyk plot: error: {a_file}: exists and is not a folder\n"
+    )
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    """``fastdcyk parse ... | head -1``: the reader goes before the output is written."""
+    root = Path(cli.__file__).resolve().parents[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastdcyk.cli", "parse", "--dim", "16", "a", "a", "b"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=root,
+    )
+    proc.stdout.close()  # long before the interpreter has started and printed anything
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    status = proc.wait(timeout=120)
+    assert "Traceback" not in err and err == ""
+    assert status == 141  # 128 + SIGPIPE, as for a command that the broken pipe ends
