@@ -551,9 +551,9 @@ def test_paths_that_cannot_be_written_are_usage_errors(results, tmp_path, capsys
         assert "Traceback" not in err
     assert not (tmp_path / "r.jsonl").exists()
     assert main(["plot", str(results), "--out", str(a_file)]) == 2
-    assert (
-        capsys.readouterr().err == f"fastdcyk plot: error: {a_file}: exists and is not a folder\n"
-    )
+    err = capsys.readouterr().err
+    assert err.startswith("fastdcyk plot: error: ") and err.count("\n") == 1
+    assert str(a_file) in err and "not a folder" in err
 
 
 def test_a_closed_pipe_ends_the_command_quietly():
