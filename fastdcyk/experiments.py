@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from fastdcyk import _kernels
-from fastdcyk.codebook import Codebook
+from fastdcyk.codebook import Codebook, _available_memory, _format_bytes
 from fastdcyk.cyk import cyk
 from fastdcyk.engine import (
     DEFAULT_BETA,
@@ -67,8 +67,10 @@ from fastdcyk.engine import (
     ENCODINGS,
     ORDERS,
     VARIANTS,
+    _largest_fitting_d,
     dcyk,
     default_codebook,
+    estimate_memory,
 )
 from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar, GrammarError
@@ -1039,6 +1041,62 @@ def _run_dask(
             client.close()
 
 
+# -- memory ---------------------------------------------------------------------------------
+
+
+def _check_grid_memory(
+    cells: Iterable[tuple[int, str, str, int]], dtype: str
+) -> tuple[int, int | None]:
+    """Refuse a grid whose largest parse cannot fit in this machine's memory.
+
+    ``cells``: (d, variant, order, longest sentence) of the parses to run. Every parse
+    runs in a worker with one FFT thread, as :func:`run_task` runs it.
+
+    Returns
+    -------
+    (int, int or None)
+        Bytes of the largest parse (:func:`fastdcyk.estimate_memory`), and the bytes
+        available (None when unknown).
+
+    Raises
+    ------
+    MemoryError
+        Before any worker starts, when the largest parse needs more than is available;
+        the message names its d, the memory needed and available, and the largest d that
+        fits.
+    """
+    cells = list(cells)
+
+    def need(cell: tuple[int, str, str, int]) -> int:
+        d, variant, order, n = cell
+        return estimate_memory(d, dtype, "auto", 1, variant=variant, order=order, n=n)
+
+    worst = max(cells, key=need)
+    most = need(worst)
+    avail = _available_memory()
+    if avail is None or most <= avail:
+        return most, avail
+    fits = min(
+        _largest_fitting_d(
+            int(0.9 * avail), dtype, "auto", 1, variant=v, order=o, n=n, upper=worst[0]
+        )
+        or 0
+        for _, v, o, n in cells
+    )
+    hint = (
+        f"run the dimensions d <= {fits} only (--dims)"
+        if fits >= 2
+        else "free some memory (not even d = 2 fits)"
+    )
+    d, variant, order, n = worst
+    raise MemoryError(
+        f"the grid's largest parse (d = {d}, variant {variant!r}, order {order!r}, "
+        f"sentences of up to {n} words, {dtype}) needs about {_format_bytes(most)} for its "
+        f"accumulators and work buffers, but only {_format_bytes(avail)} of memory is "
+        f"available: {hint}. Nothing was run"
+    )
+
+
 # -- the runner -----------------------------------------------------------------------------
 
 
@@ -1099,6 +1157,11 @@ def run_experiment(
 ) -> RunSummary:
     """Run (or resume) the grid of ``config``, appending its records to ``out``.
 
+    Before anything runs (and before a new file is created), the memory of the largest
+    parse still to do is checked against what this machine has available (not with the
+    dask executor, whose workers are elsewhere); a process pool that would not fit at that
+    d gets fewer workers (``echo`` says so).
+
     Parameters
     ----------
     config : ExperimentConfig
@@ -1111,7 +1174,8 @@ def run_experiment(
         ``scheduler`` (an address such as ``"tcp://host:8786"``) or through ``client``.
         Every executor gives the same records (the parse time aside).
     workers : int, optional
-        Pool size for ``"process"`` (default: all cores).
+        Pool size for ``"process"`` (default: all cores); fewer when that many parses at
+        the largest d would not fit in the memory available.
     scheduler : str, optional
         Address of the dask scheduler.
     client : dask.distributed.Client, optional
@@ -1131,6 +1195,9 @@ def run_experiment(
     ------
     ConfigMismatchError
         When ``out`` holds another configuration's records.
+    MemoryError
+        When one parse at the largest d still to do needs more memory than is available
+        (the message says how much, and which dimensions fit); nothing is run.
     ResultsWriteError
         When records cannot be written (a full disk); those written before are kept.
     ValueError, GrammarError
@@ -1150,13 +1217,34 @@ def run_experiment(
     config_hash = config.hash(grammars)
     sentences = config.sample(grammars)
     _check_sample(config, grammars, sentences)  # before the results file is created
-    results = open_results(out, config, config_hash)
+    path = Path(out)
+    local = executor != "dask"  # the parses run here: their memory can be checked here
+    fresh = not path.exists() or (path.is_file() and path.stat().st_size == 0)
+    if local and fresh:  # every task is to do: check before the file is created
+        longest = max(len(s) for s in sentences)
+        _check_grid_memory(
+            [(d, v, o, longest) for d in config.dims for v, o in config.variant_orders()],
+            config.dtype,
+        )
+    results = open_results(path, config, config_hash)
     done = {record_key(r) for r in results.records}
     tasks = plan_tasks(config, done, batch_size=batch_size, grammars=grammars, sentences=sentences)
+    need = avail = None
+    if executor != "dask" and tasks:  # what is left to do (a resumed file: maybe less)
+        cells = {(t.d, t.variant, t.order, max(len(w) for w, _ in t.items)) for t in tasks}
+        need, avail = _check_grid_memory(cells, config.dtype)
     total = config.grid_size()
     n_workers = 1
     if executor == "process":
         n_workers = max(1, min(workers or _default_workers(), len(tasks)))
+        if need is not None and avail is not None and n_workers * need > avail:
+            fit = max(1, avail // need)
+            say(
+                f"memory: a parse at the grid's largest d needs about {_format_bytes(need)} "
+                f"and {_format_bytes(avail)} is available, so the pool has {fit} workers "
+                f"instead of {n_workers}"
+            )
+            n_workers = fit
     summary = RunSummary(
         results.path,
         config_hash,

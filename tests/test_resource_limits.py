@@ -1,0 +1,235 @@
+"""Failing cleanly at the machine's limits: memory, a results file in use, a killed run."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fastdcyk as fd
+import fastdcyk.codebook as codebook_module
+import fastdcyk.engine as engine
+import fastdcyk.experiments as ex
+
+LINUX = sys.platform.startswith("linux")
+#: Where this fastdcyk lives, for the subprocesses (and the pool workers they spawn).
+ROOT = str(Path(fd.__file__).resolve().parents[1])
+TINY = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=4, max_len=4)
+
+
+@pytest.fixture(scope="module")
+def example():
+    return fd.Grammar.builtin("example")
+
+
+def _python(code: str, *args: str, logs: Path) -> subprocess.Popen:
+    """Run ``code`` in a new Python; its stdout and stderr go to files in ``logs`` (not to
+    pipes, which processes it leaves behind would hold open)."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with open(logs / "stdout", "w") as out, open(logs / "stderr", "w") as err:
+        return subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(code), *args], env=env, stdout=out, stderr=err
+        )
+
+
+# -- memory: a d that cannot fit fails at once, before anything of size d is allocated -------
+
+#: Run under an address-space limit of 2 GiB beyond what the imports take (``ulimit -v``),
+#: so that a regression fails with numpy's MemoryError instead of exhausting the machine.
+HUGE_D_SCRIPT = """
+import contextlib, io, json, resource, sys, time
+import fastdcyk as fd
+from fastdcyk import cli
+
+with open("/proc/self/status") as fh:
+    used = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:"))
+resource.setrlimit(resource.RLIMIT_AS, (used + 2 * 2**30, resource.RLIM_INFINITY))
+out = {}
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.monotonic()
+for d in (10**7, 10**9):
+    for variant in ("paper", "trace"):
+        try:
+            fd.dcyk("example", "a a b", d=d, variant=variant)
+            out[f"{d} {variant}"] = "no error"
+        except MemoryError as exc:
+            out[f"{d} {variant}"] = str(exc)
+out["seconds"] = time.monotonic() - t0
+cb = fd.Codebook.for_grammar(fd.Grammar.builtin("G0"), 10**9)
+out["repr"] = repr(cb)
+for name, get in (("perm", lambda: cb.perm), ("vector", lambda: cb.vector("terminal", "a"))):
+    try:
+        get()
+        out[name] = "no error"
+    except MemoryError as exc:
+        out[name] = str(exc)
+out["rss_mib"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024
+for command in (
+    ["parse", "--dim", "1000000000", "a", "a", "b"],
+    ["experiment", "--grammars", "G0", "--dims", "64", "1000000000", "--sentences", "2",
+     "--max-len", "3", "--executor", "serial", "--no-progress", "--out", sys.argv[1]],
+):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        out[command[0]] = [cli.main(command), err.getvalue()]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not LINUX, reason="needs /proc and RLIMIT_AS")
+def test_a_huge_d_fails_at_once_under_ulimit_v(tmp_path):
+    """d = 10**9 (and 10**7) is refused by the memory check, before the codebook draws its
+    permutation or vectors: under ``ulimit -v`` the error is the check's, not numpy's, and
+    the process stays small. The CLI prints it as one line."""
+    results = tmp_path / "huge.jsonl"
+    proc = _python(HUGE_D_SCRIPT, str(results), logs=tmp_path)
+    try:
+        proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, (tmp_path / "stderr").read_text()
+    out = json.loads((tmp_path / "stdout").read_text().strip().splitlines()[-1])
+    for d in (10**7, 10**9):
+        for variant in ("paper", "trace"):
+            msg = out[f"{d} {variant}"]
+            assert msg.startswith(f"D-CYK at d = {d} in float32 needs about"), msg
+            # the limit of the address space bounds what is available
+            assert re.search(r"only (1\.\d\d|2\.00) GiB of memory is available", msg), msg
+            assert re.search(r"use a smaller d \(at most about d = \d+ fits", msg), msg
+            assert "check_memory=False" in msg
+    assert out["seconds"] < 30  # 4.5 s and 0.8 GB for d = 10**7 before the check came first
+    assert out["rss_mib"] < 100, out["rss_mib"]  # nothing of size d was allocated
+    assert out["repr"].startswith("Codebook(d=1000000000, seed=0, float32, unitary")
+    assert out["perm"].startswith("a codebook of dimension d = 1000000000 needs about 22.35 GiB")
+    assert "for its permutation" in out["perm"] and "use a smaller d" in out["perm"]
+    assert "for a symbol vector" in out["vector"]
+    status, err = out["parse"]
+    assert status == 1
+    assert err.startswith("fastdcyk parse: error: D-CYK at d = 1000000000 in float32 needs")
+    assert err.count("\n") == 1
+    status, err = out["experiment"]
+    assert status == 1
+    assert err.startswith(
+        "fastdcyk experiment: error: the grid's largest parse (d = 1000000000, variant 'paper'"
+    )
+    assert "run the dimensions d <= " in err and "(--dims)" in err
+    assert err.count("\n") == 1
+    assert not results.exists()  # refused before the results file was created
+
+
+def test_dcyk_checks_memory_before_building_its_codebook(example, monkeypatch):
+    def no_codebook(*args, **kwargs):
+        raise AssertionError("the codebook was built before the memory check")
+
+    monkeypatch.setattr(engine, "_available_memory", lambda: 2**30)
+    monkeypatch.setattr(engine, "default_codebook", no_codebook)
+    for variant in ("paper", "trace"):
+        with pytest.raises(MemoryError) as err:
+            fd.dcyk(example, "a a b", d=10**6, variant=variant)
+        msg = str(err.value)
+        assert "but only 1.00 GiB of memory is available" in msg
+        fits = int(re.search(r"at most about d = (\d+) fits", msg).group(1))
+        opts = {"variant": variant, "engine": "scipy", "n": 3}
+        # the suggestion fits, with room to spare, and is not far below the limit
+        assert fd.estimate_memory(fits, **opts) <= 0.9 * 2**30
+        assert fd.estimate_memory(int(fits * 1.2), **opts) > 0.9 * 2**30
+    with pytest.raises(MemoryError, match=r"use dtype='float32' or a smaller d \(at most"):
+        fd.dcyk(example, "a a b", d=10**6, dtype="float64")
+
+
+def test_dcyk_checks_a_given_codebook_before_drawing_from_it(example, monkeypatch):
+    monkeypatch.setattr(engine, "_available_memory", lambda: 2**30)
+    cb = fd.Codebook(10**6, seed=1)
+    with pytest.raises(MemoryError, match=r"D-CYK at d = 1000000 in float32 needs about"):
+        fd.dcyk(example, "a a b", cb)
+    assert cb._perm is None and not cb.symbols("terminal")  # nothing was drawn
+
+
+def test_the_permutation_is_drawn_on_first_use():
+    cb = fd.Codebook(64, seed=5)
+    assert cb._perm is None
+    # the same permutation as when it was drawn at construction (pinned)
+    np.testing.assert_array_equal(cb.perm[:8], [31, 6, 34, 5, 53, 38, 16, 62])
+    fresh = fd.Codebook(64, seed=5)
+    np.testing.assert_array_equal(fresh.permutation_index(-2)[:4], [59, 36, 57, 11])
+    np.testing.assert_array_equal(fresh.perm, cb.perm)
+    later = pickle.loads(pickle.dumps(fd.Codebook(64, seed=5)))  # pickled before drawing
+    np.testing.assert_array_equal(later.perm, cb.perm)
+    g0 = fd.Codebook.for_grammar(fd.Grammar.builtin("G0"), 128, seed=2)
+    np.testing.assert_array_equal(g0.perm[:8], [51, 41, 96, 108, 127, 98, 101, 85])
+
+
+def test_a_codebook_refuses_what_cannot_fit(monkeypatch):
+    monkeypatch.setattr(codebook_module, "_available_memory", lambda: 100 * 2**20)
+    cb = fd.Codebook(2**22)  # a permutation of 96 MiB, its vectors 192 MiB at their peak
+    with pytest.raises(MemoryError, match=r"d = 4194304 needs about 0\.09 GiB for its perm"):
+        cb.perm  # noqa: B018
+    with pytest.raises(MemoryError, match=r"for a symbol vector, which does not fit in the"):
+        cb.vector("terminal", "a")
+    assert cb._perm is None and not cb.symbols("terminal")
+    # small draws are not checked at all
+    monkeypatch.setattr(codebook_module, "_available_memory", lambda: 0)
+    small = fd.Codebook(1024)
+    assert small.perm.size == 1024 and small.spectrum("terminal", "a").size == 513
+
+
+@pytest.mark.skipif(not LINUX, reason="reads /proc/self/status")
+def test_available_memory_is_bounded_by_the_address_space_limit(monkeypatch):
+    import resource
+
+    used = codebook_module._proc_status_bytes("VmSize")["VmSize"]
+    real = resource.getrlimit
+
+    def limited(which):
+        if which == resource.RLIMIT_AS:
+            return used + 300 * 2**20, resource.RLIM_INFINITY
+        return real(which)
+
+    monkeypatch.setattr(resource, "getrlimit", limited)
+    avail = codebook_module._available_memory()
+    assert 200 * 2**20 < avail <= 300 * 2**20
+
+
+def test_an_experiment_that_cannot_fit_is_refused_before_it_starts(monkeypatch, tmp_path):
+    monkeypatch.setattr(ex, "_available_memory", lambda: 2**30)
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16, 100_000), sentences=3, max_len=4)
+    out = tmp_path / "big.jsonl"
+    with pytest.raises(MemoryError) as err:
+        ex.run_experiment(cfg, out, executor="serial", progress=False)
+    msg = str(err.value)
+    assert msg.startswith("the grid's largest parse (d = 100000, variant 'paper'")
+    assert "but only 1.00 GiB of memory is available: run the dimensions d <= " in msg
+    assert not out.exists()
+    # a resumed file: only what is left to do counts
+    small = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=3, max_len=4)
+    ex.run_experiment(small, out, executor="serial", progress=False)
+    before = out.read_bytes()
+    monkeypatch.setattr(ex, "_available_memory", lambda: 1000)
+    assert ex.run_experiment(small, out, executor="serial", progress=False).complete
+    out.write_bytes(before[: before.rindex(b"\n", 0, -1) + 1])  # one record less
+    with pytest.raises(MemoryError, match=r"largest parse \(d = 16"):
+        ex.run_experiment(small, out, executor="serial", progress=False)
+
+
+@pytest.mark.slow
+def test_the_pool_is_cut_to_the_workers_that_fit(monkeypatch, tmp_path):
+    cfg = ex.ExperimentConfig(
+        grammars=("G0",), dims=(16,), sentences=4, max_len=4, variants=("paper",)
+    )
+    need = fd.estimate_memory(16, "float32", "auto", 1, variant="paper")
+    monkeypatch.setattr(ex, "_available_memory", lambda: need + need // 2)
+    said = []
+    summary = ex.run_experiment(
+        cfg, tmp_path / "r.jsonl", workers=2, batch_size=1, progress=False, echo=said.append
+    )
+    assert summary.complete and summary.workers == 1
+    assert any("so the pool has 1 workers instead of 2" in s for s in said), said
