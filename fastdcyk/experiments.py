@@ -19,7 +19,10 @@ Results file
     (:class:`ConfigMismatchError`): records of two grids are never mixed. Every record
     names the order it was parsed in (:data:`fastdcyk.engine.ORDERS`); a record of an
     older file, written before records had one, is read as ``"sequential"``: every variant
-    was then parsed in the paper's order.
+    was then parsed in the paper's order. One run at a time writes a file: a run holds an
+    exclusive lock on it (``flock``, on POSIX systems) from the start to the end, and a
+    second run on the same file is refused (:class:`ResultsLockedError`) without touching
+    it. The lock goes with the process that holds it, so a killed run leaves none behind.
 
 Tasks
     A task is one (grammar, variant, order, beta, d, codebook seed, batch of sentences) unit,
@@ -86,6 +89,7 @@ __all__ = [
     "ConfigMismatchError",
     "ExperimentConfig",
     "ResultsFileError",
+    "ResultsLockedError",
     "ResultsWriteError",
     "RunSummary",
     "Task",
@@ -171,6 +175,10 @@ class ResultsFileError(ValueError):
 
 class ConfigMismatchError(ResultsFileError):
     """A results file written for another configuration than the one being run."""
+
+
+class ResultsLockedError(ResultsFileError):
+    """A results file that another run (another process, or thread) is writing."""
 
 
 class ResultsWriteError(OSError):
@@ -871,6 +879,85 @@ def read_results(path: str | os.PathLike[str]) -> ResultsFile:
     return ResultsFile(path, parsed.header, parsed.records, torn)
 
 
+#: The results files this process holds the lock of: (device, inode) -> the holding thread.
+_HELD_LOCKS: dict[tuple[int, int], int] = {}
+_HELD_LOCKS_GUARD = threading.Lock()
+
+
+class _ResultsLock:
+    """The one-writer lock of a results file, as a context manager.
+
+    An exclusive, non-blocking ``flock`` on the results file itself (created empty when
+    absent, with its folder), held from ``__enter__`` to ``__exit__``. The kernel drops it
+    when the process ends, however it ends, so nothing stale is left behind. A thread that
+    already holds the lock of a file may enter it again. On systems without ``fcntl``
+    (Windows) no lock is taken.
+
+    Raises
+    ------
+    ResultsLockedError
+        On entering, when another process, or another thread of this one, holds the lock.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+        self._key: tuple[int, int] | None = None
+
+    def __enter__(self) -> _ResultsLock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o666)
+        try:
+            st = os.fstat(fd)
+            key = (st.st_dev, st.st_ino)
+            with _HELD_LOCKS_GUARD:
+                mine = _HELD_LOCKS.get(key) == threading.get_ident()
+            if mine:  # this thread holds it already: nothing to take
+                os.close(fd)
+                return self
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ResultsLockedError(
+                f"{str(self.path)!r} is being written by another run (it holds the file's "
+                "lock); two runs on one file would both do every task and write every "
+                "record twice: wait for that run to end (or stop it), or write to another "
+                "file (--out). The file was not changed"
+            ) from None
+        except OSError as exc:  # a file system without locks: go on unlocked
+            os.close(fd)
+            import warnings
+
+            warnings.warn(
+                f"cannot lock {str(self.path)!r} ({exc}): nothing stops a second run from "
+                "writing to it at the same time",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return self
+        except BaseException:
+            os.close(fd)
+            raise
+        with _HELD_LOCKS_GUARD:
+            _HELD_LOCKS[key] = threading.get_ident()
+        self._fd, self._key = fd, key
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is None:
+            return
+        with _HELD_LOCKS_GUARD:
+            _HELD_LOCKS.pop(self._key, None)
+        try:
+            os.close(self._fd)  # closing the last descriptor of the file releases the lock
+        finally:
+            self._fd = self._key = None
+
+
 def open_results(
     path: str | os.PathLike[str], config: ExperimentConfig, config_hash: str
 ) -> ResultsFile:
@@ -878,10 +965,13 @@ def open_results(
 
     A missing or empty file (or one holding only a torn header) gets a new header. An
     existing one must carry ``config_hash``; a torn last line is cut off (truncated) so
-    that appending continues on a clean line.
+    that appending continues on a clean line. The file's lock is held meanwhile (see
+    :func:`run_experiment`), so a file that another run is writing is left alone.
 
     Raises
     ------
+    ResultsLockedError
+        When another run is writing the file.
     ConfigMismatchError
         When the file was written for another configuration (the message names the file
         and both hashes).
@@ -889,6 +979,11 @@ def open_results(
         When the file is not a results file or is corrupt.
     """
     path = Path(path)
+    with _ResultsLock(path):
+        return _open_results(path, config, config_hash)
+
+
+def _open_results(path: Path, config: ExperimentConfig, config_hash: str) -> ResultsFile:
     if path.exists() and path.stat().st_size > 0:
         parsed = _parse_file(path)
         if parsed.header is not None:
@@ -1157,10 +1252,11 @@ def run_experiment(
 ) -> RunSummary:
     """Run (or resume) the grid of ``config``, appending its records to ``out``.
 
-    Before anything runs (and before a new file is created), the memory of the largest
-    parse still to do is checked against what this machine has available (not with the
-    dask executor, whose workers are elsewhere); a process pool that would not fit at that
-    d gets fewer workers (``echo`` says so).
+    The run holds ``out``'s lock from start to end (see the module's notes), so a second
+    run on the same file is refused. Before anything runs (and before a new file is
+    created), the memory of the largest parse still to do is checked against what this
+    machine has available (not with the dask executor, whose workers are elsewhere); a
+    process pool that would not fit at that d gets fewer workers (``echo`` says so).
 
     Parameters
     ----------
@@ -1195,6 +1291,8 @@ def run_experiment(
     ------
     ConfigMismatchError
         When ``out`` holds another configuration's records.
+    ResultsLockedError
+        When another run is writing ``out`` (the file is not touched).
     MemoryError
         When one parse at the largest d still to do needs more memory than is available
         (the message says how much, and which dimensions fit); nothing is run.
@@ -1226,6 +1324,41 @@ def run_experiment(
             [(d, v, o, longest) for d in config.dims for v, o in config.variant_orders()],
             config.dtype,
         )
+    with _ResultsLock(path):  # one run at a time on a file, until this one ends
+        return _run_locked(
+            config,
+            path,
+            config_hash,
+            grammars,
+            sentences,
+            executor=executor,
+            workers=workers,
+            scheduler=scheduler,
+            client=client,
+            batch_size=batch_size,
+            progress=progress,
+            say=say,
+            t0=t0,
+        )
+
+
+def _run_locked(
+    config: ExperimentConfig,
+    path: Path,
+    config_hash: str,
+    grammars: dict[str, Grammar],
+    sentences: list[tuple[str, ...]],
+    *,
+    executor: str,
+    workers: int | None,
+    scheduler: str | None,
+    client: Any,
+    batch_size: int | None,
+    progress: bool,
+    say: Callable[[str], None],
+    t0: float,
+) -> RunSummary:
+    """:func:`run_experiment` once the results file's lock is held."""
     results = open_results(path, config, config_hash)
     done = {record_key(r) for r in results.records}
     tasks = plan_tasks(config, done, batch_size=batch_size, grammars=grammars, sentences=sentences)

@@ -6,9 +6,12 @@ import json
 import os
 import pickle
 import re
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +21,7 @@ import fastdcyk as fd
 import fastdcyk.codebook as codebook_module
 import fastdcyk.engine as engine
 import fastdcyk.experiments as ex
+from fastdcyk import cli
 
 LINUX = sys.platform.startswith("linux")
 #: Where this fastdcyk lives, for the subprocesses (and the pool workers they spawn).
@@ -233,3 +237,115 @@ def test_the_pool_is_cut_to_the_workers_that_fit(monkeypatch, tmp_path):
     )
     assert summary.complete and summary.workers == 1
     assert any("so the pool has 1 workers instead of 2" in s for s in said), said
+
+
+# -- one writer per results file -------------------------------------------------------------
+
+
+class _Holder:
+    """Holds a results file's lock in another thread until released."""
+
+    def __init__(self, path: Path) -> None:
+        self.held, self.release = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(path,), daemon=True)
+        self.thread.start()
+        assert self.held.wait(30)
+
+    def _run(self, path: Path) -> None:
+        with ex._ResultsLock(path):
+            self.held.set()
+            self.release.wait(60)
+
+    def stop(self) -> None:
+        self.release.set()
+        self.thread.join(30)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the lock is flock")
+def test_a_file_being_written_is_refused_and_left_alone(tmp_path, capsys):
+    path = tmp_path / "r.jsonl"
+    ex.run_experiment(TINY, path, executor="serial", progress=False)
+    with open(path, "ab") as fh:
+        fh.write(b'{"grammar": "G0", "var')  # a torn last line, which a run would cut off
+    before = path.read_bytes()
+    holder = _Holder(path)
+    try:
+        with pytest.raises(ex.ResultsLockedError, match="is being written by another run"):
+            ex.run_experiment(TINY, path, executor="serial", progress=False)
+        with pytest.raises(ex.ResultsLockedError, match=re.escape(repr(str(path)))):
+            ex.open_results(path, TINY, TINY.hash())
+        args = ["experiment", "--grammars", "G0", "--dims", "16", "--sentences", "4"]
+        args += ["--max-len", "4", "--executor", "serial", "--no-progress", "--out", str(path)]
+        assert cli.main(args) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("fastdcyk experiment: error: ") and "another run" in err
+        assert path.read_bytes() == before  # not even the torn line was cut
+    finally:
+        holder.stop()
+    summary = ex.run_experiment(TINY, path, executor="serial", progress=False)
+    assert summary.torn_bytes > 0 and summary.written == 0 and summary.complete
+    assert [p.name for p in tmp_path.iterdir()] == ["r.jsonl"]  # no lock file beside it
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the lock is flock")
+def test_the_lock_is_released_when_the_run_fails(tmp_path, monkeypatch):
+    path = tmp_path / "r.jsonl"
+
+    def boom(task):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ex, "run_task", boom)
+    with pytest.raises(KeyboardInterrupt):
+        ex.run_experiment(TINY, path, executor="serial", progress=False)
+    monkeypatch.undo()
+    assert not ex._HELD_LOCKS
+    # another thread may take it now
+    holder = _Holder(path)
+    holder.stop()
+    assert ex.run_experiment(TINY, path, executor="serial", progress=False).complete
+
+
+#: A serial grid slow enough to be caught running (as the kill test of test_experiments).
+SLOW = ex.ExperimentConfig(
+    grammars=("G0",), dims=(64, 128, 256), sentences=40, max_len=7, variants=("paper",)
+)
+RUN_SCRIPT = """
+import sys
+import fastdcyk.experiments as ex
+cfg = ex.ExperimentConfig.from_dict(__import__("json").loads(sys.argv[1]))
+ex.run_experiment(cfg, sys.argv[2], executor=sys.argv[3], workers=2, batch_size=1,
+                  progress=False)
+"""
+
+
+def _wait_for_records(proc: subprocess.Popen, path: Path, count: int) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") > count:
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended early: {(path.parent / 'stderr').read_text()}")
+        time.sleep(0.05)
+    pytest.fail("no records were written in time")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="the lock is flock")
+def test_a_second_run_is_refused_until_the_first_dies(tmp_path):
+    path = tmp_path / "r.jsonl"
+    proc = _python(RUN_SCRIPT, json.dumps(SLOW.to_dict()), str(path), "serial", logs=tmp_path)
+    try:
+        _wait_for_records(proc, path, 2)
+        with pytest.raises(ex.ResultsLockedError):
+            ex.run_experiment(SLOW, path, executor="serial", progress=False)
+        proc.send_signal(signal.SIGKILL)  # a killed run's lock goes with it
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    written = len(ex.read_results(path).records)
+    summary = ex.run_experiment(SLOW, path, executor="serial", progress=False)
+    assert summary.resumed == written and summary.complete
+    keys = [ex.record_key(r) for r in ex.read_results(path).records]
+    assert len(keys) == len(set(keys)) == SLOW.grid_size()  # every record once
