@@ -688,12 +688,39 @@ def _worker_grammar(text: str) -> Grammar:
     return grammar
 
 
-def _init_worker() -> None:
-    """Process-pool initializer: one thread per worker, and leave Ctrl-C to the parent."""
+#: Seconds between two looks of a pool worker at its parent (see :func:`_exit_with_parent`).
+_PARENT_POLL = 0.5
+
+
+def _exit_with_parent(parent: int, interval: float = _PARENT_POLL) -> threading.Thread:
+    """Exit this process (``os._exit``) soon after the process ``parent`` is gone.
+
+    A daemon thread compares ``os.getppid()`` with ``parent`` every ``interval`` seconds:
+    an orphan is adopted by another process (init, or a subreaper), so the two differ once
+    the parent has died, however it died (SIGKILL, SIGTERM, a crash). Without this a pool
+    worker whose parent was killed waits for work for ever, or finishes its task and
+    blocks writing the result, and keeps the resource tracker alive with it.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="fastdcyk-exit-with-parent", daemon=True)
+    thread.start()
+    return thread
+
+
+def _init_worker(parent: int | None = None) -> None:
+    """Process-pool initializer: one thread per worker, leave Ctrl-C to the parent, and
+    exit when the parent (pid ``parent``) dies."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _kernels.set_threads(1)
+    if parent is not None:
+        _exit_with_parent(parent)
 
 
 def run_task(task: Task) -> list[dict[str, Any]]:
@@ -1088,6 +1115,7 @@ def _run_pool(tasks: list[Task], workers: int) -> Iterator[tuple[Task, list[dict
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_init_worker,
+        initargs=(os.getpid(),),  # workers exit when this process dies, even by SIGKILL
     )
     pending = {pool.submit(run_task, t): t for t in tasks}
     finished = False
@@ -1256,7 +1284,8 @@ def run_experiment(
     run on the same file is refused. Before anything runs (and before a new file is
     created), the memory of the largest parse still to do is checked against what this
     machine has available (not with the dask executor, whose workers are elsewhere); a
-    process pool that would not fit at that d gets fewer workers (``echo`` says so).
+    process pool that would not fit at that d gets fewer workers (``echo`` says so). Pool
+    workers exit when this process dies, even when it is killed.
 
     Parameters
     ----------

@@ -349,3 +349,57 @@ def test_a_second_run_is_refused_until_the_first_dies(tmp_path):
     assert summary.resumed == written and summary.complete
     keys = [ex.record_key(r) for r in ex.read_results(path).records]
     assert len(keys) == len(set(keys)) == SLOW.grid_size()  # every record once
+
+
+# -- pool workers do not outlive the run -------------------------------------------------------
+
+
+def _children(pid: int) -> dict[int, str]:
+    """{pid: start time} of the live processes whose parent is ``pid`` (from /proc)."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat(int(entry))
+            if fields is not None and int(fields[1]) == pid and fields[0] != "Z":
+                out[int(entry)] = fields[19]
+    return out
+
+
+def _stat(pid: int) -> list[str] | None:
+    """Fields 3 onwards of /proc/<pid>/stat (state, ppid, ...), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def _alive(pid: int, start: str) -> bool:
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z" and fields[19] == start
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not LINUX, reason="finds the workers in /proc")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_pool_workers_exit_when_the_run_is_killed(tmp_path, sig):
+    path = tmp_path / "r.jsonl"
+    proc = _python(RUN_SCRIPT, json.dumps(SLOW.to_dict()), str(path), "process", logs=tmp_path)
+    try:
+        _wait_for_records(proc, path, 2)  # the workers are up and have run tasks
+        children = _children(proc.pid)  # the two workers and the resource tracker
+        assert len(children) >= 2, children
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_alive(p, s) for p, s in children.items()):
+        time.sleep(0.1)
+    left = [p for p, s in children.items() if _alive(p, s)]
+    for p in left:  # do not leave them behind, whatever the result
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"processes of the killed run still alive: {left}"
