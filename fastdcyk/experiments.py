@@ -21,7 +21,11 @@ Results file
     a newer fastdcyk) is refused, for reading and for resuming (:class:`ResultsFileError`).
     Every record names the order it was parsed in (:data:`fastdcyk.engine.ORDERS`); a record
     of an older file, written before records had one, is read as ``"sequential"``: every
-    variant was then parsed in the paper's order.
+    variant was then parsed in the paper's order. One run at a time writes a file: a run
+    holds an exclusive lock on it (``flock``, on POSIX systems) from the start to the end,
+    and a second run on the same file is refused (:class:`ResultsLockedError`) without
+    touching it. The lock goes with the process that holds it, so a killed run leaves none
+    behind.
 
 Tasks
     A task is one (grammar, variant, order, beta, d, codebook seed, batch of sentences) unit,
@@ -61,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from fastdcyk import _kernels
-from fastdcyk.codebook import Codebook
+from fastdcyk.codebook import Codebook, _available_memory, _format_bytes
 from fastdcyk.cyk import cyk
 from fastdcyk.engine import (
     DEFAULT_BETA,
@@ -69,8 +73,10 @@ from fastdcyk.engine import (
     ENCODINGS,
     ORDERS,
     VARIANTS,
+    _largest_fitting_d,
     dcyk,
     default_codebook,
+    estimate_memory,
 )
 from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar, GrammarError
@@ -86,6 +92,7 @@ __all__ = [
     "ConfigMismatchError",
     "ExperimentConfig",
     "ResultsFileError",
+    "ResultsLockedError",
     "ResultsWriteError",
     "RunSummary",
     "Task",
@@ -182,6 +189,10 @@ class ResultsFileError(ValueError):
 
 class ConfigMismatchError(ResultsFileError):
     """A results file written for another configuration than the one being run."""
+
+
+class ResultsLockedError(ResultsFileError):
+    """A results file that another run (another process, or thread) is writing."""
 
 
 class ResultsWriteError(OSError):
@@ -730,12 +741,39 @@ def _worker_grammar(text: str) -> Grammar:
     return grammar
 
 
-def _init_worker() -> None:
-    """Process-pool initializer: one thread per worker, and leave Ctrl-C to the parent."""
+#: Seconds between two looks of a pool worker at its parent (see :func:`_exit_with_parent`).
+_PARENT_POLL = 0.5
+
+
+def _exit_with_parent(parent: int, interval: float = _PARENT_POLL) -> threading.Thread:
+    """Exit this process (``os._exit``) soon after the process ``parent`` is gone.
+
+    A daemon thread compares ``os.getppid()`` with ``parent`` every ``interval`` seconds:
+    an orphan is adopted by another process (init, or a subreaper), so the two differ once
+    the parent has died, however it died (SIGKILL, SIGTERM, a crash). Without this a pool
+    worker whose parent was killed waits for work for ever, or finishes its task and
+    blocks writing the result, and keeps the resource tracker alive with it.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="fastdcyk-exit-with-parent", daemon=True)
+    thread.start()
+    return thread
+
+
+def _init_worker(parent: int | None = None) -> None:
+    """Process-pool initializer: one thread per worker, leave Ctrl-C to the parent, and
+    exit when the parent (pid ``parent``) dies."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _kernels.set_threads(1)
+    if parent is not None:
+        _exit_with_parent(parent)
 
 
 def run_task(task: Task) -> list[dict[str, Any]]:
@@ -966,6 +1004,85 @@ def read_results(path: str | os.PathLike[str]) -> ResultsFile:
     return ResultsFile(path, parsed.header, parsed.records, torn)
 
 
+#: The results files this process holds the lock of: (device, inode) -> the holding thread.
+_HELD_LOCKS: dict[tuple[int, int], int] = {}
+_HELD_LOCKS_GUARD = threading.Lock()
+
+
+class _ResultsLock:
+    """The one-writer lock of a results file, as a context manager.
+
+    An exclusive, non-blocking ``flock`` on the results file itself (created empty when
+    absent, with its folder), held from ``__enter__`` to ``__exit__``. The kernel drops it
+    when the process ends, however it ends, so nothing stale is left behind. A thread that
+    already holds the lock of a file may enter it again. On systems without ``fcntl``
+    (Windows) no lock is taken.
+
+    Raises
+    ------
+    ResultsLockedError
+        On entering, when another process, or another thread of this one, holds the lock.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+        self._key: tuple[int, int] | None = None
+
+    def __enter__(self) -> _ResultsLock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o666)
+        try:
+            st = os.fstat(fd)
+            key = (st.st_dev, st.st_ino)
+            with _HELD_LOCKS_GUARD:
+                mine = _HELD_LOCKS.get(key) == threading.get_ident()
+            if mine:  # this thread holds it already: nothing to take
+                os.close(fd)
+                return self
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ResultsLockedError(
+                f"{str(self.path)!r} is being written by another run (it holds the file's "
+                "lock); two runs on one file would both do every task and write every "
+                "record twice: wait for that run to end (or stop it), or write to another "
+                "file (--out). The file was not changed"
+            ) from None
+        except OSError as exc:  # a file system without locks: go on unlocked
+            os.close(fd)
+            import warnings
+
+            warnings.warn(
+                f"cannot lock {str(self.path)!r} ({exc}): nothing stops a second run from "
+                "writing to it at the same time",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return self
+        except BaseException:
+            os.close(fd)
+            raise
+        with _HELD_LOCKS_GUARD:
+            _HELD_LOCKS[key] = threading.get_ident()
+        self._fd, self._key = fd, key
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is None:
+            return
+        with _HELD_LOCKS_GUARD:
+            _HELD_LOCKS.pop(self._key, None)
+        try:
+            os.close(self._fd)  # closing the last descriptor of the file releases the lock
+        finally:
+            self._fd = self._key = None
+
+
 def open_results(
     path: str | os.PathLike[str], config: ExperimentConfig, config_hash: str
 ) -> ResultsFile:
@@ -973,10 +1090,13 @@ def open_results(
 
     A missing or empty file (or one holding only a torn header) gets a new header. An
     existing one must carry ``config_hash``; a torn last line is cut off (truncated) so
-    that appending continues on a clean line.
+    that appending continues on a clean line. The file's lock is held meanwhile (see
+    :func:`run_experiment`), so a file that another run is writing is left alone.
 
     Raises
     ------
+    ResultsLockedError
+        When another run is writing the file.
     ConfigMismatchError
         When the file was written for another configuration (the message names the file
         and both hashes).
@@ -984,6 +1104,11 @@ def open_results(
         When the file is not a results file or is corrupt.
     """
     path = Path(path)
+    with _ResultsLock(path):
+        return _open_results(path, config, config_hash)
+
+
+def _open_results(path: Path, config: ExperimentConfig, config_hash: str) -> ResultsFile:
     if path.exists() and path.stat().st_size > 0:
         parsed = _parse_file(path)
         if parsed.header is not None:
@@ -1108,6 +1233,7 @@ def _run_pool(tasks: list[Task], workers: int) -> Iterator[tuple[Task, list[dict
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_init_worker,
+        initargs=(os.getpid(),),  # workers exit when this process dies, even by SIGKILL
     )
     pending = {pool.submit(run_task, t): t for t in tasks}
     finished = False
@@ -1154,6 +1280,62 @@ def _run_dask(
         client.cancel([f for f in futures if not f.done()])
         if own:
             client.close()
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+def _check_grid_memory(
+    cells: Iterable[tuple[int, str, str, int]], dtype: str
+) -> tuple[int, int | None]:
+    """Refuse a grid whose largest parse cannot fit in this machine's memory.
+
+    ``cells``: (d, variant, order, longest sentence) of the parses to run. Every parse
+    runs in a worker with one FFT thread, as :func:`run_task` runs it.
+
+    Returns
+    -------
+    (int, int or None)
+        Bytes of the largest parse (:func:`fastdcyk.estimate_memory`), and the bytes
+        available (None when unknown).
+
+    Raises
+    ------
+    MemoryError
+        Before any worker starts, when the largest parse needs more than is available;
+        the message names its d, the memory needed and available, and the largest d that
+        fits.
+    """
+    cells = list(cells)
+
+    def need(cell: tuple[int, str, str, int]) -> int:
+        d, variant, order, n = cell
+        return estimate_memory(d, dtype, "auto", 1, variant=variant, order=order, n=n)
+
+    worst = max(cells, key=need)
+    most = need(worst)
+    avail = _available_memory()
+    if avail is None or most <= avail:
+        return most, avail
+    fits = min(
+        _largest_fitting_d(
+            int(0.9 * avail), dtype, "auto", 1, variant=v, order=o, n=n, upper=worst[0]
+        )
+        or 0
+        for _, v, o, n in cells
+    )
+    hint = (
+        f"run the dimensions d <= {fits} only (--dims)"
+        if fits >= 2
+        else "free some memory (not even d = 2 fits)"
+    )
+    d, variant, order, n = worst
+    raise MemoryError(
+        f"the grid's largest parse (d = {d}, variant {variant!r}, order {order!r}, "
+        f"sentences of up to {n} words, {dtype}) needs about {_format_bytes(most)} for its "
+        f"accumulators and work buffers, but only {_format_bytes(avail)} of memory is "
+        f"available: {hint}. Nothing was run"
+    )
 
 
 # -- the runner -----------------------------------------------------------------------------
@@ -1216,6 +1398,13 @@ def run_experiment(
 ) -> RunSummary:
     """Run (or resume) the grid of ``config``, appending its records to ``out``.
 
+    The run holds ``out``'s lock from start to end (see the module's notes), so a second
+    run on the same file is refused. Before anything runs (and before a new file is
+    created), the memory of the largest parse still to do is checked against what this
+    machine has available (not with the dask executor, whose workers are elsewhere); a
+    process pool that would not fit at that d gets fewer workers (``echo`` says so). Pool
+    workers exit when this process dies, even when it is killed.
+
     Parameters
     ----------
     config : ExperimentConfig
@@ -1228,7 +1417,8 @@ def run_experiment(
         ``scheduler`` (an address such as ``"tcp://host:8786"``) or through ``client``.
         Every executor gives the same records (the parse time aside).
     workers : int, optional
-        Pool size for ``"process"`` (default: all cores).
+        Pool size for ``"process"`` (default: all cores); fewer when that many parses at
+        the largest d would not fit in the memory available.
     scheduler : str, optional
         Address of the dask scheduler.
     client : dask.distributed.Client, optional
@@ -1248,6 +1438,11 @@ def run_experiment(
     ------
     ConfigMismatchError
         When ``out`` holds another configuration's records.
+    ResultsLockedError
+        When another run is writing ``out`` (the file is not touched).
+    MemoryError
+        When one parse at the largest d still to do needs more memory than is available
+        (the message says how much, and which dimensions fit); nothing is run.
     ResultsWriteError
         When records cannot be written (a full disk); those written before are kept.
     ValueError, GrammarError
@@ -1267,13 +1462,69 @@ def run_experiment(
     config_hash = config.hash(grammars)
     sentences = config.sample(grammars)
     _check_sample(config, grammars, sentences)  # before the results file is created
-    results = open_results(out, config, config_hash)
+    path = Path(out)
+    local = executor != "dask"  # the parses run here: their memory can be checked here
+    fresh = not path.exists() or (path.is_file() and path.stat().st_size == 0)
+    if local and fresh:  # every task is to do: check before the file is created
+        longest = max(len(s) for s in sentences)
+        _check_grid_memory(
+            [(d, v, o, longest) for d in config.dims for v, o in config.variant_orders()],
+            config.dtype,
+        )
+    with _ResultsLock(path):  # one run at a time on a file, until this one ends
+        return _run_locked(
+            config,
+            path,
+            config_hash,
+            grammars,
+            sentences,
+            executor=executor,
+            workers=workers,
+            scheduler=scheduler,
+            client=client,
+            batch_size=batch_size,
+            progress=progress,
+            say=say,
+            t0=t0,
+        )
+
+
+def _run_locked(
+    config: ExperimentConfig,
+    path: Path,
+    config_hash: str,
+    grammars: dict[str, Grammar],
+    sentences: list[tuple[str, ...]],
+    *,
+    executor: str,
+    workers: int | None,
+    scheduler: str | None,
+    client: Any,
+    batch_size: int | None,
+    progress: bool,
+    say: Callable[[str], None],
+    t0: float,
+) -> RunSummary:
+    """:func:`run_experiment` once the results file's lock is held."""
+    results = open_results(path, config, config_hash)
     done = {record_key(r) for r in results.records}
     tasks = plan_tasks(config, done, batch_size=batch_size, grammars=grammars, sentences=sentences)
+    need = avail = None
+    if executor != "dask" and tasks:  # what is left to do (a resumed file: maybe less)
+        cells = {(t.d, t.variant, t.order, max(len(w) for w, _ in t.items)) for t in tasks}
+        need, avail = _check_grid_memory(cells, config.dtype)
     total = config.grid_size()
     n_workers = 1
     if executor == "process":
         n_workers = max(1, min(workers or _default_workers(), len(tasks)))
+        if need is not None and avail is not None and n_workers * need > avail:
+            fit = max(1, avail // need)
+            say(
+                f"memory: a parse at the grid's largest d needs about {_format_bytes(need)} "
+                f"and {_format_bytes(avail)} is available, so the pool has {fit} workers "
+                f"instead of {n_workers}"
+            )
+            n_workers = fit
     summary = RunSummary(
         results.path,
         config_hash,
