@@ -337,14 +337,17 @@ def _words(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
     ws = tuple(words.split()) if isinstance(words, str) else tuple(words)
     if not ws:
         raise ValueError("empty sentence: D-CYK needs at least one word")
-    known = set(grammar.terminals)
     for pos, w in enumerate(ws):
         if not isinstance(w, str):
             raise TypeError(f"word {pos} is {w!r}, not a str")
+    ws = grammar.normalize_words(ws)  # terminals are kept in Unicode NFC
+    known = set(grammar.terminals)
+    for pos, w in enumerate(ws):
         if w not in known:
             some = ", ".join(repr(t) for t in list(grammar.terminals)[:12])
+            nfc = "" if w.isascii() else " (words and terminals compared in Unicode NFC)"
             raise ValueError(
-                f"word {w!r} at position {pos} is not a terminal of the grammar; "
+                f"word {w!r} at position {pos} is not a terminal of the grammar{nfc}; "
                 f"its terminals are {some}{' ...' if len(known) > 12 else ''}"
             )
     return ws

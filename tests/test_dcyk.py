@@ -581,3 +581,15 @@ def test_decode_honours_a_grammar_length_or_codebook_other_than_the_results():
     # the kept statistics
     same = fd.Grammar.from_string(g.to_string())
     assert fd.decode(r, grammar=same, n=3, codebook=r.codebook, decoder="trace") == r.chart
+
+
+def test_words_are_compared_with_terminals_in_unicode_nfc():
+    import unicodedata
+
+    g = fd.Grammar.from_string("S -> A A\nA -> 'caf\u00e9'")
+    decomposed = unicodedata.normalize("NFD", "caf\u00e9")
+    assert decomposed != "caf\u00e9"
+    r = fd.dcyk(g, [decomposed, decomposed], d=64, variant="trace")
+    assert r.words == ("caf\u00e9", "caf\u00e9") and "S" in r.chart[(0, 2)]
+    with pytest.raises(ValueError, match="compared in Unicode NFC"):
+        fd.dcyk(g, ["caf\u00e8", decomposed], d=64)
