@@ -716,6 +716,8 @@ def _config_from_args(args: argparse.Namespace) -> ExperimentConfig:
             orders=tuple(args.orders) if args.orders else (None,),
             encoding=args.encoding,
             codebooks=args.codebooks,
+            grammar_encoding=args.grammar_encoding,
+            to_cnf=args.to_cnf,
             betas=tuple(args.betas),
             seeds=tuple(args.seeds),
             sentences=args.sentences,
@@ -755,59 +757,15 @@ _GRID_READS = (
 )
 
 
-def _check_experiment_grammars(args: argparse.Namespace, config: ExperimentConfig) -> None:
-    """A usage error, with a way out, for a grammar file the grid cannot read as it is."""
-    enc = args.grammar_encoding
-    for spec in dict.fromkeys((*config.grammars, config.source)):
-        try:
-            as_read = Grammar.load(spec)  # as the grid reads it
-        except GrammarError as exc:
-            as_read, problem = None, exc
-        if as_read is not None:
-            if codecs.lookup(enc).name == "utf-8":
-                continue
-            try:
-                same = Grammar.load(spec, cnf="allow", encoding=enc) == as_read
-            except GrammarError:
-                same = False
-            if not same:
-                raise UsageError(
-                    f"grammar {spec!r} reads differently as {enc} text and as UTF-8 text; "
-                    + _grid_copy_hint(spec, enc)
-                )
-            continue
-        try:
-            wanted = Grammar.load(spec, cnf="allow", encoding=enc)
-        except GrammarError as exc:
-            fault = _decoding_fault(exc, enc)
-            if fault is None:
-                raise UsageError(f"cannot load grammar {spec!r}: {exc}") from None
-            raise UsageError(
-                f"cannot load grammar {spec!r}: {fault}; "
-                + _grid_copy_hint(spec, "latin-1" if codecs.lookup(enc).name == "utf-8" else enc)
-            ) from None
-        faults = [_decoding_fault(problem, "utf-8")]
-        if not wanted.is_cnf:
-            faults.append(f"it is not in Chomsky normal form ({_non_cnf_rule(wanted)})")
-        faults = [f for f in faults if f] or [str(problem)]
-        raise UsageError(f"grammar {spec!r}: {' and '.join(faults)}; {_grid_copy_hint(spec, enc)}")
-
-
-def _grid_copy_hint(spec: str, encoding: str) -> str:
-    convert = f"Grammar.load({spec!r}, cnf='convert', encoding={encoding!r})"
-    return (
-        f"{_GRID_READS}: save a copy it can read and pass that file, e.g. "
-        f'python -c "from fastdcyk import Grammar; print({convert})" > {Path(spec).stem}-cnf.cfg'
-    )
-
-
 def _check_experiment_args(args: argparse.Namespace, config: ExperimentConfig) -> None:
     """Usage errors for the paths and grammar files, before any work is done."""
     if args.out:
         _check_out_file("--out", Path(args.out))
     if args.figures:
         _check_out_folder("--figures", Path(args.figures))
-    _check_experiment_grammars(args, config)
+    for spec in dict.fromkeys((*config.grammars, config.source)):
+        # the messages of parse (pass --to-cnf, --grammar-encoding), before any work
+        _load_grammar(spec, encoding=config.grammar_encoding, to_cnf=config.to_cnf)
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:

@@ -49,6 +49,7 @@ Aggregates
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import math
@@ -275,6 +276,11 @@ class ExperimentConfig:
         (:meth:`fastdcyk.Codebook.for_grammar`), ``"plain"`` random ones
         (``Codebook(d, seed, unitary=True)``). Always in :meth:`to_dict`: files written
         before the codebooks changed are refused, not resumed with other codebooks.
+    grammar_encoding : str
+        Encoding of grammar files (default "utf-8"; "latin-1" for NLTK's ATIS grammar).
+    to_cnf : bool
+        Convert grammars that are not in Chomsky normal form (:meth:`Grammar.to_cnf`)
+        instead of refusing them.
 
     Raises
     ------
@@ -298,6 +304,8 @@ class ExperimentConfig:
     orders: tuple[str | None, ...] = (None,)
     encoding: str | None = None
     codebooks: str = "grammar"
+    grammar_encoding: str = "utf-8"
+    to_cnf: bool = False
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -363,6 +371,16 @@ class ExperimentConfig:
             )
         if self.codebooks not in CODEBOOKS:
             raise ValueError(f"unknown codebooks {self.codebooks!r}: choose from {CODEBOOKS}")
+        try:
+            codecs.lookup(self.grammar_encoding)
+        except (LookupError, TypeError):
+            raise ValueError(
+                f"unknown grammar_encoding {self.grammar_encoding!r}: give a Python codec name "
+                "such as 'utf-8' or 'latin-1'"
+            ) from None
+        if not isinstance(self.to_cnf, bool | np.bool_):
+            raise ValueError(f"to_cnf must be True or False, got {self.to_cnf!r}")
+        put("to_cnf", bool(self.to_cnf))
 
     # -- serialisation ------------------------------------------------------------------
 
@@ -375,7 +393,14 @@ class ExperimentConfig:
         and a run must not add records of the new default to such a file (it refuses the
         file instead).
         """
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        out = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        # how grammar files are read: left out at their defaults, so that the hash of every
+        # grid that reads UTF-8 files in CNF is the one it had before these options existed
+        # (the hash covers the grammars' text as read in any case)
+        for name, default in (("grammar_encoding", "utf-8"), ("to_cnf", False)):
+            if out[name] == default:
+                del out[name]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExperimentConfig:
@@ -396,11 +421,15 @@ class ExperimentConfig:
             For an unknown builtin name, a missing file or an invalid grammar.
         """
         out = {}
+        cnf = "convert" if self.to_cnf else "allow"
         for spec in (*self.grammars, self.source):
             if spec not in out:
-                grammar = Grammar.load(spec)
+                grammar = Grammar.load(spec, cnf=cnf, encoding=self.grammar_encoding)
                 if not grammar.is_cnf:
-                    raise GrammarError(f"grammar {spec!r} is not in Chomsky normal form")
+                    raise GrammarError(
+                        f"grammar {spec!r} is not in Chomsky normal form: convert it with "
+                        "to_cnf=True (fastdcyk experiment --to-cnf)"
+                    )
                 out[spec] = grammar
         return out
 

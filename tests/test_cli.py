@@ -513,25 +513,32 @@ def test_capacity_grammar_file_options(tmp_path, capsys):
     assert "d needed for F1" in capsys.readouterr().out
 
 
-def test_experiment_refuses_a_grammar_file_its_grid_cannot_read(tmp_path, capsys):
+def test_experiment_grammar_encoding_and_to_cnf(tmp_path, capsys):
     path = tmp_path / "latin1.cfg"
     path.write_bytes(NOT_CNF_LATIN1)
     out = tmp_path / "r.jsonl"
     argv = ["experiment", "--grammars", str(path), "--source", str(path), "--dims", "16"]
-    argv += ["--sentences", "2", "--out", str(out)]
-    for extra in ([], ["--grammar-encoding", "latin-1", "--to-cnf"]):
+    argv += ["--sentences", "2", "--variants", "trace", "--executor", "serial"]
+    argv += ["--no-progress", "--out", str(out)]
+    for extra, message in (
+        ([], "not UTF-8 text"),
+        (["--grammar-encoding", "latin-1"], "pass --to-cnf"),
+    ):
         assert main(argv + extra) == 2
         err = capsys.readouterr().err
         assert err.startswith("fastdcyk experiment: error: ") and err.count("\n") == 1
-        assert "not UTF-8 text" in err and "do not reach its grid yet" in err
-        assert "cnf='convert', encoding='latin-1'" in err and "latin1-cnf.cfg" in err
-    assert "not in Chomsky normal form" in err  # found once the file could be decoded
-    assert not out.exists()
-    # builtin grammars (and ASCII files in CNF) read the same whatever the options say
-    argv = ["experiment", "--grammars", "G0", "--dims", "16", "--variants", "trace"]
-    argv += ["--sentences", "2", "--executor", "serial", "--no-progress", "--out", str(out)]
+        assert message in err and "Traceback" not in err
+        assert not out.exists()
     assert main([*argv, "--grammar-encoding", "latin-1", "--to-cnf"]) == 0
     assert "2 records written" in capsys.readouterr().out
+    header = json.loads(out.read_text().splitlines()[0])
+    assert header["config"]["grammar_encoding"] == "latin-1" and header["config"]["to_cnf"]
+    # the options are part of the grid: the same file resumes with them, not without
+    assert main([*argv, "--grammar-encoding", "latin-1", "--to-cnf"]) == 0
+    assert "0 records written" in capsys.readouterr().out
+    # at their defaults they stay out of the configuration (and of its hash)
+    cfg = cli._config_from_args(cli.build_parser().parse_args(["experiment"]))
+    assert "grammar_encoding" not in cfg.to_dict() and "to_cnf" not in cfg.to_dict()
 
 
 def test_paths_that_cannot_be_written_are_usage_errors(results, tmp_path, capsys):
