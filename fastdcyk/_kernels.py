@@ -61,14 +61,22 @@ def set_threads(n: int | None) -> None:
     """Let the kernels use ``n`` threads (None or 0: all cores; 1: serial builds only).
 
     A process pool of one worker per core should set 1, so that workers do not fight over
-    the cores.
+    the cores. ``n > 1`` sets Numba's thread count to ``n`` (at most
+    ``numba.config.NUMBA_NUM_THREADS``); 0 or None gives Numba all of its threads back; 1
+    leaves Numba's count alone (the kernels then run their serial builds).
+
+    Raises
+    ------
+    ValueError
+        When ``n`` is negative.
     """
     n = 0 if n is None else int(n)
     if n < 0:
         raise ValueError(f"threads must be >= 0, got {n}")
     _threads[0] = n
-    if n > 1:
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    if n != 1:  # 0: every thread, restoring what an earlier n > 1 took away
+        top = numba.config.NUMBA_NUM_THREADS
+        numba.set_num_threads(top if n == 0 else min(n, top))
 
 
 def get_threads() -> int:

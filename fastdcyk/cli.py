@@ -15,14 +15,21 @@ Subcommands:
 - ``fastdcyk plot RESULTS...``: the paper's three figures (PNG and SVG) and their tables.
 
 Exit status: 0 on success; 2 for a bad argument (with a message that says what was wrong,
-including a results file written for another configuration); 1 for a failure at run time
+including a results file written for another configuration, and a figures folder that
+cannot be written); 1 for a failure at run time
 (memory, non-finite values, a results file that cannot be written); 130 when interrupted
-(every record written so far is kept, and rerunning the same command resumes).
+(every record written so far is kept, and rerunning the same command resumes); 141, quietly,
+when the reader of the output has gone (``fastdcyk parse ... | head -1``).
+
+Grammar files are read as UTF-8 unless ``--grammar-encoding`` says otherwise (NLTK's ATIS
+grammar is ``latin-1``); a grammar that is not in Chomsky normal form is refused unless
+``--to-cnf`` asks for its conversion.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import os
 import sys
 import time
@@ -31,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fastdcyk.cyk import cyk
+from fastdcyk.cyk import UnknownWordError, cyk
 from fastdcyk.decode import DECODERS
 from fastdcyk.display import format_chart
 from fastdcyk.engine import (
@@ -126,6 +133,33 @@ def _positive(text: str) -> float:
     return x
 
 
+def _encoding_name(text: str) -> str:
+    try:
+        codecs.lookup(text)
+    except LookupError:
+        raise argparse.ArgumentTypeError(
+            f"unknown encoding {text!r} (try utf-8 or latin-1)"
+        ) from None
+    return text
+
+
+def add_grammar_file_options(p: argparse.ArgumentParser) -> None:
+    """How a grammar file is read: its text encoding, and conversion to CNF."""
+    p.add_argument(
+        "--grammar-encoding",
+        type=_encoding_name,
+        default="utf-8",
+        metavar="ENCODING",
+        help="text encoding of grammar files, e.g. latin-1 (default: utf-8)",
+    )
+    p.add_argument(
+        "--to-cnf",
+        action="store_true",
+        help="convert a grammar that is not in Chomsky normal form (Grammar.to_cnf) "
+        "instead of refusing it",
+    )
+
+
 def add_parse_options(p: argparse.ArgumentParser) -> None:
     """The D-CYK options shared by the subcommands that parse."""
     p.add_argument(
@@ -164,7 +198,7 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"decoder threshold on sigma (default {DEFAULT_THRESHOLD})",
     )
-    p.add_argument("--seed", type=int, default=0, help="codebook seed (default 0)")
+    p.add_argument("--seed", type=_nonnegative_int, default=0, help="codebook seed (default 0)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     p.add_argument(
         "--unitary",
@@ -391,6 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="example",
         help=f"a grammar file or a built-in name {Grammar.builtin_names()} (default example)",
     )
+    add_grammar_file_options(parse)
     parse.add_argument("--dim", type=_dimension, default=1024, help="dimension d (default 1024)")
     add_parse_options(parse)
     parse.add_argument(
@@ -416,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
         "for it.",
     )
     add_grid_options(exp, ExperimentConfig())
+    add_grammar_file_options(exp)
     exp.add_argument(
         "--out",
         help="results file (JSON Lines; default fastdcyk-results/<config hash>.jsonl)",
@@ -432,19 +468,32 @@ def build_parser() -> argparse.ArgumentParser:
         "SVG, with 95% confidence intervals; print their tables.",
     )
     plot.add_argument("results", nargs="+", help="results files of fastdcyk experiment")
-    plot.add_argument("--out", default="figures", help="folder of the figures (default figures)")
+    plot.add_argument(
+        "--out",
+        default="figures",
+        help="folder of the figures, created if absent; figures already in it are replaced, "
+        "other files are left alone (default figures)",
+    )
     plot.add_argument(
         "--average",
         choices=("micro", "macro"),
         default="micro",
         help="micro (pooled counts, bootstrap CI) or macro (mean, t CI); default micro",
     )
-    plot.add_argument("--grammar", default="G0", help="grammar of studies a and b (default G0)")
+    plot.add_argument(
+        "--grammar",
+        help="grammar of studies a and b (default G0, or the first grammar of the results "
+        "when they hold no G0)",
+    )
     plot.add_argument(
         "--max-len", type=_positive_int, default=7, help="longest sentence in study a (7)"
     )
     plot.add_argument("--dim", type=_dimension, help="d of study c (default: most grammars)")
-    plot.add_argument("--beta", type=_positive, help="beta to draw (default: the engine's)")
+    plot.add_argument(
+        "--beta",
+        type=_positive,
+        help="beta to draw (default: the engine's, or the smallest of the results without it)",
+    )
     plot.add_argument("--formats", nargs="+", choices=("png", "svg", "pdf"), default=["png", "svg"])
     plot.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     plot.set_defaults(func=_cmd_plot)
@@ -462,6 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="G0",
         help=f"a grammar file or a built-in name {Grammar.builtin_names()} (default G0)",
     )
+    add_grammar_file_options(cap)
     cap.add_argument("--length", type=_positive_int, required=True, help="sentence length")
     cap.add_argument(
         "--target-f1", type=_probability_or_one, default=0.99, help="target F1 (default 0.99)"
@@ -490,11 +540,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_grammar(spec: str) -> Grammar:
+def _load_grammar(spec: str, *, encoding: str = "utf-8", to_cnf: bool = False) -> Grammar:
+    """A builtin grammar or a grammar file, read as the options say (see
+    :func:`add_grammar_file_options`); a grammar not in CNF is converted or refused."""
     try:
-        return Grammar.load(spec)
-    except (GrammarError, OSError) as exc:
+        grammar = Grammar.load(spec, cnf="allow", encoding=encoding)
+    except GrammarError as exc:
+        raise UsageError(_grammar_load_error(spec, exc, encoding)) from exc
+    except OSError as exc:
         raise UsageError(f"cannot load grammar {spec!r}: {exc}") from exc
+    if grammar.is_cnf:
+        return grammar
+    if not to_cnf:
+        raise UsageError(
+            f"grammar {spec!r} is not in Chomsky normal form ({_non_cnf_rule(grammar)}): "
+            "pass --to-cnf to convert it"
+        )
+    try:
+        return grammar.to_cnf()
+    except GrammarError as exc:
+        raise UsageError(f"cannot convert grammar {spec!r} to Chomsky normal form: {exc}") from exc
+
+
+def _grammar_load_error(spec: str, exc: GrammarError, encoding: str) -> str:
+    """The message for a grammar that cannot be read, with the command line's advice."""
+    fault = _decoding_fault(exc, encoding)
+    if fault is None:
+        return f"cannot load grammar {spec!r}: {exc}"
+    return (
+        f"cannot load grammar {spec!r}: {fault}: pass --grammar-encoding latin-1 "
+        "(or the file's encoding)"
+    )
+
+
+def _decoding_fault(exc: GrammarError, encoding: str) -> str | None:
+    """'FILE is not ENCODING text (byte ...)' when ``exc`` is a decoding error, else None."""
+    # Grammar.from_file raises its decoding error while handling the UnicodeDecodeError.
+    bad = exc.__context__
+    if not (isinstance(bad, UnicodeDecodeError) and isinstance(bad.object, bytes)):
+        return None
+    shown = "UTF-8" if codecs.lookup(encoding).name == "utf-8" else encoding
+    return (
+        f"{exc.source or 'the file'} is not {shown} text "
+        f"(byte {bad.start} is 0x{bad.object[bad.start]:02x})"
+    )
+
+
+def _non_cnf_rule(grammar: Grammar) -> str:
+    rule = next(r for r in grammar.rules if not (r.is_unary or r.is_binary))
+    return f"its rule {rule} is neither A -> B C nor A -> 'a'"
 
 
 def _parse_kwargs(args: argparse.Namespace) -> dict:
@@ -530,21 +624,25 @@ def _report(grammar: Grammar, words: Sequence[str], result, out) -> None:
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
-    grammar = _load_grammar(args.grammar)
-    words = args.words
+    grammar = _load_grammar(args.grammar, encoding=args.grammar_encoding, to_cnf=args.to_cnf)
+    words = Grammar.normalize_words(args.words)
     try:
         gold = cyk(grammar, words, strict=True)
+    except UnknownWordError as exc:
+        nfc = "" if exc.word.isascii() else " (words and terminals compared in Unicode NFC)"
+        raise UsageError(f"{exc}{nfc}") from exc
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    print(f"sentence: {' '.join(words)}   grammar: {args.grammar}")
-    print("symbolic CYK:")
-    print(format_chart(gold, words, nonterminals=grammar.nonterminals))
     show = sys.stderr.isatty() if args.progress is None else args.progress
     progress = PARSE_PROGRESS_DELAY if show else False
+    # Parse before printing anything, so that a bad option is an error and nothing else.
     try:
         result = dcyk(grammar, words, d=args.dim, progress=progress, **_parse_kwargs(args))
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
+    print(f"sentence: {' '.join(words)}   grammar: {args.grammar}")
+    print("symbolic CYK:")
+    print(format_chart(gold, words, nonterminals=grammar.nonterminals))
     _report(grammar, words, result, sys.stdout)
     print("(+A: decoded but not in the CYK chart; -A: in the CYK chart but not decoded)")
     return 0
@@ -618,6 +716,8 @@ def _config_from_args(args: argparse.Namespace) -> ExperimentConfig:
             orders=tuple(args.orders) if args.orders else (None,),
             encoding=args.encoding,
             codebooks=args.codebooks,
+            grammar_encoding=args.grammar_encoding,
+            to_cnf=args.to_cnf,
             betas=tuple(args.betas),
             seeds=tuple(args.seeds),
             sentences=args.sentences,
@@ -632,12 +732,49 @@ def _config_from_args(args: argparse.Namespace) -> ExperimentConfig:
         raise UsageError(str(exc)) from exc
 
 
+def _check_out_file(option: str, path: Path) -> None:
+    """A usage error unless ``path`` can be a regular file that is created or appended to."""
+    if path.exists() and not path.is_file():
+        raise UsageError(
+            f"{option} {path}: not a regular file (give a file path, e.g. results.jsonl)"
+        )
+    _check_out_folder(option, path.parent)
+
+
+def _check_out_folder(option: str, path: Path) -> None:
+    """A usage error when ``path`` or a folder above it exists but is not a folder."""
+    for folder in (path, *path.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise UsageError(f"{option} {path}: {folder} exists and is not a folder")
+            return
+
+
+#: Why ``fastdcyk experiment`` refuses a grammar file that ``fastdcyk parse`` can read.
+_GRID_READS = (
+    "fastdcyk experiment reads grammar files as they are, as UTF-8 text in Chomsky normal "
+    "form (--grammar-encoding and --to-cnf do not reach its grid yet)"
+)
+
+
+def _check_experiment_args(args: argparse.Namespace, config: ExperimentConfig) -> None:
+    """Usage errors for the paths and grammar files, before any work is done."""
+    if args.out:
+        _check_out_file("--out", Path(args.out))
+    if args.figures:
+        _check_out_folder("--figures", Path(args.figures))
+    for spec in dict.fromkeys((*config.grammars, config.source)):
+        # the messages of parse (pass --to-cnf, --grammar-encoding), before any work
+        _load_grammar(spec, encoding=config.grammar_encoding, to_cnf=config.to_cnf)
+
+
 def _cmd_experiment(args: argparse.Namespace) -> int:
     if args.executor == "dask" and not args.scheduler:
         raise UsageError("--executor dask needs --scheduler ADDRESS (e.g. tcp://host:8786)")
     if args.scheduler and args.executor != "dask":
         raise UsageError("--scheduler is only used with --executor dask")
     config = _config_from_args(args)
+    _check_experiment_args(args, config)
     try:
         config_hash = config.hash()
     except (GrammarError, OSError) as exc:
@@ -656,9 +793,12 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def _draw(records: list, out: Path, **kwargs) -> list[Path]:
-    from fastdcyk.plots import plot_studies
+    from fastdcyk.plots import FigureWriteError, plot_studies
 
-    paths = plot_studies(records, out, **kwargs)
+    try:
+        paths = plot_studies(records, out, **kwargs)
+    except FigureWriteError as exc:
+        raise UsageError(exc.strerror) from exc
     print(f"figures written to {out.resolve()}{os.sep}: " + ", ".join(p.name for p in paths))
     return paths
 
@@ -670,6 +810,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     if not records:
         raise UsageError(f"no records in {', '.join(args.results)}: nothing to plot")
+    _check_plot_choices(args, records)
     kw = {"grammar": args.grammar, "max_len": args.max_len, "beta": args.beta}
     tables = (
         ("a", True, ("grammar", "variant", "d"), f"scores against d, length <= {args.max_len}"),
@@ -696,6 +837,30 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_plot_choices(args: argparse.Namespace, records: list) -> None:
+    """--grammar, --beta and --dim must name values the records hold (UsageError)."""
+    grammars = sorted({r["grammar"] for r in records})
+    if args.grammar is None:
+        args.grammar = "G0" if "G0" in grammars else grammars[0]
+    elif args.grammar not in grammars:
+        raise UsageError(
+            f"--grammar {args.grammar}: the results hold no records of it; their grammars "
+            f"are {', '.join(grammars)}"
+        )
+    betas = sorted({float(r["beta"]) for r in records})
+    if args.beta is not None and float(args.beta) not in betas:
+        raise UsageError(
+            f"--beta {args.beta:g}: the results hold no records of it; their betas are "
+            + ", ".join(f"{b:g}" for b in betas)
+        )
+    dims = sorted({int(r["d"]) for r in records})
+    if args.dim is not None and args.dim not in dims:
+        raise UsageError(
+            f"--dim {args.dim}: the results hold no records of it; their dimensions are "
+            + ", ".join(str(d) for d in dims)
+        )
+
+
 def _probability_or_one(text: str) -> float:
     try:
         p = float(text)
@@ -709,12 +874,7 @@ def _probability_or_one(text: str) -> float:
 def _cmd_capacity(args: argparse.Namespace) -> int:
     from fastdcyk import capacity
 
-    grammar = _load_grammar(args.grammar)
-    if not grammar.is_cnf:
-        raise UsageError(
-            f"grammar {args.grammar!r} is not in Chomsky normal form: convert it first "
-            "(fastdcyk.Grammar.to_cnf)"
-        )
+    grammar = _load_grammar(args.grammar, encoding=args.grammar_encoding, to_cnf=args.to_cnf)
     kw = dict(
         variant=args.variant,
         encoding=args.encoding,
@@ -791,8 +951,47 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Exit status when the reader of stdout has gone (``fastdcyk ... | head``): 128 + SIGPIPE,
+#: as for a process that a broken pipe ends.
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 2 for a bad argument, 1 for a failure at run time, 130 when
+        interrupted, :data:`EXIT_BROKEN_PIPE` when the reader of stdout has gone.
+    """
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # a reader that has gone is noticed here, not at exit
+    except BrokenPipeError:
+        # The reader of stdout closed it (``| head``): stop quietly. Python would report
+        # the broken pipe again when it flushes stdout at exit, so point stdout at devnull.
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE
+    return status
+
+
+def _stdout_to_devnull() -> None:
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -809,6 +1008,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"fastdcyk {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        # A path given on the command line that cannot be used (an --out that is not a
+        # folder, a file without permission) is a usage error; other system errors are not.
+        if exc.filename is None:
+            print(f"fastdcyk {args.command}: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
+        what = exc.strerror or type(exc).__name__
+        if isinstance(exc, FileExistsError) and not os.path.isdir(exc.filename):
+            what = "exists and is not a folder"
+        print(f"fastdcyk {args.command}: error: {exc.filename}: {what}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -44,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
@@ -67,6 +68,82 @@ def _fresh_locks_after_fork() -> None:  # pragma: no cover - runs in forked chil
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_fresh_locks_after_fork)
+
+#: Allocations below this many bytes are made without asking how much memory is left.
+_CHECKED_BYTES = 64 << 20
+
+
+def _format_bytes(n: float) -> str:
+    """``n`` bytes in GiB (or TiB, PiB, EiB for the huge figures of an impossible d)."""
+    for unit, shift in (("EiB", 60), ("PiB", 50), ("TiB", 40)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.2f} {unit}"
+    return f"{n / 2**30:.2f} GiB"
+
+
+def _proc_status_bytes(*fields: str) -> dict[str, int]:
+    """Fields of /proc/self/status given in kB (VmSize, VmData), in bytes; {} off Linux."""
+    out: dict[str, int] = {}
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                name, _, rest = line.partition(":")
+                if name in fields:
+                    out[name] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def _limit_headroom() -> int | None:
+    """Bytes left under the process's address-space and data limits (``ulimit -v``,
+    ``ulimit -d``), or None when neither is set (or they cannot be read)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Linux always has it
+        return None
+    limits = []
+    for name, field in (("RLIMIT_AS", "VmSize"), ("RLIMIT_DATA", "VmData")):
+        which = getattr(resource, name, None)
+        if which is None:
+            continue
+        soft, _ = resource.getrlimit(which)
+        if soft != resource.RLIM_INFINITY and soft >= 0:
+            limits.append((soft, field))
+    if not limits:
+        return None
+    used = _proc_status_bytes(*(field for _, field in limits))
+    room = [max(0, soft - used[field]) for soft, field in limits if field in used]
+    return min(room) if room else None
+
+
+def _available_memory() -> int | None:
+    """Bytes this process may still allocate, or None when unknown.
+
+    The system's available memory (``MemAvailable`` of /proc/meminfo, or the free pages),
+    bounded by what the process's limits leave (``ulimit -v``, ``ulimit -d``).
+    """
+    avail = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            avail = None
+    room = _limit_headroom()
+    if room is not None:
+        avail = room if avail is None else min(avail, room)
+    return avail
+
 
 KINDS = ("terminal", "nonterminal", "index", "right")
 _KIND_KEY = {"terminal": 1, "nonterminal": 2, "index": 3, "right": 4}
@@ -223,6 +300,11 @@ class Codebook:
 
     Notes
     -----
+    Nothing of size d is allocated until it is needed: the permutation is drawn on first
+    use (:attr:`perm`), each vector when its symbol is first asked for. Such a draw that
+    cannot fit in the memory left (the system's available memory, bounded by the process's
+    ``ulimit -v``) raises a MemoryError that says so, instead of being killed part-way.
+
     A codebook owns the work buffers its operators use. Calls that use them (applying an
     operator, a D-CYK parse) hold the codebook's lock, so threads sharing one codebook get
     correct results but take turns; to parse in parallel threads, give each its own codebook
@@ -288,8 +370,8 @@ class Codebook:
         self._vectors: dict[tuple[str, Any], np.ndarray] = {}
         self._spectra: dict[tuple[str, Any], np.ndarray] = {}
         self._fixed = False  # True for a codebook built from the user's vectors
-        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_PERM_KEY,)))
-        self._set_permutation(rng.permutation(self.d))
+        self._perm: np.ndarray | None = None  # drawn on first use (see perm)
+        self._powers: dict[int, np.ndarray] | None = None
         self._workspace: dict[tuple, np.ndarray] = {}
         self._new_lock()
 
@@ -336,14 +418,15 @@ class Codebook:
         permutation : array of int
             A permutation of ``range(d)``, with the convention ``(Phi x)[k] = x[perm[k]]``.
         dtype : {"float32", "float64"}
-            Vectors are converted to it; they must be finite.
+            Vectors are converted to it; they must be finite, before and after the
+            conversion.
 
         Raises
         ------
         ValueError
-            On a wrong length, a non-finite or non-real value, or a permutation that is not
-            one of ``range(d)``. Asking the codebook later for a symbol it does not hold
-            raises a KeyError that names it.
+            On a wrong length, a non-finite or non-real value (or one that overflows
+            ``dtype``), or a permutation that is not one of ``range(d)``. Asking the codebook
+            later for a symbol it does not hold raises a KeyError that names it.
         """
         perm = np.asarray(permutation)
         if perm.ndim != 1 or perm.size < 2:
@@ -370,6 +453,8 @@ class Codebook:
         self._fixed = True
         self._workspace = {}
         self._new_lock()
+        self._perm = None
+        self._powers = None
         self._set_permutation(perm.astype(np.intp))
         if isinstance(indices, Mapping):
             index_items = indices.items()
@@ -394,18 +479,65 @@ class Codebook:
                     raise ValueError(f"{kind} {sym!r}: vector must be real, got dtype {v.dtype}")
                 if not np.all(np.isfinite(v)):
                     raise ValueError(f"{kind} {sym!r}: vector has non-finite values")
-                self._vectors[(kind, sym)] = v.astype(self.dtype)
+                with np.errstate(over="ignore"):
+                    converted = v.astype(self.dtype)
+                if not np.all(np.isfinite(converted)):
+                    big = float(np.max(np.abs(v)))
+                    raise ValueError(
+                        f"{kind} {sym!r}: values overflow {self.dtype} (largest magnitude "
+                        f"{big:.3g}, the dtype's limit is {np.finfo(self.dtype).max:.3g}): "
+                        'scale the vectors down or pass dtype="float64"'
+                    )
+                self._vectors[(kind, sym)] = converted
         return self
 
     def _set_permutation(self, perm: np.ndarray) -> None:
-        self.perm = np.ascontiguousarray(perm, dtype=np.intp)
-        self.perm.setflags(write=False)
-        self._inverse = np.empty_like(self.perm)
-        self._inverse[self.perm] = np.arange(self.d)
-        self._inverse.setflags(write=False)
+        perm = np.ascontiguousarray(perm, dtype=np.intp)
+        perm.setflags(write=False)
         ident = np.arange(self.d)
+        inverse = np.empty_like(perm)
+        inverse[perm] = ident
+        inverse.setflags(write=False)
         ident.setflags(write=False)
-        self._powers: dict[int, np.ndarray] = {0: ident, 1: self.perm, -1: self._inverse}
+        self._powers = {0: ident, 1: perm, -1: inverse}
+        self._perm = perm  # last: another thread may read it as soon as it is set
+
+    @property
+    def perm(self) -> np.ndarray:
+        """The permutation Phi as a read-only index array, ``(Phi x)[k] = x[perm[k]]``.
+
+        Drawn from the seed on first use.
+
+        Raises
+        ------
+        MemoryError
+            When the permutation, its inverse and the identity (three arrays of d integers)
+            cannot fit in the memory left.
+        """
+        perm = self._perm
+        if perm is None:
+            self._reserve(3 * self.d * np.dtype(np.intp).itemsize, "its permutation")
+            rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(_PERM_KEY,)))
+            self._set_permutation(rng.permutation(self.d))
+            perm = self._perm
+        return perm
+
+    def _reserve(self, nbytes: int, what: str) -> None:
+        """Raise MemoryError, before allocating, when ``nbytes`` cannot fit in the memory left.
+
+        Only large allocations are checked (from :data:`_CHECKED_BYTES`): reading what is
+        left costs more than a small allocation. ``nbytes`` is a rough peak, so a quarter of
+        the memory left is kept free beside it.
+        """
+        if nbytes < _CHECKED_BYTES:
+            return
+        avail = _available_memory()
+        if avail is not None and nbytes > 0.75 * avail:
+            raise MemoryError(
+                f"a codebook of dimension d = {self.d} needs about {_format_bytes(nbytes)} "
+                f"for {what}, which does not fit in the {_format_bytes(avail)} of memory "
+                "available: use a smaller d"
+            )
 
     # -- symbols ---------------------------------------------------------------------------
 
@@ -487,6 +619,8 @@ class Codebook:
         return v
 
     def _random(self, *key: int, zero_mean: bool = False) -> np.ndarray:
+        # float64 draws and their half spectrum (complex128), a few at a time
+        self._reserve(48 * self.d, "a symbol vector")
         ss = np.random.SeedSequence(self.seed, spawn_key=key)
         # Drawn in float64 so that float32 and float64 codebooks of one seed agree to rounding.
         v = np.random.default_rng(ss).standard_normal(self.d) / np.sqrt(self.d)
@@ -508,6 +642,7 @@ class Codebook:
         s = self._spectra.get(key)
         if s is None:
             v = self.vector(kind, sym)
+            self._reserve(32 * self.d, "a symbol's spectrum")
             s = np.fft.rfft(v.astype(np.float64)).astype(self.cdtype)
             s.setflags(write=False)
             self._spectra[key] = s
@@ -518,11 +653,13 @@ class Codebook:
     def permutation_index(self, k: int) -> np.ndarray:
         """Index array ``idx`` with ``(Phi^k x)[r] = x[idx[r]]`` (k may be negative)."""
         k = int(k)
+        if self._powers is None:
+            self.perm  # noqa: B018 - draws the permutation and sets the first powers
         idx = self._powers.get(k)
         if idx is None:
             step = 1 if k > 0 else -1
             prev = self.permutation_index(k - step)
-            base = self.perm if k > 0 else self._inverse
+            base = self._powers[1 if k > 0 else -1]
             idx = base[prev]
             idx.setflags(write=False)
             self._powers[k] = idx
@@ -577,6 +714,11 @@ class Codebook:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "perm" in state:  # pickled before the permutation was drawn lazily
+            state["_perm"] = state.pop("perm")
+            state.pop("_inverse", None)
+        state.setdefault("_perm", None)
+        state.setdefault("_powers", None)
         self.__dict__.update(state)
         self._new_lock()
 

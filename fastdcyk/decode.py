@@ -214,8 +214,11 @@ def decode(
     result_or_p_left : DCYKResult or ndarray
         A :func:`fastdcyk.dcyk` result (its grammar, length, codebook and options are used
         unless given here), or a P_left matrix (then grammar, n and codebook are required).
-    grammar, n, codebook :
-        Needed with a bare P_left.
+    grammar, n, codebook : optional
+        Needed with a bare P_left. With a result, each one given here replaces the
+        result's own: the result's P_left is then decoded again with them (the statistics
+        the result keeps are reused only when the grammar, length, codebook and decoder
+        are its own).
     decoder : {"entry", "trace"}, optional
         Default: the result's decoder, else "entry".
     beta, threshold : float, optional
@@ -237,13 +240,19 @@ def decode(
     # A DCYKResult (of fastdcyk.engine, which imports this module) carries its options.
     if hasattr(result_or_p_left, "options") and hasattr(result_or_p_left, "p_left"):
         r = result_or_p_left
-        grammar = grammar or r.grammar
-        n = n or len(r.words)
-        codebook = codebook or r.codebook
+        own = (
+            (grammar is None or grammar is r.grammar or grammar == r.grammar)
+            and (n is None or n == len(r.words))
+            and (codebook is None or codebook is r.codebook)
+            and (decoder is None or decoder == r.options.decoder)
+        )
+        grammar = r.grammar if grammar is None else grammar
+        n = len(r.words) if n is None else n
+        codebook = r.codebook if codebook is None else codebook
         decoder = decoder or r.options.decoder
         beta = beta if beta is not None else r.options.beta
         threshold = threshold if threshold is not None else r.options.threshold
-        if decoder == r.options.decoder and r.statistics is not None:
+        if own and r.statistics is not None:
             return chart_from_statistics(r.statistics, n, beta=beta, threshold=threshold)
         p_left = r.p_left
     else:

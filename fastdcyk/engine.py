@@ -28,7 +28,6 @@ Options (``variant="paper"`` is the faithful algorithm, ``variant="trace"`` the 
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -40,7 +39,7 @@ import numpy as np
 from fastdcyk import _kernels as K
 from fastdcyk._blocks import block_width
 from fastdcyk._rules import rule_tables
-from fastdcyk.codebook import Codebook
+from fastdcyk.codebook import Codebook, _available_memory, _format_bytes
 from fastdcyk.decode import (
     DECODERS,
     DEFAULT_BETA,
@@ -252,33 +251,83 @@ def estimate_memory(
     return max(size)
 
 
-def _available_memory() -> int | None:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
+def _largest_fitting_d(
+    memory: int,
+    dtype: Any = "float32",
+    engine: Any = "auto",
+    threads: int | None = None,
+    *,
+    variant: str = "paper",
+    gate: str | None = None,
+    order: str | None = None,
+    decoder: str | None = None,
+    n: int = 10,
+    upper: int = 1 << 40,
+) -> int | None:
+    """The largest d whose parse fits in ``memory`` bytes by :func:`estimate_memory`.
+
+    Parameters
+    ----------
+    memory : int
+        Bytes available.
+    dtype, engine, threads, variant, gate, order, decoder, n
+        As for :func:`estimate_memory`.
+    upper : int, optional
+        Look no higher than this d.
+
+    Returns
+    -------
+    int or None
+        None when not even d = 2 fits.
+    """
+    opts = {"variant": variant, "gate": gate, "order": order, "decoder": decoder, "n": n}
+    eng = get_engine(engine, threads)
+    if estimate_memory(2, dtype, eng, **opts) > memory:
         return None
+    lo, hi = 2, max(2, int(upper))
+    if estimate_memory(hi, dtype, eng, **opts) <= memory:
+        return hi
+    while hi - lo > 1:  # estimate(lo) fits, estimate(hi) does not
+        mid = (lo + hi) // 2
+        if estimate_memory(mid, dtype, eng, **opts) <= memory:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _check_parse_memory(
+    d: int, dtype: Any, engine: Any, opt: DCYKOptions, n: int, held: int = 0
+) -> None:
+    """Raise MemoryError, before anything of size d is allocated, when a parse cannot fit.
+
+    ``held``: bytes of work buffers the codebook already holds (they are reused).
+    """
+    kw = {"gate": opt.gate, "order": opt.order, "decoder": opt.decoder, "n": n}
+    need = estimate_memory(d, dtype, engine, **kw) - held
+    avail = _available_memory()
+    if avail is None or need <= avail:
+        return
+    dtype = np.dtype(dtype)
+    # a tenth of the memory kept free for what the estimate leaves out; 3 significant digits
+    fits = _largest_fitting_d(int(0.9 * avail) + held, dtype, engine, upper=d, **kw)
+    hint = "use a smaller d"
+    if fits is not None:
+        step = 10 ** max(0, len(str(fits)) - 3)
+        fits = max(2, fits - fits % step)
+        hint += f" (at most about d = {fits} fits in the memory available now)"
+    if dtype == np.float64:
+        hint = "use dtype='float32' or " + hint[4:]
+    raise MemoryError(
+        f"D-CYK at d = {d} in {dtype} needs about {_format_bytes(need)}"
+        f"{' more' if held else ''} for its accumulators and work buffers, but only "
+        f"{_format_bytes(avail)} of memory is available: {hint}. (From Python, "
+        "dcyk(..., check_memory=False) tries anyway.)"
+    )
 
 
 def _check_memory(cb: Codebook, opt: DCYKOptions, n: int) -> None:
-    need = estimate_memory(
-        cb.d, cb.dtype, cb.engine, gate=opt.gate, order=opt.order, decoder=opt.decoder, n=n
-    )
-    need -= cb.buffer_bytes()  # work buffers already held are reused
-    avail = _available_memory()
-    if avail is not None and need > avail:
-        hint = "use dtype='float32' or a smaller d" if cb.dtype == np.float64 else "use a smaller d"
-        raise MemoryError(
-            f"D-CYK at d = {cb.d} in {cb.dtype} needs about {need / 2**30:.2f} GiB more for its "
-            f"accumulators and work buffers, but only {avail / 2**30:.2f} GiB is available: "
-            f"{hint} (from Python, check_memory=False tries anyway)"
-        )
+    _check_parse_memory(cb.d, cb.dtype, cb.engine, opt, n, held=cb.buffer_bytes())
 
 
 # -- input checks ---------------------------------------------------------------------------
@@ -288,14 +337,17 @@ def _words(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
     ws = tuple(words.split()) if isinstance(words, str) else tuple(words)
     if not ws:
         raise ValueError("empty sentence: D-CYK needs at least one word")
-    known = set(grammar.terminals)
     for pos, w in enumerate(ws):
         if not isinstance(w, str):
             raise TypeError(f"word {pos} is {w!r}, not a str")
+    ws = grammar.normalize_words(ws)  # terminals are kept in Unicode NFC
+    known = set(grammar.terminals)
+    for pos, w in enumerate(ws):
         if w not in known:
             some = ", ".join(repr(t) for t in list(grammar.terminals)[:12])
+            nfc = "" if w.isascii() else " (words and terminals compared in Unicode NFC)"
             raise ValueError(
-                f"word {w!r} at position {pos} is not a terminal of the grammar; "
+                f"word {w!r} at position {pos} is not a terminal of the grammar{nfc}; "
                 f"its terminals are {some}{' ...' if len(known) > 12 else ''}"
             )
     return ws
@@ -323,15 +375,21 @@ def _resolve_codebook(
     unitary: bool,
     engine: Any,
     grammar: Grammar,
+    before_build: Any = None,
 ) -> Codebook:
+    """The codebook of a parse: ``codebook`` checked against ``d`` and ``dtype``, or one
+    built here (:func:`default_codebook`). ``before_build(d, dtype, engine)`` runs before
+    a codebook is built (the memory check), with the FFT engine it will use."""
     if codebook is None:
         if d is None:
             d = 1024
         if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
             raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
-        return default_codebook(
-            grammar, int(d), seed, dtype or "float32", unitary=unitary, engine=engine
-        )
+        dtype = np.dtype(dtype or "float32")
+        engine = get_engine(engine)
+        if before_build is not None:
+            before_build(int(d), dtype, engine)
+        return default_codebook(grammar, int(d), seed, dtype, unitary=unitary, engine=engine)
     if not isinstance(codebook, Codebook):
         raise TypeError(f"codebook must be a fastdcyk.Codebook, got {type(codebook).__name__}")
     if d is not None and d != codebook.d:
@@ -1006,8 +1064,9 @@ def dcyk(
     decode : bool, default True
         Decode the chart (Algorithm 4) after parsing.
     check_memory : bool, default True
-        Refuse with MemoryError, before allocating, when the accumulators and work buffers
-        would not fit in the available memory.
+        Refuse with MemoryError, before allocating anything of size d (the codebook built
+        here included), when the accumulators and work buffers would not fit in the memory
+        available (the system's, bounded by the process's ``ulimit -v``).
     progress : bool or float, default False
         Show a progress bar over the chart's cells (tqdm.auto: a widget in notebooks). A
         number shows it only once the parse has run that many seconds.
@@ -1028,7 +1087,8 @@ def dcyk(
         or dtype disagree with the arguments, unknown variant/gate/decoder, bad beta or
         threshold.
     MemoryError
-        When the parse would not fit in memory (with the figure and what to do).
+        When the parse would not fit in memory: the message gives the memory needed and
+        available, and the largest d that fits.
     FloatingPointError
         When non-finite values appear in the accumulators.
 
@@ -1052,13 +1112,23 @@ def dcyk(
         raise ValueError(f"record must be True or False, got {record!r}")
     if variant in VARIANTS and unitary is None:
         unitary = VARIANTS[variant]["unitary"]
-    cb = _resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine, grammar)
+    if isinstance(codebook, Codebook):
+        opt_dtype = codebook.dtype
+    else:
+        opt_dtype = np.dtype(dtype or "float32")
     opt = _resolve_options(
-        variant, gate, decoder, unary_mask, beta, threshold, prune, cb.dtype, order, encoding
+        variant, gate, decoder, unary_mask, beta, threshold, prune, opt_dtype, order, encoding
     )
-    _check_symbols(cb, grammar, ws, opt.encoding)
-    if check_memory:
+
+    def before_build(d: int, dtype: np.dtype, engine: Any) -> None:
+        # before the codebook draws anything of size d (its permutation, its vectors)
+        if check_memory:
+            _check_parse_memory(d, dtype, engine, opt, len(ws))
+
+    cb = _resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine, grammar, before_build)
+    if check_memory and codebook is not None:
         _check_memory(cb, opt, len(ws))
+    _check_symbols(cb, grammar, ws, opt.encoding)
 
     with cb._lock:  # the parse uses the codebook's work buffers throughout
         spectral = opt.gate == "trace"

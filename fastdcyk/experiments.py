@@ -16,10 +16,16 @@ Results file
     the tasks that had not finished. Rerunning the same configuration on the same file
     resumes: finished records are skipped, and a torn last line (no newline, or invalid
     JSON) is cut off first. A file written for another configuration is refused
-    (:class:`ConfigMismatchError`): records of two grids are never mixed. Every record
-    names the order it was parsed in (:data:`fastdcyk.engine.ORDERS`); a record of an
-    older file, written before records had one, is read as ``"sequential"``: every variant
-    was then parsed in the paper's order.
+    (:class:`ConfigMismatchError`): records of two grids are never mixed. The header names
+    its results format version: a file of a newer version than this code knows (written by
+    a newer fastdcyk) is refused, for reading and for resuming (:class:`ResultsFileError`).
+    Every record names the order it was parsed in (:data:`fastdcyk.engine.ORDERS`); a record
+    of an older file, written before records had one, is read as ``"sequential"``: every
+    variant was then parsed in the paper's order. One run at a time writes a file: a run
+    holds an exclusive lock on it (``flock``, on POSIX systems) from the start to the end,
+    and a second run on the same file is refused (:class:`ResultsLockedError`) without
+    touching it. The lock goes with the process that holds it, so a killed run leaves none
+    behind.
 
 Tasks
     A task is one (grammar, variant, order, beta, d, codebook seed, batch of sentences) unit,
@@ -43,6 +49,7 @@ Aggregates
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import math
@@ -59,7 +66,7 @@ from typing import Any
 import numpy as np
 
 from fastdcyk import _kernels
-from fastdcyk.codebook import Codebook
+from fastdcyk.codebook import Codebook, _available_memory, _format_bytes
 from fastdcyk.cyk import cyk
 from fastdcyk.engine import (
     DEFAULT_BETA,
@@ -67,8 +74,10 @@ from fastdcyk.engine import (
     ENCODINGS,
     ORDERS,
     VARIANTS,
+    _largest_fitting_d,
     dcyk,
     default_codebook,
+    estimate_memory,
 )
 from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar, GrammarError
@@ -84,6 +93,7 @@ __all__ = [
     "ConfigMismatchError",
     "ExperimentConfig",
     "ResultsFileError",
+    "ResultsLockedError",
     "ResultsWriteError",
     "RunSummary",
     "Task",
@@ -107,13 +117,15 @@ __all__ = [
 PAPER_DIMS = (100, 1000, 2000, 3000, 4000, 5000, 6000)
 #: The paper's grammars, as reconstructed in fastdcyk/grammars (docs/grammars.md).
 PAPER_GRAMMARS = ("G0", "G1", "G2", "G3", "G4")
-#: Core-hours of the paper's grid (the defaults of :class:`ExperimentConfig`), one thread
-#: per worker; quoted by ``fastdcyk experiment --help``.
-#: Core-hours of the paper's whole grid (the default configuration), docs/results.md "Cost".
+#: Core-hours of the paper's whole grid (the defaults of :class:`ExperimentConfig`, each
+#: variant in its own order), one thread per worker: docs/results.md, "Cost". Quoted by
+#: ``fastdcyk experiment --help``, the README and docs/results.md (tests check they agree).
 PAPER_GRID_CORE_HOURS = 250
 EXECUTORS = ("serial", "process", "dask")
 
 RESULTS_FORMAT = "fastdcyk-results"
+#: The results format this code writes (the header's ``format_version``); it reads every
+#: version up to this one and refuses a newer one (:class:`ResultsFileError`: upgrade).
 RESULTS_VERSION = 1
 
 #: How :class:`ExperimentConfig` builds the codebooks of unitary variants.
@@ -142,9 +154,18 @@ RECORD_FIELDS = (
     "f1",
     "seconds",
 )
-_KEY_FIELDS = ("grammar", "variant", "order", "encoding", "beta", "d", "seed", "index")
 #: Fields a record may lack (older results files): filled in when the file is read.
 _OPTIONAL_FIELDS = ("order", "encoding")
+#: Settings of the configuration that a record was produced with and does not write (its
+#: file's header holds them): :func:`read_results` gives every record those of its header,
+#: so that :func:`record_key` tells apart records of files of other thresholds, dtypes,
+#: codebooks or sentence samples. The sample is named by its source, lengths and seed, not
+#: its size: the first k sentences of a sample are the sample of k sentences.
+_SETTINGS = ("threshold", "dtype", "codebooks", "source", "min_len", "max_len", "sentence_seed")
+#: A header's configuration without a setting was written before the setting existed, and
+#: is read as the value of that time: ``codebooks`` "plain" (random symbol vectors for every
+#: variant); every other setting has always been in the header.
+_SETTINGS_BEFORE = {"codebooks": "plain"}
 
 #: Rough seconds per parse on one core: c * n (n + 1) / 2 * (d^2 log2 d + c0), times a
 #: factor per variant and order, from the d = 3000 times of docs/results.md ("Cost"): the
@@ -169,6 +190,10 @@ class ResultsFileError(ValueError):
 
 class ConfigMismatchError(ResultsFileError):
     """A results file written for another configuration than the one being run."""
+
+
+class ResultsLockedError(ResultsFileError):
+    """A results file that another run (another process, or thread) is writing."""
 
 
 class ResultsWriteError(OSError):
@@ -251,6 +276,11 @@ class ExperimentConfig:
         (:meth:`fastdcyk.Codebook.for_grammar`), ``"plain"`` random ones
         (``Codebook(d, seed, unitary=True)``). Always in :meth:`to_dict`: files written
         before the codebooks changed are refused, not resumed with other codebooks.
+    grammar_encoding : str
+        Encoding of grammar files (default "utf-8"; "latin-1" for NLTK's ATIS grammar).
+    to_cnf : bool
+        Convert grammars that are not in Chomsky normal form (:meth:`Grammar.to_cnf`)
+        instead of refusing them.
 
     Raises
     ------
@@ -274,6 +304,8 @@ class ExperimentConfig:
     orders: tuple[str | None, ...] = (None,)
     encoding: str | None = None
     codebooks: str = "grammar"
+    grammar_encoding: str = "utf-8"
+    to_cnf: bool = False
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -339,6 +371,16 @@ class ExperimentConfig:
             )
         if self.codebooks not in CODEBOOKS:
             raise ValueError(f"unknown codebooks {self.codebooks!r}: choose from {CODEBOOKS}")
+        try:
+            codecs.lookup(self.grammar_encoding)
+        except (LookupError, TypeError):
+            raise ValueError(
+                f"unknown grammar_encoding {self.grammar_encoding!r}: give a Python codec name "
+                "such as 'utf-8' or 'latin-1'"
+            ) from None
+        if not isinstance(self.to_cnf, bool | np.bool_):
+            raise ValueError(f"to_cnf must be True or False, got {self.to_cnf!r}")
+        put("to_cnf", bool(self.to_cnf))
 
     # -- serialisation ------------------------------------------------------------------
 
@@ -351,7 +393,14 @@ class ExperimentConfig:
         and a run must not add records of the new default to such a file (it refuses the
         file instead).
         """
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        out = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        # how grammar files are read: left out at their defaults, so that the hash of every
+        # grid that reads UTF-8 files in CNF is the one it had before these options existed
+        # (the hash covers the grammars' text as read in any case)
+        for name, default in (("grammar_encoding", "utf-8"), ("to_cnf", False)):
+            if out[name] == default:
+                del out[name]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExperimentConfig:
@@ -372,11 +421,15 @@ class ExperimentConfig:
             For an unknown builtin name, a missing file or an invalid grammar.
         """
         out = {}
+        cnf = "convert" if self.to_cnf else "allow"
         for spec in (*self.grammars, self.source):
             if spec not in out:
-                grammar = Grammar.load(spec)
+                grammar = Grammar.load(spec, cnf=cnf, encoding=self.grammar_encoding)
                 if not grammar.is_cnf:
-                    raise GrammarError(f"grammar {spec!r} is not in Chomsky normal form")
+                    raise GrammarError(
+                        f"grammar {spec!r} is not in Chomsky normal form: convert it with "
+                        "to_cnf=True (fastdcyk experiment --to-cnf)"
+                    )
                 out[spec] = grammar
         return out
 
@@ -515,12 +568,50 @@ def record_encoding(record: dict[str, Any]) -> str:
     return record.get("encoding") or "paper"
 
 
-def record_key(record: dict[str, Any]) -> tuple:
-    """(grammar, variant, order, encoding, beta, d, seed, index): what identifies a record.
+def _settings_key(get: Callable[[str], Any]) -> tuple:
+    """(threshold, dtype, codebooks, source, min_len, max_len, sentence_seed), normalised."""
+    return (
+        float(get("threshold")),
+        str(get("dtype")),
+        str(get("codebooks")),
+        str(get("source")),
+        int(get("min_len")),
+        int(get("max_len")),
+        int(get("sentence_seed")),
+    )
 
-    A record without ``"order"`` (an older file) was parsed in the paper's order
-    (:func:`record_order`), one without ``"encoding"`` in the paper's encoding.
+
+def record_key(record: dict[str, Any], config: ExperimentConfig | None = None) -> tuple:
+    """What identifies a record: no two records of one key are kept (:func:`load_records`).
+
+    The key is (grammar, variant, order, encoding, beta, d, seed, threshold, dtype,
+    codebooks, source, min_len, max_len, sentence_seed, index, words): the grid cell, the
+    configuration's settings that change a record (the decoder threshold, the precision,
+    how unitary codebooks are built, and the sentence sample: its source, lengths and seed)
+    and the sentence. Records read from a results file hold their file's settings
+    (:func:`read_results`), so the records of two files of other settings never share a
+    key.
+
+    Parameters
+    ----------
+    record : dict
+        A record. One without ``"order"`` (an older file) was parsed in the paper's order
+        (:func:`record_order`), one without ``"encoding"`` in the paper's encoding.
+    config : ExperimentConfig, optional
+        The configuration the record was produced with, for a record that does not hold
+        its settings (one straight from :func:`run_task`). Without it, a setting the record
+        lacks is read as the default of :class:`ExperimentConfig`.
+
+    Returns
+    -------
+    tuple
     """
+
+    def setting(name: str) -> Any:
+        if name in record:
+            return record[name]
+        return _setting_default(name) if config is None else getattr(config, name)
+
     return (
         record["grammar"],
         record["variant"],
@@ -529,7 +620,9 @@ def record_key(record: dict[str, Any]) -> tuple:
         float(record["beta"]),
         int(record["d"]),
         int(record["seed"]),
+        *_settings_key(setting),
         int(record["index"]),
+        record.get("words"),
     )
 
 
@@ -575,6 +668,7 @@ def plan_tasks(
     for index, s in enumerate(sentences):
         positions.setdefault(s, []).append(index)
     distinct = sorted(positions, key=lambda s: (len(s), s))
+    settings = _settings_key(lambda name: getattr(config, name))
     tasks = []
     for d in config.dims:
         for spec in config.grammars:
@@ -584,12 +678,10 @@ def plan_tasks(
                 for beta in config.betas:
                     for seed in config.seeds:
                         items = []
+                        cell = (spec, variant, order, encoding, float(beta), d, seed, *settings)
                         for s in distinct:
-                            todo = tuple(
-                                i
-                                for i in positions[s]
-                                if (spec, variant, order, encoding, beta, d, seed, i) not in done
-                            )
+                            words = " ".join(s)
+                            todo = tuple(i for i in positions[s] if (*cell, i, words) not in done)
                             if todo:
                                 items.append((s, todo))
                         for batch in _batches(items, d, variant, order, batch_size):
@@ -678,12 +770,39 @@ def _worker_grammar(text: str) -> Grammar:
     return grammar
 
 
-def _init_worker() -> None:
-    """Process-pool initializer: one thread per worker, and leave Ctrl-C to the parent."""
+#: Seconds between two looks of a pool worker at its parent (see :func:`_exit_with_parent`).
+_PARENT_POLL = 0.5
+
+
+def _exit_with_parent(parent: int, interval: float = _PARENT_POLL) -> threading.Thread:
+    """Exit this process (``os._exit``) soon after the process ``parent`` is gone.
+
+    A daemon thread compares ``os.getppid()`` with ``parent`` every ``interval`` seconds:
+    an orphan is adopted by another process (init, or a subreaper), so the two differ once
+    the parent has died, however it died (SIGKILL, SIGTERM, a crash). Without this a pool
+    worker whose parent was killed waits for work for ever, or finishes its task and
+    blocks writing the result, and keeps the resource tracker alive with it.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="fastdcyk-exit-with-parent", daemon=True)
+    thread.start()
+    return thread
+
+
+def _init_worker(parent: int | None = None) -> None:
+    """Process-pool initializer: one thread per worker, leave Ctrl-C to the parent, and
+    exit when the parent (pid ``parent``) dies."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _kernels.set_threads(1)
+    if parent is not None:
+        _exit_with_parent(parent)
 
 
 def run_task(task: Task) -> list[dict[str, Any]]:
@@ -782,12 +901,38 @@ class _Parsed:
     torn: bool  # a torn last line follows the valid prefix
 
 
+def _check_format_version(path: Path, header: dict[str, Any]) -> None:
+    """Refuse a header of a results format this code does not know (a newer fastdcyk's)."""
+    version = header.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ResultsFileError(
+            f"{str(path)!r} has no valid results format version in its header (found "
+            f"{version!r}; this fastdcyk reads versions 1 to {RESULTS_VERSION}): the file is "
+            "corrupt"
+        )
+    if version > RESULTS_VERSION:
+        from fastdcyk import __version__
+
+        writer = header.get("fastdcyk")
+        by = f"fastdcyk {writer}" if isinstance(writer, str) else "a newer fastdcyk"
+        raise ResultsFileError(
+            f"{str(path)!r} was written by {by} in results format version {version}; this "
+            f"fastdcyk ({__version__}) reads versions up to {RESULTS_VERSION}: upgrade "
+            "fastdcyk to read it"
+        )
+
+
+def _setting_default(name: str) -> Any:
+    return ExperimentConfig.__dataclass_fields__[name].default
+
+
 def _parse_file(path: Path) -> _Parsed:
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ResultsFileError(f"cannot read results file {str(path)!r}: {exc}") from exc
     header = None
+    settings: dict[str, Any] = {}
     records: list[dict[str, Any]] = []
     pos = 0
     line_no = 0
@@ -820,6 +965,15 @@ def _parse_file(path: Path) -> _Parsed:
                     f"{str(path)!r} is not a fastdcyk results file (its first line has no "
                     f'"format": "{RESULTS_FORMAT}" header)'
                 )
+            _check_format_version(path, obj)
+            if not isinstance(obj.get("config"), dict):
+                raise ResultsFileError(
+                    f"{str(path)!r}: its header holds no configuration (the file is corrupt)"
+                )
+            settings = {
+                name: obj["config"].get(name, _SETTINGS_BEFORE.get(name, _setting_default(name)))
+                for name in _SETTINGS
+            }
             header = obj
         else:
             missing = [f for f in RECORD_FIELDS if f not in obj and f not in _OPTIONAL_FIELDS]
@@ -829,6 +983,8 @@ def _parse_file(path: Path) -> _Parsed:
                 obj["order"] = record_order(obj)
             if "encoding" not in obj:  # written before records named their encoding
                 obj["encoding"] = record_encoding(obj)
+            for name, value in settings.items():  # the header's, for record_key
+                obj.setdefault(name, value)
             records.append(obj)
         pos = end + 1
     return _Parsed(header, records, pos, False)
@@ -855,11 +1011,19 @@ class ResultsFile:
 def read_results(path: str | os.PathLike[str]) -> ResultsFile:
     """Read a results file (without changing it); a torn last line is ignored.
 
+    Every record is given the settings of its file's configuration that it does not write
+    itself, from the header: ``threshold``, ``dtype``, ``codebooks``, and the sample's
+    ``source``, ``min_len``, ``max_len`` and ``sentence_seed`` (:func:`record_key` reads
+    them). A header written before ``codebooks`` existed gives ``"plain"``, the codebooks
+    of that time. Records of older files also get ``order`` (:func:`record_order`) and
+    ``encoding`` (:func:`record_encoding`).
+
     Raises
     ------
     ResultsFileError
-        When the file cannot be read, is not a results file, or is corrupt before its last
-        line.
+        When the file cannot be read, is not a results file, is corrupt before its last
+        line, or was written by a newer fastdcyk in a results format version this one does
+        not know (:data:`RESULTS_VERSION`).
     """
     path = Path(path)
     parsed = _parse_file(path)
@@ -869,6 +1033,85 @@ def read_results(path: str | os.PathLike[str]) -> ResultsFile:
     return ResultsFile(path, parsed.header, parsed.records, torn)
 
 
+#: The results files this process holds the lock of: (device, inode) -> the holding thread.
+_HELD_LOCKS: dict[tuple[int, int], int] = {}
+_HELD_LOCKS_GUARD = threading.Lock()
+
+
+class _ResultsLock:
+    """The one-writer lock of a results file, as a context manager.
+
+    An exclusive, non-blocking ``flock`` on the results file itself (created empty when
+    absent, with its folder), held from ``__enter__`` to ``__exit__``. The kernel drops it
+    when the process ends, however it ends, so nothing stale is left behind. A thread that
+    already holds the lock of a file may enter it again. On systems without ``fcntl``
+    (Windows) no lock is taken.
+
+    Raises
+    ------
+    ResultsLockedError
+        On entering, when another process, or another thread of this one, holds the lock.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+        self._key: tuple[int, int] | None = None
+
+    def __enter__(self) -> _ResultsLock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o666)
+        try:
+            st = os.fstat(fd)
+            key = (st.st_dev, st.st_ino)
+            with _HELD_LOCKS_GUARD:
+                mine = _HELD_LOCKS.get(key) == threading.get_ident()
+            if mine:  # this thread holds it already: nothing to take
+                os.close(fd)
+                return self
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ResultsLockedError(
+                f"{str(self.path)!r} is being written by another run (it holds the file's "
+                "lock); two runs on one file would both do every task and write every "
+                "record twice: wait for that run to end (or stop it), or write to another "
+                "file (--out). The file was not changed"
+            ) from None
+        except OSError as exc:  # a file system without locks: go on unlocked
+            os.close(fd)
+            import warnings
+
+            warnings.warn(
+                f"cannot lock {str(self.path)!r} ({exc}): nothing stops a second run from "
+                "writing to it at the same time",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return self
+        except BaseException:
+            os.close(fd)
+            raise
+        with _HELD_LOCKS_GUARD:
+            _HELD_LOCKS[key] = threading.get_ident()
+        self._fd, self._key = fd, key
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is None:
+            return
+        with _HELD_LOCKS_GUARD:
+            _HELD_LOCKS.pop(self._key, None)
+        try:
+            os.close(self._fd)  # closing the last descriptor of the file releases the lock
+        finally:
+            self._fd = self._key = None
+
+
 def open_results(
     path: str | os.PathLike[str], config: ExperimentConfig, config_hash: str
 ) -> ResultsFile:
@@ -876,10 +1119,13 @@ def open_results(
 
     A missing or empty file (or one holding only a torn header) gets a new header. An
     existing one must carry ``config_hash``; a torn last line is cut off (truncated) so
-    that appending continues on a clean line.
+    that appending continues on a clean line. The file's lock is held meanwhile (see
+    :func:`run_experiment`), so a file that another run is writing is left alone.
 
     Raises
     ------
+    ResultsLockedError
+        When another run is writing the file.
     ConfigMismatchError
         When the file was written for another configuration (the message names the file
         and both hashes).
@@ -887,6 +1133,11 @@ def open_results(
         When the file is not a results file or is corrupt.
     """
     path = Path(path)
+    with _ResultsLock(path):
+        return _open_results(path, config, config_hash)
+
+
+def _open_results(path: Path, config: ExperimentConfig, config_hash: str) -> ResultsFile:
     if path.exists() and path.stat().st_size > 0:
         parsed = _parse_file(path)
         if parsed.header is not None:
@@ -948,7 +1199,27 @@ class _Appender:
 def load_records(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
 ) -> list[dict[str, Any]]:
-    """The records of one or more results files (each key once: the first one wins)."""
+    """The records of one or more results files, each key once (the first one wins).
+
+    Records of files of other configurations (another threshold, dtype, codebooks or
+    sentence sample: see :func:`record_key`) have other keys and are all kept; a record
+    that two files share (the same grid cell, settings and sentence: a resumed or copied
+    run) is kept once.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+
+    Returns
+    -------
+    list of dict
+        As :func:`read_results` gives them, in file order.
+
+    Raises
+    ------
+    ResultsFileError
+        As :func:`read_results`.
+    """
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     seen: set[tuple] = set()
@@ -991,6 +1262,7 @@ def _run_pool(tasks: list[Task], workers: int) -> Iterator[tuple[Task, list[dict
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_init_worker,
+        initargs=(os.getpid(),),  # workers exit when this process dies, even by SIGKILL
     )
     pending = {pool.submit(run_task, t): t for t in tasks}
     finished = False
@@ -1037,6 +1309,62 @@ def _run_dask(
         client.cancel([f for f in futures if not f.done()])
         if own:
             client.close()
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+def _check_grid_memory(
+    cells: Iterable[tuple[int, str, str, int]], dtype: str
+) -> tuple[int, int | None]:
+    """Refuse a grid whose largest parse cannot fit in this machine's memory.
+
+    ``cells``: (d, variant, order, longest sentence) of the parses to run. Every parse
+    runs in a worker with one FFT thread, as :func:`run_task` runs it.
+
+    Returns
+    -------
+    (int, int or None)
+        Bytes of the largest parse (:func:`fastdcyk.estimate_memory`), and the bytes
+        available (None when unknown).
+
+    Raises
+    ------
+    MemoryError
+        Before any worker starts, when the largest parse needs more than is available;
+        the message names its d, the memory needed and available, and the largest d that
+        fits.
+    """
+    cells = list(cells)
+
+    def need(cell: tuple[int, str, str, int]) -> int:
+        d, variant, order, n = cell
+        return estimate_memory(d, dtype, "auto", 1, variant=variant, order=order, n=n)
+
+    worst = max(cells, key=need)
+    most = need(worst)
+    avail = _available_memory()
+    if avail is None or most <= avail:
+        return most, avail
+    fits = min(
+        _largest_fitting_d(
+            int(0.9 * avail), dtype, "auto", 1, variant=v, order=o, n=n, upper=worst[0]
+        )
+        or 0
+        for _, v, o, n in cells
+    )
+    hint = (
+        f"run the dimensions d <= {fits} only (--dims)"
+        if fits >= 2
+        else "free some memory (not even d = 2 fits)"
+    )
+    d, variant, order, n = worst
+    raise MemoryError(
+        f"the grid's largest parse (d = {d}, variant {variant!r}, order {order!r}, "
+        f"sentences of up to {n} words, {dtype}) needs about {_format_bytes(most)} for its "
+        f"accumulators and work buffers, but only {_format_bytes(avail)} of memory is "
+        f"available: {hint}. Nothing was run"
+    )
 
 
 # -- the runner -----------------------------------------------------------------------------
@@ -1099,6 +1427,13 @@ def run_experiment(
 ) -> RunSummary:
     """Run (or resume) the grid of ``config``, appending its records to ``out``.
 
+    The run holds ``out``'s lock from start to end (see the module's notes), so a second
+    run on the same file is refused. Before anything runs (and before a new file is
+    created), the memory of the largest parse still to do is checked against what this
+    machine has available (not with the dask executor, whose workers are elsewhere); a
+    process pool that would not fit at that d gets fewer workers (``echo`` says so). Pool
+    workers exit when this process dies, even when it is killed.
+
     Parameters
     ----------
     config : ExperimentConfig
@@ -1111,7 +1446,8 @@ def run_experiment(
         ``scheduler`` (an address such as ``"tcp://host:8786"``) or through ``client``.
         Every executor gives the same records (the parse time aside).
     workers : int, optional
-        Pool size for ``"process"`` (default: all cores).
+        Pool size for ``"process"`` (default: all cores); fewer when that many parses at
+        the largest d would not fit in the memory available.
     scheduler : str, optional
         Address of the dask scheduler.
     client : dask.distributed.Client, optional
@@ -1131,6 +1467,11 @@ def run_experiment(
     ------
     ConfigMismatchError
         When ``out`` holds another configuration's records.
+    ResultsLockedError
+        When another run is writing ``out`` (the file is not touched).
+    MemoryError
+        When one parse at the largest d still to do needs more memory than is available
+        (the message says how much, and which dimensions fit); nothing is run.
     ResultsWriteError
         When records cannot be written (a full disk); those written before are kept.
     ValueError, GrammarError
@@ -1150,13 +1491,69 @@ def run_experiment(
     config_hash = config.hash(grammars)
     sentences = config.sample(grammars)
     _check_sample(config, grammars, sentences)  # before the results file is created
-    results = open_results(out, config, config_hash)
+    path = Path(out)
+    local = executor != "dask"  # the parses run here: their memory can be checked here
+    fresh = not path.exists() or (path.is_file() and path.stat().st_size == 0)
+    if local and fresh:  # every task is to do: check before the file is created
+        longest = max(len(s) for s in sentences)
+        _check_grid_memory(
+            [(d, v, o, longest) for d in config.dims for v, o in config.variant_orders()],
+            config.dtype,
+        )
+    with _ResultsLock(path):  # one run at a time on a file, until this one ends
+        return _run_locked(
+            config,
+            path,
+            config_hash,
+            grammars,
+            sentences,
+            executor=executor,
+            workers=workers,
+            scheduler=scheduler,
+            client=client,
+            batch_size=batch_size,
+            progress=progress,
+            say=say,
+            t0=t0,
+        )
+
+
+def _run_locked(
+    config: ExperimentConfig,
+    path: Path,
+    config_hash: str,
+    grammars: dict[str, Grammar],
+    sentences: list[tuple[str, ...]],
+    *,
+    executor: str,
+    workers: int | None,
+    scheduler: str | None,
+    client: Any,
+    batch_size: int | None,
+    progress: bool,
+    say: Callable[[str], None],
+    t0: float,
+) -> RunSummary:
+    """:func:`run_experiment` once the results file's lock is held."""
+    results = open_results(path, config, config_hash)
     done = {record_key(r) for r in results.records}
     tasks = plan_tasks(config, done, batch_size=batch_size, grammars=grammars, sentences=sentences)
+    need = avail = None
+    if executor != "dask" and tasks:  # what is left to do (a resumed file: maybe less)
+        cells = {(t.d, t.variant, t.order, max(len(w) for w, _ in t.items)) for t in tasks}
+        need, avail = _check_grid_memory(cells, config.dtype)
     total = config.grid_size()
     n_workers = 1
     if executor == "process":
         n_workers = max(1, min(workers or _default_workers(), len(tasks)))
+        if need is not None and avail is not None and n_workers * need > avail:
+            fit = max(1, avail // need)
+            say(
+                f"memory: a parse at the grid's largest d needs about {_format_bytes(need)} "
+                f"and {_format_bytes(avail)} is available, so the pool has {fit} workers "
+                f"instead of {n_workers}"
+            )
+            n_workers = fit
     summary = RunSummary(
         results.path,
         config_hash,

@@ -8,13 +8,20 @@ nonterminals live in separate namespaces: in the text format a terminal is alway
 CYK (and D-CYK) need Chomsky normal form (CNF): every rule is ``A -> B C`` or ``A -> 'a'``.
 By default the readers reject anything else; ``cnf="allow"`` reads a general context-free
 grammar and :meth:`Grammar.to_cnf` converts it.
+
+Symbols are kept in Unicode normal form NFC, so that a terminal and a word that differ only
+in how an accented letter is encoded (``"\\u00e9"`` or ``"e\\u0301"``) are the same word;
+:meth:`Grammar.normalize_words` brings a sentence to that form.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import itertools
 import os
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 from types import MappingProxyType
@@ -130,6 +137,28 @@ class Rule(NamedTuple):
 
     def __str__(self) -> str:
         return " ".join([self.lhs, _ARROW, *map(str, self.rhs)]).rstrip()
+
+
+def _nfc(text: Any) -> Any:
+    """``text`` in Unicode normal form NFC (anything that is not a str is returned as is)."""
+    if isinstance(text, str) and not unicodedata.is_normalized("NFC", text):
+        return unicodedata.normalize("NFC", text)
+    return text
+
+
+def _decode(data: bytes, encoding: str, source: str | None) -> str:
+    """``data`` decoded, or a GrammarError that names the source and suggests an encoding."""
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        codec = codecs.lookup(encoding).name
+        shown = "UTF-8" if codec == "utf-8" else encoding
+        other = "the file's encoding" if source is not None else "the text's encoding"
+        raise GrammarError(
+            f"not {shown} text (byte {exc.start} is 0x{data[exc.start]:02x}): "
+            f"pass encoding='latin-1' (or {other})",
+            source=source,
+        ) from None
 
 
 def _quote(text: str) -> str:
@@ -325,6 +354,10 @@ class Grammar:
 
     Notes
     -----
+    Every name (nonterminals and terminals) is brought to Unicode normal form NFC, so rules
+    that differ only in the encoding of an accented letter are the same rule.
+
+
     Two grammars are equal when they have the same start symbol and the same rules in the
     same order (order matters: it fixes the symbol orders, hence the bit of each symbol).
 
@@ -361,11 +394,14 @@ class Grammar:
     ) -> None:
         if cnf not in _CNF_MODES:
             raise ValueError(f"cnf must be one of {_CNF_MODES}, not {cnf!r}")
-        rules = tuple(dict.fromkeys(Rule(r.lhs, tuple(Symbol(*s) for s in r.rhs)) for r in rules))
+        rules = tuple(
+            dict.fromkeys(
+                Rule(_nfc(r.lhs), tuple(Symbol(_nfc(name), t) for name, t in r.rhs)) for r in rules
+            )
+        )
         if not rules:
             raise GrammarError("the grammar has no rules")
-        if start is None:
-            start = rules[0].lhs
+        start = rules[0].lhs if start is None else _nfc(start)
         nonterminals: dict[str, None] = {start: None}
         terminals: dict[str, None] = {}
         for rule in rules:
@@ -446,7 +482,12 @@ class Grammar:
 
     @classmethod
     def from_string(
-        cls, text: str, *, cnf: CnfMode = "strict", source: str | None = None
+        cls,
+        text: str | bytes,
+        *,
+        cnf: CnfMode = "strict",
+        source: str | None = None,
+        encoding: str = "utf-8",
     ) -> Grammar:
         """Read a grammar in NLTK's text format.
 
@@ -457,12 +498,15 @@ class Grammar:
 
         Parameters
         ----------
-        text : str
-            The grammar.
+        text : str or bytes
+            The grammar; bytes are decoded with ``encoding``. The text is brought to Unicode
+            normal form NFC before it is read (error positions refer to that form).
         cnf : {"strict", "allow", "convert"}
             See :class:`Grammar`.
         source : str, optional
             Where the text came from, for error messages.
+        encoding : str, default "utf-8"
+            The encoding of ``text`` when it is bytes (ignored for a str).
 
         Returns
         -------
@@ -472,7 +516,12 @@ class Grammar:
         ------
         GrammarError
             On malformed text (with ``line`` and ``column`` set) or, with ``cnf="strict"``,
-            a rule that is not in CNF (with the line and column of its alternative).
+            a rule that is not in CNF (with the line and column of its alternative); on bytes
+            that are not ``encoding`` text.
+        TypeError
+            When ``text`` is neither str nor bytes.
+        LookupError
+            For an unknown ``encoding``.
 
         Examples
         --------
@@ -480,10 +529,18 @@ class Grammar:
         ('a', 'b')
         >>> Grammar.from_string("S -> A B C\\nA -> 'a'\\nB -> 'b'\\nC -> 'c'", cnf="convert").is_cnf
         True
+        >>> Grammar.from_string("S -> 'caf\\xe9'".encode("latin-1"), encoding="latin-1").terminals
+        ('café',)
         """
         if cnf not in _CNF_MODES:
             raise ValueError(f"cnf must be one of {_CNF_MODES}, not {cnf!r}")
-        located, start, start_line = _parse(text, source)
+        if isinstance(text, bytes | bytearray | memoryview):
+            text = _decode(bytes(text), encoding, source)
+        elif not isinstance(text, str):
+            raise TypeError(
+                f"the grammar text must be a str (or bytes to decode), got {type(text).__name__}"
+            )
+        located, start, start_line = _parse(_nfc(text), source)
         if not located:
             raise GrammarError("the grammar has no rules", source=source)
         if start is not None and not any(
@@ -505,15 +562,26 @@ class Grammar:
         return cls((item.rule for item in located), start=start, cnf=cnf)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], *, cnf: CnfMode = "strict") -> Grammar:
-        """Read a grammar file in NLTK's text format (UTF-8); see :meth:`from_string`.
+    def from_file(
+        cls,
+        path: str | os.PathLike[str] | int | io.IOBase,
+        *,
+        cnf: CnfMode = "strict",
+        encoding: str = "utf-8",
+    ) -> Grammar:
+        """Read a grammar file in NLTK's text format; see :meth:`from_string`.
 
         Parameters
         ----------
-        path : str or path-like
-            The file.
+        path : str, path-like, int or file object
+            The file: a path, an open file descriptor, or a file object open for reading
+            (text or binary). A descriptor or file object is read from its current position
+            to its end and left open: it is the caller's to close.
         cnf : {"strict", "allow", "convert"}
             See :class:`Grammar`.
+        encoding : str, default "utf-8"
+            The file's encoding (ignored for a file object open in text mode). Grammars that
+            come with NLTK, such as its ATIS grammar, are often ``"latin-1"``.
 
         Returns
         -------
@@ -522,10 +590,14 @@ class Grammar:
         Raises
         ------
         GrammarError
-            As :meth:`from_string`, or when the file is not UTF-8 text; the message starts
-            with the file name.
+            As :meth:`from_string`, or when the file is not ``encoding`` text; the message
+            starts with the file name.
+        TypeError
+            When ``path`` is none of the above.
         OSError
             When the file cannot be read.
+        LookupError
+            For an unknown ``encoding``.
 
         Examples
         --------
@@ -535,14 +607,39 @@ class Grammar:
         >>> Grammar.from_file(path).terminals
         ('x',)
         """
-        try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-        except UnicodeDecodeError as exc:
-            raise GrammarError(
-                f"{os.fspath(path)}: not UTF-8 text (byte {exc.start}): save the grammar as UTF-8"
-            ) from None
-        return cls.from_string(text, cnf=cnf, source=os.fspath(path))
+        codecs.lookup(encoding)  # an unknown encoding fails before the file is read
+        if isinstance(path, bool):
+            raise TypeError("path must be a path, a file descriptor or a file object, not a bool")
+        if isinstance(path, int):
+            source = f"<file descriptor {path}>"
+            with open(path, "rb", closefd=False) as handle:
+                data = handle.read()
+        elif isinstance(path, str | os.PathLike):
+            source = os.fspath(path)
+            with open(path, "rb") as handle:
+                data = handle.read()
+        elif callable(getattr(path, "read", None)):
+            name = getattr(path, "name", None)
+            source = os.fspath(name) if isinstance(name, str | os.PathLike) else None
+            try:
+                data = path.read()
+            except UnicodeDecodeError as exc:
+                opened = getattr(path, "encoding", None) or "the encoding it was opened with"
+                raise GrammarError(
+                    f"cannot be decoded as {opened} ({exc.reason}): open the file with "
+                    "encoding='latin-1' (or the file's encoding)",
+                    source=source,
+                ) from None
+            if isinstance(data, str):
+                return cls.from_string(data, cnf=cnf, source=source)
+        else:
+            raise TypeError(
+                "path must be a path, a file descriptor or a file object, "
+                f"got {type(path).__name__}"
+            )
+        if not isinstance(data, bytes | bytearray):
+            raise TypeError(f"reading {source or 'the file'} gave {type(data).__name__}, not text")
+        return cls.from_string(_decode(bytes(data), encoding, source), cnf=cnf, source=source)
 
     @classmethod
     def from_nltk(cls, cfg: Any, *, cnf: CnfMode = "strict") -> Grammar:
@@ -648,7 +745,9 @@ class Grammar:
         return cls.from_string(resource.read_text(encoding="utf-8"), source=f"{names[key]}.cfg")
 
     @classmethod
-    def load(cls, spec: str | os.PathLike[str], *, cnf: CnfMode = "strict") -> Grammar:
+    def load(
+        cls, spec: str | os.PathLike[str], *, cnf: CnfMode = "strict", encoding: str = "utf-8"
+    ) -> Grammar:
         """Load a builtin grammar by name, or a grammar file by path.
 
         Parameters
@@ -658,6 +757,8 @@ class Grammar:
             the path of a file in NLTK's text format.
         cnf : {"strict", "allow", "convert"}
             For a file, see :class:`Grammar`; builtin grammars are already in CNF.
+        encoding : str, default "utf-8"
+            For a file, its encoding (see :meth:`from_file`).
 
         Returns
         -------
@@ -681,7 +782,42 @@ class Grammar:
                 f"{os.fspath(spec)!r} is neither a builtin grammar "
                 f"({', '.join(cls.builtin_names())}) nor an existing file"
             )
-        return cls.from_file(spec, cnf=cnf)
+        return cls.from_file(spec, cnf=cnf, encoding=encoding)
+
+    @staticmethod
+    def normalize_words(words: str | Iterable[str]) -> tuple[str, ...]:
+        """The words of a sentence in Unicode normal form NFC, the form of the symbols.
+
+        A word typed or read from a file may encode an accented letter as one code point or
+        as a letter and a combining accent; the grammar keeps its terminals in NFC, so a
+        sentence must be normalised before its words are looked up as terminals.
+
+        Parameters
+        ----------
+        words : str or iterable of str
+            The sentence: a str is split at whitespace.
+
+        Returns
+        -------
+        tuple of str
+
+        Raises
+        ------
+        TypeError
+            When a word is not a str.
+
+        Examples
+        --------
+        >>> Grammar.normalize_words("cafe\\u0301 noir") == ("caf\\u00e9", "noir")
+        True
+        """
+        items = words.split() if isinstance(words, str) else words
+        out = []
+        for pos, word in enumerate(items):
+            if not isinstance(word, str):
+                raise TypeError(f"word {pos} is {word!r}, not a str")
+            out.append(_nfc(word))
+        return tuple(out)
 
     # ------------------------------------------------------------------ conversions
 
@@ -873,6 +1009,7 @@ class Grammar:
         Parameters
         ----------
         word : str
+            Compared with the terminals in Unicode normal form NFC.
 
         Returns
         -------
@@ -884,7 +1021,10 @@ class Grammar:
         >>> Grammar.builtin("example").lexical_mask("a")  # D is nonterminal 1
         2
         """
-        return self._lexical_masks.get(word, 0)
+        mask = self._lexical_masks.get(word)
+        if mask is None:
+            mask = self._lexical_masks.get(_nfc(word), 0)
+        return mask
 
     def combine_masks(self, left: int, right: int) -> int:
         """Bitset of the ``A`` with a rule ``A -> B C``, B in ``left`` and C in ``right``.

@@ -10,19 +10,34 @@ Each figure has one column of panels per variant, 95% confidence intervals as er
 intervals: see :func:`fastdcyk.experiments.aggregate`), and is written as PNG and SVG.
 Figures are built on :class:`matplotlib.figure.Figure` directly (the Agg canvas, no pyplot
 and no global backend change), and matplotlib is imported only when a figure is drawn.
+
+Writing is all or nothing: every file is first written in full to a temporary file in the
+target folder, and the figures replace their files only once all of them are written. A
+failure (a full disk, a folder that cannot be written) removes the temporary files and
+raises :class:`FigureWriteError`, leaving the folder as it was.
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import os
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fastdcyk.experiments import default_study_c_dim, study_rows
 
-__all__ = ["FIGURE_NAMES", "figure_study", "plot_studies"]
+__all__ = ["FIGURE_NAMES", "FigureWriteError", "figure_study", "plot_studies"]
+
+
+class FigureWriteError(OSError):
+    """The figures could not be written (a full disk, an unusable folder).
+
+    Nothing half written is left; the message names the path, the cause and what was kept.
+    """
+
 
 #: File stem of each study's figure.
 FIGURE_NAMES = {
@@ -226,7 +241,7 @@ def _draw_by(
         )
 
 
-def _save_png(fig: Any, path: Path, dpi: int) -> None:
+def _save_png(fig: Any, fh: Any, dpi: int) -> None:
     """PNG with a 256-colour palette: a third of the size of RGBA, and the same picture."""
     from PIL import Image
 
@@ -234,7 +249,54 @@ def _save_png(fig: Any, path: Path, dpi: int) -> None:
     fig.savefig(buf, format="png", dpi=dpi)
     buf.seek(0)
     with Image.open(buf) as im:
-        im.convert("RGB").quantize(256, dither=Image.Dither.NONE).save(path, optimize=True)
+        quantized = im.convert("RGB").quantize(256, dither=Image.Dither.NONE)
+        quantized.save(fh, format="PNG", optimize=True)
+
+
+def _save(fig: Any, fmt: str, path: Path, dpi: int) -> None:
+    """Write ``fig`` in format ``fmt`` to the new file ``path`` (created here), durably."""
+    from matplotlib import rc_context
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    with os.fdopen(fd, "wb") as fh, rc_context(_STYLE):  # svg.* settings are read on save
+        if fmt == "png":
+            _save_png(fig, fh, dpi)
+        else:
+            fig.savefig(fh, format=fmt, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _make_folder(out: Path) -> list[Path]:
+    """Create ``out`` and its missing parents; returns those created, deepest last."""
+    if out.exists() and not out.is_dir():
+        raise FigureWriteError(
+            errno.ENOTDIR,
+            f"cannot write figures into {str(out)!r}: it is a file, not a folder; choose a "
+            "folder (it is created if absent, and figures in it are replaced)",
+        )
+    created = []
+    for folder in (*reversed(out.parents), out):
+        if not folder.exists():
+            created.append(folder)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _remove_folders(created)
+        raise FigureWriteError(
+            exc.errno,
+            f"cannot create the figures folder {str(out)!r}: {exc.strerror or exc}; choose "
+            "a folder that can be written",
+        ) from exc
+    return created
+
+
+def _remove_folders(folders: list[Path]) -> None:
+    for folder in reversed(folders):
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            return
 
 
 def plot_studies(
@@ -253,7 +315,9 @@ def plot_studies(
     """Draw the studies and write each as PNG and SVG; returns the paths written.
 
     Study (c) compares grammars and is skipped when the records hold a single grammar at
-    its dimension. ``out_dir`` is created if absent.
+    its dimension. ``out_dir`` is created if absent; in an existing folder, the figures
+    replace their files of the same name and nothing else is touched. Either every figure
+    is written or none is (see the module's notes): no file is ever left half written.
 
     Parameters
     ----------
@@ -269,13 +333,21 @@ def plot_studies(
     Returns
     -------
     list of Path
+
+    Raises
+    ------
+    FigureWriteError
+        When ``out_dir`` is a file or cannot be created, or a figure cannot be written (a
+        full disk): the message names the path and the cause. No figure was written then,
+        and the folder holds what it held before (a folder created here is removed).
+    ValueError
+        On an unknown format or average.
     """
     for f in formats:
         if f not in ("png", "svg", "pdf"):
             raise ValueError(f"unknown figure format {f!r}: choose from png, svg, pdf")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
+    figures = []
     for study in studies:
         if study == "c":
             d_c = default_study_c_dim(records) if d is None else d
@@ -284,16 +356,40 @@ def plot_studies(
         fig = figure_study(
             records, study, average=average, grammar=grammar, max_len=max_len, d=d, beta=beta
         )
-        if fig is None:
-            continue
-        from matplotlib import rc_context
-
-        for f in formats:
-            path = out / f"{FIGURE_NAMES[study]}.{f}"
-            with rc_context(_STYLE):  # svg.* settings are read when saving
-                if f == "png":
-                    _save_png(fig, path, dpi)
-                else:
-                    fig.savefig(path, dpi=dpi, metadata={"Date": None} if f == "svg" else None)
+        if fig is not None:
+            figures.append((study, fig))
+    created = _make_folder(out)
+    pending: list[tuple[Path, Path]] = []  # (temporary file, its final path)
+    written: list[Path] = []
+    path = out
+    try:
+        for study, fig in figures:
+            for f in formats:
+                path = out / f"{FIGURE_NAMES[study]}.{f}"
+                tmp = out / f".{path.name}.{secrets.token_hex(4)}.tmp"
+                pending.append((tmp, path))
+                _save(fig, f, tmp, dpi)
+        for tmp, path in pending:
+            os.replace(tmp, path)
             written.append(path)
+    except BaseException as exc:
+        for tmp, _ in pending:
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+        if not written:
+            _remove_folders(created)
+        if isinstance(exc, OSError):
+            done = (
+                f"only {', '.join(p.name for p in written)} replaced"
+                if written
+                else "no figure was written"
+            )
+            raise FigureWriteError(
+                exc.errno,
+                f"cannot write the figure {str(path)!r}: {exc.strerror or exc}; {done} (free "
+                "some space, or choose another folder, and draw again)",
+            ) from exc
+        raise
     return written

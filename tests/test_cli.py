@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -350,3 +352,229 @@ def test_capacity_usage_errors(capsys):
         ["capacity", "--grammar", "G0", "--length", "3", "--target-f1", "1.5"], capsys
     )
     assert "(0, 1]" in err
+
+
+# -- plot: errors are one line, exit 2, and leave no file behind ---------------------------------
+
+
+def _one_line_error(argv, capsys):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fastdcyk plot: error: "), captured.err
+    assert "Traceback" not in captured.err
+    return lines[0], captured.out
+
+
+def test_plot_on_a_full_disk_exits_2_and_leaves_no_file(results, tmp_path, monkeypatch, capsys):
+    import errno
+
+    from matplotlib.figure import Figure
+
+    def full(self, fname, *args, **kwargs):
+        if hasattr(fname, "write"):
+            fname.write(b"<svg partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    figs = tmp_path / "figs"
+    line, _ = _one_line_error(["plot", str(results), "--out", str(figs)], capsys)
+    assert "No space left on device" in line and str(figs) in line
+    assert "no figure was written" in line
+    assert not figs.exists()
+    figs.mkdir()
+    (figs / "notes.txt").write_text("mine")
+    _one_line_error(["plot", str(results), "--out", str(figs)], capsys)
+    assert [p.name for p in figs.iterdir()] == ["notes.txt"]
+
+
+def test_plot_out_that_is_a_file_or_cannot_be_created_exits_2(results, tmp_path, capsys):
+    path = tmp_path / "figs.png"
+    path.write_bytes(b"mine")
+    line, _ = _one_line_error(["plot", str(results), "--out", str(path)], capsys)
+    assert "it is a file, not a folder" in line and str(path) in line
+    line, _ = _one_line_error(["plot", str(results), "--out", str(path / "sub")], capsys)
+    assert "cannot create the figures folder" in line
+    assert path.read_bytes() == b"mine" and list(tmp_path.iterdir()) == [path]
+
+
+def test_plot_into_an_existing_folder_replaces_the_figures(results, tmp_path, capsys):
+    figs = tmp_path / "figs"
+    figs.mkdir()
+    (figs / "notes.txt").write_text("mine")
+    (figs / "study_a_scores_vs_d.png").write_bytes(b"old")
+    assert main(["plot", str(results), "--out", str(figs), "--formats", "png"]) == 0
+    assert (figs / "study_a_scores_vs_d.png").read_bytes().startswith(PNG_MAGIC)
+    assert (figs / "notes.txt").read_text() == "mine"
+    assert not [p for p in figs.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize(
+    "extra, present",
+    [
+        (["--grammar", "G3"], "their grammars are G0, G1"),
+        (["--beta", "7"], "their betas are 50"),
+        (["--dim", "64"], "their dimensions are 16, 32"),
+    ],
+)
+def test_plot_of_a_grammar_beta_or_dim_the_results_lack_exits_2(
+    results, tmp_path, capsys, extra, present
+):
+    figs = tmp_path / "figs"
+    line, out = _one_line_error(["plot", str(results), "--out", str(figs), *extra], capsys)
+    assert line.endswith(f"{' '.join(extra)}: the results hold no records of it; {present}")
+    assert out == "" and not figs.exists()  # no table, no figure
+
+
+def test_plot_default_grammar_is_g0_or_the_first_of_the_results(tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    cfg = ex.ExperimentConfig(grammars=("G1", "G2"), dims=(16,), sentences=3, max_len=3)
+    ex.run_experiment(cfg, out, executor="serial", progress=False)
+    assert main(["plot", str(out), "--out", str(tmp_path / "figs"), "--formats", "png"]) == 0
+    study_b = capsys.readouterr().out.split("study (b)")[1].split("study (c)")[0]
+    assert "G1 " in study_b and "G2 " not in study_b
+
+
+def test_the_readme_and_the_help_quote_no_other_grid_cost(capsys):
+    """Every "N core-hours" of the README and of ``experiment --help`` is the constant."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    with pytest.raises(SystemExit):
+        main(["experiment", "--help"])
+    for where, text in (("README.md", readme), ("--help", capsys.readouterr().out)):
+        found = re.findall(r"([\d,.]+)\s+core-hours", " ".join(text.split()))
+        assert found, where
+        assert {float(n.replace(",", "")) for n in found} == {ex.PAPER_GRID_CORE_HOURS}, where
+
+
+# -- bad inputs: option checks, grammar files, paths, pipes ---------------------------------
+
+CAFE = "caf\u00e9"
+NOT_CNF_LATIN1 = f"S -> N V 'x'\nN -> '{CAFE}'\nV -> 'noir'\n".encode("latin-1")
+
+
+def test_parse_checks_every_option_before_printing(monkeypatch, capsys):
+    err = _usage_error(["parse", "--seed", "-1", "a", "a", "b"], capsys)
+    assert "argument --seed: expected an integer >= 0, got -1" in err
+
+    def refuses(*args, **kwargs):
+        raise ValueError("a bad option")
+
+    monkeypatch.setattr(cli, "dcyk", refuses)
+    assert main(["parse", "--dim", "16", "a", "a", "b"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no symbolic chart before the error
+    assert captured.err == "fastdcyk parse: error: a bad option\n"
+
+
+def test_parse_grammar_encoding_and_to_cnf(tmp_path, capsys):
+    path = tmp_path / "latin1.cfg"
+    path.write_bytes(NOT_CNF_LATIN1)
+    argv = ["parse", "--grammar", str(path), "--dim", "64", CAFE, "noir", "x"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "latin1.cfg is not UTF-8 text (byte 22 is 0xe9)" in err
+    assert "pass --grammar-encoding latin-1" in err and "\n" not in err.rstrip("\n")
+    assert main([*argv[:3], "--grammar-encoding", "latin-1", *argv[3:]]) == 2
+    err = capsys.readouterr().err
+    assert "not in Chomsky normal form (its rule S -> N V 'x' is neither" in err
+    assert "pass --to-cnf" in err and "cnf=" not in err  # CLI advice, not Python's
+    assert main([*argv[:3], "--grammar-encoding", "latin-1", "--to-cnf", *argv[3:]]) == 0
+    out = capsys.readouterr().out
+    assert f"1:{CAFE}" in out and "T_x" in out
+    assert "unknown encoding 'no-such'" in _usage_error(
+        ["parse", "--grammar-encoding", "no-such", "a"], capsys
+    )
+
+
+def test_parse_words_are_compared_in_nfc(tmp_path, capsys):
+    path = tmp_path / "cafe.cfg"
+    path.write_text(f"S -> N V\nN -> '{CAFE}'\nV -> 'noir'\n", encoding="utf-8")
+    decomposed = "cafe\u0301"  # the same word, the accent a combining character
+    assert main(["parse", "--grammar", str(path), "--dim", "64", decomposed, "noir"]) == 0
+    assert f"1:{CAFE}" in capsys.readouterr().out
+    assert main(["parse", "--grammar", str(path), "--dim", "64", "th\u00e9", "noir"]) == 2
+    err = capsys.readouterr().err
+    assert "word 'th\u00e9' at position 0" in err and "Unicode NFC" in err
+
+
+def test_capacity_grammar_file_options(tmp_path, capsys):
+    path = tmp_path / "latin1.cfg"
+    path.write_bytes(NOT_CNF_LATIN1)
+    argv = ["capacity", "--grammar", str(path), "--length", "3", "--dims", "64"]
+    argv += ["--sentences", "2", "--samples", "1"]
+    assert main(argv) == 2
+    assert "pass --grammar-encoding latin-1" in capsys.readouterr().err
+    assert main([*argv, "--grammar-encoding", "latin-1"]) == 2
+    assert "pass --to-cnf" in capsys.readouterr().err
+    assert main([*argv, "--grammar-encoding", "latin-1", "--to-cnf"]) == 0
+    assert "d needed for F1" in capsys.readouterr().out
+
+
+def test_experiment_grammar_encoding_and_to_cnf(tmp_path, capsys):
+    path = tmp_path / "latin1.cfg"
+    path.write_bytes(NOT_CNF_LATIN1)
+    out = tmp_path / "r.jsonl"
+    argv = ["experiment", "--grammars", str(path), "--source", str(path), "--dims", "16"]
+    argv += ["--sentences", "2", "--variants", "trace", "--executor", "serial"]
+    argv += ["--no-progress", "--out", str(out)]
+    for extra, message in (
+        ([], "not UTF-8 text"),
+        (["--grammar-encoding", "latin-1"], "pass --to-cnf"),
+    ):
+        assert main(argv + extra) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("fastdcyk experiment: error: ") and err.count("\n") == 1
+        assert message in err and "Traceback" not in err
+        assert not out.exists()
+    assert main([*argv, "--grammar-encoding", "latin-1", "--to-cnf"]) == 0
+    assert "2 records written" in capsys.readouterr().out
+    header = json.loads(out.read_text().splitlines()[0])
+    assert header["config"]["grammar_encoding"] == "latin-1" and header["config"]["to_cnf"]
+    # the options are part of the grid: the same file resumes with them, not without
+    assert main([*argv, "--grammar-encoding", "latin-1", "--to-cnf"]) == 0
+    assert "0 records written" in capsys.readouterr().out
+    # at their defaults they stay out of the configuration (and of its hash)
+    cfg = cli._config_from_args(cli.build_parser().parse_args(["experiment"]))
+    assert "grammar_encoding" not in cfg.to_dict() and "to_cnf" not in cfg.to_dict()
+
+
+def test_paths_that_cannot_be_written_are_usage_errors(results, tmp_path, capsys):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    argv = ["experiment", "--dims", "16", "--sentences", "2"]
+    cases = [
+        (["--out", str(tmp_path)], f"--out {tmp_path}: not a regular file"),
+        (["--out", os.devnull], f"--out {os.devnull}: not a regular file"),
+        (["--out", str(a_file / "r.jsonl")], f"{a_file} exists and is not a folder"),
+        (["--out", str(tmp_path / "r.jsonl"), "--figures", str(a_file)], "is not a folder"),
+    ]
+    for extra, message in cases:
+        assert main(argv + extra) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("fastdcyk experiment: error: ") and message in err
+        assert "Traceback" not in err
+    assert not (tmp_path / "r.jsonl").exists()
+    assert main(["plot", str(results), "--out", str(a_file)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fastdcyk plot: error: ") and err.count("\n") == 1
+    assert str(a_file) in err and "not a folder" in err
+
+
+def test_a_closed_pipe_ends_the_command_quietly():
+    """``fastdcyk parse ... | head -1``: the reader goes before the output is written."""
+    root = Path(cli.__file__).resolve().parents[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastdcyk.cli", "parse", "--dim", "16", "a", "a", "b"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=root,
+    )
+    proc.stdout.close()  # long before the interpreter has started and printed anything
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    status = proc.wait(timeout=120)
+    assert "Traceback" not in err and err == ""
+    assert status == 141  # 128 + SIGPIPE, as for a command that the broken pipe ends

@@ -519,3 +519,13 @@ def test_grammar_symbols_order():
         ("terminal", "a"), ("terminal", "x"), ("terminal", "y"),
     )  # fmt: skip
     assert "9 shifted symbols" in repr(Codebook.for_grammar(g, 64))
+
+
+def test_from_vectors_values_that_overflow_float32_name_the_symbol():
+    big = np.array([1e39, 0.0, 0.0, 0.0, 0.0])  # finite in float64, inf in float32
+    with pytest.raises(ValueError, match=r"nonterminal 'S': values overflow float32.*float64"):
+        _fixed(nonterminals={"S": big})
+    with pytest.raises(ValueError, match=r"index 1: values overflow float32"):
+        _fixed(indices=[np.ones(5), -big])
+    cb = _fixed(nonterminals={"S": big}, dtype="float64")
+    assert cb.vector("nonterminal", "S")[0] == 1e39

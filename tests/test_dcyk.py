@@ -549,3 +549,47 @@ def test_trace_default_codebook_shifts_the_grammars_symbols():
     paper = fd.dcyk(g, words, d=64, seed=2, variant="paper", dtype="float64")
     ref = fd.dcyk(g, words, fd.Codebook(64, 2, "float64"), variant="paper")
     np.testing.assert_array_equal(paper.p_left, ref.p_left)
+
+
+def test_decode_honours_a_grammar_length_or_codebook_other_than_the_results():
+    """Given to decode() with a result, they replace the result's own: its P_left is decoded
+    again (the kept statistics hold the result's grammar, length and codebook only)."""
+    g = fd.Grammar.builtin("G0")
+    r = fd.dcyk(g, "fish swim fish", d=256, variant="trace")
+    assert any("VP" in cell for cell in r.chart.values())
+
+    def again(grammar, n, codebook):
+        return fd.decode(r.p_left, grammar, n, codebook, decoder="trace")
+
+    # a grammar without VP: no cell may hold it
+    other = fd.Grammar.from_string("S -> NP NP\nNP -> NP NP\nNP -> 'fish' | 'swim'")
+    chart = fd.decode(r, grammar=other)
+    assert chart == again(other, 3, r.codebook)
+    assert not any("VP" in cell for cell in chart.values())
+    # a shorter length: only the cells of the first two words
+    assert fd.decode(r, n=2) == again(g, 2, r.codebook)
+    assert set(fd.decode(r, n=2)) == {(0, 1), (0, 2), (1, 2)}
+    # another codebook of the same d: the P_left is noise to it
+    cb = fd.Codebook(256, seed=7, unitary=True)
+    chart = fd.decode(r, codebook=cb, threshold=0.5)
+    assert chart == again(g, 3, cb) != r.chart_at(threshold=0.5)
+    with pytest.raises(ValueError, match="the codebook has d = 64"):
+        fd.decode(r, codebook=fd.Codebook(64, seed=7, unitary=True))
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        fd.decode(r, n=0)
+    # the result's own values (or the same grammar, equal but not the same object) reuse
+    # the kept statistics
+    same = fd.Grammar.from_string(g.to_string())
+    assert fd.decode(r, grammar=same, n=3, codebook=r.codebook, decoder="trace") == r.chart
+
+
+def test_words_are_compared_with_terminals_in_unicode_nfc():
+    import unicodedata
+
+    g = fd.Grammar.from_string("S -> A A\nA -> 'caf\u00e9'")
+    decomposed = unicodedata.normalize("NFD", "caf\u00e9")
+    assert decomposed != "caf\u00e9"
+    r = fd.dcyk(g, [decomposed, decomposed], d=64, variant="trace")
+    assert r.words == ("caf\u00e9", "caf\u00e9") and "S" in r.chart[(0, 2)]
+    with pytest.raises(ValueError, match="compared in Unicode NFC"):
+        fd.dcyk(g, ["caf\u00e8", decomposed], d=64)

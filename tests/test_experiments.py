@@ -219,7 +219,7 @@ def test_tasks_skip_what_is_done_and_respect_batch_size():
     all_tasks = ex.plan_tasks(SMALL, batch_size=2)
     assert all(len(t.items) <= 2 for t in all_tasks)
     first = ex.run_task(all_tasks[0])
-    done = {ex.record_key(r) for r in first}
+    done = {ex.record_key(r, SMALL) for r in first}  # records straight from run_task
     rest = ex.plan_tasks(SMALL, done, batch_size=2)
     assert sum(t.n_records for t in rest) == SMALL.grid_size() - len(first)
     assert not done & {
@@ -776,3 +776,152 @@ def test_config_codebooks_is_checked_in_the_hash_and_reaches_the_worker(monkeypa
             words = tuple(rec["words"].split())
             want = cell_scores(cyk(g, words), dcyk(g, words, mine, variant="trace").chart)
             assert (rec["tp"], rec["predicted"]) == (want.tp, want.predicted)
+
+
+# -- results format version -------------------------------------------------------------------
+
+
+def _versioned_file(path, version, cfg):
+    """A results file of ``cfg`` with one record, its header of format version ``version``."""
+    header = ex._header(cfg, cfg.hash())
+    header["format_version"] = version
+    record = {f: 0 for f in ex.RECORD_FIELDS} | {
+        "grammar": "G0",
+        "variant": "paper",
+        "order": "sequential",
+        "encoding": "paper",
+        "beta": 50.0,
+        "d": 16,
+        "words": "fish swim",
+    }
+    path.write_text(json.dumps(header) + "\n" + json.dumps(record) + "\n")
+    return path
+
+
+def test_a_results_file_of_a_newer_format_version_is_refused(tmp_path, monkeypatch):
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=1, max_len=2)
+    same = _versioned_file(tmp_path / "same.jsonl", ex.RESULTS_VERSION, cfg)
+    assert len(ex.read_results(same).records) == len(ex.load_records(same)) == 1
+    newer = _versioned_file(tmp_path / "newer.jsonl", ex.RESULTS_VERSION + 1, cfg)
+    for read in (ex.read_results, ex.load_records):
+        with pytest.raises(ex.ResultsFileError, match="written by fastdcyk .*: upgrade"):
+            read(newer)
+    with pytest.raises(ex.ResultsFileError, match=f"reads versions up to {ex.RESULTS_VERSION}"):
+        ex.open_results(newer, cfg, cfg.hash())  # nor resumed
+    for bad in (None, "1", 0, True):
+        with pytest.raises(ex.ResultsFileError, match="no valid results format version"):
+            ex.read_results(_versioned_file(tmp_path / "bad.jsonl", bad, cfg))
+    # a code that knows a later version still reads the older ones
+    monkeypatch.setattr(ex, "RESULTS_VERSION", ex.RESULTS_VERSION + 1)
+    assert len(ex.read_results(same).records) == len(ex.read_results(newer).records) == 1
+    with pytest.raises(ex.ResultsFileError, match="upgrade"):
+        ex.read_results(_versioned_file(tmp_path / "newest.jsonl", ex.RESULTS_VERSION + 1, cfg))
+
+
+def test_plot_of_a_newer_results_file_exits_2(tmp_path, capsys):
+    from fastdcyk.cli import main
+
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=1, max_len=2)
+    newer = _versioned_file(tmp_path / "newer.jsonl", ex.RESULTS_VERSION + 1, cfg)
+    assert main(["plot", str(newer), "--out", str(tmp_path / "figs")]) == 2
+    err = capsys.readouterr().err
+    assert "upgrade fastdcyk" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "figs").exists()
+
+
+# -- record keys: the settings of a record's configuration --------------------------------------
+
+
+def test_record_key_tells_apart_thresholds_dtypes_codebooks_and_samples():
+    rec = {
+        "grammar": "G0",
+        "variant": "paper",
+        "order": "sequential",
+        "encoding": "paper",
+        "beta": 50.0,
+        "d": 16,
+        "seed": 0,
+        "index": 3,
+        "words": "fish swim",
+    }
+    key = ex.record_key(rec)
+    others = [
+        {"threshold": 0.5},
+        {"dtype": "float64"},
+        {"codebooks": "plain"},
+        {"source": "G1"},
+        {"min_len": 3},
+        {"max_len": 7},
+        {"sentence_seed": 1},
+        {"words": "fish swim fish"},
+    ]
+    keys = {ex.record_key(rec | o) for o in others}
+    assert key not in keys and len(keys) == len(others)
+    # a record without its settings reads as the default configuration, or as the one given
+    cfg = ex.ExperimentConfig()
+    full = rec | {name: getattr(cfg, name) for name in ex._SETTINGS}
+    assert ex.record_key(full) == key == ex.record_key(rec, cfg)
+    small = ex.ExperimentConfig(max_len=6, threshold=0.9)
+    assert ex.record_key(rec, small) == ex.record_key(rec | {"max_len": 6, "threshold": 0.9})
+    assert ex.record_key(rec | {"threshold": 0.5}, small) == ex.record_key(
+        rec | {"max_len": 6, "threshold": 0.5}
+    )  # what the record holds wins
+
+
+def _with_header(src, dst, **config):
+    """A copy of results file ``src`` whose header's configuration has ``config`` changed (a
+    key set to None is removed)."""
+    lines = src.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    for k, v in config.items():
+        if v is None:
+            del header["config"][k]
+        else:
+            header["config"][k] = v
+    dst.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    return dst
+
+
+def test_load_records_keeps_the_records_of_files_of_other_settings_apart(tmp_path):
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=3, max_len=3)
+    path = tmp_path / "r.jsonl"
+    ex.run_experiment(cfg, path, executor="serial", progress=False)
+    mine = ex.load_records(path)
+    assert len(mine) == cfg.grid_size()
+    settings = {
+        (r["threshold"], r["dtype"], r["codebooks"], r["source"], r["max_len"]) for r in mine
+    }
+    assert settings == {(0.99, "float32", "grammar", "G0", 3)}  # from the header
+    # the same records under another header setting: both files' records are kept
+    for k, change in enumerate(({"threshold": 0.5}, {"dtype": "float64"}, {"sentence_seed": 9})):
+        other = _with_header(path, tmp_path / f"other{k}.jsonl", **change)
+        both = ex.load_records([path, other])
+        assert len(both) == 2 * len(mine), change
+        name, value = next(iter(change.items()))
+        assert sorted({r[name] for r in both}, key=str) == sorted(
+            {getattr(cfg, name), value}, key=str
+        )
+    # the same file twice (a copy): each record once
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(path.read_bytes())
+    assert len(ex.load_records([path, copy])) == len(mine)
+    # a header written before codebooks existed: its records read as "plain" codebooks
+    old = _with_header(path, tmp_path / "old.jsonl", codebooks=None)
+    assert {r["codebooks"] for r in ex.read_results(old).records} == {"plain"}
+    assert len(ex.load_records([path, old])) == 2 * len(mine)
+    # the record's own value wins over its header's
+    lines = old.read_text().splitlines(keepends=True)
+    rec = json.loads(lines[1]) | {"codebooks": "grammar"}
+    old.write_text(lines[0] + json.dumps(rec) + "\n")
+    assert ex.read_results(old).records[0]["codebooks"] == "grammar"
+    # resuming still finds every record done
+    again = ex.run_experiment(cfg, path, executor="serial", progress=False)
+    assert (again.resumed, again.written, again.tasks) == (cfg.grid_size(), 0, 0)
+
+
+def test_a_header_without_a_configuration_is_refused(tmp_path):
+    path = tmp_path / "r.jsonl"
+    header = {"format": ex.RESULTS_FORMAT, "format_version": ex.RESULTS_VERSION}
+    path.write_text(json.dumps(header) + "\n")
+    with pytest.raises(ex.ResultsFileError, match="holds no configuration"):
+        ex.read_results(path)

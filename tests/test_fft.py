@@ -148,3 +148,27 @@ def test_pyfftw_engine_reuses_plans():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert get_engine("pyfftw") is eng
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scipy_engine_public_fallback(monkeypatch, dtype):
+    """Without pocketfft's private binding the scipy engine runs the public scipy.fft path."""
+    eng = get_engine("scipy", threads=1)
+    x = np.random.default_rng(3).standard_normal((33, 5)).astype(dtype)
+    with_binding = (eng.rfft(x, 0), eng.irfft(eng.rfft(x, 0), 33, 0))
+    monkeypatch.setattr(fft_mod, "_POCKETFFT_OUT", False)
+    monkeypatch.setattr(fft_mod, "_pocketfft", None)  # any use of the binding would fail
+    s = eng.rfft(x, 0)
+    assert s.dtype == fft_mod.spectrum_dtype(dtype)
+    np.testing.assert_allclose(s, np.fft.rfft(x.astype(np.float64), axis=0), rtol=0,
+                               atol=tol(dtype, 33))  # fmt: skip
+    out = np.empty_like(s)
+    assert eng.rfft(x, 0, out=out) is out and np.array_equal(out, s)
+    back = eng.irfft(s.copy(), 33, 0)
+    assert back.dtype == dtype
+    np.testing.assert_allclose(back, x, rtol=0, atol=tol(dtype, 33))
+    np.testing.assert_allclose(s, with_binding[0], rtol=0, atol=tol(dtype, 33))
+    np.testing.assert_allclose(back, with_binding[1], rtol=0, atol=tol(dtype, 33))
+    c = (x[:, :2] + 1j * x[:, 2:4]).astype(fft_mod.spectrum_dtype(dtype))
+    np.testing.assert_allclose(eng.cfft(c.copy(), 0), np.fft.fft(c, axis=0), rtol=0,
+                               atol=tol(dtype, 33))  # fmt: skip

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import itertools
+import os
 import pickle
 
 import nltk
@@ -391,3 +393,89 @@ def test_from_file_that_is_not_utf8_is_a_grammar_error(tmp_path):
     path.write_bytes("S -> 'caf\u00e9'\n".encode("latin-1"))
     with pytest.raises(GrammarError, match="not UTF-8 text"):
         Grammar.from_file(path)
+
+
+# --------------------------------------------------------------------------- bytes, files, Unicode
+
+CAFE = "caf\u00e9"  # NFC: one code point for the accented letter
+CAFE_NFD = "cafe\u0301"  # NFD: the letter and a combining accent
+LATIN1 = f"S -> D E\nD -> '{CAFE}'\nE -> 'noir'\n".encode("latin-1")
+
+
+def test_from_string_reads_bytes():
+    text = EXAMPLE.encode("utf-8")
+    assert Grammar.from_string(text) == Grammar.from_string(EXAMPLE)
+    assert Grammar.from_string(bytearray(text)) == Grammar.from_string(EXAMPLE)
+    assert Grammar.from_string(LATIN1, encoding="latin-1").terminals == (CAFE, "noir")
+    with pytest.raises(GrammarError, match=r"not UTF-8 text \(byte 18 is 0xe9\).*latin-1") as err:
+        Grammar.from_string(LATIN1, source="cafe.cfg")
+    assert err.value.source == "cafe.cfg"
+    with pytest.raises(TypeError, match="must be a str .*got int"):
+        Grammar.from_string(42)
+    with pytest.raises(LookupError):
+        Grammar.from_string(LATIN1, encoding="no-such-encoding")
+
+
+def test_from_file_encoding(tmp_path):
+    path = tmp_path / "latin1.cfg"
+    path.write_bytes(LATIN1)
+    with pytest.raises(GrammarError, match="latin1.cfg: not UTF-8 text .*encoding='latin-1'"):
+        Grammar.from_file(path)
+    g = Grammar.from_file(path, encoding="latin-1")
+    assert g.terminals == (CAFE, "noir")
+    assert Grammar.load(path, encoding="latin-1") == Grammar.load(str(path), encoding="latin-1")
+    assert Grammar.load(path, encoding="latin-1") == g
+    with pytest.raises(GrammarError, match="not UTF-8 text"):
+        Grammar.load(path)
+    with pytest.raises(LookupError):
+        Grammar.from_file(path, encoding="no-such-encoding")
+
+
+def test_from_file_leaves_a_descriptor_or_file_object_open(tmp_path):
+    path = tmp_path / "g.cfg"
+    path.write_bytes(LATIN1)
+    expected = Grammar.from_file(path, encoding="latin-1")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert Grammar.from_file(fd, encoding="latin-1") == expected
+        os.fstat(fd)  # raises OSError if from_file closed it
+        os.lseek(fd, 0, os.SEEK_SET)
+        with pytest.raises(GrammarError, match=r"<file descriptor \d+>: not UTF-8 text"):
+            Grammar.from_file(fd)
+        os.fstat(fd)
+    finally:
+        os.close(fd)
+    with open(path, "rb") as handle:
+        assert Grammar.from_file(handle, encoding="latin-1") == expected
+        assert not handle.closed
+    with open(path, encoding="latin-1") as handle:
+        assert Grammar.from_file(handle) == expected
+        assert not handle.closed
+    with open(path, encoding="utf-8") as handle:
+        with pytest.raises(GrammarError, match="g.cfg: cannot be decoded as utf-8"):
+            Grammar.from_file(handle)
+    assert Grammar.from_file(io.StringIO(EXAMPLE)) == Grammar.from_string(EXAMPLE)
+    with pytest.raises(TypeError, match="file descriptor or a file object"):
+        Grammar.from_file(3.5)
+    with pytest.raises(TypeError, match="not a bool"):
+        Grammar.from_file(True)
+
+
+def test_symbols_and_words_are_compared_in_nfc():
+    # the same grammar with its accented letters encoded both ways
+    nfd = Grammar.from_string(f"S -> N{CAFE_NFD} E\nN{CAFE_NFD} -> '{CAFE_NFD}'\nE -> 'noir'")
+    nfc = Grammar.from_string(f"S -> N{CAFE} E\nN{CAFE} -> '{CAFE}'\nE -> 'noir'")
+    assert nfd == nfc
+    assert nfd.terminals == (CAFE, "noir") and nfd.nonterminals == ("S", f"N{CAFE}", "E")
+    built = Grammar(
+        [Rule("S", (Symbol(CAFE_NFD, True),)), Rule("S", (Symbol(CAFE, True),))],
+        start="S",
+    )
+    assert built.rules == (Rule("S", (Symbol(CAFE, True),)),)  # one rule, not two
+    assert Grammar.normalize_words(f"{CAFE_NFD}  noir") == (CAFE, "noir")
+    assert Grammar.normalize_words([CAFE_NFD, CAFE]) == (CAFE, CAFE)
+    with pytest.raises(TypeError, match="word 1 is 3"):
+        Grammar.normalize_words(["noir", 3])
+    assert nfc.lexical_mask(CAFE_NFD) == nfc.lexical_mask(CAFE) != 0
+    assert recognizes(nfc, [CAFE_NFD, "noir"]) and recognizes(nfd, [CAFE, "noir"])
+    assert pickle.loads(pickle.dumps(nfd)) == nfc

@@ -258,3 +258,24 @@ def test_rows_circulant(dtype, n, build):
     r0, r1 = n // 3, n // 3 + max(1, n // 2)
     part = kern(b[r0:r1], rowidx[r0:r1], shift, np.empty((r1 - r0, n), dtype))
     np.testing.assert_array_equal(part, a[r0:r1])
+
+
+def test_set_threads_0_or_none_gives_numba_every_thread_back():
+    import numba
+
+    top = numba.config.NUMBA_NUM_THREADS
+    if top < 2:
+        pytest.skip("Numba has a single thread here")
+    try:
+        for back in (0, None):
+            if top > 2:
+                K.set_threads(2)
+                assert numba.get_num_threads() == 2
+            numba.set_num_threads(1)  # what an earlier caller may have left behind
+            K.set_threads(back)
+            assert K.get_threads() == 0
+            assert numba.get_num_threads() == top
+        K.set_threads(top + 5)  # more than Numba has: all of them
+        assert numba.get_num_threads() == top and K.get_threads() == top + 5
+    finally:
+        K.set_threads(None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -103,3 +104,96 @@ def test_two_orders_get_their_own_panels(tmp_path):
         "variant 'trace', order 'cell'",
         "variant 'trace', order 'sequential'",
     ]
+
+
+# -- writing: all or nothing ------------------------------------------------------------------
+
+
+def _full_disk(monkeypatch, after=0):
+    """Figure.savefig writes a few bytes, then fails as on a full disk (after ``after``
+    successful calls)."""
+    import errno
+
+    from matplotlib.figure import Figure
+
+    real = getattr(Figure.savefig, "real", Figure.savefig)  # not an earlier fake
+    calls = []
+
+    def savefig(self, fname, *args, **kwargs):
+        calls.append(fname)
+        if len(calls) <= after:
+            return real(self, fname, *args, **kwargs)
+        if hasattr(fname, "write"):
+            fname.write(b"<partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    savefig.real = real
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    return calls
+
+
+def _snapshot(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def test_a_full_disk_leaves_no_file_and_a_new_folder_is_removed(records, tmp_path, monkeypatch):
+    import errno
+
+    from fastdcyk.plots import FigureWriteError
+
+    for after in (0, 3):  # the first figure fails, or the fourth (three written to temporaries)
+        calls = _full_disk(monkeypatch, after)
+        out = tmp_path / f"new{after}" / "figs"
+        with pytest.raises(FigureWriteError, match="No space left on device") as err:
+            plot_studies(records, out)
+        assert len(calls) == after + 1
+        assert err.value.errno == errno.ENOSPC
+        assert "no figure was written" in str(err.value) and str(out) in str(err.value)
+        assert not (tmp_path / f"new{after}").exists()  # the folders created are gone
+
+
+def test_a_full_disk_leaves_an_existing_folder_as_it_was(records, tmp_path, monkeypatch):
+    from fastdcyk.plots import FigureWriteError
+
+    out = tmp_path / "figs"
+    plot_studies(records, out, formats=("png", "svg"))
+    (out / "notes.txt").write_text("mine")
+    before = _snapshot(out)
+    for after in (0, 1, 4):
+        _full_disk(monkeypatch, after)
+        with pytest.raises(FigureWriteError):
+            plot_studies(records, out, average="macro")  # other figures than those there
+        assert _snapshot(out) == before  # no temporary left, no figure half replaced
+
+
+def test_an_existing_folder_gets_its_figures_replaced_and_keeps_other_files(records, tmp_path):
+    import stat
+
+    out = tmp_path / "figs"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    stale = out / f"{FIGURE_NAMES['a']}.png"
+    stale.write_bytes(b"old")
+    paths = plot_studies(records, out, formats=("png",))
+    assert stale in paths and stale.read_bytes().startswith(b"\x89PNG")
+    assert (out / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in out.iterdir()) == sorted([p.name for p in paths] + ["notes.txt"])
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(stale.stat().st_mode) == 0o666 & ~umask  # as any new file
+
+
+def test_a_file_in_place_of_the_folder_is_an_error(records, tmp_path):
+    import errno
+
+    from fastdcyk.plots import FigureWriteError
+
+    path = tmp_path / "figs"
+    path.write_text("not a folder")
+    with pytest.raises(FigureWriteError, match="it is a file, not a folder") as err:
+        plot_studies(records, path)
+    assert err.value.errno == errno.ENOTDIR
+    assert path.read_text() == "not a folder"
+    with pytest.raises(FigureWriteError, match="cannot create the figures folder"):
+        plot_studies(records, path / "sub")
+    assert path.read_text() == "not a folder"
