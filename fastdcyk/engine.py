@@ -252,17 +252,7 @@ def estimate_memory(
 
 
 def _largest_fitting_d(
-    memory: int,
-    dtype: Any = "float32",
-    engine: Any = "auto",
-    threads: int | None = None,
-    *,
-    variant: str = "paper",
-    gate: str | None = None,
-    order: str | None = None,
-    decoder: str | None = None,
-    n: int = 10,
-    upper: int = 1 << 40,
+    memory: int, dtype: Any = "float32", engine: Any = "auto", *, upper: int = 1 << 40, **options
 ) -> int | None:
     """The largest d whose parse fits in ``memory`` bytes by :func:`estimate_memory`.
 
@@ -270,26 +260,28 @@ def _largest_fitting_d(
     ----------
     memory : int
         Bytes available.
-    dtype, engine, threads, variant, gate, order, decoder, n
+    dtype, engine
         As for :func:`estimate_memory`.
     upper : int, optional
         Look no higher than this d.
+    **options
+        The other keywords of :func:`estimate_memory` (threads, variant, gate, order,
+        decoder, n).
 
     Returns
     -------
     int or None
         None when not even d = 2 fits.
     """
-    opts = {"variant": variant, "gate": gate, "order": order, "decoder": decoder, "n": n}
-    eng = get_engine(engine, threads)
-    if estimate_memory(2, dtype, eng, **opts) > memory:
+    eng = get_engine(engine, options.pop("threads", None))
+    if estimate_memory(2, dtype, eng, **options) > memory:
         return None
     lo, hi = 2, max(2, int(upper))
-    if estimate_memory(hi, dtype, eng, **opts) <= memory:
+    if estimate_memory(hi, dtype, eng, **options) <= memory:
         return hi
     while hi - lo > 1:  # estimate(lo) fits, estimate(hi) does not
         mid = (lo + hi) // 2
-        if estimate_memory(mid, dtype, eng, **opts) <= memory:
+        if estimate_memory(mid, dtype, eng, **options) <= memory:
             lo = mid
         else:
             hi = mid

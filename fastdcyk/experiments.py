@@ -1348,7 +1348,7 @@ def _check_grid_memory(
         return most, avail
     fits = min(
         _largest_fitting_d(
-            int(0.9 * avail), dtype, "auto", 1, variant=v, order=o, n=n, upper=worst[0]
+            int(0.9 * avail), dtype, "auto", threads=1, variant=v, order=o, n=n, upper=worst[0]
         )
         or 0
         for _, v, o, n in cells
