@@ -85,6 +85,16 @@ def test_config_hash_covers_the_grammar_text(tmp_path):
     assert cfg.hash() != before
 
 
+def _assert_old_file_refused(tmp_path, cfg, old_config: dict, old_hash: str) -> None:
+    """A file whose header holds ``old_config`` (hash ``old_hash``) is refused by ``cfg``."""
+    path = tmp_path / "old.jsonl"
+    header = ex._header(cfg, old_hash)
+    header["config"] = old_config
+    path.write_text(json.dumps(header) + "\n")
+    with pytest.raises(ex.ConfigMismatchError, match="another configuration"):
+        ex.open_results(path, cfg, cfg.hash())
+
+
 def test_configurations_with_orders_do_not_resume_files_written_before_orders(tmp_path):
     # Before orders existed every variant was parsed in the paper's order; the trace
     # variant now defaults to cell order, so a default configuration must not add records
@@ -94,12 +104,7 @@ def test_configurations_with_orders_do_not_resume_files_written_before_orders(tm
     assert cfg.hash() != PINNED_HASH
     assert cfg.to_dict()["orders"] == [None]
     old = {k: v for k, v in cfg.to_dict().items() if k != "orders"}
-    path = tmp_path / "old.jsonl"
-    header = ex._header(cfg, PINNED_HASH)
-    header["config"] = old
-    path.write_text(json.dumps(header) + "\n")
-    with pytest.raises(ex.ConfigMismatchError, match="another configuration"):
-        ex.open_results(path, cfg, cfg.hash())
+    _assert_old_file_refused(tmp_path, cfg, old, PINNED_HASH)
     # an explicit (None,) is the default; a header without "orders" reads as it
     assert (
         ex.ExperimentConfig(grammars=("G0",), dims=(64,), sentences=3, max_len=4, orders=None)
@@ -754,12 +759,7 @@ def test_config_codebooks_is_checked_in_the_hash_and_reaches_the_worker(monkeypa
     texts = {"G1": ex._sha256(Grammar.builtin("G1").to_string())}
     old_hash = ex._sha256(ex._canonical({"config": old, "grammar_sha256": texts}))
     assert old_hash != default.hash()
-    path = tmp_path / "old.jsonl"
-    header = ex._header(default, old_hash)
-    header["config"] = old
-    path.write_text(json.dumps(header) + "\n")
-    with pytest.raises(ex.ConfigMismatchError, match="another configuration"):
-        ex.open_results(path, default, default.hash())
+    _assert_old_file_refused(tmp_path, default, old, old_hash)
     with pytest.raises(ValueError, match="unknown codebooks 'mine'"):
         ex.ExperimentConfig(grammars=("G0",), codebooks="mine")
     with pytest.raises(ValueError, match="unknown codebooks"):
