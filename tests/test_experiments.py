@@ -781,19 +781,23 @@ def test_config_codebooks_is_checked_in_the_hash_and_reaches_the_worker(monkeypa
 # -- results format version -------------------------------------------------------------------
 
 
+#: The identifying fields of a record of G0, paper variant, d = 16.
+_G0_RECORD = {
+    "grammar": "G0",
+    "variant": "paper",
+    "order": "sequential",
+    "encoding": "paper",
+    "beta": 50.0,
+    "d": 16,
+    "words": "fish swim",
+}
+
+
 def _versioned_file(path, version, cfg):
     """A results file of ``cfg`` with one record, its header of format version ``version``."""
     header = ex._header(cfg, cfg.hash())
     header["format_version"] = version
-    record = {f: 0 for f in ex.RECORD_FIELDS} | {
-        "grammar": "G0",
-        "variant": "paper",
-        "order": "sequential",
-        "encoding": "paper",
-        "beta": 50.0,
-        "d": 16,
-        "words": "fish swim",
-    }
+    record = {f: 0 for f in ex.RECORD_FIELDS} | _G0_RECORD
     path.write_text(json.dumps(header) + "\n" + json.dumps(record) + "\n")
     return path
 
@@ -833,17 +837,7 @@ def test_plot_of_a_newer_results_file_exits_2(tmp_path, capsys):
 
 
 def test_record_key_tells_apart_thresholds_dtypes_codebooks_and_samples():
-    rec = {
-        "grammar": "G0",
-        "variant": "paper",
-        "order": "sequential",
-        "encoding": "paper",
-        "beta": 50.0,
-        "d": 16,
-        "seed": 0,
-        "index": 3,
-        "words": "fish swim",
-    }
+    rec = _G0_RECORD | {"seed": 0, "index": 3}
     key = ex.record_key(rec)
     others = [
         {"threshold": 0.5},
