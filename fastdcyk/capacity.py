@@ -206,18 +206,13 @@ class _Sim:
 
     # -- the modelled (span) part of each readout -----------------------------------------
 
-    def _span_counts(self, gl, term, i, j) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Pairs behind the binary readouts of cell (i, j) whose span indices do not cancel.
+    def _single_mismatches(self, gl, i, j) -> np.ndarray:
+        """Pairs behind the binary readouts of cell (i, j) that differ in the outer span group.
 
         ``gl[s, e, X]`` weighs the term (s, e, X) of both accumulators. Returns, for every
-        nonterminal with binary rules, the summed weights of pairs (P_left (i1, k1, B),
-        P_right (k2, j2, C)) with a rule A -> B C that differ from a true match
-
-        - in the outer span group only (k1 = k2, i1 != i or j2 != j): ``single``;
-        - across a permutation too (k1 != k2): ``double``;
-
-        and ``other``, the weight of all pairs times A's rules (pairs whose symbols match no
-        rule, of which each adds about 1/d^2 to a trace and 1/d to an entry).
+        nonterminal with binary rules, the summed weights of pairs (P_left (i1, k, B),
+        P_right (k, j2, C)) with a rule A -> B C that differ from a true match in the outer
+        span group only (i1 != i or j2 != j).
         """
         nb = len(self.t.binary)
         ra, rb, rc = self.rule_a, self.rule_b, self.rule_c
@@ -226,11 +221,7 @@ class _Sim:
         ks = slice(i + 1, j)
         exact = np.bincount(ra, (gl[i, ks][:, rb] * gl[ks, j][:, rc]).sum(axis=0), nb)
         same_k = np.bincount(ra, (wl_end[:, rb] * wr_start[:, rc]).sum(axis=0), nb)
-        every = np.bincount(ra, wl_end.sum(axis=0)[rb] * wr_start.sum(axis=0)[rc], nb)
-        single = np.maximum(same_k - exact, 0.0)
-        double = np.maximum(every - same_k, 0.0)
-        other = (gl.sum() + term.sum()) * gl.sum() * self.n_rules
-        return single, double, other
+        return np.maximum(same_k - exact, 0.0)
 
     def _noise_binary(self, gl, term, i, j, rng, shifted: bool) -> np.ndarray:
         """The span part of the trace readouts of cell (i, j), drawn.
@@ -329,14 +320,11 @@ class _MaskSim(_Sim):
                 junk = (d - 1) * float(np.mean(sigmoid(rng.normal(0.0, sd, 4096), self.beta)))
                 weight[i - 1, i, r] = float(np.mean(m * m)) + junk
         right = self.right
-        term = np.zeros((n + 1, n + 1))
-        for i in range(1, n + 1):
-            term[i - 1, i] = 1.0
         for j in range(2, n + 1):
             for i in range(j - 2, -1, -1):
                 total_l, total_r = words_w + weight.sum(), weight.sum()
                 # near matches (a constant diagonal: every entry shifts alike)
-                single, _double, _other = self._span_counts(means, term, i, j)
+                single = self._single_mismatches(means, i, j)
                 common = rng.normal(0.0, 1.0, len(t.binary)) * np.sqrt(single / d)
                 for kk, r in enumerate(t.binary):
                     sig = np.zeros(d)
