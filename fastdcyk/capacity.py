@@ -249,7 +249,10 @@ class _Sim:
         else:
             v[:, k, k, :] = rng.normal(0.0, 1.0 / math.sqrt(d), (n1, n1, n1))
         v[i, k, k, j] = 0.0  # the true matches: the exact part
-        coh = np.einsum("abB,abcd,cdC->BC", gl, v, gl, optimize=True)
+        # sum over (i1, k1, k2, j2) of gl[i1, k1, B] v[i1, k1, k2, j2] gl[k2, j2, C], as two
+        # matrix products (an einsum spends more time choosing its path than computing)
+        g2 = gl.reshape(n1 * n1, -1)
+        coh = g2.T @ (v.reshape(n1 * n1, n1 * n1) @ g2)
         coherent = np.bincount(ra, coh[rb, rc], len(self.t.binary))
         other = (gl.sum() + term.sum()) * gl.sum() * self.n_rules
         return coherent + rng.normal(0.0, 1.0, len(other)) * np.sqrt(other / d**2)
