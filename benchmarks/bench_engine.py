@@ -34,7 +34,7 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk import _kernels
+from fastdcyk import threads
 
 N_SENTENCES = 4
 
@@ -240,11 +240,9 @@ def _timed(benchmark, fn, rounds: int) -> float:
 
 @pytest.fixture
 def one_thread():
-    """Serial Numba kernels for the duration of a test (FFTs: codebooks with threads=1)."""
-    before = _kernels.get_threads()
-    _kernels.set_threads(1)
-    yield
-    _kernels.set_threads(before)
+    """One thread for the duration of a test (kernels; FFTs: codebooks with threads=1)."""
+    with threads.limit(1):
+        yield
 
 
 #: (variant, order, target in pairs) of the G0 length-7 cost benchmark.

@@ -19,7 +19,7 @@ IMPLS = ("numba-serial", "numba-parallel", "numpy")
 
 def _impl(name: str, impl: str):
     if impl == "numpy":
-        return getattr(K, "sigmoid_numpy" if name == "sigmoid_inplace" else f"{name}_numpy")
+        return getattr(K, f"{name}_numpy")
     return getattr(getattr(K, name), impl.removeprefix("numba-"))
 
 
@@ -38,8 +38,6 @@ def _args(name: str, d: int):
     if name == "spec_mul_axis1":
         s = np.exp(1j * rng.uniform(0, 2 * np.pi, (d, h))).astype(np.complex64)
         return (s, np.exp(1j * rng.uniform(0, 2 * np.pi, h)).astype(np.complex64))
-    if name == "sigmoid_inplace":
-        return (rng.uniform(0, 1, (d, d)).astype(np.float32), 50.0, 0.5)
     if name == "diag_of_product":
         return (x, rng.standard_normal((d, d)).astype(np.float32), np.empty(d))
     if name == "circulant_times_diag":
@@ -63,7 +61,6 @@ KERNELS = (
     "gather_cols",
     "spec_mul_axis0",
     "spec_mul_axis1",
-    "sigmoid_inplace",
     "diag_of_product",
     "row_dots",
     "outer_madd",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fastdcyk as fd
 from fastdcyk.decode import decision_boundary
-from fastdcyk.engine import VARIANTS
+from fastdcyk.options import VARIANTS
 
 g = fd.Grammar.builtin("G0")
 sents = fd.generate(g, 20, min_len=2, max_len=7, seed=11)

@@ -30,7 +30,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import fastdcyk as fd
-from fastdcyk import _kernels, capacity
+from fastdcyk import capacity, threads
 
 N = 20
 SEEDS = (0, 1)
@@ -66,7 +66,7 @@ def grammar(name: str) -> fd.Grammar:
 def predicted(args: tuple[str, str, str, int, int, str]) -> dict:
     """The model's prediction for one point (the same sentences and codebook seeds)."""
     name, variant, encoding, d, length, study = args
-    _kernels.set_threads(1)
+    threads.set_threads(1)
     g = grammar(name)
     sents = fd.generate(g, N, min_len=length, max_len=length, seed=0)
     n = len(seeds(variant))
@@ -85,7 +85,7 @@ def point(args: tuple[str, str, str, int, int, str]) -> dict:
     g = grammar(name)
     sents = fd.generate(g, N, min_len=length, max_len=length, seed=0)
     total, exact = fd.Scores(0, 0, 0), 0
-    unitary = fd.engine.VARIANTS[variant]["unitary"]
+    unitary = fd.options.VARIANTS[variant]["unitary"]
     for seed in seeds(variant):
         cb = fd.engine.default_codebook(g, d, seed, unitary=unitary, threads=1)  # dcyk's own
         for s in sents:

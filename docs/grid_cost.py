@@ -12,9 +12,9 @@ import inspect
 import time
 
 import fastdcyk as fd
-from fastdcyk import _kernels
+from fastdcyk import threads
 
-_kernels.set_threads(1)
+threads.set_threads(1)
 g = fd.Grammar.builtin("G0")
 s = fd.generate(g, 1, min_len=7, max_len=7, seed=3)[0]
 has_order = "order" in inspect.signature(fd.dcyk).parameters

@@ -12,8 +12,8 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 
 import fastdcyk as fd
-from fastdcyk import _kernels
-from fastdcyk.engine import VARIANTS
+from fastdcyk import threads
+from fastdcyk.options import VARIANTS
 
 D, SEED = 1024, 0
 GRAMMARS = ("G0", "G1", "G2", "G3", "G4")
@@ -26,7 +26,7 @@ def sentences() -> list[tuple[str, ...]]:
 
 def job(args: tuple[str, str, str]) -> tuple[str, str, str, fd.Scores, int]:
     name, variant, order = args
-    _kernels.set_threads(1)
+    threads.set_threads(1)
     g = fd.Grammar.builtin(name)
     cb = fd.Codebook(D, seed=SEED, unitary=VARIANTS[variant]["unitary"], threads=1)
     total, exact = fd.Scores(0, 0, 0), 0

@@ -22,7 +22,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 
 import fastdcyk as fd
-from fastdcyk import _kernels
+from fastdcyk import threads
 
 SEEDS = (0, 1, 2)
 N_SENTENCES = 200
@@ -41,7 +41,7 @@ def grammar(name: str) -> fd.Grammar:
 
 def job(args: tuple[str, str, int, int]) -> tuple[str, str, int, int, fd.Scores, int, int]:
     name, source, d, seed = args
-    _kernels.set_threads(1)
+    threads.set_threads(1)
     g = grammar(name)
     sents = fd.generate(grammar(source), N_SENTENCES, min_len=2, max_len=7, seed=0)
     cb = fd.engine.default_codebook(g, d, seed, unitary=True, threads=1)  # dcyk's own

@@ -8,7 +8,7 @@ back so that it can be scored against symbolic CYK.
 
 from __future__ import annotations
 
-from fastdcyk import capacity
+from fastdcyk import capacity, options, threads
 from fastdcyk.codebook import Codebook
 from fastdcyk.cyk import cyk, recognizes
 from fastdcyk.decode import decode, decode_statistics
@@ -33,6 +33,7 @@ __all__ = [
     "__version__",
     "available_engines",
     "capacity",
+    "options",
     "cell_scores",
     "cyk",
     "dcyk",
@@ -43,4 +44,5 @@ __all__ = [
     "get_engine",
     "random_grammar",
     "recognizes",
+    "threads",
 ]

@@ -25,7 +25,7 @@ import numpy as np
 
 from fastdcyk import _kernels as K
 
-__all__ = ["BLOCK_BYTES", "ENABLED", "apply_chain", "block_width"]
+__all__ = ["BLOCK_BYTES", "ENABLED", "apply_chain", "block_bytes", "block_names", "block_width"]
 
 #: Whether operators use the blocked path where the FFT engine allows it (tests switch it
 #: off to compare with the whole-matrix path).
@@ -82,6 +82,23 @@ def _pool(n: int) -> ThreadPoolExecutor:
         return pool
 
 
+def block_names(t: int) -> tuple[str, str, str]:
+    """Work buffers of thread ``t`` of a blocked operator chain (:mod:`fastdcyk._blocks`):
+    two real blocks and a spectrum block, each a slab of a few lines, not d x d."""
+    return (f"block-real-{t}", f"block-real-2-{t}", f"block-spectrum-{t}")
+
+
+def block_bytes(d: int, dtype: Any, threads: int) -> int:
+    """Bytes of the blocks of :func:`block_names` for ``threads`` threads: two real blocks
+    and a spectrum block per thread, for chains from the left and from the right."""
+    item = np.dtype(dtype).itemsize
+    total = 0
+    for axis in (0, 1):
+        w = block_width(d, d, item, axis)
+        total += threads * w * (2 * d + 2 * (d // 2 + 1)) * item
+    return total
+
+
 def apply_chain(
     steps: list[tuple[bool, np.ndarray]],
     x: np.ndarray,
@@ -135,13 +152,14 @@ def apply_chain(
         dest[i - 1] = "b" if not steps[i][0] and dest[i] == "a" else "a"
     out_is_b = axis == 1 or len(starts) == 1
     need_b = not out_is_b and "b" in dest
+    names = [block_names(t) for t in range(n)]
     bufs = [
         (
-            buffer(f"block-real-{t}", rshape, x.dtype) if "a" in dest else None,
-            buffer(f"block-real-2-{t}", rshape, x.dtype) if need_b else None,
-            buffer(f"block-spectrum-{t}", sshape, cdtype),
+            buffer(real, rshape, x.dtype) if "a" in dest else None,
+            buffer(real2, rshape, x.dtype) if need_b else None,
+            buffer(spectrum, sshape, cdtype),
         )
-        for t in range(n)
+        for real, real2, spectrum in names
     ]
 
     def run(t: int) -> None:

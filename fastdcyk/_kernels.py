@@ -9,9 +9,10 @@ d x d array.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit, prange
+
+from fastdcyk.threads import get_threads, set_threads
 
 __all__ = [
     "PARALLEL_MIN_SIZE",
@@ -25,7 +26,6 @@ __all__ = [
     "gather_cols_numpy",
     "gather_rows",
     "gather_rows_numpy",
-    "sigmoid_inplace",
     "sigmoid_numpy",
     "spec_mul_axis0",
     "spec_mul_axis0_numpy",
@@ -54,34 +54,6 @@ _JIT = {"cache": True, "nogil": True}
 #: Arrays with fewer elements than this use the serial build of a kernel: below it, waking
 #: Numba's thread pool costs more than it saves, and much more when the cores are busy.
 PARALLEL_MIN_SIZE = 1 << 21
-_threads = [0]  # 0: all cores; 1: serial kernels only
-
-
-def set_threads(n: int | None) -> None:
-    """Let the kernels use ``n`` threads (None or 0: all cores; 1: serial builds only).
-
-    A process pool of one worker per core should set 1, so that workers do not fight over
-    the cores. ``n > 1`` sets Numba's thread count to ``n`` (at most
-    ``numba.config.NUMBA_NUM_THREADS``); 0 or None gives Numba all of its threads back; 1
-    leaves Numba's count alone (the kernels then run their serial builds).
-
-    Raises
-    ------
-    ValueError
-        When ``n`` is negative.
-    """
-    n = 0 if n is None else int(n)
-    if n < 0:
-        raise ValueError(f"threads must be >= 0, got {n}")
-    _threads[0] = n
-    if n != 1:  # 0: every thread, restoring what an earlier n > 1 took away
-        top = numba.config.NUMBA_NUM_THREADS
-        numba.set_num_threads(top if n == 0 else min(n, top))
-
-
-def get_threads() -> int:
-    """The kernels' thread setting (0: all cores; 1: serial builds only)."""
-    return _threads[0]
 
 
 def _dual(fn, unsigned_indices: bool = False):
@@ -102,7 +74,7 @@ def _dual(fn, unsigned_indices: bool = False):
                 for a in args
             )
         size = max(a.size for a in args if isinstance(a, np.ndarray))
-        if _threads[0] != 1 and size >= PARALLEL_MIN_SIZE:
+        if size >= PARALLEL_MIN_SIZE and get_threads() != 1:
             return parallel(*args)
         return serial(*args)
 
@@ -170,18 +142,6 @@ def _spec_mul_axis1_py(s, spec):  # pragma: no cover - compiled
 
 def spec_mul_axis1_numpy(s, spec):
     return np.multiply(s, spec[None, :], out=s)
-
-
-def _sigmoid_inplace_py(x, beta, center):  # pragma: no cover - compiled
-    """x <- 1 / (1 + exp(-(x - center) * beta)), entrywise, in place (2-D)."""
-    b = x.dtype.type(beta)
-    c0 = x.dtype.type(center)
-    one = x.dtype.type(1.0)
-    for r in prange(x.shape[0]):
-        row = x[r]
-        for k in range(row.shape[0]):
-            row[k] = one / (one + np.exp(-(row[k] - c0) * b))
-    return x
 
 
 def sigmoid_numpy(x, beta, center):
@@ -447,7 +407,6 @@ gather_rows = _dual(_gather_rows_py, unsigned_indices=True)
 gather_cols = _dual(_gather_cols_py, unsigned_indices=True)
 spec_mul_axis0 = _dual(_spec_mul_axis0_py)
 spec_mul_axis1 = _dual(_spec_mul_axis1_py)
-sigmoid_inplace = _dual(_sigmoid_inplace_py)
 diag_of_product = _dual(_diag_of_product_py)
 circulant_times_diag = _dual(_circulant_times_diag_py)
 wrapped_diag_sums = _dual(_wrapped_diag_sums_py)

@@ -43,11 +43,12 @@ import numpy as np
 from fastdcyk._rules import rule_tables
 from fastdcyk.codebook import Codebook, sidon_offsets
 from fastdcyk.cyk import cyk
-from fastdcyk.decode import DEFAULT_BETA, DEFAULT_THRESHOLD, decision_boundary, sigmoid
-from fastdcyk.engine import VARIANTS, _choices, _parseval_weights, default_codebook
+from fastdcyk.decode import decision_boundary, sigmoid
+from fastdcyk.engine import _parseval_weights, default_codebook
 from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar
 from fastdcyk.metrics import Scores, cell_scores
+from fastdcyk.options import VARIANTS, check_dim, check_int, resolve
 
 __all__ = ["DIM_GRID", "Prediction", "predict", "required_dim"]
 
@@ -460,15 +461,16 @@ def predict(
     True
     """
     grammar = _grammar(grammar)
-    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
-        raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
-    for name, v in (("samples", samples), ("sentences", sentences)):
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-    gate, order, _decoder, encoding = _choices(variant, order=order, encoding=encoding)
-    beta = DEFAULT_BETA if beta is None else beta
-    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
-    decision_boundary(beta, threshold)  # checks them
+    d = check_dim(d)
+    samples, sentences = check_int("samples", samples, 1), check_int("sentences", sentences, 1)
+    opt = resolve(variant, order=order, encoding=encoding, beta=beta, threshold=threshold)
+    gate, order, encoding, beta, threshold = (
+        opt.gate,
+        opt.order,
+        opt.encoding,
+        opt.beta,
+        opt.threshold,
+    )
     sents = _sentences(grammar, sentences_or_length, sentences, seed)
     golds = [cyk(grammar, s, strict=True) for s in sents]
     total, exact = Scores(0, 0, 0), 0
@@ -530,8 +532,7 @@ def required_dim(
     number = isinstance(target_f1, int | float) and not isinstance(target_f1, bool)
     if not (number and 0.0 < target_f1 <= 1.0):
         raise ValueError(f"target_f1 must be a number in (0, 1], got {target_f1!r}")
-    if isinstance(length, bool) or not isinstance(length, int | np.integer) or length < 1:
-        raise ValueError(f"length must be an integer >= 1, got {length!r}")
+    check_int("length", length, 1)
     grammar = _grammar(grammar)
     made = {} if predictions is None else predictions
 

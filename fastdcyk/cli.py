@@ -36,23 +36,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
+from fastdcyk import options
 from fastdcyk.cyk import UnknownWordError, cyk
-from fastdcyk.decode import DECODERS
 from fastdcyk.display import format_chart
-from fastdcyk.engine import (
-    DEFAULT_BETA,
-    DEFAULT_THRESHOLD,
-    ENCODINGS,
-    GATES,
-    ORDERS,
-    VARIANTS,
-    dcyk,
-)
+from fastdcyk.engine import dcyk
 from fastdcyk.experiments import (
-    CODEBOOKS,
-    EXECUTORS,
     PAPER_DIMS,
     PAPER_GRAMMARS,
     PAPER_GRID_CORE_HOURS,
@@ -69,6 +57,17 @@ from fastdcyk.experiments import (
 from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar, GrammarError
 from fastdcyk.metrics import cell_scores
+from fastdcyk.options import (
+    CODEBOOKS,
+    DECODERS,
+    DEFAULT_BETA,
+    DEFAULT_THRESHOLD,
+    ENCODINGS,
+    EXECUTORS,
+    GATES,
+    ORDERS,
+    VARIANTS,
+)
 
 __all__ = ["DEMO_GRID", "UsageError", "add_grid_options", "add_run_options", "build_parser", "main"]
 
@@ -101,36 +100,31 @@ class _Interrupted(Exception):
     """Ctrl-C during a grid; the message says what is kept (exit status 130)."""
 
 
+def _number(text: str, kind: type, what: str) -> int | float:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+
+
+def _checked(check, value):
+    """``check(value)`` (a validator of :mod:`fastdcyk.options`), its error as a usage error."""
+    try:
+        return check(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _dimension(text: str) -> int:
-    try:
-        d = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"the dimension must be an integer, got {text!r}"
-        ) from None
-    if d < 2:
-        raise argparse.ArgumentTypeError(f"the dimension must be >= 2, got {d}")
-    return d
+    return _checked(options.check_dim, _number(text, int, "the dimension, an integer >= 2"))
 
 
-def _probability(text: str) -> float:
-    try:
-        p = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
-    if not 0.0 < p < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number strictly between 0 and 1, got {p}")
-    return p
+def _threshold(text: str) -> float:
+    return _checked(options.check_threshold, _number(text, float, "a number in (0, 1)"))
 
 
-def _positive(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (x > 0 and np.isfinite(x)):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {x}")
-    return x
+def _beta(text: str) -> float:
+    return _checked(options.check_beta, _number(text, float, "a finite number > 0"))
 
 
 def _encoding_name(text: str) -> str:
@@ -190,11 +184,11 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
         help="mask the unary P_A to its diagonal",
     )
     p.add_argument(
-        "--beta", type=_positive, default=None, help=f"sigmoid slope (default {DEFAULT_BETA:g})"
+        "--beta", type=_beta, default=None, help=f"sigmoid slope (default {DEFAULT_BETA:g})"
     )
     p.add_argument(
         "--threshold",
-        type=_probability,
+        type=_threshold,
         default=None,
         help=f"decoder threshold on sigma (default {DEFAULT_THRESHOLD})",
     )
@@ -209,10 +203,7 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
 
 
 def _int_at_least(text: str, low: int) -> int:
-    try:
-        k = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    k = _number(text, int, f"an integer >= {low}")
     if k < low:
         raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {k}")
     return k
@@ -280,7 +271,7 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> 
     g.add_argument(
         "--betas",
         nargs="+",
-        type=_positive,
+        type=_beta,
         default=list(defaults.betas),
         metavar="BETA",
         help="sigmoid slopes (default: %(default)s)",
@@ -324,7 +315,7 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> 
     )
     g.add_argument(
         "--threshold",
-        type=_probability,
+        type=_threshold,
         default=defaults.threshold,
         help="decoder threshold on sigma (default: %(default)s)",
     )
@@ -491,7 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--dim", type=_dimension, help="d of study c (default: most grammars)")
     plot.add_argument(
         "--beta",
-        type=_positive,
+        type=_beta,
         help="beta to draw (default: the engine's, or the smallest of the results without it)",
     )
     plot.add_argument("--formats", nargs="+", choices=("png", "svg", "pdf"), default=["png", "svg"])

@@ -52,7 +52,9 @@ from typing import Any
 
 import numpy as np
 
+from fastdcyk import _buffers
 from fastdcyk.fft import FFTEngine, get_engine, spectrum_dtype
+from fastdcyk.options import check_choice, check_dim, check_dtype, check_int
 
 __all__ = ["INDEX_VECTORS", "KINDS", "Codebook", "grammar_symbols", "sidon_offsets"]
 
@@ -344,20 +346,15 @@ class Codebook:
             raise ValueError(f"zero_mean must be True, False or None, got {zero_mean!r}")
         if index_vectors is None:
             index_vectors = "shifted" if unitary else "random"
-        if index_vectors not in INDEX_VECTORS:
-            raise ValueError(f"unknown index_vectors {index_vectors!r}: use one of {INDEX_VECTORS}")
+        check_choice("index_vectors", index_vectors, INDEX_VECTORS)
         if index_vectors == "shifted" and not unitary:
             raise ValueError(
                 'index_vectors="shifted" needs unitary=True: shifts of a non-unitary vector '
                 "are not orthogonal"
             )
-        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
-            raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-            raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-        self.d = int(d)
-        self.seed = int(seed)
-        self.dtype = np.dtype(dtype)
+        self.d = check_dim(d)
+        self.seed = check_int("seed", seed, 0)
+        self.dtype = check_dtype(dtype)
         self.cdtype = spectrum_dtype(self.dtype)
         self.unitary = bool(unitary)
         self.zero_mean = bool(zero_mean)
@@ -439,7 +436,7 @@ class Codebook:
         self = cls.__new__(cls)
         self.d = d
         self.seed = -1
-        self.dtype = np.dtype(dtype)
+        self.dtype = check_dtype(dtype)
         self.cdtype = spectrum_dtype(self.dtype)
         self.unitary = False
         self.zero_mean = False
@@ -754,7 +751,7 @@ class Codebook:
         The spectra along axis 0, ``(d // 2 + 1, k)``, and along axis 1, ``(k, d // 2 + 1)``,
         have the same size, so both are views of one allocation.
         """
-        return self.buffer("spectrum", shape, self.cdtype)
+        return _buffers.SPECTRUM.get(self, shape)
 
     def release_buffers(self) -> None:
         """Free the work buffers (they are allocated again on next use)."""

@@ -22,8 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fastdcyk import _buffers as B
 from fastdcyk import _kernels as K
 from fastdcyk._rules import rule_tables
+from fastdcyk.options import (
+    DECODERS,
+    DEFAULT_BETA,
+    DEFAULT_THRESHOLD,
+    check_beta_threshold,
+    check_choice,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from fastdcyk.codebook import Codebook
@@ -41,11 +49,6 @@ __all__ = [
     "statistics_from_spectrum",
 ]
 
-DECODERS = ("entry", "trace")
-#: sigma's slope; the paper gives none. Chosen by measurement: see docs/method.md.
-DEFAULT_BETA = 50.0
-#: The paper's decoder threshold: sigma(x) > 0.99, i.e. x > 0.5 + 4.6 / beta.
-DEFAULT_THRESHOLD = 0.99
 
 Statistics = dict[tuple[int, int, str], float]
 
@@ -58,15 +61,8 @@ def sigmoid(x: Any, beta: float) -> Any:
 
 def decision_boundary(beta: float, threshold: float) -> float:
     """The statistic above which sigma(statistic) > threshold: 0.5 + logit(threshold) / beta."""
-    _check_beta_threshold(beta, threshold)
+    beta, threshold = check_beta_threshold(beta, threshold)
     return 0.5 + math.log(threshold / (1.0 - threshold)) / beta
-
-
-def _check_beta_threshold(beta: float, threshold: float) -> None:
-    if not (isinstance(beta, int | float) and math.isfinite(beta) and beta > 0):
-        raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
-    if not (isinstance(threshold, int | float) and 0.0 < threshold < 1.0):
-        raise ValueError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
 
 
 def decode_statistics(
@@ -96,14 +92,14 @@ def decode_statistics(
         ``{(i, j, A): statistic}``; ~1 for triples in the table, ~0 otherwise.
     """
     d = codebook.d
-    if decoder not in DECODERS:
-        raise ValueError(f"unknown decoder {decoder!r}: choose one of {DECODERS}")
+    check_choice("decoder", decoder, DECODERS)
     if p_left.shape != (d, d):
         raise ValueError(f"p_left has shape {p_left.shape}; the codebook has d = {d}")
     if p_left.dtype != codebook.dtype:
         raise TypeError(f"p_left is {p_left.dtype} but the codebook is {codebook.dtype}")
     # Every decoder operator ends in C Phi: work from the spectrum of (Phi P_left)^T.
-    shuffled_t = np.ascontiguousarray(codebook.phi().apply(p_left).T)
+    shuffled_t = B.SHUFFLED.new(codebook, zero=False)
+    shuffled_t[...] = codebook.phi().apply(p_left).T
     fl = codebook.engine.rfft(shuffled_t, 1)
     del shuffled_t
     return statistics_from_spectrum(fl, grammar, n, codebook, decoder=decoder)
@@ -121,8 +117,7 @@ def statistics_from_spectrum(
 
     The engine keeps P_left in this form during a parse, so decoding needs no forward FFT.
     """
-    if decoder not in DECODERS:
-        raise ValueError(f"unknown decoder {decoder!r}: choose one of {DECODERS}")
+    check_choice("decoder", decoder, DECODERS)
     if n < 1:
         raise ValueError(f"sentence length n must be >= 1, got {n}")
     with codebook._lock:  # the trace decoder uses the codebook's work buffers
@@ -161,10 +156,10 @@ def _statistics_from_spectrum(
     # V_i, axis=1) Phi^T, Wt = Zt C_j^T and tr(C_A Phi W) = tr(C_A^T Wt Phi^T) = sum_m c_A[m]
     # sum_k Wt[k, perm[(k + m) mod d]]: one sum shared by every A. The row spectra of Zt are
     # taken once per i and serve every j: each cell then costs one inverse FFT.
-    zt = codebook.buffer("dcyk-Y", (d, d), codebook.dtype)
-    w = codebook.buffer("dcyk-W", (d, d), codebook.dtype)
+    zt = B.Y.get(codebook)
+    w = B.W.get(codebook)
     s = codebook.spectrum_buffer(fl.shape)
-    zhat = codebook.buffer("dcyk-Yhat", fl.shape, codebook.cdtype)
+    zhat = B.YHAT.get(codebook, fl.shape)
     sums = np.empty(d, dtype=np.float64)
     ident = codebook.permutation_index(0)
     for i in range(n):
@@ -259,8 +254,6 @@ def decode(
         p_left = np.asarray(result_or_p_left)
         if grammar is None or n is None or codebook is None:
             raise ValueError("decoding a bare P_left needs grammar=, n= and codebook=")
-    beta = DEFAULT_BETA if beta is None else beta
-    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
-    _check_beta_threshold(beta, threshold)
+    beta, threshold = check_beta_threshold(beta, threshold)
     stats = decode_statistics(p_left, grammar, n, codebook, decoder=decoder or "entry")
     return chart_from_statistics(stats, n, beta=beta, threshold=threshold)

@@ -36,15 +36,12 @@ from typing import Any
 
 import numpy as np
 
+from fastdcyk import _buffers as B
 from fastdcyk import _kernels as K
-from fastdcyk._blocks import block_width
+from fastdcyk._blocks import block_bytes
 from fastdcyk._rules import rule_tables
 from fastdcyk.codebook import Codebook, _available_memory, _format_bytes
 from fastdcyk.decode import (
-    DECODERS,
-    DEFAULT_BETA,
-    DEFAULT_THRESHOLD,
-    _check_beta_threshold,
     chart_from_statistics,
     decode_statistics,
     sigmoid,
@@ -53,6 +50,19 @@ from fastdcyk.decode import (
 from fastdcyk.fft import get_engine
 from fastdcyk.grammar import Grammar
 from fastdcyk.operators import Operator
+from fastdcyk.options import (
+    DEFAULT_BETA,
+    DEFAULT_THRESHOLD,
+    ENCODINGS,
+    GATES,
+    ORDERS,
+    VARIANTS,
+    DCYKOptions,
+    check_dim,
+    check_dtype,
+    check_int,
+    resolve,
+)
 
 __all__ = [
     "DEFAULT_BETA",
@@ -67,47 +77,6 @@ __all__ = [
     "default_codebook",
     "estimate_memory",
 ]
-
-VARIANTS: dict[str, dict[str, Any]] = {
-    "paper": {
-        "gate": "entrywise",
-        "decoder": "entry",
-        "unary_mask": False,
-        "unitary": False,
-        "order": "sequential",
-        "encoding": "paper",
-    },
-    "trace": {
-        "gate": "trace",
-        "decoder": "trace",
-        "unary_mask": False,
-        "unitary": True,
-        "order": "cell",
-        "encoding": "roles",
-    },
-}
-GATES = ("entrywise", "trace")
-#: ``"sequential"``: the paper's order (each update applied before the next detection of the
-#: same cell); ``"cell"``: every detection of a cell reads the table as it was before the cell.
-ORDERS = ("sequential", "cell")
-#: ``"paper"``: [X]+ [i]+ [j]+ in P_right and R_b^A = sum [B]+ [C]-, as in the paper;
-#: ``"roles"``: the right child under its own vector X', [X']+ [i]+ [j]+ and [B]+ [C']-.
-ENCODINGS = ("paper", "roles")
-
-
-@dataclass(frozen=True)
-class DCYKOptions:
-    """The resolved options of one parse (see :func:`dcyk`)."""
-
-    variant: str
-    gate: str
-    decoder: str
-    unary_mask: bool
-    beta: float
-    threshold: float
-    prune: float
-    order: str = "sequential"
-    encoding: str = "paper"
 
 
 @dataclass
@@ -173,34 +142,30 @@ class DCYKResult:
 
 def _work_buffers(
     gate: str, order: str, decoder: str, blockwise: bool, slots: int
-) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
-    """(name, complex?) of the d x d arrays a parse holds: during the parse, and at its end.
+) -> tuple[list[B.Buffer], list[B.Buffer]]:
+    """The d x d arrays (:mod:`fastdcyk._buffers`) a parse holds: during it, and at its end.
 
-    Complex arrays are half spectra, (d // 2 + 1) x d. The entrywise-gate parser
-    (:class:`_Parser`) keeps both accumulators as half spectra beside two real work buffers
-    and a spectrum buffer, plus one spectrum for the shared product of a unary cell
-    (``order="cell"``) or of the trace decoder; an engine that applies operator chains block
-    by block (:mod:`fastdcyk._blocks`) needs no d x d buffer inside the chains, the others
-    one real one. At the end both dense results exist while the work buffers are held.
-    The trace-gate parser (:class:`_SpectralParser`) keeps both accumulators as 2-D half
-    spectra, one real work buffer and ``slots`` G_k matrices; at its end one accumulator
-    spectrum is still held while both dense results are formed.
+    The entrywise-gate parser (:class:`_Parser`) keeps both accumulators as half spectra
+    beside two real work buffers and a spectrum buffer, plus one spectrum for the shared
+    product of a unary cell (``order="cell"``) or of the trace decoder; an engine that
+    applies operator chains block by block (:mod:`fastdcyk._blocks`) needs no d x d buffer
+    inside the chains, the others one real one. At the end both dense results exist while
+    the work buffers are held. The trace-gate parser (:class:`_SpectralParser`) keeps both
+    accumulators as 2-D half spectra, one real work buffer and ``slots`` G_k matrices; at
+    its end one accumulator spectrum is still held while both dense results are formed.
     """
     if gate == "trace":
-        during = [("ZT", True), ("PR", True), ("dcyk-W", False)]
-        during += [(f"G{k}", True) for k in range(slots)]
-        end = [("PR", True), ("dcyk-W", False), ("dcyk-Y", False)]
-        end += [("P_left", False), ("P_right", False)]
+        during = [B.ZT, B.PR, B.W, *(B.g_matrix(k) for k in range(slots))]
+        end = [B.PR, B.W, B.Y, B.P_LEFT, B.P_RIGHT]
         if decoder == "entry":  # decoding reads the dense P_left back as a spectrum
-            end = [("dcyk-W", False), ("dcyk-Y", False), ("P_left", False)]
-            end += [("P_right", False), ("shuffled", False), ("FL", True)]
+            end = [B.W, B.Y, B.P_LEFT, B.P_RIGHT, B.SHUFFLED, B.FL, B.SPECTRUM]
         return during, end
-    held = [("dcyk-Y", False), ("dcyk-W", False), ("spectrum", True)]
+    held = [B.Y, B.W, B.SPECTRUM]
     if order == "cell" or decoder == "trace":
-        held.append(("dcyk-Yhat", True))
+        held.append(B.YHAT)
     if not blockwise:
-        held.append(("apply-real", False))
-    return [("FL", True), ("FR", True), *held], [*held, ("P_left", False), ("P_right", False)]
+        held.append(B.APPLY_REAL)
+    return [B.FL, B.FR, *held], [*held, B.P_LEFT, B.P_RIGHT]
 
 
 def estimate_memory(
@@ -234,20 +199,16 @@ def estimate_memory(
     int
         Bytes; the larger of the figure during the parse and at its end.
     """
-    gate, order, decoder, _ = _choices(variant, gate=gate, order=order, decoder=decoder)
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise ValueError(f"the sentence length n must be an integer >= 1, got {n!r}")
-    item = np.dtype(dtype).itemsize
+    opt = resolve(variant, gate=gate, order=order, decoder=decoder)
+    gate, order, decoder = opt.gate, opt.order, opt.decoder
+    check_int("the sentence length n", n, 1)
     eng = get_engine(engine, threads)
-    real = d * d * item
-    cplx = (d // 2 + 1) * d * 2 * item
     slots = g_cache_slots(d, dtype, n)
     during, end = _work_buffers(gate, order, decoder, eng.blockwise, slots)
-    size = [sum(cplx if c else real for _, c in names) for names in (during, end)]
-    if eng.blockwise and gate != "trace":
-        for axis in (0, 1):  # two real blocks and a spectrum block per thread and side
-            w = block_width(d, d, item, axis)
-            size[0] += eng.threads * w * (2 * d + 2 * (d // 2 + 1)) * item
+    size = [sum(b.nbytes(d, dtype) for b in buffers) for buffers in (during, end)]
+    if eng.blockwise and (gate != "trace" or decoder == "entry"):
+        # the blocks of operator chains: in the parse, or in the decoder of a dense P_left
+        size[1 if gate == "trace" else 0] += block_bytes(d, dtype, eng.threads)
     return max(size)
 
 
@@ -375,9 +336,8 @@ def _resolve_codebook(
     if codebook is None:
         if d is None:
             d = 1024
-        if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
-            raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
-        dtype = np.dtype(dtype or "float32")
+        d = check_dim(d)
+        dtype = check_dtype(dtype)
         engine = get_engine(engine)
         if before_build is not None:
             before_build(int(d), dtype, engine)
@@ -395,45 +355,6 @@ def _resolve_codebook(
             "leave dtype out when passing a codebook"
         )
     return codebook
-
-
-def _choices(
-    variant: str, *, gate=None, order=None, decoder=None, encoding=None
-) -> tuple[str, str, str, str]:
-    """(gate, order, decoder, encoding): the variant's preset where None, each checked."""
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}: choose one of {tuple(VARIANTS)}")
-    preset = VARIANTS[variant]
-    chosen = []
-    for name, value, allowed in (
-        ("gate", gate, GATES),
-        ("order", order, ORDERS),
-        ("decoder", decoder, DECODERS),
-        ("encoding", encoding, ENCODINGS),
-    ):
-        value = preset[name] if value is None else value
-        if value not in allowed:
-            raise ValueError(f"unknown {name} {value!r}: choose one of {allowed}")
-        chosen.append(value)
-    return tuple(chosen)
-
-
-def _resolve_options(
-    variant, gate, decoder, unary_mask, beta, threshold, prune, dtype, order=None, encoding=None
-):
-    gate, order, decoder, encoding = _choices(
-        variant, gate=gate, order=order, decoder=decoder, encoding=encoding
-    )
-    unary_mask = VARIANTS[variant]["unary_mask"] if unary_mask is None else bool(unary_mask)
-    beta = DEFAULT_BETA if beta is None else beta
-    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
-    _check_beta_threshold(beta, threshold)
-    prune = float(np.finfo(dtype).eps) if prune is None else float(prune)
-    if not (prune >= 0 and math.isfinite(prune)):
-        raise ValueError(f"prune must be a finite number >= 0, got {prune!r}")
-    return DCYKOptions(
-        variant, gate, decoder, unary_mask, float(beta), float(threshold), prune, order, encoding
-    )
 
 
 # -- the parser -----------------------------------------------------------------------------
@@ -513,11 +434,10 @@ class _Parser(_ParserBase):
 
     def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
         super().__init__(grammar, words, cb, opt)
-        d, dt = cb.d, cb.dtype
-        self.fl = np.zeros((d, d // 2 + 1), cb.cdtype)
-        self.fr = np.zeros((d, d // 2 + 1), cb.cdtype)
-        self.y = cb.buffer("dcyk-Y", (d, d), dt)
-        self.w = cb.buffer("dcyk-W", (d, d), dt)
+        self.fl = B.FL.new(cb)
+        self.fr = B.FR.new(cb)
+        self.y = B.Y.get(cb)
+        self.w = B.W.get(cb)
         # A product of P_left (or a spectrum of it) is stale once the accumulators have been
         # updated since it was computed.
         self.version = 0
@@ -693,7 +613,7 @@ class _Parser(_ParserBase):
         self.counts["detections"] += len(t.unary)
         self.unary_y(i)
         K.gather_cols(self.y, cb.perm, self.w)  # Yt Phi^T
-        yhat = cb.buffer("dcyk-Yhat", self.fl.shape, cb.cdtype)
+        yhat = B.YHAT.get(cb)
         cb.engine.rfft(self.w, 1, out=yhat)
         s = cb.spectrum_buffer(self.fl.shape)
         for k, row in enumerate(t.unary):
@@ -773,11 +693,13 @@ class _Parser(_ParserBase):
         cb.engine.irfft(fl, d, 1, out=self.y)
         del fl  # its memory goes back before the dense matrices are allocated
         K.gather_cols(self.y, cb.permutation_index(-1), self.w)
-        p_left = np.ascontiguousarray(self.w.T)
+        p_left = B.P_LEFT.new(cb, zero=False)
+        p_left[...] = self.w.T
         fr, self.fr = self.fr, None
         cb.engine.irfft(fr, d, 1, out=self.w)
         del fr
-        p_right = np.ascontiguousarray(self.w.T)
+        p_right = B.P_RIGHT.new(cb, zero=False)
+        p_right[...] = self.w.T
         return p_left, p_right
 
 
@@ -809,9 +731,9 @@ class _SpectralParser(_ParserBase):
         super().__init__(grammar, words, cb, opt)
         d = cb.d
         h = d // 2 + 1
-        self.zt = np.zeros((h, d), cb.cdtype)
-        self.pr = np.zeros((h, d), cb.cdtype)
-        self.w = cb.buffer("dcyk-W", (d, d), cb.dtype)
+        self.zt = B.ZT.new(cb)
+        self.pr = B.PR.new(cb)
+        self.w = B.W.get(cb)
         self._q = np.empty(h, np.complex128)
         self._full: dict[tuple[str, Any], np.ndarray] = {}
         self._g: OrderedDict[int, np.ndarray] = OrderedDict()
@@ -940,15 +862,16 @@ class _SpectralParser(_ParserBase):
         cb.engine.cfft(zt, 1, forward=True)
         cb.engine.irfft(zt, d, 0, out=self.w)
         del zt
-        y = cb.buffer("dcyk-Y", (d, d), cb.dtype)
+        y = B.Y.get(cb)
         K.gather_cols(self.w, cb.permutation_index(-1), y)
-        p_left = np.ascontiguousarray(y.T)
+        p_left = B.P_LEFT.new(cb, zero=False)
+        p_left[...] = y.T
         # rfft(P', axis=0) = fft(PR, axis=1); P_right = P' Phi.
         pr, self.pr = self.pr, None
         cb.engine.cfft(pr, 1, forward=True)
         cb.engine.irfft(pr, d, 0, out=self.w)
         del pr
-        p_right = K.gather_cols(self.w, cb.permutation_index(-1), np.empty((d, d), cb.dtype))
+        p_right = K.gather_cols(self.w, cb.permutation_index(-1), B.P_RIGHT.new(cb, zero=False))
         return p_left, p_right
 
 
@@ -1107,9 +1030,18 @@ def dcyk(
     if isinstance(codebook, Codebook):
         opt_dtype = codebook.dtype
     else:
-        opt_dtype = np.dtype(dtype or "float32")
-    opt = _resolve_options(
-        variant, gate, decoder, unary_mask, beta, threshold, prune, opt_dtype, order, encoding
+        opt_dtype = check_dtype(dtype)
+    opt = resolve(
+        variant,
+        gate=gate,
+        decoder=decoder,
+        unary_mask=unary_mask,
+        beta=beta,
+        threshold=threshold,
+        prune=prune,
+        order=order,
+        encoding=encoding,
+        dtype=opt_dtype,
     )
 
     def before_build(d: int, dtype: np.dtype, engine: Any) -> None:

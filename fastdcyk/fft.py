@@ -19,13 +19,14 @@ FFTW (planned with FFTW_MEASURE) along both axes at d = 6000 (see docs/performan
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 from typing import Any
 
 import numpy as np
 import scipy.fft
+
+from fastdcyk import threads as _threads
 
 __all__ = [
     "ENGINES",
@@ -67,11 +68,8 @@ def available_engines() -> tuple[str, ...]:
 
 
 def default_threads() -> int:
-    """All cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    """Threads of an engine built without a count: :func:`fastdcyk.threads.fft_threads`."""
+    return _threads.fft_threads()
 
 
 def spectrum_dtype(dtype: Any) -> np.dtype:
@@ -96,7 +94,7 @@ class FFTEngine:
     Parameters
     ----------
     threads : int, optional
-        Worker threads; all cores by default.
+        Worker threads; by default :func:`fastdcyk.threads.fft_threads`.
 
     Notes
     -----
@@ -325,7 +323,8 @@ def get_engine(engine: str | FFTEngine = "auto", threads: int | None = None) -> 
         ``"auto"`` is ``"scipy"`` (measured fastest here). ``"pyfftw"`` falls back to
         ``"scipy"`` with a warning when pyFFTW is not installed.
     threads : int, optional
-        Worker threads; all cores by default.
+        Worker threads; by default the setting of :mod:`fastdcyk.threads` (every core
+        unless set).
 
     Returns
     -------
@@ -349,7 +348,8 @@ def get_engine(engine: str | FFTEngine = "auto", threads: int | None = None) -> 
             "pyFFTW is not installed; using scipy.fft instead", RuntimeWarning, stacklevel=2
         )
         name = "scipy"
-    key = (name, threads)
+    # the default count is the setting of the moment (fastdcyk.threads)
+    key = (name, _threads.fft_threads() if threads is None else threads)
     eng = _ENGINE_CACHE.get(key)
     if eng is None:
         cls = {"scipy": _ScipyEngine, "pyfftw": _PyFFTWEngine, "numpy": _NumpyEngine}[name]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fastdcyk import _blocks
+from fastdcyk import _buffers as B
 from fastdcyk import _kernels as K
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -371,7 +372,7 @@ class Operator:
                 dest[s - 1] = dest[s]
             else:
                 if tmp is None:
-                    tmp = cb.buffer("apply-real", x.shape, self.dtype)
+                    tmp = B.APPLY_REAL.get(cb, x.shape)
                 dest[s - 1] = tmp if dest[s] is out else out
         spec_shape = list(x.shape)
         spec_shape[axis] = x.shape[axis] // 2 + 1

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fastdcyk.experiments import default_study_c_dim, study_rows
+from fastdcyk.experiments.aggregate import default_study_c_dim, study_rows
 
 __all__ = ["FIGURE_NAMES", "FigureWriteError", "figure_study", "plot_studies"]
 

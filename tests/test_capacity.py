@@ -6,7 +6,7 @@ import pytest
 
 import fastdcyk as fd
 from fastdcyk import capacity
-from fastdcyk.engine import VARIANTS
+from fastdcyk.options import VARIANTS
 
 
 def measured(g, sents, d, seeds, **kw):

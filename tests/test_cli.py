@@ -109,13 +109,13 @@ def test_parse_unreadable_grammar_file(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["parse", "--dim", "1", "a"], "the dimension must be >= 2, got 1"),
-        (["parse", "--dim", "x", "a"], "the dimension must be an integer"),
+        (["parse", "--dim", "1", "a"], "the dimension d must be an integer >= 2, got 1"),
+        (["parse", "--dim", "x", "a"], "expected the dimension, an integer"),
         (["parse", "--variant", "fast", "a"], "invalid choice: 'fast'"),
         (["parse", "--threshold", "1.5", "a"], "strictly between 0 and 1"),
         (["parse", "--order", "fast", "a"], "argument --order: invalid choice: 'fast'"),
         (["experiment", "--orders", "cell", "fast"], "argument --orders: invalid choice: 'fast'"),
-        (["experiment", "--dims", "100", "1"], "the dimension must be >= 2, got 1"),
+        (["experiment", "--dims", "100", "1"], "the dimension d must be an integer >= 2, got 1"),
         (["experiment", "--variants", "fast"], "invalid choice: 'fast'"),
         (["experiment", "--sentences", "0"], "expected an integer >= 1"),
         (["experiment", "--executor", "threads"], "invalid choice: 'threads'"),

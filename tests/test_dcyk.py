@@ -593,3 +593,43 @@ def test_words_are_compared_with_terminals_in_unicode_nfc():
     assert r.words == ("caf\u00e9", "caf\u00e9") and "S" in r.chart[(0, 2)]
     with pytest.raises(ValueError, match="compared in Unicode NFC"):
         fd.dcyk(g, ["caf\u00e8", decomposed], d=64)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "scipy"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"variant": "paper"},
+        {"variant": "paper", "order": "cell"},
+        {"variant": "paper", "decoder": "trace"},
+        {"variant": "trace"},
+        {"variant": "trace", "decoder": "entry"},
+    ],
+)
+def test_the_work_buffers_a_parse_leaves_are_the_ones_the_estimate_counts(engine, options):
+    """Every d x d work buffer the codebook holds after a parse is declared for those options
+    (fastdcyk._buffers), with the size the memory estimate gives it."""
+    from fastdcyk import _blocks, _buffers
+    from fastdcyk.engine import _work_buffers, g_cache_slots
+
+    d = 64
+    g = fd.Grammar.builtin("G0")
+    cb = fd.Codebook(d, seed=1, unitary=options["variant"] == "trace", engine=engine, threads=1)
+    r = fd.dcyk(g, "fish swim fish", cb, **options)
+    opt = r.options
+    during, end = _work_buffers(
+        opt.gate, opt.order, opt.decoder, cb.engine.blockwise, g_cache_slots(d, cb.dtype, 3)
+    )
+    declared = {b.name: b for b in during + end}
+    blocks = {name for t in range(cb.engine.threads) for name in _blocks.block_names(t)}
+    held = {name: buf for (name, _), buf in cb._workspace.items()}
+    assert held, "the parse used no work buffer"
+    for name, buf in held.items():
+        chains = opt.gate == "entrywise" or opt.decoder == "entry"  # operator chains ran
+        if name in blocks and cb.engine.blockwise and chains:
+            continue
+        assert name in declared, f"{name} is allocated but not declared for {options}"
+        assert isinstance(declared[name], _buffers.Buffer)
+        assert buf.nbytes <= declared[name].nbytes(d, cb.dtype)
+    in_blocks = sum(buf.nbytes for name, buf in held.items() if name in blocks)
+    assert in_blocks <= _blocks.block_bytes(d, cb.dtype, cb.engine.threads)

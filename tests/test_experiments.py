@@ -19,6 +19,10 @@ import pytest
 import fastdcyk.experiments as ex
 from fastdcyk import Codebook, Grammar, GrammarError, Scores, cell_scores, cyk, dcyk
 from fastdcyk.engine import VARIANTS, default_codebook
+from fastdcyk.experiments import config as ex_config
+from fastdcyk.experiments import executors as ex_exec
+from fastdcyk.experiments import store as ex_store
+from fastdcyk.experiments import tasks as ex_tasks
 
 SMALL = ex.ExperimentConfig(grammars=("G0", "G1"), dims=(16, 32), sentences=12, max_len=6)
 #: A grid crossing both variants with both orders (G0, d = 16, short sentences).
@@ -88,7 +92,7 @@ def test_config_hash_covers_the_grammar_text(tmp_path):
 def _assert_old_file_refused(tmp_path, cfg, old_config: dict, old_hash: str) -> None:
     """A file whose header holds ``old_config`` (hash ``old_hash``) is refused by ``cfg``."""
     path = tmp_path / "old.jsonl"
-    header = ex._header(cfg, old_hash)
+    header = ex_store._header(cfg, old_hash)
     header["config"] = old_config
     path.write_text(json.dumps(header) + "\n")
     with pytest.raises(ex.ConfigMismatchError, match="another configuration"):
@@ -148,17 +152,17 @@ def test_config_orders_are_normalised_and_crossed_with_the_variants():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"orders": ("fast",)}, r"unknown order 'fast': choose from \('sequential', 'cell'\)"),
+        ({"orders": ("fast",)}, r"unknown order 'fast': choose one of \('sequential', 'cell'\)"),
         ({"orders": ()}, "orders must not be empty"),
         ({"dims": (1,)}, "dims must hold integers >= 2"),
         ({"dims": ()}, "dims must not be empty"),
         ({"variants": ("fast",)}, "unknown variant 'fast'"),
-        ({"betas": (0.0,)}, "betas must hold finite numbers > 0"),
-        ({"betas": (math.inf,)}, "betas must hold finite numbers > 0"),
+        ({"betas": (0.0,)}, "beta must be a finite number > 0"),
+        ({"betas": (math.inf,)}, "beta must be a finite number > 0"),
         ({"seeds": (-1,)}, "seeds must hold integers >= 0"),
         ({"sentences": 0}, "sentences must be >= 1"),
         ({"min_len": 5, "max_len": 3}, "min_len <= max_len"),
-        ({"threshold": 1.0}, "threshold must be strictly between 0 and 1"),
+        ({"threshold": 1.0}, "threshold must lie strictly between 0 and 1"),
         ({"dtype": "float16"}, "dtype must be"),
         ({"grammars": ()}, "grammars must not be empty"),
     ],
@@ -335,14 +339,14 @@ def test_a_full_disk_stops_the_run_and_keeps_what_was_written(tmp_path, monkeypa
             raise OSError(errno.ENOSPC, "No space left on device")
         real_fsync(fd)
 
-    monkeypatch.setattr(ex.os, "fsync", fsync)
+    monkeypatch.setattr(ex_store.os, "fsync", fsync)
     with pytest.raises(ex.ResultsWriteError, match="No space left on device") as err:
         ex.run_experiment(SMALL, path, executor="serial", progress=False, batch_size=1)
     assert "rerun" in str(err.value)
     written = ex.read_results(path)
     assert written.torn_bytes == 0  # the failed batch was cut back
     assert 0 < len(written.records) < SMALL.grid_size()
-    monkeypatch.setattr(ex.os, "fsync", real_fsync)
+    monkeypatch.setattr(ex_store.os, "fsync", real_fsync)
     summary = ex.run_experiment(SMALL, path, executor="serial", progress=False)
     assert summary.resumed == len(written.records) and summary.complete
     assert _strip(ex.load_records(path)) == reference
@@ -359,12 +363,12 @@ def test_ctrl_c_keeps_finished_tasks(tmp_path, monkeypatch, reference):
             raise KeyboardInterrupt
         return real(task)
 
-    monkeypatch.setattr(ex, "run_task", run_task)
+    monkeypatch.setattr(ex_exec, "run_task", run_task)
     with pytest.raises(KeyboardInterrupt):
         ex.run_experiment(SMALL, path, executor="serial", progress=False, batch_size=2)
     kept = ex.read_results(path).records
     assert len(kept) > 0
-    monkeypatch.setattr(ex, "run_task", real)
+    monkeypatch.setattr(ex_exec, "run_task", real)
     summary = ex.run_experiment(SMALL, path, executor="serial", progress=False)
     assert summary.resumed == len(kept) and summary.complete
     assert _strip(ex.load_records(path)) == reference
@@ -479,17 +483,17 @@ def test_bad_executor_arguments():
 def test_run_task_parses_in_the_task_order(monkeypatch):
     """The order reaches dcyk, in the warm-up too, and is written into every record."""
     calls = []
-    real = ex.dcyk
+    real = ex_tasks.dcyk
 
     def spy(*args, **kwargs):
         calls.append(kwargs.get("order"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ex, "dcyk", spy)
+    monkeypatch.setattr(ex_tasks, "dcyk", spy)
     g = Grammar.builtin("G1")
     words = ("fish", "swim", "fish")
     for order in ("cell", "sequential"):
-        monkeypatch.setattr(ex, "_local", threading.local())  # no codebook held: a warm-up
+        monkeypatch.setattr(ex_tasks, "_local", threading.local())  # no codebook held: a warm-up
         task = ex.Task(
             "G1", g.to_string(), "paper", 50.0, 24, 5, 0.99, "float32", ((words, (2,)),), order
         )
@@ -707,13 +711,13 @@ def test_config_encoding_is_checked_and_always_in_the_hash():
 
 def test_tasks_and_records_carry_the_encoding(monkeypatch):
     calls = []
-    real = ex.dcyk
+    real = ex_tasks.dcyk
 
     def spy(*args, **kwargs):
         calls.append(kwargs.get("encoding"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ex, "dcyk", spy)
+    monkeypatch.setattr(ex_tasks, "dcyk", spy)
     cfg = ex.ExperimentConfig(grammars=("G2",), dims=(32,), sentences=3, max_len=4)
     tasks = ex.plan_tasks(cfg)
     assert {(t.variant, t.encoding) for t in tasks} == {("paper", "paper"), ("trace", "roles")}
@@ -721,7 +725,7 @@ def test_tasks_and_records_carry_the_encoding(monkeypatch):
                                encoding="paper")  # fmt: skip
     assert {t.encoding for t in ex.plan_tasks(cfg2)} == {"paper"}
     task = next(t for t in tasks if t.variant == "trace")
-    monkeypatch.setattr(ex, "_local", threading.local())
+    monkeypatch.setattr(ex_tasks, "_local", threading.local())
     records = ex.run_task(task)
     assert set(calls) == {"roles"}
     assert all(r["encoding"] == "roles" and list(r) == list(ex.RECORD_FIELDS) for r in records)
@@ -756,8 +760,8 @@ def test_config_codebooks_is_checked_in_the_hash_and_reaches_the_worker(monkeypa
     # a file written before codebooks existed (its records parsed with random symbol
     # vectors) has another hash: it is refused, not resumed with other codebooks
     old = {k: v for k, v in default.to_dict().items() if k != "codebooks"}
-    texts = {"G1": ex._sha256(Grammar.builtin("G1").to_string())}
-    old_hash = ex._sha256(ex._canonical({"config": old, "grammar_sha256": texts}))
+    texts = {"G1": ex_config._sha256(Grammar.builtin("G1").to_string())}
+    old_hash = ex_config._sha256(ex_config._canonical({"config": old, "grammar_sha256": texts}))
     assert old_hash != default.hash()
     _assert_old_file_refused(tmp_path, default, old, old_hash)
     with pytest.raises(ValueError, match="unknown codebooks 'mine'"):
@@ -768,8 +772,8 @@ def test_config_codebooks_is_checked_in_the_hash_and_reaches_the_worker(monkeypa
     for cfg, shifted in ((default, True), (plain, False)):
         task = next(t for t in ex.plan_tasks(cfg) if t.variant == "trace")
         assert task.codebooks == cfg.codebooks
-        monkeypatch.setattr(ex, "_local", threading.local())
-        cb, built = ex._worker_codebook(task)
+        monkeypatch.setattr(ex_tasks, "_local", threading.local())
+        cb, built = ex_tasks._worker_codebook(task)
         assert built and cb.unitary and bool(cb.shifted_symbols) is shifted
         mine = cb if shifted else Codebook(32, 0, unitary=True)
         for rec in ex.run_task(task):
@@ -795,7 +799,7 @@ _G0_RECORD = {
 
 def _versioned_file(path, version, cfg):
     """A results file of ``cfg`` with one record, its header of format version ``version``."""
-    header = ex._header(cfg, cfg.hash())
+    header = ex_store._header(cfg, cfg.hash())
     header["format_version"] = version
     record = {f: 0 for f in ex.RECORD_FIELDS} | _G0_RECORD
     path.write_text(json.dumps(header) + "\n" + json.dumps(record) + "\n")
@@ -816,10 +820,12 @@ def test_a_results_file_of_a_newer_format_version_is_refused(tmp_path, monkeypat
         with pytest.raises(ex.ResultsFileError, match="no valid results format version"):
             ex.read_results(_versioned_file(tmp_path / "bad.jsonl", bad, cfg))
     # a code that knows a later version still reads the older ones
-    monkeypatch.setattr(ex, "RESULTS_VERSION", ex.RESULTS_VERSION + 1)
+    monkeypatch.setattr(ex_store, "RESULTS_VERSION", ex.RESULTS_VERSION + 1)
     assert len(ex.read_results(same).records) == len(ex.read_results(newer).records) == 1
     with pytest.raises(ex.ResultsFileError, match="upgrade"):
-        ex.read_results(_versioned_file(tmp_path / "newest.jsonl", ex.RESULTS_VERSION + 1, cfg))
+        ex.read_results(
+            _versioned_file(tmp_path / "newest.jsonl", ex_store.RESULTS_VERSION + 1, cfg)
+        )
 
 
 def test_plot_of_a_newer_results_file_exits_2(tmp_path, capsys):
@@ -853,7 +859,7 @@ def test_record_key_tells_apart_thresholds_dtypes_codebooks_and_samples():
     assert key not in keys and len(keys) == len(others)
     # a record without its settings reads as the default configuration, or as the one given
     cfg = ex.ExperimentConfig()
-    full = rec | {name: getattr(cfg, name) for name in ex._SETTINGS}
+    full = rec | {name: getattr(cfg, name) for name in ex_store._SETTINGS}
     assert ex.record_key(full) == key == ex.record_key(rec, cfg)
     small = ex.ExperimentConfig(max_len=6, threshold=0.9)
     assert ex.record_key(rec, small) == ex.record_key(rec | {"max_len": 6, "threshold": 0.9})
@@ -895,6 +901,14 @@ def test_load_records_keeps_the_records_of_files_of_other_settings_apart(tmp_pat
         assert sorted({r[name] for r in both}, key=str) == sorted(
             {getattr(cfg, name), value}, key=str
         )
+        # and aggregated apart: one row per setting, named in the table
+        rows = ex.aggregate(both, ("grammar", "variant", "d"))
+        assert {row[name] for row in rows} == {getattr(cfg, name), value}
+        assert len(rows) == 2 * len(ex.aggregate(mine, ("grammar", "variant", "d")))
+        assert name in ex.format_table(rows, ("grammar", "variant", "d")).splitlines()[0]
+    # records of one setting, some without it (as run_experiment returns them): one group
+    plain = [{k: v for k, v in r.items() if k not in ex_store._SETTINGS} for r in mine]
+    assert "threshold" not in ex.aggregate(mine + plain)[0]
     # the same file twice (a copy): each record once
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(path.read_bytes())

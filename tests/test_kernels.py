@@ -96,9 +96,8 @@ def test_spec_mul(dtype, n, build):
     np.testing.assert_allclose(a, s * spec[None, :], rtol=4 * eps, atol=4 * eps)
 
 
-@builds
 @cases
-def test_sigmoid(dtype, n, build):
+def test_sigmoid(dtype, n):
     rng = _rng(n, dtype)
     eps = np.finfo(dtype).eps
     # Wide enough that exp overflows at one end and underflows at the other.
@@ -106,11 +105,9 @@ def test_sigmoid(dtype, n, build):
     x.flat[0] = 1e4
     x.flat[-1] = -1e4
     beta, center = 50.0, 0.5
-    a, b = x.copy(), x.copy()
-    assert _k("sigmoid_inplace", build)(a, beta, center) is a
-    K.sigmoid_numpy(b, beta, center)
-    assert a.dtype == dtype and b.dtype == dtype
-    np.testing.assert_allclose(a, b, rtol=8 * eps, atol=8 * eps)
+    a = x.copy()
+    assert K.sigmoid_numpy(a, beta, center) is a
+    assert a.dtype == dtype
     with np.errstate(over="ignore"):
         ref = 1 / (1 + np.exp(-(x.astype(np.float64) - center) * beta))
     np.testing.assert_allclose(a, ref, rtol=64 * eps, atol=64 * eps)

@@ -22,6 +22,9 @@ import fastdcyk.codebook as codebook_module
 import fastdcyk.engine as engine
 import fastdcyk.experiments as ex
 from fastdcyk import cli
+from fastdcyk.experiments import executors as ex_exec
+from fastdcyk.experiments import runner as ex_runner
+from fastdcyk.experiments import store as ex_store
 
 LINUX = sys.platform.startswith("linux")
 #: Where this fastdcyk lives, for the subprocesses (and the pool workers they spawn).
@@ -204,7 +207,7 @@ def test_available_memory_is_bounded_by_the_address_space_limit(monkeypatch):
 
 
 def test_an_experiment_that_cannot_fit_is_refused_before_it_starts(monkeypatch, tmp_path):
-    monkeypatch.setattr(ex, "_available_memory", lambda: 2**30)
+    monkeypatch.setattr(ex_runner, "_available_memory", lambda: 2**30)
     cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16, 100_000), sentences=3, max_len=4)
     out = tmp_path / "big.jsonl"
     with pytest.raises(MemoryError) as err:
@@ -217,7 +220,7 @@ def test_an_experiment_that_cannot_fit_is_refused_before_it_starts(monkeypatch, 
     small = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=3, max_len=4)
     ex.run_experiment(small, out, executor="serial", progress=False)
     before = out.read_bytes()
-    monkeypatch.setattr(ex, "_available_memory", lambda: 1000)
+    monkeypatch.setattr(ex_runner, "_available_memory", lambda: 1000)
     assert ex.run_experiment(small, out, executor="serial", progress=False).complete
     out.write_bytes(before[: before.rindex(b"\n", 0, -1) + 1])  # one record less
     with pytest.raises(MemoryError, match=r"largest parse \(d = 16"):
@@ -230,7 +233,7 @@ def test_the_pool_is_cut_to_the_workers_that_fit(monkeypatch, tmp_path):
         grammars=("G0",), dims=(16,), sentences=4, max_len=4, variants=("paper",)
     )
     need = fd.estimate_memory(16, "float32", "auto", 1, variant="paper")
-    monkeypatch.setattr(ex, "_available_memory", lambda: need + need // 2)
+    monkeypatch.setattr(ex_runner, "_available_memory", lambda: need + need // 2)
     said = []
     summary = ex.run_experiment(
         cfg, tmp_path / "r.jsonl", workers=2, batch_size=1, progress=False, echo=said.append
@@ -252,7 +255,7 @@ class _Holder:
         assert self.held.wait(30)
 
     def _run(self, path: Path) -> None:
-        with ex._ResultsLock(path):
+        with ex_store._ResultsLock(path):
             self.held.set()
             self.release.wait(60)
 
@@ -294,11 +297,11 @@ def test_the_lock_is_released_when_the_run_fails(tmp_path, monkeypatch):
     def boom(task):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ex, "run_task", boom)
+    monkeypatch.setattr(ex_exec, "run_task", boom)
     with pytest.raises(KeyboardInterrupt):
         ex.run_experiment(TINY, path, executor="serial", progress=False)
     monkeypatch.undo()
-    assert not ex._HELD_LOCKS
+    assert not ex_store._HELD_LOCKS
     # another thread may take it now
     holder = _Holder(path)
     holder.stop()

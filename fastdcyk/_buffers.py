@@ -1,0 +1,100 @@
+"""The d x d arrays of a parse, declared once.
+
+Every array of size d x d that the engine, the decoder and the operators allocate is one of
+the declarations below, and they allocate it through its declaration (:meth:`Buffer.get`
+for a work buffer held and reused by the codebook, :meth:`Buffer.new` for an array of one
+parse). :func:`fastdcyk.estimate_memory` sums the same declarations (the lists of which a
+parse holds are in :func:`fastdcyk.engine._work_buffers`), so the estimate cannot drift
+from what is allocated: a new array needs a declaration here, and its size comes from it.
+
+An array is real, (d, d) in the codebook's dtype, or a half spectrum in its complex dtype:
+(d // 2 + 1, d) for a spectrum along axis 0, (d, d // 2 + 1) along axis 1 (the same bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fastdcyk.codebook import Codebook
+
+__all__ = ["Buffer"]
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One d x d array of a parse.
+
+    Attributes
+    ----------
+    name : str
+        Its name; for a work buffer, the key under which the codebook keeps it.
+    spectrum : bool
+        A half spectrum (complex) rather than a real matrix.
+    axis : {0, 1}
+        For a spectrum, the axis it was taken along (which side is d // 2 + 1).
+    """
+
+    name: str
+    spectrum: bool = False
+    axis: int = 0
+
+    def shape(self, d: int) -> tuple[int, int]:
+        """The array's shape at dimension d."""
+        if not self.spectrum:
+            return (d, d)
+        return (d // 2 + 1, d) if self.axis == 0 else (d, d // 2 + 1)
+
+    def dtype(self, dtype: Any) -> np.dtype:
+        """The array's dtype for accumulators of ``dtype``."""
+        real = np.dtype(dtype)
+        return np.result_type(real, np.complex64) if self.spectrum else real
+
+    def nbytes(self, d: int, dtype: Any) -> int:
+        """Bytes of the array at dimension d, for accumulators of ``dtype``."""
+        rows, cols = self.shape(d)
+        return rows * cols * self.dtype(dtype).itemsize
+
+    def get(self, cb: Codebook, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        """The codebook's reusable work buffer of this name (``shape``: a smaller view)."""
+        return cb.buffer(
+            self.name, self.shape(cb.d) if shape is None else shape, self.dtype(cb.dtype)
+        )
+
+    def new(self, cb: Codebook, zero: bool = True) -> np.ndarray:
+        """A new array of one parse (zeros unless ``zero`` is False)."""
+        make = np.zeros if zero else np.empty
+        return make(self.shape(cb.d), self.dtype(cb.dtype))
+
+
+# Work buffers, held by the codebook and reused from one parse to the next.
+#: Real work buffers of the parsers and the decoder.
+Y = Buffer("dcyk-Y")
+W = Buffer("dcyk-W")
+#: The spectrum of a product shared by the nonterminals of a cell (or a decoder's row).
+YHAT = Buffer("dcyk-Yhat", spectrum=True, axis=1)
+#: The spectrum a circulant is applied in (operators, parsers, decoder).
+SPECTRUM = Buffer("spectrum", spectrum=True)
+#: The intermediate result of an operator chain applied factor by factor.
+APPLY_REAL = Buffer("apply-real")
+
+# Arrays of one parse.
+#: The entrywise-gate parser's accumulators, as spectra along axis 1.
+FL = Buffer("FL", spectrum=True, axis=1)
+FR = Buffer("FR", spectrum=True, axis=1)
+#: The trace-gate parser's accumulators, as 2-D half spectra.
+ZT = Buffer("ZT", spectrum=True)
+PR = Buffer("PR", spectrum=True)
+#: The dense results.
+P_LEFT = Buffer("P_left")
+P_RIGHT = Buffer("P_right")
+#: (Phi P_left)^T, which the decoder of a dense P_left starts from.
+SHUFFLED = Buffer("shuffled")
+
+
+def g_matrix(k: int) -> Buffer:
+    """The trace-gate parser's k-th cached matrix G_k (a 2-D half spectrum)."""
+    return Buffer(f"G{k}", spectrum=True)

@@ -1,0 +1,324 @@
+"""Aggregates of records: micro and macro averages with confidence intervals, tables."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fastdcyk.experiments.store import (
+    _SETTINGS,
+    _setting_default,
+    _settings_key,
+    record_encoding,
+    record_order,
+)
+from fastdcyk.options import (
+    DEFAULT_BETA,
+    VARIANTS,
+)
+
+# -- aggregation ----------------------------------------------------------------------------
+
+
+def _prf(tp: np.ndarray, gold: np.ndarray, pred: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Vectorised :class:`~fastdcyk.metrics.Scores` precision, recall and F1."""
+    tp, gold, pred = (np.asarray(x, dtype=np.float64) for x in (tp, gold, pred))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(pred > 0, tp / np.where(pred > 0, pred, 1), np.where(gold == 0, 1.0, 0.0))
+        r = np.where(gold > 0, tp / np.where(gold > 0, gold, 1), np.where(pred == 0, 1.0, 0.0))
+        f = np.where(p + r > 0, 2 * p * r / np.where(p + r > 0, p + r, 1), 0.0)
+    return p, r, f
+
+
+def _t_interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    from scipy import stats
+
+    n = values.size
+    mean = float(values.mean())
+    if n < 2:
+        return math.nan, math.nan
+    sem = float(values.std(ddof=1)) / math.sqrt(n)
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sem
+    return max(0.0, mean - half), min(1.0, mean + half)
+
+
+def _split_by(records: Iterable[dict[str, Any]], name: str) -> bool:
+    """Whether groups by variant must name ``name`` ("order" or "encoding").
+
+    True when a variant of ``records`` was parsed with more than one value of it, or with
+    another than its own (``VARIANTS[v][name]``; see :func:`record_order` and
+    :func:`record_encoding` for records of older files).
+    """
+    seen: dict[str, set[Any]] = {}
+    for r in records:
+        seen.setdefault(r["variant"], set()).add(_field(r, name))
+    return any(values != {VARIANTS.get(variant, {}).get(name)} for variant, values in seen.items())
+
+
+def _after_variant(keys: Sequence[str], name: str) -> tuple[str, ...]:
+    """``keys`` with ``name`` ("order" or "encoding") just after "variant" (and "order")
+    (unchanged when they lack "variant" or already hold ``name``)."""
+    keys = tuple(keys)
+    if "variant" not in keys or name in keys:
+        return keys
+    k = keys.index("variant") + 1 + (name == "encoding" and "order" in keys)
+    return (*keys[:k], name, *keys[k:])
+
+
+def _varying_settings(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The settings (threshold, dtype, codebooks, sentence sample) that differ between
+    ``records``: records of results files of other settings (:func:`read_results` gives
+    each record its file's), which must not be pooled."""
+    return [name for name in _SETTINGS if len({_field(r, name) for r in records}) > 1]
+
+
+def _field(record: dict[str, Any], name: str) -> Any:
+    if name in _SETTINGS:  # normalised; a record without it has the default configuration's
+        return _settings_key(lambda k: record.get(k, _setting_default(k)))[_SETTINGS.index(name)]
+    if name == "order":
+        return record_order(record)
+    if name == "encoding":
+        return record_encoding(record)
+    return record[name]
+
+
+def aggregate(
+    records: Iterable[dict[str, Any]],
+    by: Sequence[str] = ("grammar", "variant", "beta", "d"),
+    *,
+    level: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Micro and macro averages of precision, recall and F1 per group, with intervals.
+
+    Micro: the scores of the pooled counts (sum of tp, gold and predicted over the group's
+    records), with a percentile bootstrap interval: ``n_boot`` resamples of the records
+    with replacement, drawn from ``numpy.random.default_rng(seed)``. Macro: the mean of the
+    per-record scores, with a Student t interval (mean +- t_{n-1} s / sqrt(n), clipped to
+    [0, 1]). Each record is one sentence of the sample (repeats count as often as they
+    occur), so the intervals describe the sampling of sentences. A group of one record gets
+    NaN bounds.
+
+    Parameters
+    ----------
+    records : iterable of dict
+        Records (see :data:`RECORD_FIELDS`).
+    by : sequence of str
+        The fields that define a group (the rest is pooled: seeds, for instance). When it
+        holds "variant" but not "order", and a variant of ``records`` was parsed in more
+        than one order (or in another than its own: ``VARIANTS[v]["order"]``), "order" is
+        added after "variant", so that two orders are never pooled; otherwise (one order
+        per variant, its own) the rows are as without orders. Likewise for "encoding".
+        Records of results files with other settings (threshold, dtype, codebooks, or
+        sentence sample: source, min_len, max_len, sentence_seed) are never pooled either:
+        each setting that differs between ``records`` is added at the end of ``by``.
+    level : float
+        Confidence level (default 0.95).
+    n_boot : int
+        Bootstrap resamples for the micro intervals.
+    seed : int
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    list of dict
+        One row per group, sorted by the ``by`` fields (and "order" when it was added), with
+        ``n`` (records), ``distinct`` (distinct sentences), ``mean_length``, ``seconds``
+        (mean parse time), and for
+        ``m`` in {"micro", "macro"} and ``s`` in {"precision", "recall", "f1"} the keys
+        ``f"{m}_{s}"``, ``f"{m}_{s}_lo"`` and ``f"{m}_{s}_hi"``.
+    """
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    records = list(records)
+    by = tuple(by)
+    for name in ("order", "encoding"):
+        if _split_by(records, name):
+            by = _after_variant(by, name)
+    by += tuple(name for name in _varying_settings(records) if name not in by)
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(tuple(_field(r, k) for k in by), []).append(r)
+    rows = []
+    for key in sorted(groups, key=lambda k: tuple((str(type(x)), x) for x in k)):
+        rs = groups[key]
+        tp = np.array([r["tp"] for r in rs])
+        gold = np.array([r["gold"] for r in rs])
+        pred = np.array([r["predicted"] for r in rs])
+        n = len(rs)
+        row: dict[str, Any] = dict(zip(by, key, strict=True))
+        row["n"] = n
+        row["distinct"] = len({r["words"] for r in rs})
+        row["mean_length"] = float(np.mean([r["length"] for r in rs]))
+        row["seconds"] = float(np.mean([r["seconds"] for r in rs]))
+        micro = _prf(tp.sum(), gold.sum(), pred.sum())
+        if n >= 2:
+            rng = np.random.default_rng(seed)
+            boot = [np.empty(n_boot) for _ in range(3)]
+            chunk = max(1, 2_000_000 // n)
+            for start in range(0, n_boot, chunk):
+                stop = min(n_boot, start + chunk)
+                idx = rng.integers(0, n, size=(stop - start, n))
+                for b, v in zip(
+                    boot, _prf(tp[idx].sum(1), gold[idx].sum(1), pred[idx].sum(1)), strict=True
+                ):
+                    b[start:stop] = v
+            alpha = (1 - level) / 2
+            bounds = [np.quantile(b, [alpha, 1 - alpha]) for b in boot]
+        else:
+            bounds = [(math.nan, math.nan)] * 3
+        per = _prf(tp, gold, pred)
+        for k, name in enumerate(("precision", "recall", "f1")):
+            row[f"micro_{name}"] = float(micro[k])
+            row[f"micro_{name}_lo"] = float(bounds[k][0])
+            row[f"micro_{name}_hi"] = float(bounds[k][1])
+            row[f"macro_{name}"] = float(per[k].mean())
+            lo, hi = _t_interval(per[k], level)
+            row[f"macro_{name}_lo"] = lo
+            row[f"macro_{name}_hi"] = hi
+        rows.append(row)
+    return rows
+
+
+def study_rows(
+    records: Sequence[dict[str, Any]],
+    study: str,
+    *,
+    grammar: str = "G0",
+    max_len: int = 7,
+    d: int | None = None,
+    beta: float | None = None,
+    per_length: bool = True,
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
+    """Aggregates for one of the paper's three studies (docs/results.md).
+
+    Parameters
+    ----------
+    records : sequence of dict
+    study : {"a", "b", "c"}
+        ``"a"``: scores against d, on the sentences of length <= ``max_len`` of
+        ``grammar`` (groups: variant, d). ``"b"``: scores against sentence length for every
+        d, with ``grammar`` (groups: variant, d, length). ``"c"``: scores against sentence
+        length for every grammar, at dimension ``d`` (groups: variant, grammar, length).
+        Groups by variant are split by order as in :func:`aggregate`.
+    grammar : str
+        The grammar of studies a and b (default "G0"; when absent, the first grammar of the
+        records).
+    max_len : int
+        Longest sentence of study a (the paper's 7).
+    d : int, optional
+        Dimension of study c. Default: the one shared by the most grammars (the largest
+        such d on a tie).
+    beta : float, optional
+        Keep only this beta. Default: the engine's DEFAULT_BETA when present, else the
+        smallest beta of the records.
+    per_length : bool, default True
+        Studies b and c: one row per sentence length; False pools the lengths (all of
+        them, unlike study a).
+    **kwargs
+        Passed to :func:`aggregate`.
+
+    Returns
+    -------
+    list of dict
+        As :func:`aggregate`; each row also has ``study`` (and ``d`` for study c).
+    """
+    if study not in ("a", "b", "c"):
+        raise ValueError(f"unknown study {study!r}: choose 'a', 'b' or 'c'")
+    if not records:
+        return []
+    betas = sorted({float(r["beta"]) for r in records})
+    if beta is None:
+        beta = DEFAULT_BETA if DEFAULT_BETA in betas else betas[0]
+    rs = [r for r in records if float(r["beta"]) == float(beta)]
+    if study in ("a", "b"):
+        names = sorted({r["grammar"] for r in rs})
+        g = grammar if grammar in names else (names[0] if names else grammar)
+        rs = [r for r in rs if r["grammar"] == g]
+        if study == "a":
+            rs = [r for r in rs if r["length"] <= max_len]
+            rows = aggregate(rs, ("grammar", "variant", "beta", "d"), **kwargs)
+        else:
+            by = ("grammar", "variant", "beta", "d", "length")
+            rows = aggregate(rs, by if per_length else by[:-1], **kwargs)
+    else:
+        if d is None:
+            d = default_study_c_dim(rs)
+        rs = [r for r in rs if r["d"] == d]
+        by = ("d", "variant", "beta", "grammar", "length")
+        rows = aggregate(rs, by if per_length else by[:-1], **kwargs)
+    for row in rows:
+        row["study"] = study
+    return rows
+
+
+def default_study_c_dim(records: Sequence[dict[str, Any]]) -> int | None:
+    """The d shared by the most grammars in ``records`` (the largest such d on a tie)."""
+    per_d: dict[int, set[str]] = {}
+    for r in records:
+        per_d.setdefault(int(r["d"]), set()).add(r["grammar"])
+    if not per_d:
+        return None
+    return max(per_d, key=lambda k: (len(per_d[k]), k))
+
+
+# -- tables ---------------------------------------------------------------------------------
+
+
+def _fmt_ci(row: dict[str, Any], name: str) -> str:
+    v, lo, hi = row[name], row[f"{name}_lo"], row[f"{name}_hi"]
+    if math.isnan(lo):
+        return f"{v:.3f}"
+    return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def format_table(
+    rows: Sequence[dict[str, Any]], keys: Sequence[str], markdown: bool = False
+) -> str:
+    """A text (or Markdown) table of aggregate rows: the keys, n, micro P/R/F1, macro F1.
+
+    Intervals are the 95% ones of :func:`aggregate`, written ``value [lo, hi]``. When the
+    rows are split by order or encoding (:func:`aggregate` added "order" or "encoding") and
+    ``keys`` has "variant", an "order" or "encoding" column follows it; a setting that
+    :func:`aggregate` split rows by gets a column at the end of the keys.
+    """
+    for name in ("order", "encoding"):
+        if any(name in row for row in rows):
+            keys = _after_variant(keys, name)
+    keys = (*keys, *(k for k in _SETTINGS if k not in keys and any(k in row for row in rows)))
+    head = [*keys, "n", "micro P", "micro R", "micro F1", "macro F1", "s/sentence"]
+    body = []
+    for row in rows:
+        body.append(
+            [
+                *(f"{row[k]:g}" if isinstance(row[k], float) else str(row[k]) for k in keys),
+                str(row["n"]),
+                _fmt_ci(row, "micro_precision"),
+                _fmt_ci(row, "micro_recall"),
+                _fmt_ci(row, "micro_f1"),
+                _fmt_ci(row, "macro_f1"),
+                f"{row['seconds']:.3f}",
+            ]
+        )
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(r) + " |" for r in body]
+        return "\n".join(lines)
+    widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return "\n".join(fmt.format(*r).rstrip() for r in [head, *body])
+
+
+def summary_table(records: Sequence[dict[str, Any]], markdown: bool = False) -> str:
+    """Per grammar, variant, beta and d, over all sentence lengths: the run's summary.
+
+    A variant run in more than one order (or in another than its own) gets a row per order
+    (see :func:`aggregate`).
+    """
+    keys = ("grammar", "variant", "beta", "d")
+    return format_table(aggregate(records, keys), keys, markdown=markdown)

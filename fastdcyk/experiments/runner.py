@@ -1,0 +1,320 @@
+"""Running a grid: :func:`run_experiment` plans, runs and records, resuming a file."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastdcyk import threads
+from fastdcyk.codebook import _available_memory, _format_bytes
+from fastdcyk.engine import _largest_fitting_d, estimate_memory
+from fastdcyk.experiments.config import ExperimentConfig
+from fastdcyk.experiments.executors import _run_dask, _run_pool, _run_serial
+from fastdcyk.experiments.store import _Appender, _ResultsLock, open_results, record_key
+from fastdcyk.experiments.tasks import _check_sample, plan_tasks
+from fastdcyk.grammar import Grammar
+from fastdcyk.options import EXECUTORS, check_choice
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+def _check_grid_memory(
+    cells: Iterable[tuple[int, str, str, int]], dtype: str
+) -> tuple[int, int | None]:
+    """Refuse a grid whose largest parse cannot fit in this machine's memory.
+
+    ``cells``: (d, variant, order, longest sentence) of the parses to run. Every parse
+    runs in a worker with one FFT thread, as :func:`run_task` runs it.
+
+    Returns
+    -------
+    (int, int or None)
+        Bytes of the largest parse (:func:`fastdcyk.estimate_memory`), and the bytes
+        available (None when unknown).
+
+    Raises
+    ------
+    MemoryError
+        Before any worker starts, when the largest parse needs more than is available;
+        the message names its d, the memory needed and available, and the largest d that
+        fits.
+    """
+    cells = list(cells)
+
+    def need(cell: tuple[int, str, str, int]) -> int:
+        d, variant, order, n = cell
+        return estimate_memory(d, dtype, "auto", 1, variant=variant, order=order, n=n)
+
+    worst = max(cells, key=need)
+    most = need(worst)
+    avail = _available_memory()
+    if avail is None or most <= avail:
+        return most, avail
+    fits = min(
+        _largest_fitting_d(
+            int(0.9 * avail), dtype, "auto", threads=1, variant=v, order=o, n=n, upper=worst[0]
+        )
+        or 0
+        for _, v, o, n in cells
+    )
+    hint = (
+        f"run the dimensions d <= {fits} only (--dims)"
+        if fits >= 2
+        else "free some memory (not even d = 2 fits)"
+    )
+    d, variant, order, n = worst
+    raise MemoryError(
+        f"the grid's largest parse (d = {d}, variant {variant!r}, order {order!r}, "
+        f"sentences of up to {n} words, {dtype}) needs about {_format_bytes(most)} for its "
+        f"accumulators and work buffers, but only {_format_bytes(avail)} of memory is "
+        f"available: {hint}. Nothing was run"
+    )
+
+
+# -- the runner -----------------------------------------------------------------------------
+
+
+@dataclass
+class RunSummary:
+    """What :func:`run_experiment` did.
+
+    Attributes
+    ----------
+    path : Path
+        The results file.
+    config_hash : str
+    total : int
+        Records of the whole grid.
+    resumed : int
+        Records found in the file at the start (skipped).
+    written : int
+        Records written by this run.
+    seconds : float
+        Wall time of this run.
+    torn_bytes : int
+        Bytes of a torn last line cut off at the start (0 when the file was clean).
+    tasks : int
+        Tasks this run had to do.
+    executor : str
+    workers : int
+        Pool size (1 for the serial and dask executors).
+    """
+
+    path: Path
+    config_hash: str
+    total: int
+    resumed: int
+    written: int
+    seconds: float
+    torn_bytes: int = 0
+    tasks: int = 0
+    executor: str = "serial"
+    workers: int = 1
+
+    @property
+    def complete(self) -> bool:
+        """Whether the results file now holds the whole grid."""
+        return self.resumed + self.written == self.total
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    out: str | os.PathLike[str],
+    *,
+    executor: str = "process",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    client: Any = None,
+    batch_size: int | None = None,
+    progress: bool = True,
+    echo: Callable[[str], None] | None = None,
+) -> RunSummary:
+    """Run (or resume) the grid of ``config``, appending its records to ``out``.
+
+    The run holds ``out``'s lock from start to end (see the module's notes), so a second
+    run on the same file is refused. Before anything runs (and before a new file is
+    created), the memory of the largest parse still to do is checked against what this
+    machine has available (not with the dask executor, whose workers are elsewhere); a
+    process pool that would not fit at that d gets fewer workers (``echo`` says so). Pool
+    workers exit when this process dies, even when it is killed.
+
+    Parameters
+    ----------
+    config : ExperimentConfig
+    out : path
+        The results file (JSON Lines, created with its folder if absent). An existing file
+        of the same configuration is resumed: its records are skipped.
+    executor : {"process", "serial", "dask"}, default "process"
+        ``"process"``: a pool of ``workers`` processes (default: one per core);
+        ``"serial"``: this process; ``"dask"``: a dask.distributed cluster, at
+        ``scheduler`` (an address such as ``"tcp://host:8786"``) or through ``client``.
+        Every executor gives the same records (the parse time aside).
+    workers : int, optional
+        Pool size for ``"process"`` (default: all cores); fewer when that many parses at
+        the largest d would not fit in the memory available.
+    scheduler : str, optional
+        Address of the dask scheduler.
+    client : dask.distributed.Client, optional
+        An existing client (the caller keeps and closes it).
+    batch_size : int, optional
+        Distinct sentences per task (see :func:`plan_tasks`).
+    progress : bool, default True
+        Show a progress bar (tqdm) with the ETA, weighted by the estimated cost of tasks.
+    echo : callable, optional
+        Receives one-line messages (the file, what is resumed); default: none.
+
+    Returns
+    -------
+    RunSummary
+
+    Raises
+    ------
+    ConfigMismatchError
+        When ``out`` holds another configuration's records.
+    ResultsLockedError
+        When another run is writing ``out`` (the file is not touched).
+    MemoryError
+        When one parse at the largest d still to do needs more memory than is available
+        (the message says how much, and which dimensions fit); nothing is run.
+    ResultsWriteError
+        When records cannot be written (a full disk); those written before are kept.
+    ValueError, GrammarError
+        On a bad argument or grammar.
+    KeyboardInterrupt
+        Passed on after the executor is stopped; every record written is kept.
+    """
+    check_choice("executor", executor, EXECUTORS)
+    if workers is not None and (isinstance(workers, bool) or workers < 1):
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    if executor == "dask" and not scheduler and client is None:
+        raise ValueError("the dask executor needs a scheduler address (or a client)")
+    say = echo or (lambda _msg: None)
+    t0 = time.perf_counter()
+    grammars = config.load_grammars()
+    config_hash = config.hash(grammars)
+    sentences = config.sample(grammars)
+    _check_sample(config, grammars, sentences)  # before the results file is created
+    path = Path(out)
+    local = executor != "dask"  # the parses run here: their memory can be checked here
+    fresh = not path.exists() or (path.is_file() and path.stat().st_size == 0)
+    if local and fresh:  # every task is to do: check before the file is created
+        longest = max(len(s) for s in sentences)
+        _check_grid_memory(
+            [(d, v, o, longest) for d in config.dims for v, o in config.variant_orders()],
+            config.dtype,
+        )
+    with _ResultsLock(path):  # one run at a time on a file, until this one ends
+        return _run_locked(
+            config,
+            path,
+            config_hash,
+            grammars,
+            sentences,
+            executor=executor,
+            workers=workers,
+            scheduler=scheduler,
+            client=client,
+            batch_size=batch_size,
+            progress=progress,
+            say=say,
+            t0=t0,
+        )
+
+
+def _run_locked(
+    config: ExperimentConfig,
+    path: Path,
+    config_hash: str,
+    grammars: dict[str, Grammar],
+    sentences: list[tuple[str, ...]],
+    *,
+    executor: str,
+    workers: int | None,
+    scheduler: str | None,
+    client: Any,
+    batch_size: int | None,
+    progress: bool,
+    say: Callable[[str], None],
+    t0: float,
+) -> RunSummary:
+    """:func:`run_experiment` once the results file's lock is held."""
+    results = open_results(path, config, config_hash)
+    done = {record_key(r) for r in results.records}
+    tasks = plan_tasks(config, done, batch_size=batch_size, grammars=grammars, sentences=sentences)
+    need = avail = None
+    if executor != "dask" and tasks:  # what is left to do (a resumed file: maybe less)
+        cells = {(t.d, t.variant, t.order, max(len(w) for w, _ in t.items)) for t in tasks}
+        need, avail = _check_grid_memory(cells, config.dtype)
+    total = config.grid_size()
+    n_workers = 1
+    if executor == "process":
+        n_workers = max(1, min(workers or threads.cores(), len(tasks)))
+        if need is not None and avail is not None and n_workers * need > avail:
+            fit = max(1, avail // need)
+            say(
+                f"memory: a parse at the grid's largest d needs about {_format_bytes(need)} "
+                f"and {_format_bytes(avail)} is available, so the pool has {fit} workers "
+                f"instead of {n_workers}"
+            )
+            n_workers = fit
+    summary = RunSummary(
+        results.path,
+        config_hash,
+        total,
+        len(done),
+        0,
+        0.0,
+        results.torn_bytes,
+        len(tasks),
+        executor,
+        n_workers,
+    )
+    note = f", cut a torn last line of {results.torn_bytes} bytes" if results.torn_bytes else ""
+    how = f"{executor}, {n_workers} workers" if executor == "process" else executor
+    say(
+        f"results: {results.path} (config {config_hash[:12]}): {total} records in the grid, "
+        f"{len(done)} already written{note}, {total - len(done)} to do"
+        + (f" in {len(tasks)} tasks ({how})" if tasks else "")
+    )
+    if not tasks:
+        summary.seconds = time.perf_counter() - t0
+        return summary
+
+    if executor == "serial":
+        stream = _run_serial(tasks)
+    elif executor == "process":
+        stream = _run_pool(tasks, n_workers)
+    else:
+        stream = _run_dask(tasks, scheduler, client)
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(
+            total=sum(t.cost for t in tasks),
+            desc="D-CYK grid",
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]",
+            file=sys.stderr,
+        )
+        bar.set_postfix_str(f"{len(done)}/{total} records")
+    appender = _Appender(results.path)
+    try:
+        for task, records in stream:
+            appender.write(records)
+            summary.written += len(records)
+            if bar is not None:
+                bar.update(task.cost)
+                bar.set_postfix_str(f"{len(done) + summary.written}/{total} records")
+    finally:
+        stream.close()
+        appender.close()
+        if bar is not None:
+            bar.close()
+        summary.seconds = time.perf_counter() - t0
+    return summary

@@ -1,0 +1,511 @@
+"""The results file: a JSON Lines file written crash-safely by one run at a time.
+
+See the package's docstring (:mod:`fastdcyk.experiments`) for its format and guarantees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fastdcyk.experiments.config import ExperimentConfig, _canonical
+
+RESULTS_FORMAT = "fastdcyk-results"
+#: The results format this code writes (the header's ``format_version``); it reads every
+#: version up to this one and refuses a newer one (:class:`ResultsFileError`: upgrade).
+RESULTS_VERSION = 1
+
+#: The fields of a record, in the order they are written. ``seconds`` is the parse time
+#: (D-CYK and its decoder, not symbolic CYK) and the only field that differs between runs.
+#: ``order`` is the order the parse used (resolved: never None); records of files written
+#: before it existed lack it and are read as their variant's own order. ``encoding`` is the
+#: encoding (resolved); records written before it existed lack it and are read as "paper".
+RECORD_FIELDS = (
+    "grammar",
+    "variant",
+    "order",
+    "encoding",
+    "beta",
+    "d",
+    "seed",
+    "index",
+    "words",
+    "length",
+    "tp",
+    "gold",
+    "predicted",
+    "precision",
+    "recall",
+    "f1",
+    "seconds",
+)
+#: Fields a record may lack (older results files): filled in when the file is read.
+_OPTIONAL_FIELDS = ("order", "encoding")
+#: Settings of the configuration that a record was produced with and does not write (its
+#: file's header holds them): :func:`read_results` gives every record those of its header,
+#: so that :func:`record_key` tells apart records of files of other thresholds, dtypes,
+#: codebooks or sentence samples. The sample is named by its source, lengths and seed, not
+#: its size: the first k sentences of a sample are the sample of k sentences.
+_SETTINGS = ("threshold", "dtype", "codebooks", "source", "min_len", "max_len", "sentence_seed")
+#: A header's configuration without a setting was written before the setting existed, and
+#: is read as the value of that time: ``codebooks`` "plain" (random symbol vectors for every
+#: variant); every other setting has always been in the header.
+_SETTINGS_BEFORE = {"codebooks": "plain"}
+
+
+class ResultsFileError(ValueError):
+    """A results file that cannot be read or used (not a results file, corrupt)."""
+
+
+class ConfigMismatchError(ResultsFileError):
+    """A results file written for another configuration than the one being run."""
+
+
+class ResultsLockedError(ResultsFileError):
+    """A results file that another run (another process, or thread) is writing."""
+
+
+class ResultsWriteError(OSError):
+    """Writing records failed (a full disk, for instance); what was written is kept."""
+
+
+def record_order(record: dict[str, Any]) -> str | None:
+    """The order a record was parsed in.
+
+    A record of a file written before records named their order lacks ``"order"``: every
+    variant was then parsed in the paper's order, so it is read as ``"sequential"``.
+    """
+    return record.get("order") or "sequential"
+
+
+def record_encoding(record: dict[str, Any]) -> str:
+    """The encoding a record was parsed with: ``"paper"`` for a record of a file written
+    before records named it (every variant then used the paper's encoding)."""
+    return record.get("encoding") or "paper"
+
+
+def _settings_key(get: Callable[[str], Any]) -> tuple:
+    """(threshold, dtype, codebooks, source, min_len, max_len, sentence_seed), normalised."""
+    return (
+        float(get("threshold")),
+        str(get("dtype")),
+        str(get("codebooks")),
+        str(get("source")),
+        int(get("min_len")),
+        int(get("max_len")),
+        int(get("sentence_seed")),
+    )
+
+
+def record_key(record: dict[str, Any], config: ExperimentConfig | None = None) -> tuple:
+    """What identifies a record: no two records of one key are kept (:func:`load_records`).
+
+    The key is (grammar, variant, order, encoding, beta, d, seed, threshold, dtype,
+    codebooks, source, min_len, max_len, sentence_seed, index, words): the grid cell, the
+    configuration's settings that change a record (the decoder threshold, the precision,
+    how unitary codebooks are built, and the sentence sample: its source, lengths and seed)
+    and the sentence. Records read from a results file hold their file's settings
+    (:func:`read_results`), so the records of two files of other settings never share a
+    key.
+
+    Parameters
+    ----------
+    record : dict
+        A record. One without ``"order"`` (an older file) was parsed in the paper's order
+        (:func:`record_order`), one without ``"encoding"`` in the paper's encoding.
+    config : ExperimentConfig, optional
+        The configuration the record was produced with, for a record that does not hold
+        its settings (one straight from :func:`run_task`). Without it, a setting the record
+        lacks is read as the default of :class:`ExperimentConfig`.
+
+    Returns
+    -------
+    tuple
+    """
+
+    def setting(name: str) -> Any:
+        if name in record:
+            return record[name]
+        return _setting_default(name) if config is None else getattr(config, name)
+
+    return (
+        record["grammar"],
+        record["variant"],
+        record_order(record),
+        record_encoding(record),
+        float(record["beta"]),
+        int(record["d"]),
+        int(record["seed"]),
+        *_settings_key(setting),
+        int(record["index"]),
+        record.get("words"),
+    )
+
+
+# -- the results file -----------------------------------------------------------------------
+
+
+def _header(config: ExperimentConfig, config_hash: str) -> dict[str, Any]:
+    from fastdcyk import __version__
+
+    return {
+        "format": RESULTS_FORMAT,
+        "format_version": RESULTS_VERSION,
+        "config_hash": config_hash,
+        "config": config.to_dict(),
+        "fastdcyk": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _fsync_write(path: Path, data: bytes, mode: str) -> None:
+    with open(path, mode) as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+@dataclass
+class _Parsed:
+    header: dict[str, Any] | None
+    records: list[dict[str, Any]]
+    good_bytes: int  # length of the valid prefix (header and complete records)
+    torn: bool  # a torn last line follows the valid prefix
+
+
+def _check_format_version(path: Path, header: dict[str, Any]) -> None:
+    """Refuse a header of a results format this code does not know (a newer fastdcyk's)."""
+    version = header.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ResultsFileError(
+            f"{str(path)!r} has no valid results format version in its header (found "
+            f"{version!r}; this fastdcyk reads versions 1 to {RESULTS_VERSION}): the file is "
+            "corrupt"
+        )
+    if version > RESULTS_VERSION:
+        from fastdcyk import __version__
+
+        writer = header.get("fastdcyk")
+        by = f"fastdcyk {writer}" if isinstance(writer, str) else "a newer fastdcyk"
+        raise ResultsFileError(
+            f"{str(path)!r} was written by {by} in results format version {version}; this "
+            f"fastdcyk ({__version__}) reads versions up to {RESULTS_VERSION}: upgrade "
+            "fastdcyk to read it"
+        )
+
+
+def _setting_default(name: str) -> Any:
+    return ExperimentConfig.__dataclass_fields__[name].default
+
+
+def _parse_file(path: Path) -> _Parsed:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ResultsFileError(f"cannot read results file {str(path)!r}: {exc}") from exc
+    header = None
+    settings: dict[str, Any] = {}
+    records: list[dict[str, Any]] = []
+    pos = 0
+    line_no = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        last = end < 0 or end == len(data) - 1
+        line = data[pos:] if end < 0 else data[pos:end]
+        line_no += 1
+        try:
+            if end < 0:
+                raise ValueError("no newline")
+            obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            if header is None and not line.startswith(b'{"config"'):
+                raise ResultsFileError(
+                    f"{str(path)!r} is not a fastdcyk results file (its first line is not a "
+                    "results header)"
+                ) from None
+            if last:  # a write cut short by a crash or a full disk: drop it on resume
+                return _Parsed(header, records, pos, True)
+            raise ResultsFileError(
+                f"{str(path)!r}, line {line_no}: not a JSON object (the file is corrupt; "
+                "only its last line may be torn)"
+            ) from None
+        if header is None:
+            if obj.get("format") != RESULTS_FORMAT:
+                raise ResultsFileError(
+                    f"{str(path)!r} is not a fastdcyk results file (its first line has no "
+                    f'"format": "{RESULTS_FORMAT}" header)'
+                )
+            _check_format_version(path, obj)
+            if not isinstance(obj.get("config"), dict):
+                raise ResultsFileError(
+                    f"{str(path)!r}: its header holds no configuration (the file is corrupt)"
+                )
+            settings = {
+                name: obj["config"].get(name, _SETTINGS_BEFORE.get(name, _setting_default(name)))
+                for name in _SETTINGS
+            }
+            header = obj
+        else:
+            missing = [f for f in RECORD_FIELDS if f not in obj and f not in _OPTIONAL_FIELDS]
+            if missing:
+                raise ResultsFileError(f"{str(path)!r}, line {line_no}: record lacks {missing}")
+            if "order" not in obj:  # written before records named their order
+                obj["order"] = record_order(obj)
+            if "encoding" not in obj:  # written before records named their encoding
+                obj["encoding"] = record_encoding(obj)
+            for name, value in settings.items():  # the header's, for record_key
+                obj.setdefault(name, value)
+            records.append(obj)
+        pos = end + 1
+    return _Parsed(header, records, pos, False)
+
+
+@dataclass
+class ResultsFile:
+    """A results file as read: its header, its records, and what was repaired."""
+
+    path: Path
+    header: dict[str, Any]
+    records: list[dict[str, Any]]
+    torn_bytes: int = 0
+
+    @property
+    def config(self) -> ExperimentConfig:
+        return ExperimentConfig.from_dict(self.header["config"])
+
+    @property
+    def config_hash(self) -> str:
+        return self.header["config_hash"]
+
+
+def read_results(path: str | os.PathLike[str]) -> ResultsFile:
+    """Read a results file (without changing it); a torn last line is ignored.
+
+    Every record is given the settings of its file's configuration that it does not write
+    itself, from the header: ``threshold``, ``dtype``, ``codebooks``, and the sample's
+    ``source``, ``min_len``, ``max_len`` and ``sentence_seed`` (:func:`record_key` reads
+    them). A header written before ``codebooks`` existed gives ``"plain"``, the codebooks
+    of that time. Records of older files also get ``order`` (:func:`record_order`) and
+    ``encoding`` (:func:`record_encoding`).
+
+    Raises
+    ------
+    ResultsFileError
+        When the file cannot be read, is not a results file, is corrupt before its last
+        line, or was written by a newer fastdcyk in a results format version this one does
+        not know (:data:`RESULTS_VERSION`).
+    """
+    path = Path(path)
+    parsed = _parse_file(path)
+    if parsed.header is None:
+        raise ResultsFileError(f"{str(path)!r} holds no results header (empty or torn file)")
+    torn = path.stat().st_size - parsed.good_bytes if parsed.torn else 0
+    return ResultsFile(path, parsed.header, parsed.records, torn)
+
+
+#: The results files this process holds the lock of: (device, inode) -> the holding thread.
+_HELD_LOCKS: dict[tuple[int, int], int] = {}
+_HELD_LOCKS_GUARD = threading.Lock()
+
+
+class _ResultsLock:
+    """The one-writer lock of a results file, as a context manager.
+
+    An exclusive, non-blocking ``flock`` on the results file itself (created empty when
+    absent, with its folder), held from ``__enter__`` to ``__exit__``. The kernel drops it
+    when the process ends, however it ends, so nothing stale is left behind. A thread that
+    already holds the lock of a file may enter it again. On systems without ``fcntl``
+    (Windows) no lock is taken.
+
+    Raises
+    ------
+    ResultsLockedError
+        On entering, when another process, or another thread of this one, holds the lock.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+        self._key: tuple[int, int] | None = None
+
+    def __enter__(self) -> _ResultsLock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o666)
+        try:
+            st = os.fstat(fd)
+            key = (st.st_dev, st.st_ino)
+            with _HELD_LOCKS_GUARD:
+                mine = _HELD_LOCKS.get(key) == threading.get_ident()
+            if mine:  # this thread holds it already: nothing to take
+                os.close(fd)
+                return self
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ResultsLockedError(
+                f"{str(self.path)!r} is being written by another run (it holds the file's "
+                "lock); two runs on one file would both do every task and write every "
+                "record twice: wait for that run to end (or stop it), or write to another "
+                "file (--out). The file was not changed"
+            ) from None
+        except OSError as exc:  # a file system without locks: go on unlocked
+            os.close(fd)
+            import warnings
+
+            warnings.warn(
+                f"cannot lock {str(self.path)!r} ({exc}): nothing stops a second run from "
+                "writing to it at the same time",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return self
+        except BaseException:
+            os.close(fd)
+            raise
+        with _HELD_LOCKS_GUARD:
+            _HELD_LOCKS[key] = threading.get_ident()
+        self._fd, self._key = fd, key
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is None:
+            return
+        with _HELD_LOCKS_GUARD:
+            _HELD_LOCKS.pop(self._key, None)
+        try:
+            os.close(self._fd)  # closing the last descriptor of the file releases the lock
+        finally:
+            self._fd = self._key = None
+
+
+def open_results(
+    path: str | os.PathLike[str], config: ExperimentConfig, config_hash: str
+) -> ResultsFile:
+    """Create the results file of ``config``, or open it to resume.
+
+    A missing or empty file (or one holding only a torn header) gets a new header. An
+    existing one must carry ``config_hash``; a torn last line is cut off (truncated) so
+    that appending continues on a clean line. The file's lock is held meanwhile (see
+    :func:`run_experiment`), so a file that another run is writing is left alone.
+
+    Raises
+    ------
+    ResultsLockedError
+        When another run is writing the file.
+    ConfigMismatchError
+        When the file was written for another configuration (the message names the file
+        and both hashes).
+    ResultsFileError
+        When the file is not a results file or is corrupt.
+    """
+    path = Path(path)
+    with _ResultsLock(path):
+        return _open_results(path, config, config_hash)
+
+
+def _open_results(path: Path, config: ExperimentConfig, config_hash: str) -> ResultsFile:
+    if path.exists() and path.stat().st_size > 0:
+        parsed = _parse_file(path)
+        if parsed.header is not None:
+            found = parsed.header.get("config_hash")
+            if found != config_hash:
+                raise ConfigMismatchError(
+                    f"{str(path)!r} holds results of another configuration (hash {found}) "
+                    f"than this run's (hash {config_hash}); records of two configurations "
+                    "are never mixed: write to a new file (--out) or rerun with the "
+                    "file's own configuration"
+                )
+            torn = 0
+            if parsed.torn:
+                torn = path.stat().st_size - parsed.good_bytes
+                with open(path, "r+b") as fh:
+                    fh.truncate(parsed.good_bytes)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            return ResultsFile(path, parsed.header, parsed.records, torn)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = _header(config, config_hash)
+    _fsync_write(path, (_canonical(header) + "\n").encode("ascii"), "wb")
+    return ResultsFile(path, header, [])
+
+
+class _Appender:
+    """Appends records with flush + fsync; on a failed write, cuts back the partial line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fh = open(path, "ab")  # noqa: SIM115 - closed by close()
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+        start = self.fh.tell()
+        try:
+            self.fh.write(data.encode("utf-8"))
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+        except OSError as exc:
+            try:
+                self.fh.truncate(start)
+            except OSError:
+                pass  # the next run cuts the torn line off instead
+            raise ResultsWriteError(
+                exc.errno,
+                f"cannot write records to {str(self.path)!r} ({exc.strerror or exc}); the "
+                "records written before are kept: free space (or fix the problem) and rerun "
+                "the same command to resume",
+            ) from exc
+
+    def close(self) -> None:
+        try:
+            self.fh.close()
+        except OSError:
+            pass
+
+
+def load_records(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+) -> list[dict[str, Any]]:
+    """The records of one or more results files, each key once (the first one wins).
+
+    Records of files of other configurations (another threshold, dtype, codebooks or
+    sentence sample: see :func:`record_key`) have other keys and are all kept; a record
+    that two files share (the same grid cell, settings and sentence: a resumed or copied
+    run) is kept once.
+
+    Parameters
+    ----------
+    paths : path or sequence of paths
+
+    Returns
+    -------
+    list of dict
+        As :func:`read_results` gives them, in file order.
+
+    Raises
+    ------
+    ResultsFileError
+        As :func:`read_results`.
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    seen: set[tuple] = set()
+    out = []
+    for p in paths:
+        for r in read_results(p).records:
+            k = record_key(r)
+            if k not in seen:
+                seen.add(k)
+                out.append(r)
+    return out

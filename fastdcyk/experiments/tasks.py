@@ -1,0 +1,321 @@
+"""Tasks: the units of work of a grid, how they are planned, and how one is run.
+
+A task is one (grammar, variant, order, beta, d, codebook seed, batch of sentences) unit;
+:func:`run_task` needs nothing else, so it runs the same in any process.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Container, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from fastdcyk import threads
+from fastdcyk.codebook import Codebook
+from fastdcyk.cyk import cyk
+from fastdcyk.engine import dcyk, default_codebook
+from fastdcyk.experiments.config import ExperimentConfig
+from fastdcyk.experiments.store import _settings_key
+from fastdcyk.grammar import Grammar
+from fastdcyk.metrics import cell_scores
+from fastdcyk.options import CODEBOOKS, VARIANTS, check_choice, resolve
+
+#: Rough seconds per parse on one core: c * n (n + 1) / 2 * (d^2 log2 d + c0), times a
+#: factor per variant and order, from the d = 3000 times of docs/results.md ("Cost"): the
+#: paper variant costs 0.44 of its sequential time in cell order; the trace variant (the 2-D
+#: spectral parser, the same cost in either order) 0.09. Only used to cut tasks of a few
+#: seconds and to weigh the progress bar, never in a result.
+_COST_C = 6e-9
+_COST_C0 = 5e4
+_COST_FACTOR = {
+    ("paper", "sequential"): 1.0,
+    ("paper", "cell"): 0.44,
+    ("trace", "sequential"): 0.09,
+    ("trace", "cell"): 0.09,
+}
+_TASK_SECONDS = 4.0
+_TASK_MAX_SENTENCES = 256
+
+# -- tasks ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of work: a grid cell and a batch of distinct sentences.
+
+    Attributes
+    ----------
+    grammar : str
+        The grammar's spec (written into the records).
+    grammar_text : str
+        Its text (:meth:`Grammar.to_string`): workers need no file.
+    variant, beta, d, seed, threshold, dtype
+        The grid cell.
+    items : tuple of (words, indices)
+        Each distinct sentence once, with the sample indices it has (those still to do).
+    order : {"sequential", "cell"}, optional
+        The order of the updates in a cell (:data:`fastdcyk.options.ORDERS`). None (the
+        default) is resolved to the variant's own, so a task always holds the order it
+        parses in.
+    encoding : {"paper", "roles"}, optional
+        The encoding (:data:`fastdcyk.options.ENCODINGS`); None is resolved to the
+        variant's own.
+    codebooks : {"grammar", "plain"}, default "grammar"
+        As :attr:`ExperimentConfig.codebooks`.
+
+    Raises
+    ------
+    ValueError
+        On an unknown variant, order or encoding.
+    """
+
+    grammar: str
+    grammar_text: str
+    variant: str
+    beta: float
+    d: int
+    seed: int
+    threshold: float
+    dtype: str
+    items: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...]
+    order: str | None = None
+    encoding: str | None = None
+    codebooks: str = "grammar"
+
+    def __post_init__(self) -> None:
+        check_choice("codebooks", self.codebooks, CODEBOOKS)
+        opt = resolve(self.variant, order=self.order, encoding=self.encoding)
+        object.__setattr__(self, "order", opt.order)
+        object.__setattr__(self, "encoding", opt.encoding)
+
+    @property
+    def n_records(self) -> int:
+        return sum(len(ix) for _, ix in self.items)
+
+    @property
+    def cost(self) -> float:
+        """Estimated seconds on one core (a rough model, for batching and the ETA)."""
+        return sum(_parse_cost(len(w), self.d, self.variant, self.order) for w, _ in self.items)
+
+
+def _parse_cost(n: int, d: int, variant: str, order: str | None = None) -> float:
+    order = order or VARIANTS.get(variant, {}).get("order", "sequential")
+    scale = _COST_FACTOR.get((variant, order), 1.0)
+    return scale * _COST_C * n * (n + 1) / 2 * (d * d * math.log2(d) + _COST_C0)
+
+
+def plan_tasks(
+    config: ExperimentConfig,
+    done: Container[tuple] = frozenset(),
+    *,
+    batch_size: int | None = None,
+    grammars: dict[str, Grammar] | None = None,
+    sentences: list[tuple[str, ...]] | None = None,
+) -> list[Task]:
+    """The tasks that produce the records of ``config`` not in ``done``.
+
+    Parameters
+    ----------
+    config : ExperimentConfig
+    done : set of tuple
+        Keys (:func:`record_key`) already written.
+    batch_size : int, optional
+        Distinct sentences per task. Default: as many as fit in about four seconds of work
+        by a rough cost model (at most 256), so that tasks stay short whatever d is.
+    grammars, sentences : optional
+        Already loaded grammars and generated sample (computed when omitted).
+
+    Returns
+    -------
+    list of Task
+        Ordered by d, then grammar, variant, order (:meth:`ExperimentConfig.variant_orders`),
+        beta and seed, so the small dimensions finish first.
+
+    Raises
+    ------
+    ValueError
+        When a word of the sample is not a terminal of one of the grammars.
+    """
+    if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    grammars = config.load_grammars() if grammars is None else grammars
+    sentences = config.sample(grammars) if sentences is None else sentences
+    _check_sample(config, grammars, sentences)
+    # Distinct sentences in a fixed order (by length, then words), each with its indices.
+    positions: dict[tuple[str, ...], list[int]] = {}
+    for index, s in enumerate(sentences):
+        positions.setdefault(s, []).append(index)
+    distinct = sorted(positions, key=lambda s: (len(s), s))
+    settings = _settings_key(lambda name: getattr(config, name))
+    tasks = []
+    for d in config.dims:
+        for spec in config.grammars:
+            text = grammars[spec].to_string()
+            for variant, order in config.variant_orders():
+                encoding = config.encoding or VARIANTS[variant]["encoding"]
+                for beta in config.betas:
+                    for seed in config.seeds:
+                        items = []
+                        cell = (spec, variant, order, encoding, float(beta), d, seed, *settings)
+                        for s in distinct:
+                            words = " ".join(s)
+                            todo = tuple(i for i in positions[s] if (*cell, i, words) not in done)
+                            if todo:
+                                items.append((s, todo))
+                        for batch in _batches(items, d, variant, order, batch_size):
+                            tasks.append(
+                                Task(
+                                    spec,
+                                    text,
+                                    variant,
+                                    beta,
+                                    d,
+                                    seed,
+                                    config.threshold,
+                                    config.dtype,
+                                    tuple(batch),
+                                    order,
+                                    encoding,
+                                    config.codebooks,
+                                )
+                            )
+    return tasks
+
+
+def _check_sample(
+    config: ExperimentConfig, grammars: dict[str, Grammar], sentences: list[tuple[str, ...]]
+) -> None:
+    words = {w for s in sentences for w in s}
+    for spec in config.grammars:
+        missing = sorted(words - set(grammars[spec].terminals))
+        if missing:
+            raise ValueError(
+                f"grammar {spec!r} has no rule for the words {missing} of the sentences "
+                f"generated from {config.source!r}: it cannot parse the sample"
+            )
+
+
+def _batches(
+    items: list, d: int, variant: str, order: str | None, batch_size: int | None
+) -> Iterator[list]:
+    if batch_size is not None:
+        for k in range(0, len(items), batch_size):
+            yield items[k : k + batch_size]
+        return
+    batch: list = []
+    cost = 0.0
+    for item in items:
+        batch.append(item)
+        cost += _parse_cost(len(item[0]), d, variant, order)
+        if cost >= _TASK_SECONDS or len(batch) >= _TASK_MAX_SENTENCES:
+            yield batch
+            batch, cost = [], 0.0
+    if batch:
+        yield batch
+
+
+# -- the worker -----------------------------------------------------------------------------
+
+# One codebook per thread (a dask worker may run several tasks at once in threads, and a
+# codebook's work buffers must not be shared); only the last one is kept, so a worker
+# holds the d x d buffers of one dimension at a time.
+_local = threading.local()
+_grammar_cache: dict[str, Grammar] = {}
+
+
+def _worker_codebook(task: Task) -> tuple[Codebook, bool]:
+    """The thread's codebook for a task, and whether it was just built."""
+    unitary = VARIANTS[task.variant]["unitary"]
+    per_grammar = unitary and task.codebooks == "grammar"  # the grammar's symbols shifted
+    key = (task.d, task.seed, task.dtype, unitary, task.grammar_text if per_grammar else None)
+    held = getattr(_local, "codebook", None)
+    if held is not None and held[0] == key:
+        return held[1], False
+    _local.codebook = None  # release the old buffers before allocating new ones
+    if per_grammar:
+        grammar = _worker_grammar(task.grammar_text)
+        cb = default_codebook(grammar, task.d, task.seed, task.dtype, unitary=True)
+    else:
+        cb = Codebook(task.d, seed=task.seed, dtype=task.dtype, unitary=unitary)
+    _local.codebook = (key, cb)
+    return cb, True
+
+
+def _worker_grammar(text: str) -> Grammar:
+    grammar = _grammar_cache.get(text)
+    if grammar is None:
+        grammar = _grammar_cache[text] = Grammar.from_string(text)
+    return grammar
+
+
+def run_task(task: Task) -> list[dict[str, Any]]:
+    """Parse a task's sentences and score them: its records, sorted by sentence index.
+
+    Runs anywhere fastdcyk is installed (a pool process, a dask worker): the codebook is
+    rebuilt from the task's seed (and kept for the next task of the same d, seed and
+    variant). The task runs on one thread (:func:`fastdcyk.threads.limit`: its FFTs and
+    kernels), whatever the process's setting, which it leaves as it was. A new codebook
+    is warmed up first on a two-word prefix of the first sentence, outside the timing, in
+    the task's order. Every record names the order (``task.order``, resolved).
+    """
+    with threads.limit(1):
+        return _run_task(task)
+
+
+def _run_task(task: Task) -> list[dict[str, Any]]:
+    grammar = _worker_grammar(task.grammar_text)
+    cb, fresh = _worker_codebook(task)
+    if fresh and task.items:
+        # Untimed warm-up on a short prefix: loads the Numba kernels and plans the FFTs of
+        # this d, so that ``seconds`` measures parsing only.
+        dcyk(
+            grammar,
+            task.items[0][0][:2],
+            cb,
+            variant=task.variant,
+            beta=task.beta,
+            order=task.order,
+            encoding=task.encoding,
+        )
+    records = []
+    for words, indices in task.items:
+        t0 = time.perf_counter()
+        result = dcyk(
+            grammar,
+            words,
+            cb,
+            variant=task.variant,
+            beta=task.beta,
+            threshold=task.threshold,
+            order=task.order,
+            encoding=task.encoding,
+        )
+        seconds = time.perf_counter() - t0
+        scores = cell_scores(cyk(grammar, words), result.chart)
+        for index in indices:
+            records.append(
+                {
+                    "grammar": task.grammar,
+                    "variant": task.variant,
+                    "order": task.order,
+                    "encoding": task.encoding,
+                    "beta": task.beta,
+                    "d": task.d,
+                    "seed": task.seed,
+                    "index": index,
+                    "words": " ".join(words),
+                    "length": len(words),
+                    "tp": scores.tp,
+                    "gold": scores.gold,
+                    "predicted": scores.predicted,
+                    "precision": scores.precision,
+                    "recall": scores.recall,
+                    "f1": scores.f1,
+                    "seconds": round(seconds, 6),
+                }
+            )
+    records.sort(key=lambda r: r["index"])
+    return records

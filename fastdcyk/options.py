@@ -1,0 +1,236 @@
+"""D-CYK's options in one place: the variants, gates, decoders, orders and encodings, their
+defaults, and the checks of every value a user can pass (d, seeds, beta, threshold, prune,
+dtype, executor).
+
+The engine (:func:`fastdcyk.dcyk`), the decoder, the capacity model, the experiment grid and
+the command line all call these, so a value is accepted, defaulted and refused the same way
+wherever it is given. The module imports nothing from the rest of the package.
+
+Examples
+--------
+>>> from fastdcyk import options
+>>> options.resolve("trace").gate
+'trace'
+>>> options.resolve("paper", order="cell").order
+'cell'
+>>> options.check_choice("gate", "diagonal", options.GATES)
+Traceback (most recent call last):
+...
+ValueError: unknown gate 'diagonal': choose one of ('entrywise', 'trace')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "CODEBOOKS",
+    "DECODERS",
+    "DEFAULT_BETA",
+    "DEFAULT_THRESHOLD",
+    "DTYPES",
+    "ENCODINGS",
+    "EXECUTORS",
+    "GATES",
+    "ORDERS",
+    "VARIANTS",
+    "DCYKOptions",
+    "check_beta",
+    "check_beta_threshold",
+    "check_choice",
+    "check_dim",
+    "check_dtype",
+    "check_int",
+    "check_prune",
+    "check_threshold",
+    "resolve",
+]
+
+#: The two variants and what each chooses: ``"paper"`` is the faithful algorithm,
+#: ``"trace"`` the improved one (docs/method.md, sections 2 and 3).
+VARIANTS: dict[str, dict[str, Any]] = {
+    "paper": {
+        "gate": "entrywise",
+        "decoder": "entry",
+        "unary_mask": False,
+        "unitary": False,
+        "order": "sequential",
+        "encoding": "paper",
+    },
+    "trace": {
+        "gate": "trace",
+        "decoder": "trace",
+        "unary_mask": False,
+        "unitary": True,
+        "order": "cell",
+        "encoding": "roles",
+    },
+}
+#: ``"entrywise"``: P_A = sigma(M) (the paper); ``"trace"``: P_A = sigma(tr(M) / d) I.
+GATES = ("entrywise", "trace")
+#: ``"entry"``: entry (0, 0) of the readout (the paper); ``"trace"``: its trace over d.
+DECODERS = ("entry", "trace")
+#: ``"sequential"``: the paper's order (each update applied before the next detection of the
+#: same cell); ``"cell"``: every detection of a cell reads the table as it was before the cell.
+ORDERS = ("sequential", "cell")
+#: ``"paper"``: [X]+ [i]+ [j]+ in P_right and R_b^A = sum [B]+ [C]-, as in the paper;
+#: ``"roles"``: the right child under its own vector X', [X']+ [i]+ [j]+ and [B]+ [C']-.
+ENCODINGS = ("paper", "roles")
+#: Where the tasks of an experiment grid run.
+EXECUTORS = ("serial", "process", "dask")
+#: The codebooks of an experiment grid: ``"grammar"`` (:meth:`Codebook.for_grammar` for the
+#: unitary variants, as :func:`fastdcyk.dcyk` builds by default) or ``"plain"``.
+CODEBOOKS = ("grammar", "plain")
+#: The dtypes of the accumulators.
+DTYPES = ("float32", "float64")
+#: sigma's slope in sigma(x) = 1 / (1 + exp(-(x - 0.5) beta)); the paper gives none. Chosen
+#: by measurement: see docs/method.md.
+DEFAULT_BETA = 50.0
+#: The paper's decoder threshold: sigma(x) > 0.99, i.e. x > 0.5 + 4.6 / beta.
+DEFAULT_THRESHOLD = 0.99
+
+
+def check_choice(name: str, value: Any, allowed: Any, *, none: str | None = None) -> Any:
+    """``value`` when it is one of ``allowed``; else a ValueError naming the choices.
+
+    ``none``: what None means, when None is allowed too (it is then returned as is).
+    """
+    if value is None and none is not None:
+        return None
+    if isinstance(value, str | int | float | bool | type(None)) and value in tuple(allowed):
+        return value
+    also = f" (or None: {none})" if none is not None else ""
+    raise ValueError(f"unknown {name} {value!r}: choose one of {tuple(allowed)}{also}")
+
+
+def check_int(name: str, value: Any, low: int) -> int:
+    """``value`` as an int when it is an integer >= ``low`` (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def check_dim(d: Any) -> int:
+    """The dimension d: an integer >= 2."""
+    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
+        raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
+    return int(d)
+
+
+def check_beta(beta: Any) -> float:
+    """Sigma's slope: a finite number > 0."""
+    ok = isinstance(beta, int | float | np.integer | np.floating) and not isinstance(beta, bool)
+    if not (ok and math.isfinite(beta) and beta > 0):
+        raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
+    return float(beta)
+
+
+def check_threshold(threshold: Any) -> float:
+    """The decoder's threshold on sigma: strictly between 0 and 1."""
+    ok = isinstance(threshold, int | float | np.integer | np.floating)
+    if not (ok and not isinstance(threshold, bool) and 0.0 < threshold < 1.0):
+        raise ValueError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
+    return float(threshold)
+
+
+def check_beta_threshold(beta: Any, threshold: Any) -> tuple[float, float]:
+    """Both, defaulted where None (:data:`DEFAULT_BETA`, :data:`DEFAULT_THRESHOLD`)."""
+    beta = DEFAULT_BETA if beta is None else beta
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    return check_beta(beta), check_threshold(threshold)
+
+
+def check_dtype(dtype: Any) -> np.dtype:
+    """float32 or float64 (None: float32)."""
+    try:
+        dt = np.dtype("float32" if dtype is None else dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt.name not in DTYPES:
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    return dt
+
+
+def check_prune(prune: Any, dtype: Any) -> float:
+    """The pruning bound: a finite number >= 0; None is ``dtype``'s machine epsilon."""
+    prune = float(np.finfo(dtype).eps) if prune is None else prune
+    ok = isinstance(prune, int | float | np.integer | np.floating) and not isinstance(prune, bool)
+    if not (ok and math.isfinite(prune) and prune >= 0):
+        raise ValueError(f"prune must be a finite number >= 0, got {prune!r}")
+    return float(prune)
+
+
+@dataclass(frozen=True)
+class DCYKOptions:
+    """The resolved options of one parse (see :func:`fastdcyk.dcyk` and :func:`resolve`)."""
+
+    variant: str
+    gate: str
+    decoder: str
+    unary_mask: bool
+    beta: float
+    threshold: float
+    prune: float
+    order: str = "sequential"
+    encoding: str = "paper"
+
+
+def resolve(
+    variant: str,
+    *,
+    gate: str | None = None,
+    decoder: str | None = None,
+    unary_mask: bool | None = None,
+    beta: float | None = None,
+    threshold: float | None = None,
+    prune: float | None = None,
+    order: str | None = None,
+    encoding: str | None = None,
+    dtype: Any = "float32",
+) -> DCYKOptions:
+    """The options of a parse: the variant's preset (:data:`VARIANTS`) where None, each
+    checked.
+
+    Parameters
+    ----------
+    variant : {"paper", "trace"}
+    gate, decoder, unary_mask, order, encoding
+        Override the variant's choice.
+    beta, threshold
+        Default :data:`DEFAULT_BETA` and :data:`DEFAULT_THRESHOLD`.
+    prune : float, optional
+        Default: ``dtype``'s machine epsilon.
+    dtype : {"float32", "float64"}
+        The accumulators' dtype (sets prune's default).
+
+    Returns
+    -------
+    DCYKOptions
+
+    Raises
+    ------
+    ValueError
+        For an unknown choice or a value out of range; the message names what is allowed.
+    """
+    preset = VARIANTS[check_choice("variant", variant, VARIANTS)]
+    chosen = {}
+    for name, value, allowed in (
+        ("gate", gate, GATES),
+        ("decoder", decoder, DECODERS),
+        ("order", order, ORDERS),
+        ("encoding", encoding, ENCODINGS),
+    ):
+        chosen[name] = check_choice(name, preset[name] if value is None else value, allowed)
+    beta, threshold = check_beta_threshold(beta, threshold)
+    return DCYKOptions(
+        variant=variant,
+        unary_mask=preset["unary_mask"] if unary_mask is None else bool(unary_mask),
+        beta=beta,
+        threshold=threshold,
+        prune=check_prune(prune, check_dtype(dtype)),
+        **chosen,
+    )

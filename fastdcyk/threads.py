@@ -1,0 +1,112 @@
+"""fastdcyk's threads, in one place.
+
+Two things in fastdcyk run on several threads: the FFTs (each FFT engine has a thread count)
+and the Numba kernels (a serial and a parallel build of each). One setting governs both:
+
+- :func:`set_threads` ``(n)``: ``n = 1`` makes new FFT engines single-threaded and the
+  kernels run their serial builds; ``n > 1`` gives both ``n`` threads; ``0`` or None (the
+  default) gives both every core this process may run on (:func:`cores`).
+- :func:`limit` ``(n)`` does the same for the duration of a ``with`` block and then puts
+  the setting back, so that code that needs one thread (a task of an experiment grid, a
+  benchmark) changes nothing for its caller.
+
+An engine keeps the thread count it was built with (engines are cached per count, so FFT
+plans are shared); a codebook keeps its engine. So set the threads before building a
+codebook, or pass ``threads=`` to :class:`~fastdcyk.Codebook` or
+:func:`~fastdcyk.get_engine` for one codebook or engine. A process pool of one worker per
+core sets 1 in every worker, so that workers do not fight over the cores.
+
+Examples
+--------
+>>> import fastdcyk
+>>> with fastdcyk.threads.limit(1):
+...     fastdcyk.get_engine("scipy").threads
+1
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["cores", "fft_threads", "get_threads", "limit", "set_threads"]
+
+_setting = [0]  # 0: every core; 1: one thread (serial kernels); n > 1: n threads
+_local = threading.local()  # .n: the setting of a limit() block in this thread
+
+
+def cores() -> int:
+    """How many cores this process may run on (its CPU affinity, where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _check(n: int | None) -> int:
+    n = 0 if n is None else n
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"threads must be None or an integer >= 0, got {n!r}")
+    return n
+
+
+def _numba_threads(n: int) -> None:
+    # 1 leaves Numba alone (the kernels run their serial builds); 0 gives it every thread
+    # back, restoring what an earlier n > 1 took away. Numba's count is per thread.
+    if n != 1:
+        import numba
+
+        top = numba.config.NUMBA_NUM_THREADS
+        numba.set_num_threads(top if n == 0 else min(n, top))
+
+
+def set_threads(n: int | None) -> None:
+    """Use ``n`` threads for FFTs and kernels (None or 0: every core; 1: one thread).
+
+    ``n > 1`` sets Numba's thread count to ``n`` (at most
+    ``numba.config.NUMBA_NUM_THREADS``); 0 or None gives Numba all of its threads back; 1
+    leaves Numba's count alone (the kernels then run their serial builds). FFT engines built
+    from then on use ``n`` threads (every core for 0). Inside a :func:`limit` block, the
+    block's setting applies to its thread until the block ends.
+
+    Raises
+    ------
+    ValueError
+        When ``n`` is not None or an integer >= 0.
+    """
+    _setting[0] = _check(n)
+    _numba_threads(get_threads())
+
+
+def get_threads() -> int:
+    """The setting in this thread (0: every core; 1: one thread; n: n threads)."""
+    return getattr(_local, "n", _setting[0])
+
+
+def fft_threads() -> int:
+    """Threads of an FFT engine built now, in this thread, without an explicit count."""
+    return get_threads() or cores()
+
+
+@contextmanager
+def limit(n: int | None) -> Iterator[None]:
+    """Use ``n`` threads in this thread inside a ``with`` block, as :func:`set_threads`.
+
+    Only the calling thread is affected, and the setting it had comes back after the block,
+    so that blocks nest and threads running blocks at the same time (a dask worker runs
+    several tasks in threads) do not disturb each other or the process-wide setting.
+    """
+    n = _check(n)
+    had = getattr(_local, "n", None)
+    _local.n = n
+    _numba_threads(n)
+    try:
+        yield
+    finally:
+        if had is None:
+            del _local.n
+        else:
+            _local.n = had
+        _numba_threads(get_threads())
