@@ -93,6 +93,9 @@ ORDERS = ("sequential", "cell")
 #: ``"paper"``: [X]+ [i]+ [j]+ in P_right and R_b^A = sum [B]+ [C]-, as in the paper;
 #: ``"roles"``: the right child under its own vector X', [X']+ [i]+ [j]+ and [B]+ [C']-.
 ENCODINGS = ("paper", "roles")
+#: ``"numpy"``: this module's parsers; ``"torch"``: the same algorithm in PyTorch
+#: (:mod:`fastdcyk._torch`).
+BACKENDS = ("numpy", "torch")
 
 
 @dataclass(frozen=True)
@@ -999,6 +1002,8 @@ def dcyk(
     check_memory: bool = True,
     progress: bool | float = False,
     record: bool = False,
+    backend: str = "numpy",
+    device: Any = None,
 ) -> DCYKResult:
     """Parse a sentence with D-CYK (the paper's Algorithms 2, 3 and 4).
 
@@ -1066,6 +1071,12 @@ def dcyk(
         Keep a log of every detection in ``result.log``: the step, the cell (i, j), the
         nonterminal, the mean of P_A's diagonal (how much of I the gate let through), P_A's
         largest entry and whether the update was applied or pruned.
+    backend : {"numpy", "torch"}, default "numpy"
+        ``"torch"``: the same algorithm, options and codebook in PyTorch
+        (:mod:`fastdcyk._torch`; needs ``pip install 'fastdcyk[torch]'``). In float64 its
+        accumulators equal the numpy engine's to rounding; the result is the same type.
+    device : torch.device or str, optional
+        Where the torch backend computes (default the CPU); only with ``backend="torch"``.
 
     Returns
     -------
@@ -1077,7 +1088,9 @@ def dcyk(
     ValueError
         Unknown word (named, with its position), empty sentence, d < 2, a codebook whose d
         or dtype disagree with the arguments, unknown variant/gate/decoder, bad beta or
-        threshold.
+        threshold, unknown backend, a device without ``backend="torch"``.
+    ImportError
+        ``backend="torch"`` without PyTorch installed.
     MemoryError
         When the parse would not fit in memory: the message gives the memory needed and
         available, and the largest d that fits.
@@ -1092,6 +1105,12 @@ def dcyk(
     >>> sorted(r.chart[(0, 3)])
     ['S']
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}: choose one of {BACKENDS}")
+    if device is not None and backend != "torch":
+        raise ValueError(f"device={device!r} needs backend='torch'")
+    if backend == "torch":
+        from fastdcyk import _torch  # ImportError with the install hint without PyTorch
     if isinstance(grammar, str):
         grammar = Grammar.load(grammar)
     if not isinstance(grammar, Grammar):
@@ -1121,6 +1140,15 @@ def dcyk(
     if check_memory and codebook is not None:
         _check_memory(cb, opt, len(ws))
     _check_symbols(cb, grammar, ws, opt.encoding)
+    if backend == "torch":
+        bar = _progress_bar(delay, len(ws) * (len(ws) + 1) // 2, f"D-CYK d={cb.d} (torch)")
+        try:
+            on_cell = None if bar is None else (lambda: bar.update(1))
+            kw = {"device": device, "decode": decode, "record": record, "on_cell": on_cell}
+            return DCYKResult(**_torch.parse_sentences(grammar, [ws], cb, opt, **kw)[0])
+        finally:
+            if bar is not None:
+                bar.close()
 
     with cb._lock:  # the parse uses the codebook's work buffers throughout
         spectral = opt.gate == "trace"
