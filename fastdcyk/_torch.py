@@ -632,6 +632,7 @@ class _DenseParser(_Base):
         self.fl = torch.zeros(shape, dtype=self.cdtype, device=self.dev)
         self.fr = torch.zeros(shape, dtype=self.cdtype, device=self.dev)
         self._pcp_index: dict[tuple[int, int], torch.Tensor] = {}
+        self._wrap: torch.Tensor | None = None  # (k + m) mod d
         if len(self.st.binary):
             self.binary_w = self.binary_spectra * self.w.to(self.cdtype) / self.d
 
@@ -645,13 +646,17 @@ class _DenseParser(_Base):
         """x C(spec): each row's spectrum times conj(spec)."""
         return torch.fft.irfft(torch.fft.rfft(x) * torch.conj(spec), n=self.d)
 
-    def pcp(self, v: torch.Tensor, a: int, b: int) -> torch.Tensor:
-        """Phi^a C(v) Phi^b as a dense matrix ((..., d) vectors give (..., d, d))."""
+    def pcp_index(self, a: int, b: int) -> torch.Tensor:
+        """``ix`` with (Phi^a C(v) Phi^b)[r, c] = v[ix[r, c]] (cached)."""
         ix = self._pcp_index.get((a, b))
         if ix is None:
             ix = (self.idx(a)[:, None] - self.idx(-b)[None, :]) % self.d
             self._pcp_index[(a, b)] = ix
-        return v[..., ix]
+        return ix
+
+    def pcp(self, v: torch.Tensor, a: int, b: int) -> torch.Tensor:
+        """Phi^a C(v) Phi^b as a dense matrix ((..., d) vectors give (..., d, d))."""
+        return v[..., self.pcp_index(a, b)]
 
     def _add(self, name: str, value: torch.Tensor) -> None:
         acc = getattr(self, name)
@@ -693,13 +698,10 @@ class _DenseParser(_Base):
         row r of the sum is sum_A p_A[r] v_A laid out as a circulant's row (one product and
         one gather). The P_right part is rfft(W^T) (.) (P^T A'^), W = Phi [i]+ [j]+.
         """
-        s, d = self.index_half, self.d
+        s = self.index_half
         pt = p.transpose(-1, -2)  # (B, d, k)
         b = pt @ self.vec.nonterminal[rows]  # (B, d, d): row r = sum_A p_A[r] v_A
-        ix = self._pcp_index.get((0, 1))
-        if ix is None:
-            ix = (self.idx(0)[:, None] - self.idx(-1)[None, :]) % d
-            self._pcp_index[(0, 1)] = ix
+        ix = self.pcp_index(0, 1)
         x = torch.gather(b, -1, ix.expand(b.shape))  # sum_A diag(p_A) C_A Phi
         x = self.rphi(self.rcirc(x, s[j]), 1)
         self._add("fl", torch.fft.rfft(x) * torch.conj(s[i]))
@@ -800,10 +802,22 @@ class _DenseParser(_Base):
             zhat = torch.fft.rfft(zt)
             for j in range(i + 1, self.n + 1):
                 xt = self.rphi(torch.fft.irfft(zhat * s[j], n=d), -1)
-                xc = torch.cat((xt, xt), dim=-1)
-                strided = xc.as_strided((self.B, d, d), (2 * d * d, 1, 2 * d + 1))
-                out[:, i, j, :] = strided.sum(-1) @ ct
+                out[:, i, j, :] = self._wrapped_diagonal_sums(xt) @ ct
         return out
+
+    def _wrapped_diagonal_sums(self, xt: torch.Tensor) -> torch.Tensor:
+        """sums[..., m] = sum_k xt[..., k, (k + m) mod d].
+
+        A strided view of [xt, xt] is faster forward; a gather has the faster backward.
+        """
+        d = self.d
+        if self.grad:
+            if self._wrap is None:
+                self._wrap = (self.idx(0)[:, None] + self.idx(0)[None, :]) % d
+            ix = self._wrap
+            return torch.gather(xt, -1, ix.expand(xt.shape)).sum(-2)
+        xc = torch.cat((xt, xt), dim=-1)
+        return xc.as_strided((self.B, d, d), (2 * d * d, 1, 2 * d + 1)).sum(-1)
 
     def dense(self) -> tuple[torch.Tensor, torch.Tensor]:
         d = self.d

@@ -1,0 +1,158 @@
+"""Parsing many sentences at once: :func:`dcyk_batch`.
+
+With ``backend="torch"`` the sentences are parsed in batches by :mod:`fastdcyk._torch` (the
+numpy engine's algorithm in PyTorch, docs/method.md, sections 2-4): sentences of similar
+length go into one batch, the cells they share are computed together, and a cell beyond a
+sentence's length is masked out of its updates. With ``backend="numpy"`` it is a loop over
+:func:`fastdcyk.dcyk`. Either way every sentence gets the :class:`~fastdcyk.engine.DCYKResult`
+that ``dcyk`` would return for it with the same codebook and options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fastdcyk.codebook import Codebook
+from fastdcyk.engine import (
+    BACKENDS,
+    VARIANTS,
+    DCYKResult,
+    _check_memory,
+    _check_parse_memory,
+    _check_symbols,
+    _resolve_codebook,
+    _resolve_options,
+    _words,
+    dcyk,
+)
+from fastdcyk.grammar import Grammar
+
+__all__ = ["dcyk_batch"]
+
+#: Sentences per torch batch by default.
+DEFAULT_BATCH_SIZE = 16
+
+
+def dcyk_batch(
+    grammar: Grammar | str,
+    sentences: Sequence[str | Sequence[str]],
+    codebook: Codebook | None = None,
+    *,
+    d: int | None = None,
+    seed: int = 0,
+    dtype: Any = None,
+    variant: str = "paper",
+    gate: str | None = None,
+    decoder: str | None = None,
+    unary_mask: bool | None = None,
+    beta: float | None = None,
+    threshold: float | None = None,
+    prune: float | None = None,
+    order: str | None = None,
+    encoding: str | None = None,
+    unitary: bool | None = None,
+    engine: Any = "auto",
+    decode: bool = True,
+    check_memory: bool = True,
+    backend: str = "torch",
+    device: Any = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> list[DCYKResult]:
+    """Parse sentences with D-CYK, in batches: one :class:`DCYKResult` per sentence.
+
+    Parameters
+    ----------
+    grammar : Grammar or str
+    sentences : sequence of str or of sequences of str
+        The sentences (a str is split on whitespace), each checked as :func:`fastdcyk.dcyk`
+        checks one.
+    codebook, d, seed, dtype, variant, gate, decoder, unary_mask, beta, threshold, prune,
+    order, encoding, unitary, engine, decode, check_memory
+        As for :func:`fastdcyk.dcyk`; one codebook (given or built here) serves every
+        sentence.
+    backend : {"torch", "numpy"}, default "torch"
+        ``"torch"``: :mod:`fastdcyk._torch` on batches of sentences; ``"numpy"``: one
+        :func:`fastdcyk.dcyk` call per sentence.
+    device : torch.device or str, optional
+        Where the torch backend computes (default the CPU).
+    batch_size : int, default 16
+        Sentences per torch batch. The sentences are sorted by length first, so that a
+        batch wastes little work on the cells of its longer sentences.
+
+    Returns
+    -------
+    list of DCYKResult
+        In the order of ``sentences``.
+
+    Raises
+    ------
+    ValueError, ImportError, MemoryError, FloatingPointError
+        As :func:`fastdcyk.dcyk`.
+
+    Examples
+    --------
+    >>> import fastdcyk as fd
+    >>> from fastdcyk.batch import dcyk_batch
+    >>> g = fd.Grammar.builtin("example")
+    >>> rs = dcyk_batch(g, ["a a b", "a b"], d=256, variant="trace", backend="numpy")
+    >>> [sorted(r.chart[(0, len(r.words))]) for r in rs]
+    [['S'], ['S']]
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}: choose one of {BACKENDS}")
+    if device is not None and backend != "torch":
+        raise ValueError(f"device={device!r} needs backend='torch'")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if backend == "torch":
+        from fastdcyk import _torch  # ImportError with the install hint without PyTorch
+    if isinstance(grammar, str):
+        grammar = Grammar.load(grammar)
+    if not isinstance(grammar, Grammar):
+        raise TypeError(f"grammar must be a fastdcyk.Grammar, got {type(grammar).__name__}")
+    if not grammar.is_cnf:
+        raise ValueError("D-CYK needs a grammar in Chomsky normal form: use grammar.to_cnf()")
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a sequence of sentences, not one str")
+    all_words = [_words(grammar, s) for s in sentences]
+    if not all_words:
+        return []
+    if variant in VARIANTS and unitary is None:
+        unitary = VARIANTS[variant]["unitary"]
+    opt_dtype = codebook.dtype if isinstance(codebook, Codebook) else np.dtype(dtype or "float32")
+    opt = _resolve_options(
+        variant, gate, decoder, unary_mask, beta, threshold, prune, opt_dtype, order, encoding
+    )
+    longest = max(len(ws) for ws in all_words)
+
+    def before_build(d: int, dtype: np.dtype, engine: Any) -> None:
+        if check_memory:  # before the codebook draws anything of size d
+            _check_parse_memory(d, dtype, engine, opt, longest)
+
+    cb = _resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine, grammar, before_build)
+    if check_memory and codebook is not None:
+        _check_memory(cb, opt, longest)
+    for ws in all_words:
+        _check_symbols(cb, grammar, ws, opt.encoding)
+    if backend == "numpy":
+        kw = {"decode": decode, "check_memory": False}
+        return [dcyk(grammar, ws, cb, **kw, **_option_kwargs(opt)) for ws in all_words]
+    order_by_length = sorted(range(len(all_words)), key=lambda k: len(all_words[k]))
+    results: list[DCYKResult | None] = [None] * len(all_words)
+    for start in range(0, len(order_by_length), batch_size):
+        chunk = order_by_length[start : start + batch_size]
+        fields = _torch.parse_sentences(
+            grammar, [all_words[k] for k in chunk], cb, opt, device=device, decode=decode
+        )
+        for k, f in zip(chunk, fields, strict=True):
+            results[k] = DCYKResult(**f)
+    return results  # type: ignore[return-value]
+
+
+def _option_kwargs(opt: Any) -> dict[str, Any]:
+    """The keywords of :func:`fastdcyk.dcyk` that reproduce resolved options."""
+    names = ("variant", "gate", "decoder", "unary_mask", "beta", "threshold", "prune", "order")
+    return {name: getattr(opt, name) for name in (*names, "encoding")}
