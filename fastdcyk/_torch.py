@@ -62,6 +62,9 @@ __all__ = [
 ]
 
 _COMPLEX = {torch.float32: torch.complex64, torch.float64: torch.complex128}
+#: Bytes of G_k matrices the trace-gate parser keeps without autograd (at least two), as
+#: :data:`fastdcyk.engine.G_CACHE_BYTES`; under autograd all of them are kept.
+G_CACHE_BYTES = 256 << 20
 
 
 # -- the grammar's structure and the symbol vectors ----------------------------------------
@@ -504,8 +507,9 @@ class _TraceParser(_Base):
     - binary detection: sum_f R^[f] q[f], q[f] = sum_g conj(j^[g]) i^[g] ZT[f, g] PR[f, g];
     - unary detection and trace decoder: q[f] = sum_g G_j[f, g] i^[g] ZT[f, g].
 
-    The G_k = rows f <= d/2 of (Phi C_k Phi)~ are computed once per batch (one real and one
-    complex FFT of a d x d matrix each) and kept for the whole parse.
+    The G_k = rows f <= d/2 of (Phi C_k Phi)~ cost one real and one complex FFT of a d x d
+    matrix each and are shared by the whole batch; they are kept in a cache of at most
+    :data:`G_CACHE_BYTES` (all of them under autograd), as in the numpy engine.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -518,6 +522,8 @@ class _TraceParser(_Base):
         # (Phi C_k Phi)[r, c] = v_k[(perm[r] - inv[c]) mod d]
         self._pcp = (self.idx(1)[:, None] - self.idx(-1)[None, :]) % d
         self._g: dict[int, torch.Tensor] = {}
+        size = self.h * d * (8 if self.cdtype == torch.complex64 else 16)
+        self._slots = max(2, min(self.n + 1, G_CACHE_BYTES // size))
         w = self.w.to(self.cdtype)
         self.spectra_w = self.spectra * w / d
         if len(self.st.unary):
@@ -526,11 +532,15 @@ class _TraceParser(_Base):
             self.binary_w = self.binary_spectra * w / d
 
     def gmat(self, k: int) -> torch.Tensor:
-        g = self._g.get(k)
+        """G_k, from the cache or computed (under autograd every G_k is kept)."""
+        g = self._g.pop(k, None)
         if g is None:
+            if not self.grad:
+                while len(self._g) >= self._slots:
+                    self._g.pop(next(iter(self._g)))  # the least recently used
             w = self.vec.index[k][self._pcp]
             g = torch.fft.ifft(torch.fft.rfft(w, dim=0), dim=1)
-            self._g[k] = g
+        self._g[k] = g  # last: the most recently used
         return g
 
     def _madd(self, name: str, left: torch.Tensor, m: torch.Tensor) -> None:

@@ -106,6 +106,15 @@ def test_float32_default_variant_exact_on_running_example():
     assert r.chart == fd.cyk(g, "a a b")
 
 
+def test_small_g_cache_changes_nothing(monkeypatch):
+    g, s, _ = CASES["G0"]
+    cb = _codebook(g, 32, "trace")
+    ref = fd.dcyk(g, s, cb, variant="trace", order="sequential", backend="torch")
+    monkeypatch.setattr(T, "G_CACHE_BYTES", 0)  # two slots: G_k computed again when needed
+    got = fd.dcyk(g, s, cb, variant="trace", order="sequential", backend="torch")
+    _assert_same(ref, got, 1e-12)
+
+
 def test_record_log_matches_numpy():
     g, s, _ = CASES["G0"]
     cb = _codebook(g, 32, "paper")
