@@ -17,6 +17,17 @@ from fastdcyk.engine import _resolve_options, default_codebook
 torch = pytest.importorskip("torch")
 from fastdcyk import _torch as T  # noqa: E402 - needs torch
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """One intra-op thread while these tests run: their tensors are tiny, and on a busy
+    machine torch's thread pool waiting for cores costs far more than it saves."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 #: A grammar with rules A -> B B (docs/method.md, section 3: the paper's encoding collapses).
 SAME_CHILD = """
 S -> S S | A B
