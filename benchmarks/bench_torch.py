@@ -14,8 +14,7 @@ Run for real with
         --benchmark-columns=min,median,mean,rounds -p no:cacheprovider
 
 Under ``--benchmark-disable`` (the default) each body runs once at d = 64 as a smoke test.
-Timed runs leave the thread counts to torch and numba (both default to every core); smoke
-runs give torch one thread.
+Both backends run on one thread (torch's intra-op pool, the Numba kernels, the FFTs).
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
+from fastdcyk import _kernels
 from fastdcyk.batch import dcyk_batch
 from fastdcyk.engine import default_codebook
 
@@ -55,14 +55,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _torch_threads(timing):
-    """Smoke runs: one intra-op thread (tiny tensors; on a busy machine torch's thread pool
-    waiting for cores costs far more than it saves). Timed runs keep torch's default."""
-    before = torch.get_num_threads()
-    if not timing:
-        torch.set_num_threads(1)
+def _one_thread():
+    """One thread for both backends (as the FFT-pair benchmark of bench_engine.py): torch's
+    intra-op pool, the Numba kernels and the codebooks' FFTs (``threads=1``). The ratio is
+    then per core, and a busy machine does not leave torch's thread pool waiting for cores
+    (which made torch up to 8x slower on a shared two-core machine)."""
+    before_torch, before_numba = torch.get_num_threads(), _kernels.get_threads()
+    torch.set_num_threads(1)
+    _kernels.set_threads(1)
     yield
-    torch.set_num_threads(before)
+    torch.set_num_threads(before_torch)
+    _kernels.set_threads(before_numba)
 
 
 def _sentences(count: int) -> list[tuple[str, ...]]:
@@ -85,7 +88,7 @@ def _per_sentence(fn, sentences) -> float:
 def test_torch_per_sentence(benchmark, timing, d_engine, variant, target):
     g = fd.Grammar.builtin("G0")
     sents = _sentences(4)
-    cb = default_codebook(g, d_engine, 0, unitary=variant == "trace")
+    cb = default_codebook(g, d_engine, 0, unitary=variant == "trace", threads=1)
     for backend in ("numpy", "torch"):  # warm-up: JIT, spectra, work buffers
         fd.dcyk(g, sents[0], cb, variant=variant, backend=backend)
     per = {"numpy": [], "torch": []}
@@ -111,7 +114,7 @@ def test_torch_batch_throughput(benchmark, timing, d_batch):
     g = fd.Grammar.builtin("G0")
     count = 16 if timing else 4
     sents = _sentences(count)
-    cb = default_codebook(g, d_batch, 0, unitary=True)
+    cb = default_codebook(g, d_batch, 0, unitary=True, threads=1)
     # the batch's accumulators: two 2-D half spectra and two dense results per sentence
     item = np.dtype(cb.dtype).itemsize
     per_sentence = 2 * (d_batch // 2 + 1) * d_batch * 2 * item + 2 * d_batch * d_batch * item

@@ -32,6 +32,7 @@ The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Cristini, S
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,7 @@ __all__ = [
     "TorchParse",
     "parse",
     "parse_sentences",
+    "release_caches",
     "rule_structure",
     "symbol_vectors",
 ]
@@ -501,27 +503,34 @@ class _TraceParser(_Base):
     """The trace-gate parser of docs/method.md, section 4.4, batched.
 
     ``zt`` and ``pr`` are (B, d // 2 + 1, d): rows f <= d/2 of (Phi P_left)~^T and of
-    (P_right Phi^T)~ per sentence. With g_A the gates of a cell, S^ = sum_A g_A A^:
+    (P_right Phi^T)~ per sentence, as in the numpy engine. With g_A the gates of a cell,
+    S^ = sum_A g_A A^ (S'^ with the right-child spectra):
 
     - update: ZT[f, g] += conj(S^[f] G_j[f, g] i^[g]), PR[f, g] += S'^[f] G_i[f, g] j^[g];
-    - binary detection: sum_f R^[f] q[f], q[f] = sum_g conj(j^[g]) i^[g] ZT[f, g] PR[f, g];
-    - unary detection and trace decoder: q[f] = sum_g G_j[f, g] i^[g] ZT[f, g].
+    - binary detection: sum_f R^[f] q[f], q[f] = sum_g ZT[f, g] PR[f, g] conj(j^[g]) i^[g];
+    - unary detection and trace decoder: q[f] = sum_g ZT[f, g] G_j[f, g] i^[g].
+
+    Without autograd the element-wise products go through two work buffers, and the unary
+    detection of (i - 1, i) and its update share the matrix G_i (.) (i-1)^.
 
     The G_k = rows f <= d/2 of (Phi C_k Phi)~ cost one real and one complex FFT of a d x d
     matrix each and are shared by the whole batch; they are kept in a cache of at most
-    :data:`G_CACHE_BYTES` (all of them under autograd), as in the numpy engine.
+    :data:`G_CACHE_BYTES` (all of them under autograd), as in the numpy engine. Without
+    autograd the cache may be the caller's (``g_cache``), so that later parses with the same
+    index vectors and permutation reuse it.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, g_cache: dict | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         shape = (self.B, self.h, self.d)
         self.zt = torch.zeros(shape, dtype=self.cdtype, device=self.dev)
         self.pr = torch.zeros(shape, dtype=self.cdtype, device=self.dev)
         self.full = torch.fft.fft(self.vec.index)  # (n + 1, d)
         d = self.d
-        # (Phi C_k Phi)[r, c] = v_k[(perm[r] - inv[c]) mod d]
-        self._pcp = (self.idx(1)[:, None] - self.idx(-1)[None, :]) % d
-        self._g: dict[int, torch.Tensor] = {}
+        # W = Phi C_k Phi, W[r, c] = v_k[(perm[r] - inv[c]) mod d], is read from the strided
+        # (symmetric) view R[a, t] = v_k[(a + t + 1) mod d]: W^T = R[d - 1 - inv][:, perm]
+        self._rows = (d - 1) - self.idx(-1)
+        self._g: dict[int, torch.Tensor] = {} if g_cache is None or self.grad else g_cache
         size = self.h * d * (8 if self.cdtype == torch.complex64 else 16)
         self._slots = max(2, min(self.n + 1, G_CACHE_BYTES // size))
         w = self.w.to(self.cdtype)
@@ -530,6 +539,11 @@ class _TraceParser(_Base):
             self.unary_w = self.unary_spectra * w / d
         if len(self.st.binary):
             self.binary_w = self.binary_spectra * w / d
+        # work buffers (without autograd): a (h, d) matrix and a (B, h, d) one
+        self._buf = (
+            None if self.grad else torch.empty(shape[1:], dtype=self.cdtype, device=self.dev)
+        )
+        self._bbuf = None if self.grad else torch.empty(shape, dtype=self.cdtype, device=self.dev)
 
     def gmat(self, k: int) -> torch.Tensor:
         """G_k, from the cache or computed (under autograd every G_k is kept)."""
@@ -538,10 +552,23 @@ class _TraceParser(_Base):
             if not self.grad:
                 while len(self._g) >= self._slots:
                     self._g.pop(next(iter(self._g)))  # the least recently used
-            w = self.vec.index[k][self._pcp]
-            g = torch.fft.ifft(torch.fft.rfft(w, dim=0), dim=1)
+            v = self.vec.index[k]
+            r = torch.cat((v, v))[1:].unfold(0, self.d, 1)
+            wt = r.index_select(0, self._rows).index_select(1, self.idx(1))  # W^T
+            # rfft(W, axis 0) = rfft(W^T, axis 1)^T, then the inverse FFT along the other axis
+            g = torch.fft.ifft(torch.fft.rfft(wt, dim=1), dim=0).T.contiguous()
         self._g[k] = g  # last: the most recently used
         return g
+
+    def _outer(self, j: int, i: int) -> torch.Tensor:
+        """G_j (.) i^ (a column scaling), in the work buffer without autograd."""
+        if self._buf is None:
+            return self.gmat(j) * self.full[i]
+        return torch.mul(self.gmat(j), self.full[i], out=self._buf)
+
+    def _conj(self, m: torch.Tensor) -> torch.Tensor:
+        """conj(m), in place when ``m`` is the work buffer."""
+        return m.conj_physical_() if m is self._buf else torch.conj(m)
 
     def _madd(self, name: str, left: torch.Tensor, m: torch.Tensor) -> None:
         """acc += left[b, f] * m[f, g], in place unless autograd needs the old value."""
@@ -551,54 +578,74 @@ class _TraceParser(_Base):
         else:
             acc.addcmul_(left[:, :, None], m[None])
 
+    def _rowdot(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """sum_g a[..., f, g] b[..., f, g] (through the batch work buffer)."""
+        if self._bbuf is None:
+            return (a * b).sum(-1)
+        return torch.mul(a, b, out=self._bbuf).sum(-1)
+
     def initialise(self) -> None:
         """P_left = sum_i [i-1]- [i]- [a_i]- (P_right stays 0)."""
         tspec = torch.fft.rfft(self.vec.terminal)
         for i in range(1, self.n + 1):
             s = torch.conj(tspec[self.words[:, i - 1]]) * self.active(i)[:, None]
-            self._madd("zt", s, torch.conj(self.gmat(i) * self.full[i - 1]))
+            self._madd("zt", s, self._conj(self._outer(i, i - 1)))
 
-    def update(self, i: int, j: int, gates: torch.Tensor, rows: torch.Tensor) -> None:
-        """sum_A g_A [i]- [j]- [A]- into P_left, sum_A g_A [A']+ [i]+ [j]+ into P_right."""
+    def update(
+        self, i: int, j: int, gates: torch.Tensor, rows: torch.Tensor, outer_ji=None
+    ) -> None:
+        """sum_A g_A [i]- [j]- [A]- into P_left, sum_A g_A [A']+ [i]+ [j]+ into P_right.
+
+        ``outer_ji``: G_j (.) i^ when the caller has it already (it may be conjugated in
+        place).
+        """
         g = gates.to(self.cdtype)
-        left = g @ self.spectra[rows]
-        right = g @ self.right_spectra[rows]
-        self._madd("zt", torch.conj(left), torch.conj(self.gmat(j) * self.full[i]))
-        self._madd("pr", right, self.gmat(i) * self.full[j])
-
-    def _q_lift(self, j: int, i: int) -> torch.Tensor:
-        """q of tr(C Phi C_j Phi C_i Phi P_left) (B, h): unary detection, trace decoder."""
-        return (self.zt * self.gmat(j)) @ self.full[i]
+        m = self._outer(j, i) if outer_ji is None else outer_ji
+        self._madd("zt", torch.conj(g @ self.spectra[rows]), self._conj(m))
+        self._madd("pr", g @ self.right_spectra[rows], self._outer(i, j))
 
     def _q_binary(self, i: int, j: int) -> torch.Tensor:
         """q of tr([j]- [i]+ P_left C P_right) (B, h): the binary detection."""
-        return (self.zt * self.pr) @ (torch.conj(self.full[j]) * self.full[i])
+        dg = torch.conj(self.full[j]) * self.full[i]
+        if self._bbuf is None:
+            return (self.zt * self.pr) @ dg
+        torch.mul(self.zt, self.pr, out=self._bbuf)
+        return self._bbuf.mul_(dg).sum(-1)
 
     def _cell(self, i: int, j: int, rows: torch.Tensor, spectra_w: torch.Tensor, q_of) -> None:
+        """Detect and update the nonterminals ``rows`` in (i, j). ``q_of()`` returns q and,
+        for a unary cell, G_j (.) i^ (the update's matrix), else None."""
         if self.opt.order == "cell":
             # every gate from the table before the cell; the updates summed
-            tvals = (q_of() @ spectra_w.T).real
+            q, outer = q_of()
+            tvals = (q @ spectra_w.T).real
             gates = self.sigmoid(tvals)
             keep, any_kept = self.decide(i, j, rows, tvals, gates, gates)
             if any_kept:
-                self.update(i, j, gates * keep, rows)
+                self.update(i, j, gates * keep, rows, outer)
             return
         q = None  # read again only after an update
         for k in range(len(rows)):
             if q is None:
-                q = q_of()
+                q, outer = q_of()
             tval = (q @ spectra_w[k : k + 1].T).real
             gate = self.sigmoid(tval)
             keep, any_kept = self.decide(i, j, rows[k : k + 1], tval, gate, gate)
             if any_kept:
-                self.update(i, j, gate * keep, rows[k : k + 1])
+                self.update(i, j, gate * keep, rows[k : k + 1], outer)
                 q = None
 
     def unary_cell(self, i: int) -> None:
-        self._cell(i - 1, i, self.unary_rows, self.unary_w, lambda: self._q_lift(i, i - 1))
+        def q_of() -> tuple[torch.Tensor, torch.Tensor]:
+            # q of tr(R_u Phi [i]+ [i-1]+ P_left): sum_g ZT G_i (i-1)^; the update of
+            # (i - 1, i) adds conj(G_i (.) (i-1)^) to ZT
+            outer = self._outer(i, i - 1)
+            return self._rowdot(self.zt, outer), outer
+
+        self._cell(i - 1, i, self.unary_rows, self.unary_w, q_of)
 
     def binary_cell(self, i: int, j: int) -> None:
-        self._cell(i, j, self.binary_rows, self.binary_w, lambda: self._q_binary(i, j))
+        self._cell(i, j, self.binary_rows, self.binary_w, lambda: (self._q_binary(i, j), None))
 
     def statistics(self) -> torch.Tensor:
         """The decoder statistics of every cell, (B, n, n + 1, N)."""
@@ -616,12 +663,17 @@ class _TraceParser(_Base):
         return out
 
     def dense(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """P_left and P_right, (B, d, d) each."""
-        d = self.d
-        zt = torch.fft.irfft(torch.fft.fft(torch.conj(self.zt), dim=-1), n=d, dim=-2)  # Z^T
-        p_left = zt[..., self.idx(-1)].transpose(-1, -2)  # (Z^T Phi)^T = Phi^T Z
-        w = torch.fft.irfft(torch.fft.fft(self.pr, dim=-1), n=d, dim=-2)  # P_right Phi^T
-        return p_left, w[..., self.idx(-1)]
+        """P_left and P_right, (B, d, d) each (P_right a transposed view).
+
+        Z^T = irfft(fft(conj ZT, axis 1), axis 0), so Z = irfft of the transpose along the
+        last axis; P_left = Phi^T Z. Likewise Phi P_right^T from PR, and
+        P_right^T = Phi^T (Phi P_right^T).
+        """
+        d, inv = self.d, self.idx(-1)
+        z = torch.fft.fft(torch.conj(self.zt), dim=-1).transpose(-1, -2)
+        z = torch.fft.irfft(z, n=d, dim=-1)
+        w = torch.fft.irfft(torch.fft.fft(self.pr, dim=-1).transpose(-1, -2), n=d, dim=-1)
+        return z[:, inv], w[:, inv].transpose(-1, -2)
 
 
 # -- the entrywise gate: accumulators as row spectra -----------------------------------------
@@ -850,6 +902,7 @@ def parse(
     dense: bool = False,
     record: bool = False,
     on_cell: Callable[[], None] | None = None,
+    g_cache: dict | None = None,
 ) -> TorchParse:
     """Parse a batch of sentences with D-CYK (the paper's Algorithms 2, 3 and 4) in torch.
 
@@ -883,6 +936,10 @@ def parse(
         Keep the log of every detection, as ``DCYKResult.log``.
     on_cell : callable, optional
         Called after every cell (a progress bar).
+    g_cache : dict, optional
+        The trace gate's G_k matrices (docs/method.md, section 4.4) by span index k, kept
+        across calls: pass the same dict to parses with the same index vectors, permutation,
+        dtype and device (never under autograd, where it is not used).
 
     Returns
     -------
@@ -907,8 +964,11 @@ def parse(
         )
     padded = [list(s) + [0] * (n - len(s)) for s in sentences]
     words = torch.as_tensor(padded, dtype=torch.int64, device=vectors.device)
-    cls = _TraceParser if options.gate == "trace" else _DenseParser
-    p = cls(vectors, structure, options, words, lengths, unary_weights, binary_weights, record)
+    args = (vectors, structure, options, words, lengths, unary_weights, binary_weights, record)
+    if options.gate == "trace":
+        p: _Base = _TraceParser(*args, g_cache=g_cache)
+    else:
+        p = _DenseParser(*args)
     p.on_cell = on_cell
     t0 = time.perf_counter()
     p.initialise()
@@ -951,6 +1011,25 @@ def statistics_dict(
     return out
 
 
+#: Per codebook, the G_k matrices of the trace gate by (device, dtype): a codebook's index
+#: vectors and permutation never change, so later parses with it reuse them (within
+#: :data:`G_CACHE_BYTES`, as the numpy engine keeps its work buffers in the codebook).
+_G_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _codebook_g_cache(codebook: Codebook, vec: SymbolVectors) -> dict:
+    per = _G_CACHES.setdefault(codebook, {})
+    return per.setdefault((str(vec.device), vec.dtype), {})
+
+
+def release_caches(codebook: Codebook | None = None) -> None:
+    """Drop the G_k matrices kept for ``codebook`` (for every codebook when None)."""
+    if codebook is None:
+        _G_CACHES.clear()
+    else:
+        _G_CACHES.pop(codebook, None)
+
+
 def parse_sentences(
     grammar: Grammar,
     sentences: Sequence[tuple[str, ...]],
@@ -991,12 +1070,11 @@ def parse_sentences(
     with torch.no_grad():
         vec = symbol_vectors(codebook, st, n, encoding=options.encoding, device=device)
         ids = [st.terminal_ids(s) for s in sentences]
-        res = parse(
-            vec, st, ids, options, decode=decode, dense=True, record=record, on_cell=on_cell
-        )
+        kw = {"decode": decode, "dense": True, "record": record, "on_cell": on_cell}
+        res = parse(vec, st, ids, options, g_cache=_codebook_g_cache(codebook, vec), **kw)
         t0 = time.perf_counter()
-        p_left = res.p_left.cpu().numpy().astype(codebook.dtype, copy=False)
-        p_right = res.p_right.cpu().numpy().astype(codebook.dtype, copy=False)
+        p_left = res.p_left.cpu().numpy()
+        p_right = res.p_right.cpu().numpy()
     for name, m in (("P_left", p_left), ("P_right", p_right)):
         if not np.all(np.isfinite(m)):
             raise FloatingPointError(
@@ -1019,8 +1097,8 @@ def parse_sentences(
                 "grammar": grammar,
                 "codebook": codebook,
                 "options": options,
-                "p_left": p_left[b],
-                "p_right": p_right[b],
+                "p_left": np.array(p_left[b], dtype=codebook.dtype, order="C"),
+                "p_right": np.array(p_right[b], dtype=codebook.dtype, order="C"),
                 "statistics": stats,
                 "chart": chart,
                 "counts": res.counts[b],
