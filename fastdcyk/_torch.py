@@ -695,14 +695,15 @@ class _DenseParser(_Base):
         self.fr = torch.zeros(shape, dtype=self.cdtype, device=self.dev)
         self._pcp_index: dict[tuple[int, int], torch.Tensor] = {}
         self._wrap: torch.Tensor | None = None  # (k + m) mod d
+        self._sw: dict[tuple[int, int], torch.Tensor] = {}  # the last cell's rfft(W^T)
         if len(self.st.binary):
             self.binary_w = self.binary_spectra * self.w.to(self.cdtype) / self.d
 
     # -- operators applied from the right -----------------------------------------------------
 
     def rphi(self, x: torch.Tensor, k: int) -> torch.Tensor:
-        """x Phi^k."""
-        return x[..., self.idx(-k)]
+        """x Phi^k (a gather: several times faster than indexing along the last axis)."""
+        return torch.gather(x, -1, self.idx(-k).expand(x.shape))
 
     def rcirc(self, x: torch.Tensor, spec: torch.Tensor) -> torch.Tensor:
         """x C(spec): each row's spectrum times conj(spec)."""
@@ -718,7 +719,9 @@ class _DenseParser(_Base):
 
     def pcp(self, v: torch.Tensor, a: int, b: int) -> torch.Tensor:
         """Phi^a C(v) Phi^b as a dense matrix ((..., d) vectors give (..., d, d))."""
-        return v[..., self.pcp_index(a, b)]
+        ix = self.pcp_index(a, b)
+        shape = (*v.shape[:-1], self.d, self.d)
+        return torch.gather(v[..., None, :].expand(shape), -1, ix.expand(shape))
 
     def _add(self, name: str, value: torch.Tensor) -> None:
         acc = getattr(self, name)
@@ -767,8 +770,11 @@ class _DenseParser(_Base):
         x = torch.gather(b, -1, ix.expand(b.shape))  # sum_A diag(p_A) C_A Phi
         x = self.rphi(self.rcirc(x, s[j]), 1)
         self._add("fl", torch.fft.rfft(x) * torch.conj(s[i]))
-        inner = self.rphi(self.rcirc(self.pcp(self.vec.index[i], 1, 1), s[j]), 1)
-        sw = torch.fft.rfft(inner.T)  # rows of W^T, W = Phi C_i Phi C_j Phi
+        sw = self._sw.get((i, j))
+        if sw is None:  # the cell's updates share it
+            inner = self.rphi(self.rcirc(self.pcp(self.vec.index[i], 1, 1), s[j]), 1)
+            sw = torch.fft.rfft(inner.T)  # rows of W^T, W = Phi C_i Phi C_j Phi
+            self._sw = {(i, j): sw}
         self._add("fr", sw[None] * (pt.to(self.cdtype) @ self.right_spectra[rows]))
 
     # -- Algorithm 2 --------------------------------------------------------------------------
@@ -822,8 +828,8 @@ class _DenseParser(_Base):
         = Re(H coef_R)."""
         s = self.index_half
         yt = self.rphi(torch.fft.irfft(self.fl * (torch.conj(s[j]) * s[i]), n=self.d), 1)
-        yhat = torch.fft.rfft(yt, dim=-2)  # rows of Y, (B, h, d)
-        return self.fr * torch.conj(yhat).transpose(-1, -2)
+        yhat = torch.fft.rfft(yt.transpose(-1, -2))  # rows of Y, (B, d, h)
+        return self.fr * torch.conj(yhat)
 
     def binary_cell(self, i: int, j: int) -> None:
         rows, coefs = self.binary_rows, self.binary_w
