@@ -570,13 +570,21 @@ class _TraceParser(_Base):
         """conj(m), in place when ``m`` is the work buffer."""
         return m.conj_physical_() if m is self._buf else torch.conj(m)
 
-    def _madd(self, name: str, left: torch.Tensor, m: torch.Tensor) -> None:
-        """acc += left[b, f] * m[f, g], in place unless autograd needs the old value."""
+    def _madd(
+        self, name: str, left: torch.Tensor, m: torch.Tensor, only: list[int] | None = None
+    ) -> None:
+        """acc += left[b, f] * m[f, g], in place unless autograd needs the old value.
+
+        ``only``: the sentences b to update (the others' ``left`` is 0), or None for all.
+        """
         acc = getattr(self, name)
         if self.grad:
             setattr(self, name, torch.addcmul(acc, left[:, :, None], m[None]))
-        else:
+        elif only is None:
             acc.addcmul_(left[:, :, None], m[None])
+        else:  # a batch whose updates were mostly pruned: skip the others' passes
+            for b in only:
+                acc[b].addcmul_(left[b][:, None], m)
 
     def _rowdot(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """sum_g a[..., f, g] b[..., f, g] (through the batch work buffer)."""
@@ -592,17 +600,29 @@ class _TraceParser(_Base):
             self._madd("zt", s, self._conj(self._outer(i, i - 1)))
 
     def update(
-        self, i: int, j: int, gates: torch.Tensor, rows: torch.Tensor, outer_ji=None
+        self,
+        i: int,
+        j: int,
+        gates: torch.Tensor,
+        rows: torch.Tensor,
+        outer_ji: torch.Tensor | None = None,
+        keep: torch.Tensor | None = None,
     ) -> None:
         """sum_A g_A [i]- [j]- [A]- into P_left, sum_A g_A [A']+ [i]+ [j]+ into P_right.
 
         ``outer_ji``: G_j (.) i^ when the caller has it already (it may be conjugated in
-        place).
+        place). ``keep`` (B, k): the updates kept (the others' gates are 0), so that only
+        the sentences with one are updated.
         """
+        only = None
+        if keep is not None and not self.grad and self.B > 1:
+            kept = keep.any(1)
+            if not bool(kept.all()):
+                only = kept.nonzero().flatten().tolist()
         g = gates.to(self.cdtype)
         m = self._outer(j, i) if outer_ji is None else outer_ji
-        self._madd("zt", torch.conj(g @ self.spectra[rows]), self._conj(m))
-        self._madd("pr", g @ self.right_spectra[rows], self._outer(i, j))
+        self._madd("zt", torch.conj(g @ self.spectra[rows]), self._conj(m), only)
+        self._madd("pr", g @ self.right_spectra[rows], self._outer(i, j), only)
 
     def _q_binary(self, i: int, j: int) -> torch.Tensor:
         """q of tr([j]- [i]+ P_left C P_right) (B, h): the binary detection."""
@@ -622,7 +642,7 @@ class _TraceParser(_Base):
             gates = self.sigmoid(tvals)
             keep, any_kept = self.decide(i, j, rows, tvals, gates, gates)
             if any_kept:
-                self.update(i, j, gates * keep, rows, outer)
+                self.update(i, j, gates * keep, rows, outer, keep)
             return
         q = None  # read again only after an update
         for k in range(len(rows)):
@@ -632,7 +652,7 @@ class _TraceParser(_Base):
             gate = self.sigmoid(tval)
             keep, any_kept = self.decide(i, j, rows[k : k + 1], tval, gate, gate)
             if any_kept:
-                self.update(i, j, gate * keep, rows[k : k + 1], outer)
+                self.update(i, j, gate * keep, rows[k : k + 1], outer, keep)
                 q = None
 
     def unary_cell(self, i: int) -> None:
