@@ -181,34 +181,40 @@ def test_parse_core_masks_and_shapes():
 
 
 @pytest.mark.parametrize(
-    ("gate", "decoder", "order"),
+    ("gate", "decoder", "order", "encoding"),
     [
-        ("trace", "trace", "cell"),
-        ("entrywise", "entry", "sequential"),
-        ("entrywise", "trace", "cell"),
+        ("trace", "trace", "cell", "roles"),
+        ("trace", "entry", "sequential", "paper"),
+        ("entrywise", "entry", "sequential", "paper"),
+        ("entrywise", "trace", "cell", "roles"),
     ],
 )
-def test_gradcheck_readouts(gate, decoder, order):
+def test_gradcheck_readouts(gate, decoder, order, encoding):
+    """The decoder statistics and the gates' readouts, differentiated with respect to every
+    symbol vector and the rule weights (prune=0: no update is cut; beta = 2: smooth)."""
     g = fd.Grammar.builtin("example")
     st = T.rule_structure(g)
     cb = fd.Codebook(16, seed=1, dtype="float64")
-    opt = _resolve_options("paper", gate, decoder, None, 2.0, None, 0.0, np.float64, order)
-    base = T.symbol_vectors(cb, st, 3)
+    opt = _resolve_options(
+        "paper", gate, decoder, None, 2.0, None, 0.0, np.float64, order, encoding
+    )
+    base = T.symbol_vectors(cb, st, 3, encoding="roles")
     sents = [st.terminal_ids("a a b".split()), st.terminal_ids(["a", "b"])]
-    n_u, n_b = st.n_unary_rules, st.n_binary_rules
 
-    def readouts(nonterminal, index, terminal, weights):
-        vec = T.SymbolVectors(terminal, nonterminal, None, index, base.perm)
-        res = T.parse(vec, st, sents, opt, binary_weights=weights)
+    def readouts(nonterminal, right, index, terminal, unary_weights, binary_weights):
+        vec = T.SymbolVectors(terminal, nonterminal, right, index, base.perm)
+        kw = {"unary_weights": unary_weights, "binary_weights": binary_weights}
+        res = T.parse(vec, st, sents, opt, **kw)
         return res.statistics, res.readouts
 
     inputs = (
         base.nonterminal.clone().requires_grad_(),
+        base.right.clone().requires_grad_(),
         base.index.clone().requires_grad_(),
         base.terminal.clone().requires_grad_(),
-        torch.linspace(0.5, 1.5, n_b, dtype=torch.float64).requires_grad_(),
+        torch.linspace(0.8, 1.2, st.n_unary_rules, dtype=torch.float64).requires_grad_(),
+        torch.linspace(0.5, 1.5, st.n_binary_rules, dtype=torch.float64).requires_grad_(),
     )
-    assert n_u == 2
     assert torch.autograd.gradcheck(readouts, inputs, fast_mode=True, atol=1e-6, rtol=1e-4)
 
 
