@@ -8,7 +8,8 @@ tensors, for a batch of sentences at once (sentences of different lengths share 
 - :class:`_TraceParser` mirrors the trace-gate parser (section 4.4): both accumulators are kept
   as 2-D half spectra ``ZT`` and ``PR``, every cell costs a few element-wise passes and one
   product with a rule table, and the only FFTs are those of the index matrices
-  G_k = (Phi C_k Phi)~ (computed once per batch and kept) and of the dense results;
+  G_k = (Phi C_k Phi)~ (shared by the batch, and kept per codebook across parses by
+  :func:`parse_sentences`) and of the dense results;
 - :class:`_DenseParser` mirrors the entrywise-gate parser (section 4.3, the paper's
   variant): the accumulators are kept as the row spectra ``FL = rfft((Phi P_left)^T)`` and
   ``FR = rfft(P_right^T)``, P_A = sigma(M) is a dense matrix (or a diagonal), circulants are
@@ -20,7 +21,8 @@ engine's to rounding. The rule spectra are built here from the symbol vectors wi
 ``torch.fft`` (docs/method.md, section 4.1), so that gradients reach the vectors (and the
 optional per-rule weights): :func:`parse` is the differentiable core, and
 :func:`parse_sentences` runs it on a :class:`~fastdcyk.codebook.Codebook` and returns the
-fields of :class:`fastdcyk.engine.DCYKResult`. ``prune`` makes the computation piecewise:
+fields of :class:`fastdcyk.engine.DCYKResult` (``dcyk(..., backend="torch")`` and
+:func:`fastdcyk.batch.dcyk_batch` call it). ``prune`` makes the computation piecewise:
 an update whose gate is at most ``prune`` is skipped, as in the numpy engine (use
 ``prune=0`` for gradient checks).
 
