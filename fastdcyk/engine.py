@@ -51,6 +51,7 @@ from fastdcyk.fft import get_engine
 from fastdcyk.grammar import Grammar
 from fastdcyk.operators import Operator
 from fastdcyk.options import (
+    BACKENDS,
     DEFAULT_BETA,
     DEFAULT_THRESHOLD,
     ENCODINGS,
@@ -58,6 +59,7 @@ from fastdcyk.options import (
     ORDERS,
     VARIANTS,
     DCYKOptions,
+    check_choice,
     check_dim,
     check_dtype,
     check_int,
@@ -899,6 +901,56 @@ def _parseval_weights(d: int) -> np.ndarray:
     return w
 
 
+def _prepare(
+    grammar: Grammar | str,
+    sentences: Sequence[str | Sequence[str]],
+    codebook: Codebook | None,
+    *,
+    d: int | None,
+    seed: int,
+    dtype: Any,
+    unitary: bool | None,
+    engine: Any,
+    check_memory: bool,
+    backend: str,
+    device: Any,
+    options: dict[str, Any],
+) -> tuple[Grammar, list[tuple[str, ...]], DCYKOptions, Codebook]:
+    """What :func:`dcyk` and :func:`fastdcyk.batch.dcyk_batch` check before parsing:
+    (grammar, the sentences' words, the resolved options, the codebook). Everything is
+    checked before the codebook is built (and the memory before anything of size d)."""
+    check_choice("backend", backend, BACKENDS)
+    if device is not None and backend != "torch":
+        raise ValueError(f"device={device!r} needs backend='torch'")
+    if backend == "torch":
+        from fastdcyk import _torch  # noqa: F401 - ImportError with the install hint
+    if isinstance(grammar, str):
+        grammar = Grammar.load(grammar)
+    if not isinstance(grammar, Grammar):
+        raise TypeError(f"grammar must be a fastdcyk.Grammar, got {type(grammar).__name__}")
+    if not grammar.is_cnf:
+        raise ValueError("D-CYK needs a grammar in Chomsky normal form: use grammar.to_cnf()")
+    all_words = [_words(grammar, s) for s in sentences]
+    variant = options["variant"]
+    if variant in VARIANTS and unitary is None:
+        unitary = VARIANTS[variant]["unitary"]
+    opt_dtype = codebook.dtype if isinstance(codebook, Codebook) else check_dtype(dtype)
+    opt = resolve(**options, dtype=opt_dtype)
+    longest = max((len(ws) for ws in all_words), default=1)
+
+    def before_build(d: int, dtype: np.dtype, engine: Any) -> None:
+        # before the codebook draws anything of size d (its permutation, its vectors)
+        if check_memory:
+            _check_parse_memory(d, dtype, engine, opt, longest)
+
+    cb = _resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine, grammar, before_build)
+    if check_memory and codebook is not None:
+        _check_memory(cb, opt, longest)
+    for ws in all_words:
+        _check_symbols(cb, grammar, ws, opt.encoding)
+    return grammar, all_words, opt, cb
+
+
 def dcyk(
     grammar: Grammar | str,
     words: str | Sequence[str],
@@ -922,6 +974,8 @@ def dcyk(
     check_memory: bool = True,
     progress: bool | float = False,
     record: bool = False,
+    backend: str = "numpy",
+    device: Any = None,
 ) -> DCYKResult:
     """Parse a sentence with D-CYK (the paper's Algorithms 2, 3 and 4).
 
@@ -989,6 +1043,12 @@ def dcyk(
         Keep a log of every detection in ``result.log``: the step, the cell (i, j), the
         nonterminal, the mean of P_A's diagonal (how much of I the gate let through), P_A's
         largest entry and whether the update was applied or pruned.
+    backend : {"numpy", "torch"}, default "numpy"
+        ``"torch"``: the same algorithm, options and codebook in PyTorch
+        (:mod:`fastdcyk._torch`; needs ``pip install 'fastdcyk[torch]'``). In float64 its
+        accumulators equal the numpy engine's to rounding; the result is the same type.
+    device : torch.device or str, optional
+        Where the torch backend computes (default the CPU); only with ``backend="torch"``.
 
     Returns
     -------
@@ -1000,7 +1060,9 @@ def dcyk(
     ValueError
         Unknown word (named, with its position), empty sentence, d < 2, a codebook whose d
         or dtype disagree with the arguments, unknown variant/gate/decoder, bad beta or
-        threshold.
+        threshold, unknown backend, a device without ``backend="torch"``.
+    ImportError
+        ``backend="torch"`` without PyTorch installed.
     MemoryError
         When the parse would not fit in memory: the message gives the memory needed and
         available, and the largest d that fits.
@@ -1015,44 +1077,44 @@ def dcyk(
     >>> sorted(r.chart[(0, 3)])
     ['S']
     """
-    if isinstance(grammar, str):
-        grammar = Grammar.load(grammar)
-    if not isinstance(grammar, Grammar):
-        raise TypeError(f"grammar must be a fastdcyk.Grammar, got {type(grammar).__name__}")
-    if not grammar.is_cnf:
-        raise ValueError("D-CYK needs a grammar in Chomsky normal form: use grammar.to_cnf()")
-    ws = _words(grammar, words)
     delay = _check_progress(progress)
     if not isinstance(record, bool | np.bool_):
         raise ValueError(f"record must be True or False, got {record!r}")
-    if variant in VARIANTS and unitary is None:
-        unitary = VARIANTS[variant]["unitary"]
-    if isinstance(codebook, Codebook):
-        opt_dtype = codebook.dtype
-    else:
-        opt_dtype = check_dtype(dtype)
-    opt = resolve(
-        variant,
-        gate=gate,
-        decoder=decoder,
-        unary_mask=unary_mask,
-        beta=beta,
-        threshold=threshold,
-        prune=prune,
-        order=order,
-        encoding=encoding,
-        dtype=opt_dtype,
+    grammar, (ws,), opt, cb = _prepare(
+        grammar,
+        [words],
+        codebook,
+        d=d,
+        seed=seed,
+        dtype=dtype,
+        unitary=unitary,
+        engine=engine,
+        check_memory=check_memory,
+        backend=backend,
+        device=device,
+        options={
+            "variant": variant,
+            "gate": gate,
+            "decoder": decoder,
+            "unary_mask": unary_mask,
+            "beta": beta,
+            "threshold": threshold,
+            "prune": prune,
+            "order": order,
+            "encoding": encoding,
+        },
     )
+    if backend == "torch":
+        from fastdcyk import _torch
 
-    def before_build(d: int, dtype: np.dtype, engine: Any) -> None:
-        # before the codebook draws anything of size d (its permutation, its vectors)
-        if check_memory:
-            _check_parse_memory(d, dtype, engine, opt, len(ws))
-
-    cb = _resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine, grammar, before_build)
-    if check_memory and codebook is not None:
-        _check_memory(cb, opt, len(ws))
-    _check_symbols(cb, grammar, ws, opt.encoding)
+        bar = _progress_bar(delay, len(ws) * (len(ws) + 1) // 2, f"D-CYK d={cb.d} (torch)")
+        try:
+            on_cell = None if bar is None else (lambda: bar.update(1))
+            kw = {"device": device, "decode": decode, "record": record, "on_cell": on_cell}
+            return DCYKResult(**_torch.parse_sentences(grammar, [ws], cb, opt, **kw)[0])
+        finally:
+            if bar is not None:
+                bar.close()
 
     with cb._lock:  # the parse uses the codebook's work buffers throughout
         spectral = opt.gate == "trace"

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "BACKENDS",
     "CODEBOOKS",
     "DECODERS",
     "DEFAULT_BETA",
@@ -80,6 +81,9 @@ ORDERS = ("sequential", "cell")
 #: ``"paper"``: [X]+ [i]+ [j]+ in P_right and R_b^A = sum [B]+ [C]-, as in the paper;
 #: ``"roles"``: the right child under its own vector X', [X']+ [i]+ [j]+ and [B]+ [C']-.
 ENCODINGS = ("paper", "roles")
+#: ``"numpy"``: the engine's parsers (:mod:`fastdcyk.engine`); ``"torch"``: the same
+#: algorithm in PyTorch, batched and differentiable (:mod:`fastdcyk._torch`).
+BACKENDS = ("numpy", "torch")
 #: Where the tasks of an experiment grid run.
 EXECUTORS = ("serial", "process", "dask")
 #: The codebooks of an experiment grid: ``"grammar"`` (:meth:`Codebook.for_grammar` for the

@@ -1,0 +1,1137 @@
+"""The D-CYK engine in PyTorch: the same algorithm as :mod:`fastdcyk.engine`, batched and
+differentiable.
+
+This module mirrors the two numpy parsers of the engine (docs/method.md, section 4) with torch
+tensors, for a batch of sentences at once (sentences of different lengths share every cell
+(i, j) that exists in them; a cell beyond a sentence's length is masked out of its updates):
+
+- :class:`_TraceParser` mirrors the trace-gate parser (section 4.4): both accumulators are kept
+  as 2-D half spectra ``ZT`` and ``PR``, every cell costs a few element-wise passes and one
+  product with a rule table, and the only FFTs are those of the index matrices
+  G_k = (Phi C_k Phi)~ (shared by the batch, and kept per codebook across parses by
+  :func:`parse_sentences`) and of the dense results;
+- :class:`_DenseParser` mirrors the entrywise-gate parser (section 4.3, the paper's
+  variant): the accumulators are kept as the row spectra ``FL = rfft((Phi P_left)^T)`` and
+  ``FR = rfft(P_right^T)``, P_A = sigma(M) is a dense matrix (or a diagonal), circulants are
+  applied with ``torch.fft`` and the permutation Phi with index gathers.
+
+Every option of :func:`fastdcyk.dcyk` is supported (variant, gate, decoder, unary_mask,
+encoding, order, beta, threshold, prune), and in float64 the numbers equal the numpy
+engine's to rounding. The rule spectra are built here from the symbol vectors with
+``torch.fft`` (docs/method.md, section 4.1), so that gradients reach the vectors (and the
+optional per-rule weights): :func:`parse` is the differentiable core, and
+:func:`parse_sentences` runs it on a :class:`~fastdcyk.codebook.Codebook` and returns the
+fields of :class:`fastdcyk.engine.DCYKResult` (``dcyk(..., backend="torch")`` and
+:func:`fastdcyk.batch.dcyk_batch` call it). ``prune`` makes the computation piecewise:
+an update whose gate is at most ``prune`` is skipped, as in the numpy engine (use
+``prune=0`` for gradient checks).
+
+PyTorch is imported here only: ``import fastdcyk`` works without it, and
+``dcyk(..., backend="torch")`` tells how to install it (``pip install 'fastdcyk[torch]'``).
+The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Cristini, Satta, 2020).
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+try:
+    import torch
+except ImportError as exc:  # pragma: no cover - exercised only without torch
+    raise ImportError(
+        "the torch backend of fastdcyk needs PyTorch: pip install 'fastdcyk[torch]'"
+    ) from exc
+
+from fastdcyk.decode import chart_from_statistics
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fastdcyk.codebook import Codebook
+    from fastdcyk.grammar import Grammar
+
+__all__ = [
+    "RuleStructure",
+    "SymbolVectors",
+    "TorchParse",
+    "parse",
+    "parse_sentences",
+    "release_caches",
+    "rule_structure",
+    "symbol_vectors",
+]
+
+_COMPLEX = {torch.float32: torch.complex64, torch.float64: torch.complex128}
+#: Bytes of G_k matrices the trace-gate parser keeps without autograd (at least two), as
+#: :data:`fastdcyk.engine.G_CACHE_BYTES`; under autograd all of them are kept.
+G_CACHE_BYTES = 256 << 20
+
+
+# -- the grammar's structure and the symbol vectors ----------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class RuleStructure:
+    """A CNF grammar's rules as index arrays, in the row order of the engine's rule tables.
+
+    The rule spectra of :class:`fastdcyk._rules.RuleTables` are sums over these rules of
+    products of symbol spectra (docs/method.md, section 4.1); :func:`parse` forms them from
+    the symbol vectors, so that gradients flow to the vectors and to per-rule weights.
+
+    Attributes
+    ----------
+    nonterminals : tuple of str
+        In grammar order (rows of the nonterminal vectors and of the statistics).
+    terminals : tuple of str
+        In grammar order (rows of the terminal vectors).
+    unary : ndarray of int, (U,)
+        Rows of the nonterminals with a rule A -> a, in grammar order.
+    unary_rule_row, unary_rule_terminal : ndarray of int, (number of rules A -> a,)
+        Per rule A -> a (grammar order): the position of A in ``unary``, and a's row.
+    binary : ndarray of int, (Bn,)
+        Rows of the nonterminals with a rule A -> B C.
+    binary_rule_row, binary_rule_left, binary_rule_right : ndarray of int
+        Per rule A -> B C (grammar order): the position of A in ``binary``, B's and C's rows.
+    """
+
+    nonterminals: tuple[str, ...]
+    terminals: tuple[str, ...]
+    unary: np.ndarray
+    unary_rule_row: np.ndarray
+    unary_rule_terminal: np.ndarray
+    binary: np.ndarray
+    binary_rule_row: np.ndarray
+    binary_rule_left: np.ndarray
+    binary_rule_right: np.ndarray
+
+    @property
+    def n_unary_rules(self) -> int:
+        return len(self.unary_rule_row)
+
+    @property
+    def n_binary_rules(self) -> int:
+        return len(self.binary_rule_row)
+
+    def terminal_ids(self, words: Sequence[str]) -> list[int]:
+        """Rows of the words (terminals of the grammar, in Unicode NFC)."""
+        pos = {t: k for k, t in enumerate(self.terminals)}
+        return [pos[w] for w in words]
+
+
+def rule_structure(grammar: Grammar) -> RuleStructure:
+    """The :class:`RuleStructure` of a CNF grammar.
+
+    Parameters
+    ----------
+    grammar : Grammar
+
+    Returns
+    -------
+    RuleStructure
+    """
+    nts = tuple(grammar.nonterminals)
+    index = grammar.nonterminal_index
+    terms = tuple(grammar.terminals)
+    tpos = {t: k for k, t in enumerate(terms)}
+    unary = sorted({index[a] for a, _ in grammar.unary_rules})
+    urow = {a: r for r, a in enumerate(unary)}
+    binary = sorted({index[a] for a, _, _ in grammar.binary_rules})
+    brow = {a: r for r, a in enumerate(binary)}
+    rules_b = grammar.binary_rules
+
+    def arr(values: Any) -> np.ndarray:
+        return np.array(list(values), dtype=np.int64)
+
+    return RuleStructure(
+        nonterminals=nts,
+        terminals=terms,
+        unary=arr(unary),
+        unary_rule_row=arr(urow[index[a]] for a, _ in grammar.unary_rules),
+        unary_rule_terminal=arr(tpos[t] for _, t in grammar.unary_rules),
+        binary=arr(binary),
+        binary_rule_row=arr(brow[index[a]] for a, _, _ in rules_b),
+        binary_rule_left=arr(index[b] for _, b, _ in rules_b),
+        binary_rule_right=arr(index[c] for _, _, c in rules_b),
+    )
+
+
+@dataclass
+class SymbolVectors:
+    """The symbol vectors and the permutation of a codebook, as torch tensors.
+
+    Attributes
+    ----------
+    terminal : Tensor, (T, d)
+        One row per terminal of the :class:`RuleStructure`.
+    nonterminal : Tensor, (N, d)
+        One row per nonterminal (the vectors of [A]+ and [A]-).
+    right : Tensor, (N, d), or None
+        The right-child role vectors A' (``encoding="roles"``); None with the paper's
+        encoding, where P_right holds the nonterminal vectors themselves.
+    index : Tensor, (n + 1, d)
+        The span index vectors 0..n (n at least the longest sentence).
+    perm : Tensor of int64, (d,)
+        Phi as an index: ``(Phi x)[k] = x[perm[k]]``.
+    """
+
+    terminal: torch.Tensor
+    nonterminal: torch.Tensor
+    right: torch.Tensor | None
+    index: torch.Tensor
+    perm: torch.Tensor
+
+    @property
+    def d(self) -> int:
+        return int(self.nonterminal.shape[-1])
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.nonterminal.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.nonterminal.device
+
+
+def symbol_vectors(
+    codebook: Codebook,
+    structure: RuleStructure,
+    n: int,
+    *,
+    encoding: str = "paper",
+    device: Any = None,
+    dtype: Any = None,
+) -> SymbolVectors:
+    """The vectors of ``codebook`` for a grammar's symbols and the span indices 0..n.
+
+    Parameters
+    ----------
+    codebook : Codebook
+        Its vectors and permutation are copied (the same numbers the numpy engine uses).
+    structure : RuleStructure
+    n : int
+        The longest sentence length.
+    encoding : {"paper", "roles"}
+        ``"roles"`` also takes the right-child role vectors.
+    device : torch.device or str, optional
+    dtype : torch.dtype, optional
+        Default: the codebook's dtype.
+
+    Returns
+    -------
+    SymbolVectors
+    """
+    if dtype is None:
+        dtype = torch.float64 if codebook.dtype == np.float64 else torch.float32
+
+    def stack(kind: str, syms: Sequence[Any]) -> torch.Tensor:
+        rows = [np.asarray(codebook.vector(kind, s)) for s in syms]
+        return torch.as_tensor(np.stack(rows), dtype=dtype, device=device)
+
+    nts = structure.nonterminals
+    return SymbolVectors(
+        terminal=stack("terminal", structure.terminals),
+        nonterminal=stack("nonterminal", nts),
+        right=stack("right", nts) if encoding == "roles" else None,
+        index=stack("index", range(n + 1)),
+        perm=torch.as_tensor(np.array(codebook.perm), dtype=torch.int64, device=device),
+    )
+
+
+@dataclass
+class TorchParse:
+    """What :func:`parse` returns for a batch of B sentences of at most n words.
+
+    Attributes
+    ----------
+    statistics : Tensor, (B, n, n + 1, N), or None
+        The decoder statistic of (i, j, A) at ``[b, i, j, A]`` (~1 for a triple in the
+        table); 0 outside the chart of sentence b (see ``mask``). None without decoding.
+    readouts : Tensor, (B, n, n + 1, N)
+        The gate's argument of every detection: tr(M) / d for the trace gate, the mean of
+        M's diagonal for the entrywise gate (M the detection matrix of docs/method.md,
+        section 2); 0 where no detection ran.
+    mask : Tensor of bool, (B, n, n + 1)
+        The cells (i, j), 0 <= i < j <= n_b, of each sentence.
+    lengths : list of int
+    p_left, p_right : Tensor, (B, d, d), or None
+        The accumulators (when asked for).
+    counts : list of dict
+        Per sentence: detections, updates (applied) and pruned, as the numpy engine counts.
+    log : list of list of dict, or None
+        Per sentence, every detection (``record=True``), as ``DCYKResult.log``.
+    timings : dict
+        Seconds spent in the unary step, the binary step and the decoder (whole batch).
+    """
+
+    statistics: torch.Tensor | None
+    readouts: torch.Tensor
+    mask: torch.Tensor
+    lengths: list[int]
+    p_left: torch.Tensor | None
+    p_right: torch.Tensor | None
+    counts: list[dict[str, int]]
+    log: list[list[dict[str, Any]]] | None
+    timings: dict[str, float]
+
+
+# -- shared machinery ------------------------------------------------------------------------
+
+
+def _parseval_weights(d: int, dtype: torch.dtype, device: Any) -> torch.Tensor:
+    """w_f with sum_k a_k b_k = (1/d) sum_f w_f Re(A_f conj(B_f)) over the rfft half-spectrum."""
+    w = torch.full((d // 2 + 1,), 2.0, dtype=dtype, device=device)
+    w[0] = 1.0
+    if d % 2 == 0:
+        w[-1] = 1.0
+    return w
+
+
+class _Base:
+    """Tables, masks, counts, readouts and the detection log of one batched parse."""
+
+    def __init__(
+        self,
+        vec: SymbolVectors,
+        st: RuleStructure,
+        opt: Any,
+        words: torch.Tensor,
+        lengths: list[int],
+        unary_weights: torch.Tensor | None,
+        binary_weights: torch.Tensor | None,
+        record: bool,
+    ) -> None:
+        self.vec, self.st, self.opt = vec, st, opt
+        self.d = d = vec.d
+        self.h = d // 2 + 1
+        self.rdtype = vec.dtype
+        if self.rdtype not in _COMPLEX:
+            raise TypeError(f"the symbol vectors must be float32 or float64, not {self.rdtype}")
+        self.cdtype = _COMPLEX[self.rdtype]
+        self.dev = vec.device
+        self.words = words  # (B, n) terminal rows, padded with 0
+        self.lengths = lengths
+        self.B, self.n = len(lengths), max(lengths)
+        self.len_t = torch.as_tensor(lengths, device=self.dev)
+        self.grad = torch.is_grad_enabled() and any(
+            t is not None and t.requires_grad
+            for t in (
+                vec.terminal,
+                vec.nonterminal,
+                vec.right,
+                vec.index,
+                unary_weights,
+                binary_weights,
+            )
+        )
+        self.w = _parseval_weights(d, self.rdtype, self.dev)
+        self._idx: dict[int, torch.Tensor] = {0: torch.arange(d, device=self.dev), 1: vec.perm}
+        inv = torch.empty_like(vec.perm)
+        inv[vec.perm] = torch.arange(d, device=self.dev)
+        self._idx[-1] = inv
+        self._tables(unary_weights, binary_weights)
+        self.counts = torch.zeros((3, self.B), dtype=torch.int64, device=self.dev)
+        self._readouts: list[tuple[int, int, torch.Tensor, torch.Tensor]] = []
+        self.log: list[tuple[int, int, np.ndarray, torch.Tensor, torch.Tensor, torch.Tensor]]
+        self.log = [] if record else None
+        self.on_cell: Callable[[], None] | None = None
+
+    def _tables(self, uw: torch.Tensor | None, bw: torch.Tensor | None) -> None:
+        """The rule spectra (docs/method.md, section 4.1) from the vectors, with torch.fft."""
+        st, vec, dev = self.st, self.vec, self.dev
+        rfft = torch.fft.rfft
+        self.spectra = rfft(vec.nonterminal)  # (N, h)
+        self.right_spectra = self.spectra if vec.right is None else rfft(vec.right)
+        self.index_half = rfft(vec.index)  # (n + 1, h)
+        self.unary_rows = torch.as_tensor(st.unary, device=dev)
+        self.binary_rows = torch.as_tensor(st.binary, device=dev)
+        if len(st.unary):
+            tspec = rfft(vec.terminal)
+            terms = tspec[torch.as_tensor(st.unary_rule_terminal, device=dev)]
+            if uw is not None:
+                terms = terms * uw.to(self.rdtype)[:, None]
+            rows = torch.as_tensor(st.unary_rule_row, device=dev)
+            zero = torch.zeros((len(st.unary), self.h), dtype=self.cdtype, device=dev)
+            self.unary_spectra = zero.index_add(0, rows, terms)
+        if len(st.binary):
+            left = self.spectra[torch.as_tensor(st.binary_rule_left, device=dev)]
+            right = self.right_spectra[torch.as_tensor(st.binary_rule_right, device=dev)]
+            prod = left * torch.conj(right)
+            if bw is not None:
+                prod = prod * bw.to(self.rdtype)[:, None]
+            rows = torch.as_tensor(st.binary_rule_row, device=dev)
+            zero = torch.zeros((len(st.binary), self.h), dtype=self.cdtype, device=dev)
+            self.binary_spectra = zero.index_add(0, rows, prod)
+
+    def idx(self, k: int) -> torch.Tensor:
+        """``idx`` with ``(Phi^k x)[r] = x[idx[r]]``."""
+        got = self._idx.get(k)
+        if got is None:
+            base = self._idx[1 if k > 0 else -1]
+            got = base[self.idx(k - (1 if k > 0 else -1))]
+            self._idx[k] = got
+        return got
+
+    def active(self, j: int) -> torch.Tensor:
+        """(B,) bool: the sentences that have the cells (i, j)."""
+        return self.len_t >= j
+
+    def sigmoid(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid((x - 0.5) * self.opt.beta)
+
+    def decide(
+        self,
+        i: int,
+        j: int,
+        rows: torch.Tensor,
+        args: torch.Tensor,
+        means: torch.Tensor,
+        peaks: torch.Tensor,
+    ) -> tuple[torch.Tensor, bool]:
+        """Which updates of a cell clear the prune level (B, k); counts, readouts, log.
+
+        ``args``: the gate's argument (B, k) (the readout kept); ``means`` and ``peaks``: the
+        mean of P_A's diagonal and its largest entry. Returns the mask and whether any
+        update of the batch is kept. Raises FloatingPointError on non-finite readouts.
+        """
+        act = self.active(j)[:, None]
+        keep = (peaks > self.opt.prune) & act
+        k = args.shape[1]
+        n_kept = keep.sum(1)
+        n_act = act[:, 0].to(torch.int64) * k
+        self.counts[0] += n_act
+        self.counts[1] += n_kept
+        self.counts[2] += n_act - n_kept
+        self._readouts.append((i, j, rows, args))
+        if self.log is not None:
+            self.log.append((i, j, rows.cpu().numpy(), means, peaks, keep))
+        flags = torch.stack((keep.any(), torch.isfinite(args).all())).tolist()
+        if not flags[1]:
+            raise FloatingPointError(
+                f"non-finite values appeared in D-CYK's accumulators (detections in cell "
+                f"({i}, {j})): the codebook's vectors or beta are too large for this dtype; "
+                "use float64, smaller vectors or a smaller beta"
+            )
+        return keep, bool(flags[0])
+
+    # -- readouts, counts and the log as the caller wants them -----------------------------
+
+    def cell_mask(self) -> torch.Tensor:
+        i = torch.arange(self.n, device=self.dev)[:, None]
+        j = torch.arange(self.n + 1, device=self.dev)[None, :]
+        return (i < j)[None] & (j[None] <= self.len_t[:, None, None])
+
+    def readout_tensor(self) -> torch.Tensor:
+        shape = (self.B, self.n, self.n + 1, len(self.st.nonterminals))
+        out = torch.zeros(shape, dtype=self.rdtype, device=self.dev)
+        for i, j, rows, vals in self._readouts:
+            out[:, i, j, rows] = vals.to(self.rdtype)
+        return out * self.cell_mask()[..., None]
+
+    def count_dicts(self) -> list[dict[str, int]]:
+        c = self.counts.cpu().tolist()
+        return [
+            {"detections": c[0][b], "updates": c[1][b], "pruned": c[2][b]} for b in range(self.B)
+        ]
+
+    def log_lists(self) -> list[list[dict[str, Any]]] | None:
+        if self.log is None:
+            return None
+        logs: list[list[dict[str, Any]]] = [[] for _ in range(self.B)]
+        nts = self.st.nonterminals
+        for i, j, rows, means, peaks, keep in self.log:
+            means = means.detach().cpu().tolist()
+            peaks = peaks.detach().cpu().tolist()
+            keep = keep.cpu().tolist()
+            for b in range(self.B):
+                if j > self.lengths[b]:
+                    continue
+                for k, row in enumerate(rows):
+                    logs[b].append(
+                        {
+                            "step": "unary" if j == i + 1 else "binary",
+                            "i": i,
+                            "j": j,
+                            "A": nts[row],
+                            "p_diag_mean": float(means[b][k]),
+                            "p_max": float(peaks[b][k]),
+                            "applied": bool(keep[b][k]),
+                        }
+                    )
+        return logs
+
+    # -- the loops of Algorithms 2 and 3 -----------------------------------------------------
+
+    def unary(self) -> None:
+        for i in range(1, self.n + 1):
+            if len(self.st.unary):
+                self.unary_cell(i)
+            if self.on_cell is not None:
+                self.on_cell()
+
+    def binary(self) -> None:
+        for j in range(2, self.n + 1):
+            for i in range(j - 2, -1, -1):
+                if len(self.st.binary):
+                    self.binary_cell(i, j)
+                if self.on_cell is not None:
+                    self.on_cell()
+
+    def entry_statistics(self, col: torch.Tensor) -> torch.Tensor:
+        """The entry decoder (Algorithm 4) of every cell from column 0 of Phi P_left.
+
+        (C_A Phi C_j Phi C_i (Phi P_left))[0, 0] is row 0 of C_A Phi against
+        C_j Phi C_i times the column: every A of a cell at once with one product.
+        Returns (B, n, n + 1, N).
+        """
+        n, d = self.n, self.d
+        s = self.index_half
+        inner = torch.fft.irfft(torch.fft.rfft(col)[:, None, :] * s[None, :n], n=d)
+        ph = torch.fft.rfft(inner[..., self.idx(1)])  # Phi (C_i col)
+        u = torch.fft.irfft(ph[:, :, None, :] * s[None, None, :, :], n=d)  # (B, n, n+1, d)
+        cols = torch.fft.irfft(torch.conj(self.spectra), n=d)  # first columns of C_A^T
+        rows = cols[:, self.idx(-1)]  # row 0 of C_A Phi
+        return u @ rows.T
+
+
+# -- the trace gate: both accumulators as 2-D spectra ---------------------------------------
+
+
+class _TraceParser(_Base):
+    """The trace-gate parser of docs/method.md, section 4.4, batched.
+
+    ``zt`` and ``pr`` are (B, d // 2 + 1, d): rows f <= d/2 of (Phi P_left)~^T and of
+    (P_right Phi^T)~ per sentence, as in the numpy engine. With g_A the gates of a cell,
+    S^ = sum_A g_A A^ (S'^ with the right-child spectra):
+
+    - update: ZT[f, g] += conj(S^[f] G_j[f, g] i^[g]), PR[f, g] += S'^[f] G_i[f, g] j^[g];
+    - binary detection: sum_f R^[f] q[f], q[f] = sum_g ZT[f, g] PR[f, g] conj(j^[g]) i^[g];
+    - unary detection and trace decoder: q[f] = sum_g ZT[f, g] G_j[f, g] i^[g].
+
+    Without autograd the element-wise products go through two work buffers, and the unary
+    detection of (i - 1, i) and its update share the matrix G_i (.) (i-1)^.
+
+    The G_k = rows f <= d/2 of (Phi C_k Phi)~ cost one real and one complex FFT of a d x d
+    matrix each and are shared by the whole batch; they are kept in a cache of at most
+    :data:`G_CACHE_BYTES` (all of them under autograd), as in the numpy engine. Without
+    autograd the cache may be the caller's (``g_cache``), so that later parses with the same
+    index vectors and permutation reuse it.
+    """
+
+    def __init__(self, *args: Any, g_cache: dict | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        shape = (self.B, self.h, self.d)
+        self.zt = torch.zeros(shape, dtype=self.cdtype, device=self.dev)
+        self.pr = torch.zeros(shape, dtype=self.cdtype, device=self.dev)
+        self.full = torch.fft.fft(self.vec.index)  # (n + 1, d)
+        d = self.d
+        # W = Phi C_k Phi, W[r, c] = v_k[(perm[r] - inv[c]) mod d], is read from the strided
+        # (symmetric) view R[a, t] = v_k[(a + t + 1) mod d]: W^T = R[d - 1 - inv][:, perm]
+        self._rows = (d - 1) - self.idx(-1)
+        self._g: dict[int, torch.Tensor] = {} if g_cache is None or self.grad else g_cache
+        size = self.h * d * (8 if self.cdtype == torch.complex64 else 16)
+        self._slots = max(2, min(self.n + 1, G_CACHE_BYTES // size))
+        w = self.w.to(self.cdtype)
+        self.spectra_w = self.spectra * w / d
+        if len(self.st.unary):
+            self.unary_w = self.unary_spectra * w / d
+        if len(self.st.binary):
+            self.binary_w = self.binary_spectra * w / d
+        # work buffers (without autograd): a (h, d) matrix and a (B, h, d) one
+        self._buf = (
+            None if self.grad else torch.empty(shape[1:], dtype=self.cdtype, device=self.dev)
+        )
+        self._bbuf = None if self.grad else torch.empty(shape, dtype=self.cdtype, device=self.dev)
+
+    def gmat(self, k: int) -> torch.Tensor:
+        """G_k, from the cache or computed (under autograd every G_k is kept)."""
+        g = self._g.pop(k, None)
+        if g is None:
+            if not self.grad:
+                while len(self._g) >= self._slots:
+                    self._g.pop(next(iter(self._g)))  # the least recently used
+            v = self.vec.index[k]
+            r = torch.cat((v, v))[1:].unfold(0, self.d, 1)
+            wt = r.index_select(0, self._rows).index_select(1, self.idx(1))  # W^T
+            # rfft(W, axis 0) = rfft(W^T, axis 1)^T, then the inverse FFT along the other axis
+            g = torch.fft.ifft(torch.fft.rfft(wt, dim=1), dim=0).T.contiguous()
+        self._g[k] = g  # last: the most recently used
+        return g
+
+    def _outer(self, j: int, i: int) -> torch.Tensor:
+        """G_j (.) i^ (a column scaling), in the work buffer without autograd."""
+        if self._buf is None:
+            return self.gmat(j) * self.full[i]
+        return torch.mul(self.gmat(j), self.full[i], out=self._buf)
+
+    def _conj(self, m: torch.Tensor) -> torch.Tensor:
+        """conj(m), in place when ``m`` is the work buffer."""
+        return m.conj_physical_() if m is self._buf else torch.conj(m)
+
+    def _madd(
+        self, name: str, left: torch.Tensor, m: torch.Tensor, only: list[int] | None = None
+    ) -> None:
+        """acc += left[b, f] * m[f, g], in place unless autograd needs the old value.
+
+        ``only``: the sentences b to update (the others' ``left`` is 0), or None for all.
+        """
+        acc = getattr(self, name)
+        if self.grad:
+            setattr(self, name, torch.addcmul(acc, left[:, :, None], m[None]))
+        elif only is None:
+            acc.addcmul_(left[:, :, None], m[None])
+        else:  # a batch whose updates were mostly pruned: skip the others' passes
+            for b in only:
+                acc[b].addcmul_(left[b][:, None], m)
+
+    def _rowdot(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """sum_g a[..., f, g] b[..., f, g] (through the batch work buffer)."""
+        if self._bbuf is None:
+            return (a * b).sum(-1)
+        return torch.mul(a, b, out=self._bbuf).sum(-1)
+
+    def initialise(self) -> None:
+        """P_left = sum_i [i-1]- [i]- [a_i]- (P_right stays 0)."""
+        tspec = torch.fft.rfft(self.vec.terminal)
+        for i in range(1, self.n + 1):
+            s = torch.conj(tspec[self.words[:, i - 1]]) * self.active(i)[:, None]
+            self._madd("zt", s, self._conj(self._outer(i, i - 1)))
+
+    def update(
+        self,
+        i: int,
+        j: int,
+        gates: torch.Tensor,
+        rows: torch.Tensor,
+        outer_ji: torch.Tensor | None = None,
+        keep: torch.Tensor | None = None,
+    ) -> None:
+        """sum_A g_A [i]- [j]- [A]- into P_left, sum_A g_A [A']+ [i]+ [j]+ into P_right.
+
+        ``outer_ji``: G_j (.) i^ when the caller has it already (it may be conjugated in
+        place). ``keep`` (B, k): the updates kept (the others' gates are 0), so that only
+        the sentences with one are updated.
+        """
+        only = None
+        if keep is not None and not self.grad and self.B > 1:
+            kept = keep.any(1)
+            if not bool(kept.all()):
+                only = kept.nonzero().flatten().tolist()
+        g = gates.to(self.cdtype)
+        m = self._outer(j, i) if outer_ji is None else outer_ji
+        self._madd("zt", torch.conj(g @ self.spectra[rows]), self._conj(m), only)
+        self._madd("pr", g @ self.right_spectra[rows], self._outer(i, j), only)
+
+    def _q_binary(self, i: int, j: int) -> torch.Tensor:
+        """q of tr([j]- [i]+ P_left C P_right) (B, h): the binary detection."""
+        dg = torch.conj(self.full[j]) * self.full[i]
+        if self._bbuf is None:
+            return (self.zt * self.pr) @ dg
+        torch.mul(self.zt, self.pr, out=self._bbuf)
+        return self._bbuf.mul_(dg).sum(-1)
+
+    def _cell(self, i: int, j: int, rows: torch.Tensor, spectra_w: torch.Tensor, q_of) -> None:
+        """Detect and update the nonterminals ``rows`` in (i, j). ``q_of()`` returns q and,
+        for a unary cell, G_j (.) i^ (the update's matrix), else None."""
+        if self.opt.order == "cell":
+            # every gate from the table before the cell; the updates summed
+            q, outer = q_of()
+            tvals = (q @ spectra_w.T).real
+            gates = self.sigmoid(tvals)
+            keep, any_kept = self.decide(i, j, rows, tvals, gates, gates)
+            if any_kept:
+                self.update(i, j, gates * keep, rows, outer, keep)
+            return
+        q = None  # read again only after an update
+        for k in range(len(rows)):
+            if q is None:
+                q, outer = q_of()
+            tval = (q @ spectra_w[k : k + 1].T).real
+            gate = self.sigmoid(tval)
+            keep, any_kept = self.decide(i, j, rows[k : k + 1], tval, gate, gate)
+            if any_kept:
+                self.update(i, j, gate * keep, rows[k : k + 1], outer, keep)
+                q = None
+
+    def unary_cell(self, i: int) -> None:
+        def q_of() -> tuple[torch.Tensor, torch.Tensor]:
+            # q of tr(R_u Phi [i]+ [i-1]+ P_left): sum_g ZT G_i (i-1)^; the update of
+            # (i - 1, i) adds conj(G_i (.) (i-1)^) to ZT
+            outer = self._outer(i, i - 1)
+            return self._rowdot(self.zt, outer), outer
+
+        self._cell(i - 1, i, self.unary_rows, self.unary_w, q_of)
+
+    def binary_cell(self, i: int, j: int) -> None:
+        self._cell(i, j, self.binary_rows, self.binary_w, lambda: (self._q_binary(i, j), None))
+
+    def statistics(self) -> torch.Tensor:
+        """The decoder statistics of every cell, (B, n, n + 1, N)."""
+        if self.opt.decoder == "entry":
+            # column 0 of Z = Phi P_left: (1/d) Re fft(sum_f w_f conj(ZT[f, :]))
+            zsum = (torch.conj(self.zt) * self.w[None, :, None]).sum(1)
+            col = torch.fft.fft(zsum).real / self.d
+            return self.entry_statistics(col)
+        nn = len(self.st.nonterminals)
+        out = torch.zeros((self.B, self.n, self.n + 1, nn), dtype=self.rdtype, device=self.dev)
+        full_t = self.full.T  # (d, n + 1)
+        for j in range(1, self.n + 1):
+            q = (self.zt * self.gmat(j)) @ full_t[:, :j]  # (B, h, j): q of (i, j), i < j
+            out[:, :j, j, :] = (q.transpose(1, 2) @ self.spectra_w.T).real
+        return out
+
+    def dense(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """P_left and P_right, (B, d, d) each (P_right a transposed view).
+
+        Z^T = irfft(fft(conj ZT, axis 1), axis 0), so Z = irfft of the transpose along the
+        last axis; P_left = Phi^T Z. Likewise Phi P_right^T from PR, and
+        P_right^T = Phi^T (Phi P_right^T).
+        """
+        d, inv = self.d, self.idx(-1)
+        z = torch.fft.fft(torch.conj(self.zt), dim=-1).transpose(-1, -2)
+        z = torch.fft.irfft(z, n=d, dim=-1)
+        w = torch.fft.irfft(torch.fft.fft(self.pr, dim=-1).transpose(-1, -2), n=d, dim=-1)
+        return z[:, inv], w[:, inv].transpose(-1, -2)
+
+
+# -- the entrywise gate: accumulators as row spectra -----------------------------------------
+
+
+class _DenseParser(_Base):
+    """The entrywise-gate parser of docs/method.md, section 4.3, batched.
+
+    The accumulators are kept as ``FL = rfft((Phi P_left)^T, axis=-1)`` and
+    ``FR = rfft(P_right^T, axis=-1)``, (B, d, d // 2 + 1) each, and every d x d work matrix
+    is the transpose of the one in the paper's algebra (operators applied from the right,
+    FFTs along the last axis).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        shape = (self.B, self.d, self.h)
+        self.fl = torch.zeros(shape, dtype=self.cdtype, device=self.dev)
+        self.fr = torch.zeros(shape, dtype=self.cdtype, device=self.dev)
+        self._pcp_index: dict[tuple[int, int], torch.Tensor] = {}
+        self._wrap: torch.Tensor | None = None  # (k + m) mod d
+        self._sw: dict[tuple[int, int], torch.Tensor] = {}  # the last cell's rfft(W^T)
+        if len(self.st.binary):
+            self.binary_w = self.binary_spectra * self.w.to(self.cdtype) / self.d
+
+    # -- operators applied from the right -----------------------------------------------------
+
+    def rphi(self, x: torch.Tensor, k: int) -> torch.Tensor:
+        """x Phi^k (a gather: several times faster than indexing along the last axis)."""
+        return torch.gather(x, -1, self.idx(-k).expand(x.shape))
+
+    def rcirc(self, x: torch.Tensor, spec: torch.Tensor) -> torch.Tensor:
+        """x C(spec): each row's spectrum times conj(spec)."""
+        return torch.fft.irfft(torch.fft.rfft(x) * torch.conj(spec), n=self.d)
+
+    def pcp_index(self, a: int, b: int) -> torch.Tensor:
+        """``ix`` with (Phi^a C(v) Phi^b)[r, c] = v[ix[r, c]] (cached)."""
+        ix = self._pcp_index.get((a, b))
+        if ix is None:
+            ix = (self.idx(a)[:, None] - self.idx(-b)[None, :]) % self.d
+            self._pcp_index[(a, b)] = ix
+        return ix
+
+    def pcp(self, v: torch.Tensor, a: int, b: int) -> torch.Tensor:
+        """Phi^a C(v) Phi^b as a dense matrix ((..., d) vectors give (..., d, d))."""
+        ix = self.pcp_index(a, b)
+        shape = (*v.shape[:-1], self.d, self.d)
+        return torch.gather(v[..., None, :].expand(shape), -1, ix.expand(shape))
+
+    def _add(self, name: str, value: torch.Tensor) -> None:
+        acc = getattr(self, name)
+        if self.grad:
+            setattr(self, name, acc + value)
+        else:
+            acc += value
+
+    # -- updates ----------------------------------------------------------------------------
+
+    def initialise(self) -> None:
+        """P_left = sum_i [i-1]- [i]- [a_i]-: (Phi [i-1]- [i]- [a]-)^T = ([a]+ [i]+) C_{i-1}."""
+        s = self.index_half
+        for i in range(1, self.n + 1):
+            v = self.vec.terminal[self.words[:, i - 1]]  # (B, d)
+            w = self.rphi(self.rcirc(self.pcp(v, 0, 1), s[i]), 1)  # C_a Phi C_i Phi
+            inc = torch.fft.rfft(w) * torch.conj(s[i - 1])
+            self._add("fl", inc * self.active(i)[:, None, None])
+
+    def update_full(self, i: int, j: int, row: int, pat: torch.Tensor, keep: torch.Tensor):
+        """P_left += [i]- [j]- [A]- P_A and P_right += [A']+ [i]+ [j]+ P_A, P_A^T = ``pat``.
+
+        (Phi [i]- [j]- [A]- P_A)^T = P_A^T C_A Phi C_j Phi C_i and
+        ([A']+ [i]+ [j]+ P_A)^T = P_A^T Phi^T C_j^T Phi^T C_i^T Phi^T C_A'^T.
+        """
+        s = self.index_half
+        k = keep.to(self.rdtype)[:, None, None]
+        x = self.rphi(self.rcirc(pat, self.spectra[row]), 1)
+        x = self.rphi(self.rcirc(x, s[j]), 1)
+        self._add("fl", torch.fft.rfft(x) * torch.conj(s[i]) * k)
+        y = self.rphi(self.rcirc(self.rphi(pat, -1), torch.conj(s[j])), -1)
+        y = self.rphi(self.rcirc(y, torch.conj(s[i])), -1)
+        self._add("fr", torch.fft.rfft(y) * self.right_spectra[row] * k)
+
+    def update_diag(self, i: int, j: int, rows: torch.Tensor, p: torch.Tensor) -> None:
+        """The updates of P_A = diag(p[:, k]) for the nonterminals ``rows``, at once.
+
+        In the transposed layout the P_left part is (sum_A diag(p_A) C_A Phi) C_j Phi C_i:
+        row r of the sum is sum_A p_A[r] v_A laid out as a circulant's row (one product and
+        one gather). The P_right part is rfft(W^T) (.) (P^T A'^), W = Phi [i]+ [j]+.
+        """
+        s = self.index_half
+        pt = p.transpose(-1, -2)  # (B, d, k)
+        b = pt @ self.vec.nonterminal[rows]  # (B, d, d): row r = sum_A p_A[r] v_A
+        ix = self.pcp_index(0, 1)
+        x = torch.gather(b, -1, ix.expand(b.shape))  # sum_A diag(p_A) C_A Phi
+        x = self.rphi(self.rcirc(x, s[j]), 1)
+        self._add("fl", torch.fft.rfft(x) * torch.conj(s[i]))
+        sw = self._sw.get((i, j))
+        if sw is None:  # the cell's updates share it
+            inner = self.rphi(self.rcirc(self.pcp(self.vec.index[i], 1, 1), s[j]), 1)
+            sw = torch.fft.rfft(inner.T)  # rows of W^T, W = Phi C_i Phi C_j Phi
+            self._sw = {(i, j): sw}
+        self._add("fr", sw[None] * (pt.to(self.cdtype) @ self.right_spectra[rows]))
+
+    # -- Algorithm 2 --------------------------------------------------------------------------
+
+    def unary_spectrum(self, i: int) -> torch.Tensor:
+        """rfft(Yt Phi^T) with Y = [i]+ [i-1]+ P_left: Mt_A = irfft(it * spec(R_u^A))."""
+        s = self.index_half
+        t1 = torch.fft.irfft(self.fl * s[i - 1], n=self.d)  # (C_{i-1} Phi P_left)^T
+        yt = self.rcirc(self.rphi(t1, -1), torch.conj(s[i]))  # Yt = t1 Phi^T C_i^T
+        return torch.fft.rfft(self.rphi(yt, -1))
+
+    def _unary_gate(self, i: int, k: int, mt: torch.Tensor) -> bool:
+        """Gate and update of the k-th unary nonterminal from Mt; True when one applied."""
+        row = self.unary_rows[k : k + 1]
+        diag = torch.diagonal(mt, dim1=-2, dim2=-1)  # (B, d)
+        arg = diag.mean(-1, keepdim=True)
+        if self.opt.unary_mask:
+            p = self.sigmoid(diag)[:, None, :]  # (B, 1, d)
+            peaks = p.abs().amax(-1)
+            keep, any_kept = self.decide(i - 1, i, row, arg, p.mean(-1), peaks)
+            if any_kept:
+                self.update_diag(i - 1, i, row, p * keep[..., None])
+            return any_kept
+        pat = self.sigmoid(mt)  # P_A^T
+        peaks = pat.abs().amax((-2, -1))[:, None]
+        means = torch.diagonal(pat, dim1=-2, dim2=-1).mean(-1, keepdim=True)
+        keep, any_kept = self.decide(i - 1, i, row, arg, means, peaks)
+        if any_kept:
+            self.update_full(i - 1, i, int(self.st.unary[k]), pat, keep[:, 0])
+        return any_kept
+
+    def unary_cell(self, i: int) -> None:
+        spec = self.unary_spectra
+        if self.opt.order == "cell":
+            # one spectrum of Yt Phi^T serves every A; no detection reads an update
+            it = self.unary_spectrum(i)
+            for k in range(len(spec)):
+                self._unary_gate(i, k, torch.fft.irfft(it * spec[k], n=self.d))
+            return
+        it = None
+        for k in range(len(spec)):
+            if it is None:
+                it = self.unary_spectrum(i)
+            if self._unary_gate(i, k, torch.fft.irfft(it * spec[k], n=self.d)):
+                it = None
+
+    # -- Algorithm 3 --------------------------------------------------------------------------
+
+    def binary_h(self, i: int, j: int) -> torch.Tensor:
+        """H[r, f] = FR[r, f] conj(Yhat[f, r]), Y = [j]- [i]+ P_left: diag(Y R P_right)
+        = Re(H coef_R)."""
+        s = self.index_half
+        yt = self.rphi(torch.fft.irfft(self.fl * (torch.conj(s[j]) * s[i]), n=self.d), 1)
+        yhat = torch.fft.rfft(yt.transpose(-1, -2))  # rows of Y, (B, d, h)
+        return self.fr * torch.conj(yhat)
+
+    def binary_cell(self, i: int, j: int) -> None:
+        rows, coefs = self.binary_rows, self.binary_w
+        if self.opt.order == "cell":
+            diags = (self.binary_h(i, j) @ coefs.T).real.transpose(-1, -2)  # (B, k, d)
+            p = self.sigmoid(diags)
+            keep, any_kept = self.decide(i, j, rows, diags.mean(-1), p.mean(-1), p.amax(-1))
+            if any_kept:
+                self.update_diag(i, j, rows, p * keep[..., None])
+            return
+        h = None
+        for k in range(len(rows)):
+            if h is None:
+                h = self.binary_h(i, j)
+            diag = (h @ coefs[k]).real[:, None, :]  # (B, 1, d)
+            p = self.sigmoid(diag)
+            row = rows[k : k + 1]
+            keep, any_kept = self.decide(i, j, row, diag.mean(-1), p.mean(-1), p.amax(-1))
+            if any_kept:
+                self.update_diag(i, j, row, p * keep[..., None])
+                h = None
+
+    # -- decoding and the dense accumulators --------------------------------------------------
+
+    def statistics(self) -> torch.Tensor:
+        """The decoder statistics of every cell, (B, n, n + 1, N)."""
+        d = self.d
+        if self.opt.decoder == "entry":
+            return self.entry_statistics(torch.fft.irfft(self.fl[:, 0, :], n=d))
+        # tr(C_A Phi W), W = C_j Phi C_i Phi P_left: with Xt = Wt Phi^T (the transpose of
+        # Phi W), tr(C_A Phi W) = sum_m v_A[-m] sums[m], sums[m] = sum_k Xt[k, (k + m) mod d]
+        s = self.index_half
+        nn = len(self.st.nonterminals)
+        out = torch.zeros((self.B, self.n, self.n + 1, nn), dtype=self.rdtype, device=self.dev)
+        ct = torch.fft.irfft(torch.conj(self.spectra), n=d).T / d  # c_A[m] = v_A[-m]
+        for i in range(self.n):
+            zt = self.rphi(torch.fft.irfft(self.fl * s[i], n=d), -1)  # (Phi C_i Phi P_left)^T
+            zhat = torch.fft.rfft(zt)
+            for j in range(i + 1, self.n + 1):
+                xt = self.rphi(torch.fft.irfft(zhat * s[j], n=d), -1)
+                out[:, i, j, :] = self._wrapped_diagonal_sums(xt) @ ct
+        return out
+
+    def _wrapped_diagonal_sums(self, xt: torch.Tensor) -> torch.Tensor:
+        """sums[..., m] = sum_k xt[..., k, (k + m) mod d].
+
+        A strided view of [xt, xt] is faster forward; a gather has the faster backward.
+        """
+        d = self.d
+        if self.grad:
+            if self._wrap is None:
+                self._wrap = (self.idx(0)[:, None] + self.idx(0)[None, :]) % d
+            ix = self._wrap
+            return torch.gather(xt, -1, ix.expand(xt.shape)).sum(-2)
+        xc = torch.cat((xt, xt), dim=-1)
+        return xc.as_strided((self.B, d, d), (2 * d * d, 1, 2 * d + 1)).sum(-1)
+
+    def dense(self) -> tuple[torch.Tensor, torch.Tensor]:
+        d = self.d
+        p_left = self.rphi(torch.fft.irfft(self.fl, n=d), 1).transpose(-1, -2)
+        return p_left, torch.fft.irfft(self.fr, n=d).transpose(-1, -2)
+
+
+# -- the entry points ----------------------------------------------------------------------
+
+
+def parse(
+    vectors: SymbolVectors,
+    structure: RuleStructure,
+    sentences: Sequence[Sequence[int]],
+    options: Any,
+    *,
+    unary_weights: torch.Tensor | None = None,
+    binary_weights: torch.Tensor | None = None,
+    decode: bool = True,
+    dense: bool = False,
+    record: bool = False,
+    on_cell: Callable[[], None] | None = None,
+    g_cache: dict | None = None,
+) -> TorchParse:
+    """Parse a batch of sentences with D-CYK (the paper's Algorithms 2, 3 and 4) in torch.
+
+    Differentiable with respect to every tensor of ``vectors`` (but ``perm``) and the rule
+    weights, wherever ``prune`` does not cut (an update whose gate is at most ``prune`` is
+    skipped, as in the numpy engine: use ``prune=0`` where gradients must be exact).
+
+    Parameters
+    ----------
+    vectors : SymbolVectors
+        The symbol vectors (float32 or float64) and the permutation; the index vectors
+        must cover 0..n for the longest sentence.
+    structure : RuleStructure
+        The grammar (:func:`rule_structure`); the vectors' rows follow its order.
+    sentences : sequence of sequences of int
+        Each sentence as the rows of its words in ``structure.terminals`` (at least one word).
+    options : DCYKOptions
+        The resolved options (``gate``, ``decoder``, ``unary_mask``, ``order``,
+        ``encoding``, ``beta``, ``threshold``, ``prune``), as :func:`fastdcyk.dcyk`
+        resolves them (:func:`fastdcyk.options.resolve`). ``encoding="roles"``
+        needs ``vectors.right``.
+    unary_weights : Tensor, (number of rules A -> a,), optional
+        A weight per unary rule (grammar order): R_u^A = sum w_r [a]+. Default all 1.
+    binary_weights : Tensor, (number of rules A -> B C,), optional
+        A weight per binary rule: R_b^A = sum w_r [B]+ [C']-. Default all 1.
+    decode : bool, default True
+        Compute the decoder statistics.
+    dense : bool, default False
+        Also return P_left and P_right.
+    record : bool, default False
+        Keep the log of every detection, as ``DCYKResult.log``.
+    on_cell : callable, optional
+        Called after every cell (a progress bar).
+    g_cache : dict, optional
+        The trace gate's G_k matrices (docs/method.md, section 4.4) by span index k, kept
+        across calls: pass the same dict to parses with the same index vectors, permutation,
+        dtype and device (never under autograd, where it is not used).
+
+    Returns
+    -------
+    TorchParse
+    """
+    if not sentences:
+        raise ValueError("no sentences to parse")
+    lengths = [len(s) for s in sentences]
+    if min(lengths) < 1:
+        raise ValueError("empty sentence: D-CYK needs at least one word")
+    n = max(lengths)
+    if vectors.index.shape[0] < n + 1:
+        raise ValueError(
+            f"the index vectors cover 0..{vectors.index.shape[0] - 1}, the longest sentence "
+            f"needs 0..{n}"
+        )
+    if options.encoding == "roles" and vectors.right is None:
+        raise ValueError("encoding='roles' needs the right-child role vectors (vectors.right)")
+    if options.encoding != "roles":
+        vectors = SymbolVectors(
+            vectors.terminal, vectors.nonterminal, None, vectors.index, vectors.perm
+        )
+    padded = [list(s) + [0] * (n - len(s)) for s in sentences]
+    words = torch.as_tensor(padded, dtype=torch.int64, device=vectors.device)
+    args = (vectors, structure, options, words, lengths, unary_weights, binary_weights, record)
+    if options.gate == "trace":
+        p: _Base = _TraceParser(*args, g_cache=g_cache)
+    else:
+        p = _DenseParser(*args)
+    p.on_cell = on_cell
+    t0 = time.perf_counter()
+    p.initialise()
+    p.unary()
+    t1 = time.perf_counter()
+    p.binary()
+    t2 = time.perf_counter()
+    stats = p.statistics() * p.cell_mask()[..., None] if decode else None
+    t3 = time.perf_counter()
+    p_left = p_right = None
+    if dense:
+        p_left, p_right = p.dense()
+    if stats is not None and not bool(torch.isfinite(stats).all()):
+        raise FloatingPointError(
+            "non-finite values appeared in D-CYK's accumulators (the decoder statistics): "
+            "use float64, smaller vectors or a smaller beta"
+        )
+    return TorchParse(
+        statistics=stats,
+        readouts=p.readout_tensor(),
+        mask=p.cell_mask(),
+        lengths=lengths,
+        p_left=p_left,
+        p_right=p_right,
+        counts=p.count_dicts(),
+        log=p.log_lists(),
+        timings={"unary": t1 - t0, "binary": t2 - t1, "decode": t3 - t2},
+    )
+
+
+def statistics_dict(
+    stats: torch.Tensor, n: int, nonterminals: Sequence[str]
+) -> dict[tuple[int, int, str], float]:
+    """``{(i, j, A): value}`` of one sentence's (n_max, n_max + 1, N) statistics tensor."""
+    values = stats.detach().to("cpu", torch.float64).numpy()
+    out: dict[tuple[int, int, str], float] = {}
+    for i in range(n):
+        for j in range(i + 1, n + 1):
+            out.update(zip([(i, j, a) for a in nonterminals], values[i, j].tolist(), strict=True))
+    return out
+
+
+#: Per codebook, the G_k matrices of the trace gate by (device, dtype): a codebook's index
+#: vectors and permutation never change, so later parses with it reuse them (within
+#: :data:`G_CACHE_BYTES`, as the numpy engine keeps its work buffers in the codebook).
+_G_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _codebook_g_cache(codebook: Codebook, vec: SymbolVectors) -> dict:
+    per = _G_CACHES.setdefault(codebook, {})
+    return per.setdefault((str(vec.device), vec.dtype), {})
+
+
+def release_caches(codebook: Codebook | None = None) -> None:
+    """Drop the G_k matrices kept for ``codebook`` (for every codebook when None)."""
+    if codebook is None:
+        _G_CACHES.clear()
+    else:
+        _G_CACHES.pop(codebook, None)
+
+
+def parse_sentences(
+    grammar: Grammar,
+    sentences: Sequence[tuple[str, ...]],
+    codebook: Codebook,
+    options: Any,
+    *,
+    device: Any = None,
+    decode: bool = True,
+    record: bool = False,
+    on_cell: Callable[[], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Parse checked sentences with a codebook in one batch; the fields of each result.
+
+    The backend of ``dcyk(..., backend="torch")`` and :func:`fastdcyk.batch.dcyk_batch`:
+    the sentences (tuples of terminals of the grammar, checked as :func:`fastdcyk.dcyk`
+    checks them) and the options are already resolved. Runs without autograd.
+
+    Parameters
+    ----------
+    grammar : Grammar
+    sentences : sequence of tuple of str
+    codebook : Codebook
+        Its vectors and permutation, copied to ``device`` in its dtype.
+    options : DCYKOptions
+    device : torch.device or str, optional
+        Default: the CPU.
+    decode, record, on_cell
+        As for :func:`parse`.
+
+    Returns
+    -------
+    list of dict
+        Per sentence, the keyword arguments of :class:`fastdcyk.engine.DCYKResult`
+        (``p_left`` and ``p_right`` as numpy arrays of the codebook's dtype).
+    """
+    st = rule_structure(grammar)
+    n = max(len(s) for s in sentences)
+    with torch.no_grad():
+        vec = symbol_vectors(codebook, st, n, encoding=options.encoding, device=device)
+        ids = [st.terminal_ids(s) for s in sentences]
+        kw = {"decode": decode, "dense": True, "record": record, "on_cell": on_cell}
+        res = parse(vec, st, ids, options, g_cache=_codebook_g_cache(codebook, vec), **kw)
+        t0 = time.perf_counter()
+        p_left = res.p_left.cpu().numpy()
+        p_right = res.p_right.cpu().numpy()
+    for name, m in (("P_left", p_left), ("P_right", p_right)):
+        if not np.all(np.isfinite(m)):
+            raise FloatingPointError(
+                f"non-finite values appeared in D-CYK's accumulators ({name} after the parse): "
+                "use float64, smaller vectors or a smaller beta"
+            )
+    out = []
+    for b, words in enumerate(sentences):
+        stats = chart = None
+        if decode:
+            stats = statistics_dict(res.statistics[b], len(words), st.nonterminals)
+            chart = chart_from_statistics(
+                stats, len(words), beta=options.beta, threshold=options.threshold
+            )
+        timings = dict(res.timings)
+        timings["decode"] += time.perf_counter() - t0
+        out.append(
+            {
+                "words": tuple(words),
+                "grammar": grammar,
+                "codebook": codebook,
+                "options": options,
+                "p_left": np.array(p_left[b], dtype=codebook.dtype, order="C"),
+                "p_right": np.array(p_right[b], dtype=codebook.dtype, order="C"),
+                "statistics": stats,
+                "chart": chart,
+                "counts": res.counts[b],
+                "timings": timings,
+                "log": None if res.log is None else res.log[b],
+            }
+        )
+    return out

@@ -1,0 +1,143 @@
+"""Parsing many sentences at once: :func:`dcyk_batch`.
+
+With ``backend="torch"`` the sentences are parsed in batches by :mod:`fastdcyk._torch` (the
+numpy engine's algorithm in PyTorch, docs/method.md, sections 2-4): sentences of similar
+length go into one batch, the cells they share are computed together, and a cell beyond a
+sentence's length is masked out of its updates. With ``backend="numpy"`` it is a loop over
+:func:`fastdcyk.dcyk`. Either way every sentence gets the :class:`~fastdcyk.engine.DCYKResult`
+that ``dcyk`` would return for it with the same codebook and options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fastdcyk.codebook import Codebook
+from fastdcyk.engine import DCYKResult, _prepare, dcyk
+from fastdcyk.grammar import Grammar
+from fastdcyk.options import check_int
+
+__all__ = ["dcyk_batch"]
+
+#: Bytes of accumulator spectra (two per sentence) a default torch batch holds: on a CPU
+#: about a cache's worth (measured at d = 1024, float32, one thread: 9.7 sentences per
+#: second in batches of 1 to 4, 6 in batches of 8 or 16), on a GPU far more.
+CPU_BATCH_BYTES = 32 << 20
+GPU_BATCH_BYTES = 1 << 30
+
+
+def dcyk_batch(
+    grammar: Grammar | str,
+    sentences: Sequence[str | Sequence[str]],
+    codebook: Codebook | None = None,
+    *,
+    d: int | None = None,
+    seed: int = 0,
+    dtype: Any = None,
+    variant: str = "paper",
+    gate: str | None = None,
+    decoder: str | None = None,
+    unary_mask: bool | None = None,
+    beta: float | None = None,
+    threshold: float | None = None,
+    prune: float | None = None,
+    order: str | None = None,
+    encoding: str | None = None,
+    unitary: bool | None = None,
+    engine: Any = "auto",
+    decode: bool = True,
+    check_memory: bool = True,
+    backend: str = "torch",
+    device: Any = None,
+    batch_size: int | None = None,
+) -> list[DCYKResult]:
+    """Parse sentences with D-CYK, in batches: one :class:`DCYKResult` per sentence.
+
+    Parameters
+    ----------
+    grammar : Grammar or str
+    sentences : sequence of str or of sequences of str
+        The sentences (a str is split on whitespace), each checked as :func:`fastdcyk.dcyk`
+        checks one.
+    codebook, d, seed, dtype, variant, gate, decoder, unary_mask, beta, threshold, prune,
+    order, encoding, unitary, engine, decode, check_memory
+        As for :func:`fastdcyk.dcyk`; one codebook (given or built here) serves every
+        sentence.
+    backend : {"torch", "numpy"}, default "torch"
+        ``"torch"``: :mod:`fastdcyk._torch` on batches of sentences; ``"numpy"``: one
+        :func:`fastdcyk.dcyk` call per sentence.
+    device : torch.device or str, optional
+        Where the torch backend computes (default the CPU).
+    batch_size : int, optional
+        Sentences per torch batch (the sentences are sorted by length first, so that a
+        batch wastes little work on the cells of its longer sentences). Default: as many
+        as keep the accumulators within :data:`CPU_BATCH_BYTES` on a CPU (batching does not
+        pay once they leave the caches) or :data:`GPU_BATCH_BYTES` on a GPU, at most 64.
+
+    Returns
+    -------
+    list of DCYKResult
+        In the order of ``sentences``.
+
+    Raises
+    ------
+    ValueError, ImportError, MemoryError, FloatingPointError
+        As :func:`fastdcyk.dcyk`.
+
+    Examples
+    --------
+    >>> import fastdcyk as fd
+    >>> from fastdcyk.batch import dcyk_batch
+    >>> g = fd.Grammar.builtin("example")
+    >>> rs = dcyk_batch(g, ["a a b", "a b"], d=256, variant="trace", backend="numpy")
+    >>> [sorted(r.chart[(0, len(r.words))]) for r in rs]
+    [['S'], ['S']]
+    """
+    if batch_size is not None:
+        check_int("batch_size", batch_size, 1)
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a sequence of sentences, not one str")
+    if len(sentences) == 0:
+        return []
+    options = {"variant": variant, "gate": gate, "decoder": decoder, "unary_mask": unary_mask}
+    options |= {"beta": beta, "threshold": threshold, "prune": prune, "order": order}
+    grammar, all_words, opt, cb = _prepare(
+        grammar,
+        sentences,
+        codebook,
+        d=d,
+        seed=seed,
+        dtype=dtype,
+        unitary=unitary,
+        engine=engine,
+        check_memory=check_memory,
+        backend=backend,
+        device=device,
+        options=options | {"encoding": encoding},
+    )
+    if backend == "numpy":
+        kw = {"decode": decode, "check_memory": False}
+        return [dcyk(grammar, ws, cb, **kw, **_option_kwargs(opt)) for ws in all_words]
+    from fastdcyk import _torch
+
+    if batch_size is None:
+        gpu = device is not None and "cuda" in str(device)
+        spectra = 2 * (cb.d // 2 + 1) * cb.d * 2 * cb.dtype.itemsize
+        batch_size = max(1, min(64, (GPU_BATCH_BYTES if gpu else CPU_BATCH_BYTES) // spectra))
+    order_by_length = sorted(range(len(all_words)), key=lambda k: len(all_words[k]))
+    results: list[DCYKResult | None] = [None] * len(all_words)
+    for start in range(0, len(order_by_length), batch_size):
+        chunk = order_by_length[start : start + batch_size]
+        fields = _torch.parse_sentences(
+            grammar, [all_words[k] for k in chunk], cb, opt, device=device, decode=decode
+        )
+        for k, f in zip(chunk, fields, strict=True):
+            results[k] = DCYKResult(**f)
+    return results  # type: ignore[return-value]
+
+
+def _option_kwargs(opt: Any) -> dict[str, Any]:
+    """The keywords of :func:`fastdcyk.dcyk` that reproduce resolved options."""
+    names = ("variant", "gate", "decoder", "unary_mask", "beta", "threshold", "prune", "order")
+    return {name: getattr(opt, name) for name in (*names, "encoding")}

@@ -1,0 +1,299 @@
+"""The torch backend (fastdcyk._torch) against the numpy engine, its gradients and batches."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import fastdcyk as fd
+from fastdcyk.batch import dcyk_batch
+from fastdcyk.engine import default_codebook
+from fastdcyk.options import resolve
+
+torch = pytest.importorskip("torch")
+from fastdcyk import _torch as T  # noqa: E402 - needs torch
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """One intra-op thread while these tests run: their tensors are tiny, and on a busy
+    machine torch's thread pool waiting for cores costs far more than it saves."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+#: A grammar with rules A -> B B (docs/method.md, section 3: the paper's encoding collapses).
+SAME_CHILD = """
+S -> S S | A B
+A -> A A | 'a'
+B -> B B | 'b'
+"""
+#: (grammar, sentence, d). The entrywise gate in the paper's order amplifies rounding (each
+#: gate up to beta / 4 = 12.5 times, docs/method.md, section 4): on "fish swim fish near
+#: fish" the two backends differ by up to 2e-8 relative at d = 48 (8e-9 at d = 40), on the
+#: 4-word sentence below by at most 8e-10 at d = 40, 48 and 64.
+CASES = {
+    "G0": (fd.Grammar.builtin("G0"), "fish swim near fish", 40),
+    "same-child": (fd.Grammar.from_string(SAME_CHILD), "a a b b", 33),
+}
+OPTIONS = list(
+    itertools.product(
+        ("paper", "trace"),  # variant: the codebook (Gaussian or unitary and shifted)
+        ("entrywise", "trace"),  # gate
+        ("entry", "trace"),  # decoder
+        (False, True),  # unary_mask
+        ("paper", "roles"),  # encoding
+        ("sequential", "cell"),  # order
+    )
+)
+
+
+def _options_id(o: tuple) -> str:
+    return "-".join("mask" if v is True else "nomask" if v is False else v for v in o)
+
+
+def _codebook(grammar, d, variant, dtype="float64"):
+    return default_codebook(grammar, d, 3, dtype, unitary=variant == "trace")
+
+
+def _assert_same(a: fd.DCYKResult, b: fd.DCYKResult, rtol: float) -> None:
+    for x, y in ((a.p_left, b.p_left), (a.p_right, b.p_right)):
+        assert x.dtype == y.dtype and x.shape == y.shape
+        np.testing.assert_allclose(y, x, rtol=rtol, atol=rtol * max(np.abs(x).max(), 1e-300))
+    assert a.statistics.keys() == b.statistics.keys()
+    scale = max(abs(v) for v in a.statistics.values())
+    for key, value in a.statistics.items():
+        assert b.statistics[key] == pytest.approx(value, rel=rtol, abs=rtol * scale), key
+    assert a.chart == b.chart
+    assert a.counts == b.counts
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("options", OPTIONS, ids=_options_id)
+def test_float64_matches_numpy_engine(case, options):
+    grammar, sentence, d = CASES[case]
+    variant, gate, decoder, unary_mask, encoding, order = options
+    cb = _codebook(grammar, d, variant)
+    kw = dict(
+        variant=variant,
+        gate=gate,
+        decoder=decoder,
+        unary_mask=unary_mask,
+        encoding=encoding,
+        order=order,
+    )
+    ref = fd.dcyk(grammar, sentence, cb, **kw)
+    got = fd.dcyk(grammar, sentence, cb, backend="torch", **kw)
+    assert got.options == ref.options and got.words == ref.words
+    assert set(got.timings) == {"unary", "binary", "decode"}
+    _assert_same(ref, got, 1e-8)
+    # decode() and friends work on the result unchanged
+    assert fd.decode(got, threshold=0.9) == fd.decode(ref, threshold=0.9)
+
+
+@pytest.mark.parametrize("variant", ["paper", "trace"])
+def test_float32_matches_numpy_engine(variant):
+    g, s, _ = CASES["G0"]
+    cb = _codebook(g, 64, variant, "float32")
+    # beta = 2: each gate amplifies a difference by at most beta / 4 < 1 (test_dcyk.py), so
+    # the two float32 computations must agree to a small multiple of float32's epsilon
+    ref = fd.dcyk(g, s, cb, variant=variant, beta=2.0)
+    got = fd.dcyk(g, s, cb, variant=variant, beta=2.0, backend="torch")
+    eps = float(np.finfo(np.float32).eps)
+    for x, y in ((ref.p_left, got.p_left), (ref.p_right, got.p_right)):
+        assert y.dtype == np.float32
+        assert np.abs(x - y).max() <= 1000 * eps * np.abs(x).max()
+    for key, value in ref.statistics.items():
+        assert got.statistics[key] == pytest.approx(value, abs=1000 * eps)
+    assert got.counts == ref.counts
+
+
+def test_float32_default_variant_exact_on_running_example():
+    g = fd.Grammar.builtin("example")
+    r = fd.dcyk(g, "a a b", d=256, variant="trace", backend="torch")
+    assert r.p_left.dtype == np.float32
+    assert r.chart == fd.cyk(g, "a a b")
+
+
+def test_small_g_cache_changes_nothing(monkeypatch):
+    g, s, _ = CASES["G0"]
+    cb = _codebook(g, 32, "trace")
+    ref = fd.dcyk(g, s, cb, variant="trace", order="sequential", backend="torch")
+    monkeypatch.setattr(T, "G_CACHE_BYTES", 0)  # two slots: G_k computed again when needed
+    got = fd.dcyk(g, s, cb, variant="trace", order="sequential", backend="torch")
+    _assert_same(ref, got, 1e-12)
+
+
+def test_record_log_matches_numpy():
+    g, s, _ = CASES["G0"]
+    cb = _codebook(g, 32, "paper")
+    for kw in ({"variant": "paper"}, {"variant": "trace", "order": "sequential"}):
+        ref = fd.dcyk(g, s, cb, record=True, **kw)
+        got = fd.dcyk(g, s, cb, record=True, backend="torch", **kw)
+        assert len(got.log) == len(ref.log)
+        for a, b in zip(ref.log, got.log, strict=True):
+            assert {k: a[k] for k in ("step", "i", "j", "A", "applied")} == {
+                k: b[k] for k in ("step", "i", "j", "A", "applied")
+            }
+            assert b["p_diag_mean"] == pytest.approx(a["p_diag_mean"], rel=1e-6, abs=1e-9)
+            assert b["p_max"] == pytest.approx(a["p_max"], rel=1e-6, abs=1e-9)
+
+
+# -- batches ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["paper", "trace"])
+def test_batch_equals_single_sentences(variant):
+    g = fd.Grammar.builtin("G0")
+    sents = ["fish swim", "fish swim fish near fish", "fish", "fish swim fish"]
+    cb = _codebook(g, 32, variant)
+    batch = dcyk_batch(g, sents, cb, variant=variant, batch_size=3)
+    for s, r in zip(sents, batch, strict=True):
+        one = fd.dcyk(g, s, cb, variant=variant, backend="torch")
+        assert r.words == one.words
+        _assert_same(one, r, 1e-10)
+    by_numpy = dcyk_batch(g, sents, cb, variant=variant, backend="numpy")
+    for a, b in zip(by_numpy, batch, strict=True):
+        _assert_same(a, b, 1e-8)
+
+
+def test_parse_core_masks_and_shapes():
+    g = fd.Grammar.builtin("G0")
+    st = T.rule_structure(g)
+    cb = _codebook(g, 32, "trace")
+    opt = resolve("trace", dtype=np.float64)
+    vec = T.symbol_vectors(cb, st, 4, encoding=opt.encoding)
+    sents = [st.terminal_ids(["fish", "swim"]), st.terminal_ids("fish swim fish near".split())]
+    res = T.parse(vec, st, sents, opt, dense=True)
+    n_nt = len(g.nonterminals)
+    assert res.statistics.shape == res.readouts.shape == (2, 4, 5, n_nt)
+    assert res.mask[0].sum() == 3 and res.mask[1].sum() == 10
+    assert not res.statistics[0][~res.mask[0]].any()
+    assert res.p_left.shape == (2, 32, 32) and res.lengths == [2, 4]
+    one = T.parse(vec, st, sents[:1], opt, dense=True)
+    torch.testing.assert_close(one.statistics[0, :2, :3], res.statistics[0, :2, :3])
+    torch.testing.assert_close(one.p_left[0], res.p_left[0])
+
+
+# -- gradients ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gate", "decoder", "order", "encoding"),
+    [
+        ("trace", "trace", "cell", "roles"),
+        ("trace", "entry", "sequential", "paper"),
+        ("entrywise", "entry", "sequential", "paper"),
+        ("entrywise", "trace", "cell", "roles"),
+    ],
+)
+def test_gradcheck_readouts(gate, decoder, order, encoding):
+    """The decoder statistics and the gates' readouts, differentiated with respect to every
+    symbol vector and the rule weights (prune=0: no update is cut; beta = 2: smooth)."""
+    g = fd.Grammar.builtin("example")
+    st = T.rule_structure(g)
+    cb = fd.Codebook(16, seed=1, dtype="float64")
+    opt = resolve(
+        "paper",
+        gate=gate,
+        decoder=decoder,
+        beta=2.0,
+        prune=0.0,
+        order=order,
+        encoding=encoding,
+        dtype=np.float64,
+    )
+    base = T.symbol_vectors(cb, st, 3, encoding="roles")
+    sents = [st.terminal_ids("a a b".split()), st.terminal_ids(["a", "b"])]
+
+    def readouts(nonterminal, right, index, terminal, unary_weights, binary_weights):
+        vec = T.SymbolVectors(terminal, nonterminal, right, index, base.perm)
+        kw = {"unary_weights": unary_weights, "binary_weights": binary_weights}
+        res = T.parse(vec, st, sents, opt, **kw)
+        return res.statistics, res.readouts
+
+    inputs = (
+        base.nonterminal.clone().requires_grad_(),
+        base.right.clone().requires_grad_(),
+        base.index.clone().requires_grad_(),
+        base.terminal.clone().requires_grad_(),
+        torch.linspace(0.8, 1.2, st.n_unary_rules, dtype=torch.float64).requires_grad_(),
+        torch.linspace(0.5, 1.5, st.n_binary_rules, dtype=torch.float64).requires_grad_(),
+    )
+    assert torch.autograd.gradcheck(readouts, inputs, fast_mode=True, atol=1e-6, rtol=1e-4)
+
+
+def test_rule_weights_of_one_change_nothing():
+    g, s, _ = CASES["G0"]
+    st = T.rule_structure(g)
+    cb = _codebook(g, 32, "trace")
+    opt = resolve("trace", dtype=np.float64)
+    vec = T.symbol_vectors(cb, st, 5, encoding="roles")
+    ids = [st.terminal_ids(s.split())]
+    plain = T.parse(vec, st, ids, opt)
+    ones = T.parse(
+        vec,
+        st,
+        ids,
+        opt,
+        unary_weights=torch.ones(st.n_unary_rules, dtype=torch.float64),
+        binary_weights=torch.ones(st.n_binary_rules, dtype=torch.float64),
+    )
+    torch.testing.assert_close(plain.statistics, ones.statistics)
+
+
+# -- devices and errors -----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("variant", ["paper", "trace"])
+def test_cuda_matches_numpy_engine(variant):
+    g, s, _ = CASES["G0"]
+    cb = _codebook(g, 64, variant)
+    ref = fd.dcyk(g, s, cb, variant=variant)
+    got = fd.dcyk(g, s, cb, variant=variant, backend="torch", device="cuda")
+    _assert_same(ref, got, 1e-8)
+    batch = dcyk_batch(g, [s, "fish swim"], cb, variant=variant, device="cuda")
+    _assert_same(ref, batch[0], 1e-8)
+
+
+def test_errors():
+    g = fd.Grammar.builtin("example")
+    with pytest.raises(ValueError, match=r"unknown backend 'jax'.*'numpy', 'torch'"):
+        fd.dcyk(g, "a b", d=16, backend="jax")
+    with pytest.raises(ValueError, match="needs backend='torch'"):
+        fd.dcyk(g, "a b", d=16, device="cpu")
+    with pytest.raises(ValueError, match="unknown backend"):
+        dcyk_batch(g, ["a b"], d=16, backend="jax")
+    with pytest.raises(ValueError, match="needs backend='torch'"):
+        dcyk_batch(g, ["a b"], d=16, backend="numpy", device="cpu")
+    with pytest.raises(ValueError, match="batch_size"):
+        dcyk_batch(g, ["a b"], d=16, batch_size=0)
+    with pytest.raises(ValueError, match="not a terminal"):
+        dcyk_batch(g, ["a b", "a c"], d=16)
+    assert dcyk_batch(g, [], d=16) == []
+
+
+def test_without_torch_installed():
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["torch"] = None  # as if PyTorch were not installed
+        import fastdcyk as fd
+        fd.dcyk("example", "a b", d=16)  # the numpy backend needs no torch
+        try:
+            fd.dcyk("example", "a b", d=16, backend="torch")
+        except ImportError as e:
+            print(e)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "pip install 'fastdcyk[torch]'" in out.stdout
