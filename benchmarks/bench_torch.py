@@ -19,37 +19,17 @@ Both backends run on one thread (torch's intra-op pool, the Numba kernels, the F
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk import _kernels
+from fastdcyk import threads
 from fastdcyk.batch import dcyk_batch
 from fastdcyk.engine import default_codebook
 
 torch = pytest.importorskip("torch")
-
-SMOKE_D = 64
-LARGE = os.environ.get("FASTDCYK_BENCH_LARGE", "") not in ("", "0")
-
-
-def _disabled(config: pytest.Config) -> bool:
-    """pytest-benchmark's rule (as benchmarks/conftest.py): disabled unless enabled."""
-    return bool(config.getoption("benchmark_disable", False)) and not config.getoption(
-        "benchmark_enable", False
-    )
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """``d_batch``: the sizes of the throughput benchmark (d = 6000 only when LARGE)."""
-    if "d_batch" in metafunc.fixturenames:
-        sizes = [SMOKE_D] if _disabled(metafunc.config) else [1024, 2048]
-        if LARGE and not _disabled(metafunc.config):
-            sizes.append(6000)
-        metafunc.parametrize("d_batch", sizes)
 
 
 @pytest.fixture(autouse=True)
@@ -58,12 +38,13 @@ def _one_thread():
     intra-op pool, the Numba kernels and the codebooks' FFTs (``threads=1``). The ratio is
     then per core, and a busy machine does not leave torch's thread pool waiting for cores
     (which made torch up to 8x slower on a shared two-core machine)."""
-    before_torch, before_numba = torch.get_num_threads(), _kernels.get_threads()
+    before = torch.get_num_threads()
     torch.set_num_threads(1)
-    _kernels.set_threads(1)
-    yield
-    torch.set_num_threads(before_torch)
-    _kernels.set_threads(before_numba)
+    try:
+        with threads.limit(1):
+            yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _sentences(count: int) -> list[tuple[str, ...]]:

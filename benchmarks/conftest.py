@@ -40,6 +40,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("d_pairs", [SMOKE_D] if disabled else [2048])
     if "d_scaling" in metafunc.fixturenames:
         metafunc.parametrize("d_scaling", [SMOKE_D] if disabled else [256])
+    if "d_batch" in metafunc.fixturenames:  # batched throughput (bench_torch.py)
+        sizes = [SMOKE_D] if disabled else [1024, 2048] + ([6000] if LARGE else [])
+        metafunc.parametrize("d_batch", sizes)
     if "d_large" in metafunc.fixturenames:
         sizes = [SMOKE_D] if disabled else [6000]
         metafunc.parametrize("d_large", sizes)

@@ -16,6 +16,10 @@ codebook, or pass ``threads=`` to :class:`~fastdcyk.Codebook` or
 :func:`~fastdcyk.get_engine` for one codebook or engine. A process pool of one worker per
 core sets 1 in every worker, so that workers do not fight over the cores.
 
+The torch backend (``dcyk(..., backend="torch")``) computes with PyTorch's own thread pool,
+which fastdcyk leaves alone: set it with ``torch.set_num_threads`` (on a busy machine one
+thread is often faster).
+
 Examples
 --------
 >>> import fastdcyk
