@@ -704,6 +704,93 @@ class Codebook:
 
     # -- pickling: without the lock and the work buffers ------------------------------------
 
+    # -- saving ------------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the vectors held and the permutation to ``path`` (a NumPy ``.npz`` file).
+
+        A codebook built from vectors (:meth:`from_vectors`, or a learned one:
+        :meth:`fastdcyk.nn.DCYK.codebook`) holds all of its vectors; a codebook drawn from a
+        seed holds those drawn so far (the seed reproduces the rest, so keep the seed).
+        :meth:`load` reads the file back as a codebook of these vectors.
+
+        Parameters
+        ----------
+        path : path
+            Written whole or not at all (a temporary file renamed into place).
+        """
+        import json
+
+        arrays: dict[str, np.ndarray] = {"perm": np.asarray(self.perm)}
+        keys: dict[str, list[Any]] = {}
+        for kind in KINDS:
+            syms = self.symbols(kind)
+            if syms:
+                keys[kind] = list(syms)
+                arrays[kind] = np.stack([self.vector(kind, x) for x in syms])
+        meta = {"format": "fastdcyk-codebook", "version": 1, "dtype": self.dtype.name}
+        arrays["meta"] = np.array(json.dumps(meta | {"symbols": keys}))
+        path = os.fspath(path)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                np.savez(f, **arrays)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        engine: str | FFTEngine = "auto",
+        threads: int | None = None,
+    ) -> Codebook:
+        """A codebook of the vectors written by :meth:`save`.
+
+        Raises
+        ------
+        ValueError
+            When ``path`` is not a codebook file written by :meth:`save`.
+        """
+        import json
+
+        try:
+            with np.load(os.fspath(path), allow_pickle=False) as z:
+                meta = json.loads(str(z["meta"]))
+                if meta.get("format") != "fastdcyk-codebook":
+                    raise KeyError("format")
+                found = {k: z[k] for k in (*KINDS, "perm") if k in z.files}
+        except (KeyError, ValueError, OSError) as e:
+            if isinstance(e, FileNotFoundError):
+                raise
+            raise ValueError(
+                f"{os.fspath(path)!r} is not a codebook file written by Codebook.save ({e})"
+            ) from None
+        if meta.get("version", 0) > 1:
+            raise ValueError(
+                f"{os.fspath(path)!r} was written by a newer fastdcyk (codebook format "
+                f"version {meta['version']}): upgrade fastdcyk to read it"
+            )
+        symbols = meta["symbols"]
+        maps = {
+            kind: dict(zip(symbols[kind], found[kind], strict=True))
+            for kind in KINDS
+            if kind in symbols
+        }
+        return cls.from_vectors(
+            terminals=maps.get("terminal"),
+            nonterminals=maps.get("nonterminal"),
+            indices=maps.get("index"),
+            right=maps.get("right"),
+            permutation=found["perm"],
+            dtype=meta["dtype"],
+            engine=engine,
+            threads=threads,
+        )
+
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_workspace"] = {}

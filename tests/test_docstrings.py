@@ -14,15 +14,20 @@ import pytest
 
 import fastdcyk
 
-MODULES = sorted(name for _, name, _ in pkgutil.iter_modules(fastdcyk.__path__, "fastdcyk."))
+MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(fastdcyk.__path__, "fastdcyk."))
+#: Modules that need PyTorch (the optional extra ``fastdcyk[torch]``).
+NEEDS_TORCH = ("fastdcyk._torch", "fastdcyk.nn")
 
 
 def test_every_module_is_listed():
     assert "fastdcyk.engine" in MODULES and "fastdcyk.operators" in MODULES
+    assert "fastdcyk.experiments.store" in MODULES and set(NEEDS_TORCH) <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
+    if name in NEEDS_TORCH:
+        pytest.importorskip("torch")
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"

@@ -1,0 +1,371 @@
+"""D-CYK as a neural-network layer: :class:`DCYK`, a :class:`torch.nn.Module`.
+
+The module holds a codebook's symbol vectors as tensors (learnable ones as
+:class:`torch.nn.Parameter`), runs the torch backend (:mod:`fastdcyk._torch`, the same
+algorithm as :func:`fastdcyk.dcyk`) on a batch of sentences of different lengths, and
+returns a :class:`DCYKOutput`: the decoder's readouts of every (i, j, A) as a differentiable
+tensor, the charts decoded from them, and a loss against symbolic CYK. Gradients reach the
+symbol vectors (terminals, nonterminals, right-child roles; and the span indices when asked)
+and optional per-rule weights, so a codebook can be learned by gradient descent at a d where
+random ones fail (docs/learning.md).
+
+PyTorch is needed (``pip install 'fastdcyk[torch]'``); ``import fastdcyk`` does not import
+this module. The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Cristini,
+Satta, 2020), which proposes D-CYK as a layer of CYK-informed neural networks.
+
+Examples
+--------
+>>> import torch, fastdcyk as fd
+>>> from fastdcyk.nn import DCYK
+>>> layer = DCYK(fd.Grammar.builtin("example"), 64, dtype=torch.float64)
+>>> out = layer(["a a b", "a b"])
+>>> out.scores.shape  # (sentences, n, n + 1, nonterminals)
+torch.Size([2, 3, 4, 3])
+>>> out.loss().backward()
+>>> layer.nonterminal.grad.shape
+torch.Size([3, 64])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+try:
+    import torch
+except ImportError as exc:  # pragma: no cover - exercised only without torch
+    raise ImportError("fastdcyk.nn needs PyTorch: pip install 'fastdcyk[torch]'") from exc
+
+from fastdcyk import _torch
+from fastdcyk.codebook import Codebook
+from fastdcyk.cyk import cyk
+from fastdcyk.decode import decision_boundary
+from fastdcyk.engine import _words, default_codebook
+from fastdcyk.grammar import Grammar
+from fastdcyk.options import VARIANTS, check_choice, check_int, resolve
+
+__all__ = ["LEARNABLE", "DCYK", "DCYKOutput"]
+
+#: What :class:`DCYK` can learn: the symbol vectors of terminals, nonterminals and
+#: right-child roles ("vectors"), the span index vectors ("indices"), and one weight per
+#: rule ("rules").
+LEARNABLE = ("vectors", "indices", "rules")
+
+_DTYPES = {torch.float32: "float32", torch.float64: "float64"}
+
+
+@dataclass
+class DCYKOutput:
+    """What :class:`DCYK` returns for a batch of B sentences of at most n words.
+
+    Attributes
+    ----------
+    scores : Tensor, (B, n, n + 1, N)
+        The decoder's statistic of every (i, j, A): ``scores[b, i, j, a]`` is ~1 when A is
+        in cell (i, j) of sentence b and ~0 otherwise (the trace decoder's
+        tr([A]+ [j]+ [i]+ P_left) / d, or the entry decoder's entry (0, 0)). Differentiable;
+        0 outside each sentence's chart (see ``mask``).
+    readouts : Tensor, (B, n, n + 1, N)
+        The detections' gate arguments during the parse (0 where none ran).
+    mask : Tensor of bool, (B, n, n + 1)
+        The cells (i, j), 0 <= i < j <= n_b, of each sentence.
+    sentences : list of tuple of str
+    nonterminals : tuple of str
+        The last axis of ``scores``.
+    boundary : float
+        The statistic above which a triple is decoded as present,
+        ``0.5 + logit(threshold) / beta``.
+    beta : float
+    grammar : Grammar
+    """
+
+    scores: torch.Tensor
+    readouts: torch.Tensor
+    mask: torch.Tensor
+    sentences: list[tuple[str, ...]]
+    nonterminals: tuple[str, ...]
+    boundary: float
+    beta: float
+    grammar: Grammar
+
+    @property
+    def charts(self) -> list[dict[tuple[int, int], frozenset[str]]]:
+        """The decoded charts, ``{(i, j): frozenset}`` per sentence, as :func:`fastdcyk.cyk`."""
+        present = (self.scores.detach() > self.boundary).cpu().numpy()
+        out = []
+        for b, words in enumerate(self.sentences):
+            n = len(words)
+            chart = {}
+            for i in range(n):
+                for j in range(i + 1, n + 1):
+                    chart[i, j] = frozenset(
+                        a for a, on in zip(self.nonterminals, present[b, i, j], strict=True) if on
+                    )
+            out.append(chart)
+        return out
+
+    def gold(self, gold_charts: Sequence[dict] | None = None) -> torch.Tensor:
+        """The targets of :meth:`loss` as a (B, n, n + 1, N) tensor of 0 and 1.
+
+        ``gold_charts``: one chart per sentence (``{(i, j): set of nonterminals}``); None
+        (the default) is symbolic CYK's (:func:`fastdcyk.cyk`).
+        """
+        if gold_charts is None:
+            gold_charts = [cyk(self.grammar, words) for words in self.sentences]
+        if len(gold_charts) != len(self.sentences):
+            raise ValueError(
+                f"gold_charts has {len(gold_charts)} charts for {len(self.sentences)} sentences"
+            )
+        pos = {a: k for k, a in enumerate(self.nonterminals)}
+        target = np.zeros(tuple(self.scores.shape), dtype=np.float64)
+        for b, chart in enumerate(gold_charts):
+            n = len(self.sentences[b])
+            for (i, j), cell in chart.items():
+                if not (0 <= i < j <= n):
+                    raise ValueError(f"gold chart {b} has cell ({i}, {j}) outside 0..{n}")
+                for a in cell:
+                    if a not in pos:
+                        raise ValueError(f"gold chart {b} names {a!r}, not a nonterminal")
+                    target[b, i, j, pos[a]] = 1.0
+        return torch.as_tensor(target, dtype=self.scores.dtype, device=self.scores.device)
+
+    def loss(
+        self, gold_charts: Sequence[dict] | None = None, *, pos_weight: float | None = None
+    ) -> torch.Tensor:
+        """Binary cross-entropy of the decoder's decisions against gold charts.
+
+        Each (i, j, A) of each sentence's chart is one binary decision with probability
+        sigma(score) = 1 / (1 + exp(-(score - 0.5) beta)), the decoder's own sigmoid; the
+        loss is the mean over all of them (cells outside a sentence left out).
+
+        Parameters
+        ----------
+        gold_charts : sequence of dict, optional
+            One chart per sentence; default symbolic CYK's.
+        pos_weight : float, optional
+            Weight of the positive triples (few in a chart): ``torch``'s ``pos_weight`` of
+            :func:`torch.nn.functional.binary_cross_entropy_with_logits`.
+
+        Returns
+        -------
+        Tensor
+            A scalar.
+        """
+        target = self.gold(gold_charts)
+        keep = self.mask[..., None].expand_as(self.scores)
+        logits = (self.scores - 0.5) * self.beta
+        pw = None
+        if pos_weight is not None:
+            pw = torch.as_tensor(float(pos_weight), dtype=logits.dtype, device=logits.device)
+        return torch.nn.functional.binary_cross_entropy_with_logits(
+            logits[keep], target[keep], pos_weight=pw
+        )
+
+
+class DCYK(torch.nn.Module):
+    """D-CYK over a batch of sentences, differentiable in its codebook (and rule weights).
+
+    Parameters
+    ----------
+    grammar : Grammar or str
+        A CNF grammar (or the name of a built-in one).
+    d : int
+        The dimension.
+    variant : {"trace", "paper"}, default "trace"
+        As for :func:`fastdcyk.dcyk`; the other options (``gate``, ``decoder``,
+        ``unary_mask``, ``order``, ``encoding``, ``beta``, ``threshold``) can be given as
+        keywords. ``prune`` defaults to 0 here (every update is applied, so the output is
+        smooth in the vectors); pass the dtype's epsilon to prune as :func:`dcyk` does.
+    learn : sequence of {"vectors", "indices", "rules"}, default ("vectors",)
+        What becomes a :class:`torch.nn.Parameter`: the symbol vectors (terminals,
+        nonterminals, right-child roles), the span index vectors 0..``max_length``, one
+        weight per rule (all 1 at the start). The rest is held as buffers.
+    dtype : torch.float32 or torch.float64, default torch.float32
+    device : torch.device or str, optional
+    codebook : Codebook, optional
+        The initial vectors and the permutation; default the codebook :func:`fastdcyk.dcyk`
+        builds for the variant (:func:`fastdcyk.engine.default_codebook`) from ``seed``.
+    seed : int, default 0
+    max_length : int, default 32
+        The longest sentence the module parses (it holds index vectors 0..max_length).
+    **options
+        Options of :func:`fastdcyk.dcyk` (see ``variant``).
+
+    Attributes
+    ----------
+    terminal, nonterminal, right, index : Tensor
+        The vectors, one row per symbol of ``structure`` (``right`` is None with the
+        paper's encoding).
+    unary_weights, binary_weights : Tensor
+        One weight per rule A -> a and A -> B C, in grammar order.
+    options : DCYKOptions
+    structure : RuleStructure
+        The grammar's symbols and rules, in the row order of the vectors.
+
+    Notes
+    -----
+    Memory: under autograd the torch backend keeps every cell's updates of the accumulators
+    for the backward pass. Measured (docs/learning.md): a length-10 G4 sentence at d = 1024,
+    trace variant, float32, forward and backward peak at 1.7 GB of process memory (3.2 GB in
+    float64), within the 4 GB the issue asked for without recomputation.
+    """
+
+    def __init__(
+        self,
+        grammar: Grammar | str,
+        d: int,
+        *,
+        variant: str = "trace",
+        learn: Sequence[str] = ("vectors",),
+        dtype: torch.dtype = torch.float32,
+        device: Any = None,
+        codebook: Codebook | None = None,
+        seed: int = 0,
+        max_length: int = 32,
+        **options: Any,
+    ) -> None:
+        super().__init__()
+        if isinstance(grammar, str):
+            grammar = Grammar.load(grammar)
+        if not isinstance(grammar, Grammar):
+            raise TypeError(f"grammar must be a fastdcyk.Grammar, got {type(grammar).__name__}")
+        if not grammar.is_cnf:
+            raise ValueError("D-CYK needs a grammar in Chomsky normal form: use grammar.to_cnf()")
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+        if isinstance(learn, str):
+            learn = (learn,)
+        learn = tuple(check_choice("learn", x, LEARNABLE) for x in learn)
+        self.max_length = check_int("max_length", max_length, 1)
+        unknown = set(options) - {
+            "gate",
+            "decoder",
+            "unary_mask",
+            "beta",
+            "threshold",
+            "prune",
+            "order",
+            "encoding",
+        }
+        if unknown:
+            raise TypeError(f"unknown option(s) {sorted(unknown)} for DCYK")
+        options.setdefault("prune", 0.0)
+        self.options = resolve(variant, dtype=_DTYPES[dtype], **options)
+        self.grammar = grammar
+        self.learn = learn
+        if codebook is None:
+            unitary = VARIANTS[variant]["unitary"]
+            codebook = default_codebook(grammar, d, seed, _DTYPES[dtype], unitary=unitary)
+        elif codebook.d != d:
+            raise ValueError(f"d = {d} disagrees with the codebook's dimension {codebook.d}")
+        self.structure = _torch.rule_structure(grammar)
+        vec = _torch.symbol_vectors(
+            codebook,
+            self.structure,
+            self.max_length,
+            encoding=self.options.encoding,
+            device=device,
+            dtype=dtype,
+        )
+
+        def hold(name: str, value: torch.Tensor | None, learnable: bool) -> None:
+            if value is None:
+                setattr(self, name, None)
+            elif learnable:
+                self.register_parameter(name, torch.nn.Parameter(value.clone()))
+            else:
+                self.register_buffer(name, value.clone())
+
+        vectors = "vectors" in learn
+        hold("terminal", vec.terminal, vectors)
+        hold("nonterminal", vec.nonterminal, vectors)
+        hold("right", vec.right, vectors)
+        hold("index", vec.index, "indices" in learn)
+        self.register_buffer("perm", vec.perm.clone())
+        rules = "rules" in learn
+        ones = {"dtype": dtype, "device": vec.device}
+        hold("unary_weights", torch.ones(self.structure.n_unary_rules, **ones), rules)
+        hold("binary_weights", torch.ones(self.structure.n_binary_rules, **ones), rules)
+
+    @property
+    def d(self) -> int:
+        return int(self.perm.shape[0])
+
+    def extra_repr(self) -> str:
+        o = self.options
+        return (
+            f"d={self.d}, variant={o.variant!r}, gate={o.gate!r}, decoder={o.decoder!r}, "
+            f"encoding={o.encoding!r}, learn={self.learn}, "
+            f"nonterminals={len(self.structure.nonterminals)}, max_length={self.max_length}"
+        )
+
+    def _vectors(self, n: int) -> _torch.SymbolVectors:
+        """The vectors for sentences of at most n words (span indices 0..n)."""
+        return _torch.SymbolVectors(
+            self.terminal, self.nonterminal, self.right, self.index[: n + 1], self.perm
+        )
+
+    def forward(self, sentences: Sequence[str | Sequence[str]]) -> DCYKOutput:
+        """Parse a batch of sentences (each a str of words or a sequence of words).
+
+        Raises
+        ------
+        ValueError
+            For an empty batch or sentence, a sentence longer than ``max_length``, or a word
+            that is not a terminal of the grammar.
+        """
+        if isinstance(sentences, str):
+            raise TypeError("sentences must be a sequence of sentences, not one str")
+        words = [_words(self.grammar, s) for s in sentences]
+        if not words:
+            raise ValueError("no sentences to parse")
+        longest = max(len(w) for w in words)
+        if longest > self.max_length:
+            raise ValueError(
+                f"a sentence of {longest} words is longer than max_length = "
+                f"{self.max_length}: build the module with a larger max_length"
+            )
+        ids = [self.structure.terminal_ids(w) for w in words]
+        res = _torch.parse(
+            self._vectors(longest),
+            self.structure,
+            ids,
+            self.options,
+            unary_weights=self.unary_weights,
+            binary_weights=self.binary_weights,
+        )
+        return DCYKOutput(
+            scores=res.statistics,
+            readouts=res.readouts,
+            mask=res.mask,
+            sentences=words,
+            nonterminals=self.structure.nonterminals,
+            boundary=decision_boundary(self.options.beta, self.options.threshold),
+            beta=self.options.beta,
+            grammar=self.grammar,
+        )
+
+    def codebook(self) -> Codebook:
+        """The module's vectors as a :class:`~fastdcyk.Codebook` (copies), for
+        :func:`fastdcyk.dcyk`, :meth:`Codebook.save` and the numpy engine.
+
+        Rule weights are not part of a codebook: a learned codebook reproduces the module's
+        parses with ``learn`` without "rules" (or with weights still 1).
+        """
+        st = self.structure
+
+        def rows(t: torch.Tensor, keys: Sequence[Any]) -> dict[Any, np.ndarray]:
+            values = t.detach().cpu().numpy()
+            return {k: values[r] for r, k in enumerate(keys)}
+
+        return Codebook.from_vectors(
+            terminals=rows(self.terminal, st.terminals),
+            nonterminals=rows(self.nonterminal, st.nonterminals),
+            right=None if self.right is None else rows(self.right, st.nonterminals),
+            indices=rows(self.index, range(self.max_length + 1)),
+            permutation=self.perm.cpu().numpy(),
+            dtype=_DTYPES[self.nonterminal.dtype],
+        )

@@ -1,0 +1,139 @@
+"""fastdcyk.nn.DCYK: the torch layer against the numpy engine, its gradients and its loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastdcyk as fd
+
+torch = pytest.importorskip("torch")
+from fastdcyk.nn import DCYK  # noqa: E402
+
+G0_SENTENCES = ["fish swim", "fish swim fish", "fish swim near fish", "fish"]
+
+
+@pytest.mark.parametrize("variant", ["trace", "paper"])
+def test_scores_and_charts_equal_the_numpy_engine(variant):
+    g = fd.Grammar.builtin("G0")
+    layer = DCYK(g, 32, variant=variant, dtype=torch.float64, seed=2, max_length=6)
+    out = layer(G0_SENTENCES)
+    cb = layer.codebook()  # the module's vectors, for the numpy engine
+    assert out.scores.shape == (4, 4, 5, len(g.nonterminals))
+    for b, words in enumerate(G0_SENTENCES):
+        ref = fd.dcyk(g, words, cb, variant=variant, prune=0.0)
+        n = len(words.split())
+        for (i, j, a), value in ref.statistics.items():
+            k = layer.structure.nonterminals.index(a)
+            got = float(out.scores[b, i, j, k].detach())
+            assert got == pytest.approx(value, rel=1e-8, abs=1e-10), (words, i, j, a)
+        assert out.charts[b] == ref.chart
+        assert bool(out.mask[b, 0, n]) and not bool(out.mask[b, 0, n + 1 :].any())
+    # the default codebook is the one dcyk builds for the variant
+    again = fd.dcyk(g, G0_SENTENCES[1], d=32, seed=2, dtype="float64", variant=variant, prune=0)
+    assert out.charts[1] == again.chart
+
+
+def test_loss_is_bce_against_symbolic_cyk_and_gradients_reach_every_parameter():
+    g = fd.Grammar.builtin("G0")
+    layer = DCYK(g, 32, dtype=torch.float64, learn=("vectors", "rules", "indices"))
+    names = {name for name, _ in layer.named_parameters()}
+    assert names == {
+        "terminal",
+        "nonterminal",
+        "right",
+        "index",
+        "unary_weights",
+        "binary_weights",
+    }
+    out = layer(G0_SENTENCES[:3])
+    loss = out.loss()
+    # the same number by hand: sigma's logits against CYK's charts over the masked cells
+    gold = out.gold()
+    assert gold.sum() == sum(len(c) for w in G0_SENTENCES[:3] for c in fd.cyk(g, w).values())
+    keep = out.mask[..., None].expand_as(out.scores)
+    p = torch.sigmoid((out.scores - 0.5) * 50)[keep]
+    by_hand = -(gold[keep] * torch.log(p) + (1 - gold[keep]) * torch.log1p(-p)).mean()
+    assert float(loss) == pytest.approx(float(by_hand), rel=1e-9)
+    loss.backward()
+    for name, param in layer.named_parameters():
+        assert param.grad is not None and torch.isfinite(param.grad).all(), name
+        assert float(param.grad.abs().max()) > 0, name
+    # given gold charts (here: empty ones) replace CYK's
+    lengths = [len(w.split()) for w in G0_SENTENCES[:3]]
+    empty = [{(i, j): frozenset() for i in range(n) for j in range(i + 1, n + 1)} for n in lengths]
+    assert float(out.gold(empty).sum()) == 0
+    with pytest.raises(ValueError, match="2 charts for 3 sentences"):
+        out.loss(empty[:2])
+    with pytest.raises(ValueError, match="not a nonterminal"):
+        out.loss([{(0, 1): {"X"}}] * 3)
+
+
+def test_gradcheck_through_the_module():
+    g = fd.Grammar.from_string("S -> A B | S S\nA -> 'a'\nB -> 'b'")
+    layer = DCYK(g, 16, dtype=torch.float64, beta=4.0, max_length=4)
+
+    def scores(nonterminal):
+        params = {"nonterminal": nonterminal}
+        return torch.func.functional_call(layer, params, (["a b", "a b a b"],)).scores
+
+    start = layer.nonterminal.detach().clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(scores, (start,), eps=1e-6, atol=1e-6, fast_mode=True)
+
+
+def test_a_few_steps_of_gradient_descent_lower_the_loss():
+    g = fd.Grammar.builtin("G2")
+    sents = fd.generate(g, 6, min_len=2, max_len=4, seed=1)
+    layer = DCYK(g, 32, dtype=torch.float64, seed=0, max_length=4)
+    opt = torch.optim.Adam(layer.parameters(), lr=0.02)
+    losses = []
+    for _ in range(4):
+        opt.zero_grad()
+        loss = layer(sents).loss()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    assert losses[-1] < losses[0]
+
+
+def test_the_learned_codebook_saves_loads_and_parses_as_the_module(tmp_path):
+    g = fd.Grammar.builtin("G0")
+    layer = DCYK(g, 32, dtype=torch.float64, max_length=5)
+    with torch.no_grad():
+        layer.terminal.mul_(1.1)  # as if learned: no longer the default codebook's vectors
+    path = tmp_path / "learned.npz"
+    layer.codebook().save(path)
+    cb = fd.Codebook.load(path)
+    assert cb.d == 32 and cb.dtype == np.float64
+    words = "fish swim near fish"
+    ref = fd.dcyk(g, words, cb, variant="trace", prune=0.0)
+    out = layer([words])
+    k = layer.structure.nonterminals.index("S")
+    assert float(out.scores[0, 0, 4, k].detach()) == pytest.approx(ref.statistics[0, 4, "S"], rel=1e-8)
+    # a state dict round trip gives the same module
+    other = DCYK(g, 32, dtype=torch.float64, max_length=5, seed=9)
+    other.load_state_dict(layer.state_dict())
+    assert torch.equal(other([words]).scores, out.scores)
+
+
+def test_bad_arguments_are_refused(tmp_path):
+    g = fd.Grammar.builtin("G0")
+    with pytest.raises(ValueError, match="unknown learn 'weights'"):
+        DCYK(g, 16, learn=("weights",))
+    with pytest.raises(ValueError, match="dtype must be torch.float32 or torch.float64"):
+        DCYK(g, 16, dtype=torch.float16)
+    with pytest.raises(TypeError, match="unknown option"):
+        DCYK(g, 16, progress=True)
+    with pytest.raises(ValueError, match="the dimension d must be an integer >= 2"):
+        DCYK(g, 1)
+    layer = DCYK(g, 16, max_length=3)
+    with pytest.raises(ValueError, match="longer than max_length = 3"):
+        layer(["fish swim fish near fish"])
+    with pytest.raises(ValueError, match="dog"):
+        layer(["fish dog"])
+    with pytest.raises(TypeError, match="not one str"):
+        layer("fish swim")
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, x=np.zeros(3))
+    with pytest.raises(ValueError, match="not a codebook file"):
+        fd.Codebook.load(bad)
