@@ -139,3 +139,21 @@ def test_bad_arguments_are_refused(tmp_path):
     np.savez(bad, x=np.zeros(3))
     with pytest.raises(ValueError, match="not a codebook file"):
         fd.Codebook.load(bad)
+
+
+def test_the_learning_example_runs_and_lowers_the_loss(tmp_path):
+    """docs/learning.py, the worked example, for a few steps at a tiny d."""
+    import runpy
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "docs" / "learning.py"
+    main = runpy.run_path(str(script))["main"]
+    out = main(
+        ["--steps", "4", "--every", "1", "--d", "16", "--train", "6", "--test", "4"]
+        + ["--seeds", "0", "--json", str(tmp_path / "l.json"), "--figure", str(tmp_path / "l.png")]
+        + ["--save", str(tmp_path / "cb")]
+    )
+    (r,) = out["results"]
+    assert r["curve"]["loss"][-1] < r["curve"]["loss"][0]
+    assert (tmp_path / "l.png").stat().st_size > 0 and (tmp_path / "l.json").exists()
+    assert fd.Codebook.load(tmp_path / "cb.seed0.npz").d == 16
