@@ -58,6 +58,7 @@ __all__ = [
     "RuleStructure",
     "SymbolVectors",
     "TorchParse",
+    "check_device",
     "parse",
     "parse_sentences",
     "release_caches",
@@ -918,6 +919,67 @@ class _DenseParser(_Base):
 # -- the entry points ----------------------------------------------------------------------
 
 
+def check_device(device: Any) -> torch.device:
+    """``device`` as a :class:`torch.device` that PyTorch can compute on here (None: the CPU).
+
+    Checked without allocating anything on a CUDA device: it must be available to PyTorch
+    (``torch.cuda.is_available()``), and its index, if given, one of its devices.
+
+    Parameters
+    ----------
+    device : torch.device or str or None
+
+    Returns
+    -------
+    torch.device
+
+    Raises
+    ------
+    ValueError
+        For a name PyTorch does not know, a CUDA device when PyTorch has no CUDA here (a CPU
+        build, no GPU, no driver) or has fewer devices than the index, an MPS device that
+        is not available, the meta device, or another device PyTorch cannot allocate on.
+
+    Examples
+    --------
+    >>> check_device(None)
+    device(type='cpu')
+    """
+    if device is None:
+        return torch.device("cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(
+            f"unknown device {device!r}: give a PyTorch device such as 'cpu', 'cuda' or 'cuda:1'"
+        ) from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device {str(dev)!r}: CUDA is not available to PyTorch {torch.__version__} "
+                "here (torch.cuda.is_available() is False: a CPU build of PyTorch, or no GPU "
+                "or driver): use device 'cpu', or run on a machine with a GPU and a CUDA "
+                "build of PyTorch"
+            )
+        count = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= count:
+            raise ValueError(
+                f"device {str(dev)!r}: PyTorch sees {count} CUDA device(s) here, numbered "
+                f"0 to {count - 1}"
+            )
+    elif dev.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise ValueError(f"device {str(dev)!r}: MPS is not available to PyTorch here")
+    elif dev.type == "meta":
+        raise ValueError("device 'meta' holds no data, so nothing can be parsed on it")
+    elif dev.type != "cpu":
+        try:
+            torch.empty(0, device=dev)
+        except (RuntimeError, AssertionError, NotImplementedError) as exc:
+            raise ValueError(f"device {str(dev)!r}: PyTorch cannot use it here ({exc})") from None
+    return dev
+
+
 def parse(
     vectors: SymbolVectors,
     structure: RuleStructure,
@@ -1066,6 +1128,7 @@ def parse_sentences(
     *,
     device: Any = None,
     decode: bool = True,
+    dense: bool = True,
     record: bool = False,
     on_cell: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
@@ -1086,25 +1149,34 @@ def parse_sentences(
         Default: the CPU.
     decode, record, on_cell
         As for :func:`parse`.
+    dense : bool, default True
+        Compute P_left and P_right (two d x d matrices per sentence, copied to the host).
+        ``dense=False`` leaves them out (None in the fields, which then make no
+        :class:`~fastdcyk.engine.DCYKResult`): for callers that need the charts only, such as
+        the experiment grid (:mod:`fastdcyk.experiments`). Non-finite values are then
+        caught in the decoder statistics only (``decode=True``).
 
     Returns
     -------
     list of dict
         Per sentence, the keyword arguments of :class:`fastdcyk.engine.DCYKResult`
-        (``p_left`` and ``p_right`` as numpy arrays of the codebook's dtype).
+        (``p_left`` and ``p_right`` as numpy arrays of the codebook's dtype, or None when
+        ``dense`` is False).
     """
     st = rule_structure(grammar)
     n = max(len(s) for s in sentences)
     with torch.no_grad():
         vec = symbol_vectors(codebook, st, n, encoding=options.encoding, device=device)
         ids = [st.terminal_ids(s) for s in sentences]
-        kw = {"decode": decode, "dense": True, "record": record, "on_cell": on_cell}
+        kw = {"decode": decode, "dense": dense, "record": record, "on_cell": on_cell}
         res = parse(vec, st, ids, options, g_cache=_codebook_g_cache(codebook, vec), **kw)
         t0 = time.perf_counter()
-        p_left = res.p_left.cpu().numpy()
-        p_right = res.p_right.cpu().numpy()
+        p_left = p_right = None
+        if dense:
+            p_left = res.p_left.cpu().numpy()
+            p_right = res.p_right.cpu().numpy()
     for name, m in (("P_left", p_left), ("P_right", p_right)):
-        if not np.all(np.isfinite(m)):
+        if m is not None and not np.all(np.isfinite(m)):
             raise FloatingPointError(
                 f"non-finite values appeared in D-CYK's accumulators ({name} after the parse): "
                 "use float64, smaller vectors or a smaller beta"
@@ -1125,8 +1197,8 @@ def parse_sentences(
                 "grammar": grammar,
                 "codebook": codebook,
                 "options": options,
-                "p_left": np.array(p_left[b], dtype=codebook.dtype, order="C"),
-                "p_right": np.array(p_right[b], dtype=codebook.dtype, order="C"),
+                "p_left": _host_matrix(p_left, b, codebook.dtype),
+                "p_right": _host_matrix(p_right, b, codebook.dtype),
                 "statistics": stats,
                 "chart": chart,
                 "counts": res.counts[b],
@@ -1135,3 +1207,8 @@ def parse_sentences(
             }
         )
     return out
+
+
+def _host_matrix(batch: np.ndarray | None, b: int, dtype: np.dtype) -> np.ndarray | None:
+    """Sentence ``b``'s matrix of a (B, d, d) host array, as its own C array (None: None)."""
+    return None if batch is None else np.array(batch[b], dtype=dtype, order="C")

@@ -13,18 +13,50 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from fastdcyk.codebook import Codebook
 from fastdcyk.engine import DCYKResult, _prepare, dcyk
 from fastdcyk.grammar import Grammar
 from fastdcyk.options import check_int
 
-__all__ = ["dcyk_batch"]
+__all__ = ["dcyk_batch", "default_batch_size"]
 
 #: Bytes of accumulator spectra (two per sentence) a default torch batch holds: on a CPU
 #: about a cache's worth (measured at d = 1024, float32, one thread: 9.7 sentences per
 #: second in batches of 1 to 4, 6 in batches of 8 or 16), on a GPU far more.
 CPU_BATCH_BYTES = 32 << 20
 GPU_BATCH_BYTES = 1 << 30
+#: The most sentences of a default torch batch.
+MAX_BATCH = 64
+
+
+def default_batch_size(d: int, dtype: Any, device: Any = None) -> int:
+    """Sentences per torch batch by default, at dimension ``d``.
+
+    As many as keep the accumulator spectra (two half spectra of d x d per sentence) within
+    :data:`CPU_BATCH_BYTES` on a CPU or :data:`GPU_BATCH_BYTES` on a CUDA device, at least
+    1 and at most :data:`MAX_BATCH`.
+
+    Parameters
+    ----------
+    d : int
+    dtype : {"float32", "float64"} or numpy dtype
+    device : torch.device or str, optional
+        None: the CPU.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> default_batch_size(1024, "float32"), default_batch_size(1024, "float32", "cuda")
+    (3, 64)
+    """
+    gpu = device is not None and "cuda" in str(device)
+    spectra = 2 * (d // 2 + 1) * d * 2 * np.dtype(dtype).itemsize
+    return max(1, min(MAX_BATCH, (GPU_BATCH_BYTES if gpu else CPU_BATCH_BYTES) // spectra))
 
 
 def dcyk_batch(
@@ -71,9 +103,10 @@ def dcyk_batch(
         Where the torch backend computes (default the CPU).
     batch_size : int, optional
         Sentences per torch batch (the sentences are sorted by length first, so that a
-        batch wastes little work on the cells of its longer sentences). Default: as many
-        as keep the accumulators within :data:`CPU_BATCH_BYTES` on a CPU (batching does not
-        pay once they leave the caches) or :data:`GPU_BATCH_BYTES` on a GPU, at most 64.
+        batch wastes little work on the cells of its longer sentences). Default
+        (:func:`default_batch_size`): as many as keep the accumulators within
+        :data:`CPU_BATCH_BYTES` on a CPU (batching does not pay once they leave the caches)
+        or :data:`GPU_BATCH_BYTES` on a GPU, at most :data:`MAX_BATCH`.
 
     Returns
     -------
@@ -122,9 +155,7 @@ def dcyk_batch(
     from fastdcyk import _torch
 
     if batch_size is None:
-        gpu = device is not None and "cuda" in str(device)
-        spectra = 2 * (cb.d // 2 + 1) * cb.d * 2 * cb.dtype.itemsize
-        batch_size = max(1, min(64, (GPU_BATCH_BYTES if gpu else CPU_BATCH_BYTES) // spectra))
+        batch_size = default_batch_size(cb.d, cb.dtype, device)
     order_by_length = sorted(range(len(all_words)), key=lambda k: len(all_words[k]))
     results: list[DCYKResult | None] = [None] * len(all_words)
     for start in range(0, len(order_by_length), batch_size):

@@ -11,7 +11,8 @@ Subcommands:
   the parse runs longer than a few seconds).
 - ``fastdcyk experiment``: a resumable grid of grammars x dimensions x variants (x order x
   beta x codebook seed) over generated sentences (the paper's setup by default), appended to a
-  JSON Lines results file, on a process pool or a dask cluster; a summary table at the end.
+  JSON Lines results file, on a process pool or a dask cluster, or (``--backend torch
+  --device cuda``) in batches on one GPU; a summary table at the end.
 - ``fastdcyk plot RESULTS...``: the paper's three figures (PNG and SVG) and their tables.
 
 Exit status: 0 on success; 2 for a bad argument (with a message that says what was wrong,
@@ -58,6 +59,7 @@ from fastdcyk.generate import generate
 from fastdcyk.grammar import Grammar, GrammarError
 from fastdcyk.metrics import cell_scores
 from fastdcyk.options import (
+    BACKENDS,
     CODEBOOKS,
     DECODERS,
     DEFAULT_BETA,
@@ -69,7 +71,15 @@ from fastdcyk.options import (
     VARIANTS,
 )
 
-__all__ = ["DEMO_GRID", "UsageError", "add_grid_options", "add_run_options", "build_parser", "main"]
+__all__ = [
+    "DEMO_GRID",
+    "UsageError",
+    "add_grid_options",
+    "add_run_options",
+    "build_parser",
+    "main",
+    "run_options",
+]
 
 
 #: The demo's small reproduction (G0 only: it draws studies a and b).
@@ -328,21 +338,40 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> 
 
 
 def add_run_options(p: argparse.ArgumentParser, *, default_executor: str = "process") -> None:
-    """How a grid runs: the executor, its workers, batching and the progress bar."""
-    r = p.add_argument_group("running")
+    """How a grid runs: the executor, its workers, the backend and its device, batching and
+    the progress bar. ``default_executor`` is the executor without ``--executor``, but with
+    ``--backend torch`` (always "serial": :func:`run_options`)."""
+    r = p.add_argument_group("running (not part of the configuration or its hash)")
     r.add_argument(
         "--executor",
         choices=EXECUTORS,
-        default=default_executor,
-        help="'process': a pool of worker processes (default); 'serial': this process; "
-        "'dask': a dask.distributed cluster (needs --scheduler; pip install 'fastdcyk[dask]')",
+        help=f"'process': a pool of worker processes; 'serial': this process; 'dask': a "
+        "dask.distributed cluster (needs --scheduler; pip install 'fastdcyk[dask]'). "
+        f"Default: {default_executor}, but serial with --backend torch (its only executor)",
     )
+    p.set_defaults(default_executor=default_executor)
     r.add_argument("--workers", type=_positive_int, help="worker processes (default: one per core)")
     r.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786")
     r.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="numpy",
+        help="'numpy': the numpy engine, one sentence at a time per worker (default); "
+        "'torch': each task's sentences in batches with PyTorch, on --device, from this "
+        "process (pip install 'fastdcyk[torch]'). The records have the same fields (and in "
+        "float64 the same values); their seconds are then a batch's time divided evenly "
+        "among its sentences",
+    )
+    r.add_argument(
+        "--device",
+        metavar="DEVICE",
+        help="where --backend torch computes: cpu (default), cuda, cuda:1, ...",
+    )
+    r.add_argument(
         "--batch-size",
         type=_positive_int,
-        help="distinct sentences per task (default: a few seconds of work per task)",
+        help="distinct sentences per task (default: a few seconds of work per task; with "
+        "--backend torch, up to an hour of one core's work, at most 256 sentences)",
     )
     r.add_argument(
         "--progress",
@@ -658,18 +687,48 @@ def _echo(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def run_options(args: argparse.Namespace) -> dict:
+    """The keywords of :func:`run_experiment` that :func:`add_run_options` gives: executor,
+    backend and device (the executor defaulted: serial with ``--backend torch``).
+
+    Raises
+    ------
+    UsageError
+        For ``--device`` without ``--backend torch``, or ``--backend torch`` with another
+        executor than serial.
+    """
+    backend = getattr(args, "backend", "numpy")
+    device = getattr(args, "device", None)
+    executor = getattr(args, "executor", None)
+    if device is not None and backend != "torch":
+        raise UsageError(
+            f"--device {device} is only used with --backend torch (the numpy backend "
+            "computes on the CPU): add --backend torch, or leave out --device"
+        )
+    if backend == "torch" and executor not in (None, "serial"):
+        raise UsageError(
+            f"--backend torch runs with --executor serial only, not {executor}: its batches "
+            "run on one device from this process (one process per GPU); leave out "
+            "--executor (or give --executor serial)"
+        )
+    if executor is None:
+        executor = "serial" if backend == "torch" else getattr(args, "default_executor", "process")
+    return {"executor": executor, "backend": backend, "device": device}
+
+
 def _run_grid(config: ExperimentConfig, out: Path, args: argparse.Namespace) -> None:
     """Run a grid for a subcommand, turning failures into the CLI's exit statuses."""
+    how = run_options(args)
     try:
         summary = run_experiment(
             config,
             out,
-            executor=getattr(args, "executor", "process"),
             workers=args.workers,
             scheduler=getattr(args, "scheduler", None),
             batch_size=getattr(args, "batch_size", None),
             progress=args.progress,
             echo=_echo,
+            **how,
         )
     except KeyboardInterrupt:
         done = _count_records(out)
@@ -684,8 +743,9 @@ def _run_grid(config: ExperimentConfig, out: Path, args: argparse.Namespace) -> 
         raise UsageError(str(exc)) from exc
     except (ValueError, GrammarError, ResultsFileError) as exc:
         raise UsageError(str(exc)) from exc
+    torch = f" by the torch backend on {summary.device}" if summary.backend == "torch" else ""
     print(
-        f"{summary.written} records written in {summary.seconds:.1f} s "
+        f"{summary.written} records written{torch} in {summary.seconds:.1f} s "
         f"({summary.resumed} were already there); {out}: "
         f"{summary.resumed + summary.written}/{summary.total} records"
     )
@@ -760,9 +820,10 @@ def _check_experiment_args(args: argparse.Namespace, config: ExperimentConfig) -
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
-    if args.executor == "dask" and not args.scheduler:
+    executor = run_options(args)["executor"]
+    if executor == "dask" and not args.scheduler:
         raise UsageError("--executor dask needs --scheduler ADDRESS (e.g. tcp://host:8786)")
-    if args.scheduler and args.executor != "dask":
+    if args.scheduler and executor != "dask":
         raise UsageError("--scheduler is only used with --executor dask")
     config = _config_from_args(args)
     _check_experiment_args(args, config)

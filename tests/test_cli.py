@@ -136,6 +136,9 @@ def test_argument_errors_exit_2(argv, message, capsys):
         (["--executor", "dask"], "--executor dask needs --scheduler"),
         (["--scheduler", "tcp://localhost:1"], "--scheduler is only used with --executor dask"),
         (["--min-len", "6", "--max-len", "3"], "min_len <= max_len"),
+        (["--device", "cpu"], "--device cpu is only used with --backend torch"),
+        (["--backend", "torch", "--executor", "process"], "--executor serial only"),
+        (["--backend", "torch", "--executor", "dask"], "--executor serial only"),
     ],
 )
 def test_experiment_bad_arguments_exit_2(extra, message, tmp_path, capsys):
@@ -578,3 +581,51 @@ def test_a_closed_pipe_ends_the_command_quietly():
     status = proc.wait(timeout=120)
     assert "Traceback" not in err and err == ""
     assert status == 141  # 128 + SIGPIPE, as for a command that the broken pipe ends
+
+
+# -- experiment --backend torch -----------------------------------------------------------------
+
+
+def test_experiment_backend_torch_runs_serially_and_says_so(tmp_path, capsys, torch_one_thread):
+    out = tmp_path / "r.jsonl"
+    argv = ["experiment", "--grammars", "G0", "--dims", "16", "--sentences", "4", "--max-len"]
+    argv += ["4", "--dtype", "float64", "--out", str(out), "--no-progress"]
+    assert main([*argv, "--backend", "torch", "--device", "cpu"]) == 0
+    captured = capsys.readouterr()
+    assert "to do in 2 tasks (serial, torch on cpu)" in captured.err  # serial by default
+    assert "8 records written by the torch backend on cpu" in captured.out
+    # the same configuration for either backend: numpy resumes the file, with nothing to do
+    assert main([*argv, "--executor", "serial"]) == 0
+    assert "0 records written in" in capsys.readouterr().out
+    assert len(ex.read_results(out).records) == 8
+
+
+def test_experiment_device_without_cuda_exits_2_and_touches_no_file(
+    tmp_path, monkeypatch, capsys, torch_one_thread
+):
+    monkeypatch.setattr(torch_one_thread.cuda, "is_available", lambda: False)
+    out = tmp_path / "r.jsonl"
+    argv = ["experiment", *TINY, "--out", str(out), "--backend", "torch", "--device", "cuda"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fastdcyk experiment: error: device 'cuda': CUDA is not available")
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    assert main([*argv[:-1], "cuda:x"]) == 2
+    assert "unknown device 'cuda:x'" in capsys.readouterr().err
+
+
+def test_experiment_run_options_default_the_executor_by_backend(capsys):
+    parse = cli.build_parser().parse_args
+    assert cli.run_options(parse(["experiment"])) == {
+        "executor": "process",
+        "backend": "numpy",
+        "device": None,
+    }
+    got = cli.run_options(parse(["experiment", "--backend", "torch", "--device", "cuda"]))
+    assert got == {"executor": "serial", "backend": "torch", "device": "cuda"}
+    assert cli.run_options(parse(["experiment", "--executor", "serial"]))["executor"] == "serial"
+    with pytest.raises(SystemExit):
+        main(["experiment", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Default: process, but serial with --backend torch" in text
+    assert "--device DEVICE" in text

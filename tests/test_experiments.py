@@ -933,3 +933,133 @@ def test_a_header_without_a_configuration_is_refused(tmp_path):
     path.write_text(json.dumps(header) + "\n")
     with pytest.raises(ex.ResultsFileError, match="holds no configuration"):
         ex.read_results(path)
+
+
+# -- the torch backend ----------------------------------------------------------------------
+
+#: Both variants and two grammars at float64: the paper variant at beta = 50 amplifies
+#: rounding (docs/method.md, section 4), so in float32 its decoded charts may differ between
+#: backends where a statistic is near the threshold (they do on one sentence of this grid);
+#: in float64 the backends agree to 1e-8 (tests/test_torch.py), far from any flip.
+TORCH_GRID = ex.ExperimentConfig(
+    grammars=("G0", "G1"), dims=(16, 32), sentences=6, max_len=5, dtype="float64"
+)
+
+
+@pytest.fixture(scope="module")
+def torch_reference(tmp_path_factory):
+    """TORCH_GRID run with the numpy backend: the records the torch backend must give."""
+    path = tmp_path_factory.mktemp("torch-ref") / "numpy.jsonl"
+    assert ex.run_experiment(TORCH_GRID, path, executor="serial", progress=False).complete
+    return path
+
+
+def test_torch_backend_gives_the_numpy_records(tmp_path, torch_one_thread, torch_reference):
+    path = tmp_path / "torch.jsonl"
+    messages = []
+    summary = ex.run_experiment(
+        TORCH_GRID, path, executor="serial", progress=False, backend="torch", echo=messages.append
+    )
+    assert summary.complete and summary.backend == "torch" and summary.device == "cpu"
+    assert "(serial, torch on cpu)" in messages[0]
+    records = ex.load_records(path)
+    assert all(set(r) == set(ex.RECORD_FIELDS) | set(ex_store._SETTINGS) for r in records)
+    assert all(r["seconds"] > 0 for r in records)
+    assert _strip(records) == _strip(ex.load_records(torch_reference))
+    # backend and device are run options: the file is the numpy run's configuration
+    assert ex.read_results(path).config_hash == TORCH_GRID.hash()
+    assert ex.read_results(path).header["config"] == TORCH_GRID.to_dict()
+
+
+def test_a_numpy_file_is_resumed_by_torch_and_back(tmp_path, torch_one_thread, torch_reference):
+    lines = torch_reference.read_text().splitlines(keepends=True)
+    expected = _strip(ex.load_records(torch_reference))
+    for first, then in (("numpy", "torch"), ("torch", "numpy")):
+        path = tmp_path / f"{first}-{then}.jsonl"
+        if first == "numpy":
+            path.write_text("".join(lines[: 1 + len(lines) // 3]))  # a third of the grid
+        else:
+            ex.run_experiment(TORCH_GRID, path, executor="serial", progress=False, backend="torch")
+            kept = path.read_text().splitlines(keepends=True)
+            path.write_text("".join(kept[: 1 + len(kept) // 3]))
+        summary = ex.run_experiment(
+            TORCH_GRID, path, executor="serial", progress=False, backend=then
+        )
+        assert summary.resumed == len(lines) // 3 and summary.complete
+        assert _strip(ex.load_records(path)) == expected
+
+
+def test_torch_tasks_are_larger_and_cover_the_same_sentences():
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16, 3000), sentences=40, max_len=8)
+    numpy_tasks = ex.plan_tasks(cfg)
+    torch_tasks = ex.plan_tasks(cfg, backend="torch")
+    assert _task_keys(torch_tasks) == _task_keys(numpy_tasks)  # the same records, in order
+    paper = [len(t.items) for t in numpy_tasks if t.d == 3000 and t.variant == "paper"]
+    assert max(paper) <= 2  # numpy: a few seconds of one core per task
+    # torch: every distinct sentence of a cell in one task (one per variant)
+    assert [len(t.items) for t in torch_tasks if t.d == 3000] == [len(set(cfg.sample()))] * 2
+    assert ex.plan_tasks(cfg, backend="torch", batch_size=3) == ex.plan_tasks(cfg, batch_size=3)
+    with pytest.raises(ValueError, match="unknown backend 'jax'"):
+        ex.plan_tasks(cfg, backend="jax")
+
+
+def test_torch_tasks_halve_their_batches_when_the_device_is_full(monkeypatch, torch_one_thread):
+    from fastdcyk import _torch
+
+    torch = torch_one_thread
+    task = ex.plan_tasks(TORCH_GRID, backend="torch")[0]
+    assert len(task.items) > 1
+    expected = [{k: v for k, v in r.items() if k != "seconds"} for r in ex.run_task(task)]
+    parse = _torch.parse_sentences
+    sizes = []
+
+    def small_device(grammar, sentences, *args, **kwargs):
+        sizes.append(len(sentences))
+        if len(sentences) > 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (a test)")
+        return parse(grammar, sentences, *args, **kwargs)
+
+    monkeypatch.setattr(_torch, "parse_sentences", small_device)
+    got = ex.run_task(task, backend="torch")
+    assert [{k: v for k, v in r.items() if k != "seconds"} for r in got] == expected
+    assert sizes[-len(task.items) :] == [1] * len(task.items)
+
+    def full_device(*args, **kwargs):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory (a test)")
+
+    monkeypatch.setattr(_torch, "parse_sentences", full_device)
+    with pytest.raises(MemoryError, match=r"ran out of memory parsing one sentence .* d = 16"):
+        ex.run_task(task, backend="torch")
+
+
+def test_torch_backend_errors_touch_no_file(tmp_path, monkeypatch, torch_one_thread):
+    from fastdcyk import _torch
+
+    torch = torch_one_thread
+    out = tmp_path / "r.jsonl"
+    run = dict(executor="serial", progress=False)
+    for executor in ("process", "dask"):
+        with pytest.raises(ValueError, match="serial executor only.*executor='serial'"):
+            ex.run_experiment(TORCH_GRID, out, executor=executor, backend="torch", scheduler="x")
+    with pytest.raises(ValueError, match="needs backend='torch'"):
+        ex.run_experiment(TORCH_GRID, out, device="cpu", **run)
+    with pytest.raises(ValueError, match="unknown backend 'jax'"):
+        ex.run_experiment(TORCH_GRID, out, backend="jax", **run)
+    with pytest.raises(ValueError, match="unknown device 'gpu'"):
+        ex.run_experiment(TORCH_GRID, out, backend="torch", device="gpu", **run)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match=r"device 'cuda': CUDA is not available"):
+        ex.run_experiment(TORCH_GRID, out, backend="torch", device="cuda", **run)
+    assert not out.exists()
+    with pytest.raises(ValueError, match="needs backend='torch'"):
+        ex.run_task(ex.plan_tasks(TORCH_GRID)[0], device="cpu")
+    # the other side: CUDA available (as PyTorch says), with one device
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert _torch.check_device("cuda") == torch.device("cuda")
+    assert _torch.check_device("cuda:0") == torch.device("cuda:0")
+    with pytest.raises(ValueError, match=r"'cuda:1': PyTorch sees 1 CUDA device"):
+        _torch.check_device("cuda:1")
+    assert _torch.check_device(None) == torch.device("cpu")
+    with pytest.raises(ValueError, match="meta"):
+        _torch.check_device("meta")

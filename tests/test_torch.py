@@ -297,3 +297,15 @@ def test_without_torch_installed():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "pip install 'fastdcyk[torch]'" in out.stdout
+
+
+def test_parse_sentences_without_dense_matrices_gives_the_same_charts():
+    g, s, _ = CASES["G0"]
+    cb = _codebook(g, 32, "paper")
+    opt = resolve("paper", dtype=cb.dtype)
+    sentences = [tuple(s.split()), ("fish", "swim")]
+    dense = T.parse_sentences(g, sentences, cb, opt)
+    lean = T.parse_sentences(g, sentences, cb, opt, dense=False)
+    for a, b in zip(dense, lean, strict=True):
+        assert b["p_left"] is None and b["p_right"] is None
+        assert a["chart"] == b["chart"] and a["statistics"] == b["statistics"]

@@ -38,6 +38,18 @@ Tasks
     distinct sentence is parsed once per grid cell and its record is emitted for every index
     it has in the sample (with the same parse time).
 
+Backends
+    A run parses with the numpy engine (the default) or with the torch backend
+    (``run_experiment(..., backend="torch", device="cuda")``), which parses the sentences of
+    each task in batches on one device, from this process (the serial executor only; tasks
+    are larger by default, so that their batches keep a GPU busy). The backend and device
+    are options of the run, not of the grid: they are not in the configuration or its hash,
+    and records do not name them. Records of both have the same fields, and in float64 the
+    same values but for ``seconds`` (for torch, its batch's time divided evenly among the
+    batch's sentences); so a file begun with one backend may be resumed with the other. In
+    float32 the paper variant amplifies rounding (docs/method.md, section 4), and its
+    records can differ between the backends sentence by sentence (see :func:`run_task`).
+
 Aggregates
     :func:`aggregate` gives micro averages (pooled counts, with a percentile bootstrap over
     sentences, fixed seed) and macro averages (the mean of per-sentence scores, with a

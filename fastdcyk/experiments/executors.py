@@ -48,9 +48,15 @@ def _init_worker(parent: int | None = None) -> None:
 # -- executors ------------------------------------------------------------------------------
 
 
-def _run_serial(tasks: list[Task]) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
+def _run_serial(
+    tasks: list[Task], backend: str = "numpy", device: Any = None
+) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
+    """Run the tasks in this process, one after the other (the only executor of the torch
+    backend: its batches run on one device, from this process). The numpy backend's tasks
+    are run as the pool and dask run them: ``run_task(task)``."""
+    torch = {"backend": backend, "device": device} if backend == "torch" else {}
     for task in tasks:
-        yield task, run_task(task)
+        yield task, run_task(task, **torch)
 
 
 def _run_pool(tasks: list[Task], workers: int) -> Iterator[tuple[Task, list[dict[str, Any]]]]:

@@ -18,7 +18,7 @@ from fastdcyk.experiments.executors import _run_dask, _run_pool, _run_serial
 from fastdcyk.experiments.store import _Appender, _ResultsLock, open_results, record_key
 from fastdcyk.experiments.tasks import _check_sample, plan_tasks
 from fastdcyk.grammar import Grammar
-from fastdcyk.options import EXECUTORS, check_choice
+from fastdcyk.options import BACKENDS, EXECUTORS, check_choice
 
 # -- memory ---------------------------------------------------------------------------------
 
@@ -103,6 +103,10 @@ class RunSummary:
     executor : str
     workers : int
         Pool size (1 for the serial and dask executors).
+    backend : str
+        The backend that parsed (``"numpy"`` or ``"torch"``).
+    device : str or None
+        The torch backend's device (``"cpu"``, ``"cuda"``, ...); None for numpy.
     """
 
     path: Path
@@ -115,6 +119,8 @@ class RunSummary:
     tasks: int = 0
     executor: str = "serial"
     workers: int = 1
+    backend: str = "numpy"
+    device: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -133,6 +139,8 @@ def run_experiment(
     batch_size: int | None = None,
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
+    backend: str = "numpy",
+    device: Any = None,
 ) -> RunSummary:
     """Run (or resume) the grid of ``config``, appending its records to ``out``.
 
@@ -142,6 +150,12 @@ def run_experiment(
     machine has available (not with the dask executor, whose workers are elsewhere); a
     process pool that would not fit at that d gets fewer workers (``echo`` says so). Pool
     workers exit when this process dies, even when it is killed.
+
+    The backend and its device are options of the run, not of the grid: they are not part
+    of the configuration or its hash, and the records do not name them. Both backends give
+    the same records in float64 (the parse time aside; in float32 the paper variant's can
+    differ sentence by sentence: :func:`run_task`), so a file begun with one may be resumed
+    with the other; the summary (and ``echo``) says which one ran.
 
     Parameters
     ----------
@@ -162,11 +176,25 @@ def run_experiment(
     client : dask.distributed.Client, optional
         An existing client (the caller keeps and closes it).
     batch_size : int, optional
-        Distinct sentences per task (see :func:`plan_tasks`).
+        Distinct sentences per task (see :func:`plan_tasks`; larger by default for the
+        torch backend).
     progress : bool, default True
         Show a progress bar (tqdm) with the ETA, weighted by the estimated cost of tasks.
     echo : callable, optional
         Receives one-line messages (the file, what is resumed); default: none.
+    backend : {"numpy", "torch"}, default "numpy"
+        ``"numpy"``: every sentence parsed by :func:`fastdcyk.dcyk`, on one thread per
+        worker. ``"torch"``: each task's sentences parsed in batches by the torch backend
+        (:func:`run_task`), on ``device``; the records' ``seconds`` is then the time of a
+        batch divided evenly among its sentences. The torch backend runs with the serial
+        executor only: its batches run on one device from this process (a pool of
+        processes would only compete for one GPU, and on a CPU each would start torch's
+        own pool of threads). Its memory is not checked in advance: a batch that does not
+        fit on the device is halved, down to one sentence.
+    device : torch.device or str, optional
+        Where the torch backend computes (default the CPU): ``"cuda"``, ``"cuda:1"``, ...
+        Only with ``backend="torch"``; checked (:func:`fastdcyk._torch.check_device`)
+        before the results file is created or opened.
 
     Returns
     -------
@@ -180,11 +208,15 @@ def run_experiment(
         When another run is writing ``out`` (the file is not touched).
     MemoryError
         When one parse at the largest d still to do needs more memory than is available
-        (the message says how much, and which dimensions fit); nothing is run.
+        (the message says how much, and which dimensions fit); nothing is run. With the
+        torch backend, when a single sentence does not fit on the device.
     ResultsWriteError
         When records cannot be written (a full disk); those written before are kept.
     ValueError, GrammarError
-        On a bad argument or grammar.
+        On a bad argument or grammar: with the torch backend, an executor other than
+        ``"serial"``, or a device that PyTorch cannot use here (CUDA not available, say).
+    ImportError
+        For the torch backend without PyTorch installed.
     KeyboardInterrupt
         Passed on after the executor is stopped; every record written is kept.
     """
@@ -193,6 +225,7 @@ def run_experiment(
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
     if executor == "dask" and not scheduler and client is None:
         raise ValueError("the dask executor needs a scheduler address (or a client)")
+    device = _check_backend(backend, device, executor)
     say = echo or (lambda _msg: None)
     t0 = time.perf_counter()
     grammars = config.load_grammars()
@@ -200,7 +233,9 @@ def run_experiment(
     sentences = config.sample(grammars)
     _check_sample(config, grammars, sentences)  # before the results file is created
     path = Path(out)
-    local = executor != "dask"  # the parses run here: their memory can be checked here
+    # numpy parses running here: their memory can be checked here (the torch backend's is
+    # not estimated: it halves a batch that does not fit on its device)
+    local = executor != "dask" and backend == "numpy"
     fresh = not path.exists() or (path.is_file() and path.stat().st_size == 0)
     if local and fresh:  # every task is to do: check before the file is created
         longest = max(len(s) for s in sentences)
@@ -223,7 +258,28 @@ def run_experiment(
             progress=progress,
             say=say,
             t0=t0,
+            backend=backend,
+            device=device,
         )
+
+
+def _check_backend(backend: str, device: Any, executor: str) -> Any:
+    """The device to run on (a torch.device; None for numpy), once the backend, the device
+    and the executor are checked together: before any file is touched."""
+    check_choice("backend", backend, BACKENDS)
+    if backend != "torch":
+        if device is not None:
+            raise ValueError(f"device={device!r} needs backend='torch'")
+        return None
+    if executor != "serial":
+        raise ValueError(
+            f"the torch backend runs with the serial executor only, not {executor!r}: its "
+            "batches run on one device from this process (one process per GPU); use "
+            "executor='serial' (fastdcyk experiment --executor serial)"
+        )
+    from fastdcyk import _torch  # ImportError with the install hint
+
+    return _torch.check_device(device)
 
 
 def _run_locked(
@@ -241,13 +297,23 @@ def _run_locked(
     progress: bool,
     say: Callable[[str], None],
     t0: float,
+    backend: str = "numpy",
+    device: Any = None,
 ) -> RunSummary:
     """:func:`run_experiment` once the results file's lock is held."""
     results = open_results(path, config, config_hash)
     done = {record_key(r) for r in results.records}
-    tasks = plan_tasks(config, done, batch_size=batch_size, grammars=grammars, sentences=sentences)
+    tasks = plan_tasks(
+        config,
+        done,
+        batch_size=batch_size,
+        grammars=grammars,
+        sentences=sentences,
+        backend=backend,
+    )
     need = avail = None
-    if executor != "dask" and tasks:  # what is left to do (a resumed file: maybe less)
+    local = executor != "dask" and backend == "numpy"
+    if local and tasks:  # what is left to do (a resumed file: maybe less)
         cells = {(t.d, t.variant, t.order, max(len(w) for w, _ in t.items)) for t in tasks}
         need, avail = _check_grid_memory(cells, config.dtype)
     total = config.grid_size()
@@ -273,9 +339,12 @@ def _run_locked(
         len(tasks),
         executor,
         n_workers,
+        backend,
+        None if device is None else str(device),
     )
     note = f", cut a torn last line of {results.torn_bytes} bytes" if results.torn_bytes else ""
     how = f"{executor}, {n_workers} workers" if executor == "process" else executor
+    how += f", torch on {device}" if backend == "torch" else ""
     say(
         f"results: {results.path} (config {config_hash[:12]}): {total} records in the grid, "
         f"{len(done)} already written{note}, {total - len(done)} to do"
@@ -286,7 +355,7 @@ def _run_locked(
         return summary
 
     if executor == "serial":
-        stream = _run_serial(tasks)
+        stream = _run_serial(tasks, backend, device)
     elif executor == "process":
         stream = _run_pool(tasks, n_workers)
     else:

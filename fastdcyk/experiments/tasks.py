@@ -1,7 +1,10 @@
 """Tasks: the units of work of a grid, how they are planned, and how one is run.
 
 A task is one (grammar, variant, order, beta, d, codebook seed, batch of sentences) unit;
-:func:`run_task` needs nothing else, so it runs the same in any process.
+:func:`run_task` needs nothing else, so it runs the same in any process. It parses with the
+numpy engine, one sentence at a time, or with the torch backend (:mod:`fastdcyk._torch`),
+the task's sentences in batches on one device; the records have the same fields either way,
+and in float64 the same values (the parse time aside).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.store import _settings_key
 from fastdcyk.grammar import Grammar
 from fastdcyk.metrics import cell_scores
-from fastdcyk.options import CODEBOOKS, VARIANTS, check_choice, resolve
+from fastdcyk.options import BACKENDS, CODEBOOKS, VARIANTS, check_choice, resolve
 
 #: Rough seconds per parse on one core: c * n (n + 1) / 2 * (d^2 log2 d + c0), times a
 #: factor per variant and order, from the d = 3000 times of docs/results.md ("Cost"): the
@@ -38,6 +41,11 @@ _COST_FACTOR = {
 }
 _TASK_SECONDS = 4.0
 _TASK_MAX_SENTENCES = 256
+#: The cut of tasks for the torch backend: about an hour of one core's work by the model
+#: above (far less on a GPU), at most 256 distinct sentences, so that a task holds batches
+#: large enough to keep a GPU busy (a paper parse of 6 words at d = 3000 costs some 13 s by
+#: the model: numpy's cut gives one sentence per task there).
+_TORCH_TASK_SECONDS = 3600.0
 
 # -- tasks ----------------------------------------------------------------------------------
 
@@ -114,6 +122,7 @@ def plan_tasks(
     batch_size: int | None = None,
     grammars: dict[str, Grammar] | None = None,
     sentences: list[tuple[str, ...]] | None = None,
+    backend: str = "numpy",
 ) -> list[Task]:
     """The tasks that produce the records of ``config`` not in ``done``.
 
@@ -124,9 +133,14 @@ def plan_tasks(
         Keys (:func:`record_key`) already written.
     batch_size : int, optional
         Distinct sentences per task. Default: as many as fit in about four seconds of work
-        by a rough cost model (at most 256), so that tasks stay short whatever d is.
+        by a rough cost model (at most 256), so that tasks stay short whatever d is; for
+        the torch backend, about an hour of one core's work (at most 256), so that a task's
+        batches keep a GPU busy.
     grammars, sentences : optional
         Already loaded grammars and generated sample (computed when omitted).
+    backend : {"numpy", "torch"}, default "numpy"
+        The backend the tasks will run on (:func:`run_task`): sets the default size of a
+        task only. The tasks of both hold the same cells and sentences, in the same order.
 
     Returns
     -------
@@ -141,6 +155,8 @@ def plan_tasks(
     """
     if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    check_choice("backend", backend, BACKENDS)
+    seconds = _TORCH_TASK_SECONDS if backend == "torch" else _TASK_SECONDS
     grammars = config.load_grammars() if grammars is None else grammars
     sentences = config.sample(grammars) if sentences is None else sentences
     _check_sample(config, grammars, sentences)
@@ -165,7 +181,7 @@ def plan_tasks(
                             todo = tuple(i for i in positions[s] if (*cell, i, words) not in done)
                             if todo:
                                 items.append((s, todo))
-                        for batch in _batches(items, d, variant, order, batch_size):
+                        for batch in _batches(items, d, variant, order, batch_size, seconds):
                             tasks.append(
                                 Task(
                                     spec,
@@ -199,7 +215,12 @@ def _check_sample(
 
 
 def _batches(
-    items: list, d: int, variant: str, order: str | None, batch_size: int | None
+    items: list,
+    d: int,
+    variant: str,
+    order: str | None,
+    batch_size: int | None,
+    seconds: float = _TASK_SECONDS,
 ) -> Iterator[list]:
     if batch_size is not None:
         for k in range(0, len(items), batch_size):
@@ -210,7 +231,7 @@ def _batches(
     for item in items:
         batch.append(item)
         cost += _parse_cost(len(item[0]), d, variant, order)
-        if cost >= _TASK_SECONDS or len(batch) >= _TASK_MAX_SENTENCES:
+        if cost >= seconds or len(batch) >= _TASK_MAX_SENTENCES:
             yield batch
             batch, cost = [], 0.0
     if batch:
@@ -251,7 +272,7 @@ def _worker_grammar(text: str) -> Grammar:
     return grammar
 
 
-def run_task(task: Task) -> list[dict[str, Any]]:
+def run_task(task: Task, *, backend: str = "numpy", device: Any = None) -> list[dict[str, Any]]:
     """Parse a task's sentences and score them: its records, sorted by sentence index.
 
     Runs anywhere fastdcyk is installed (a pool process, a dask worker): the codebook is
@@ -260,8 +281,43 @@ def run_task(task: Task) -> list[dict[str, Any]]:
     kernels), whatever the process's setting, which it leaves as it was. A new codebook
     is warmed up first on a two-word prefix of the first sentence, outside the timing, in
     the task's order. Every record names the order (``task.order``, resolved).
+
+    Parameters
+    ----------
+    task : Task
+    backend : {"numpy", "torch"}, default "numpy"
+        ``"numpy"``: :func:`fastdcyk.dcyk`, one sentence at a time; ``seconds`` is each
+        parse's time. ``"torch"``: :func:`fastdcyk._torch.parse_sentences` on batches of the
+        task's sentences (by length, :func:`fastdcyk.batch.default_batch_size` per batch,
+        halved while the device runs out of memory), with torch's own threads (which
+        :mod:`fastdcyk.threads` leaves alone); ``seconds`` is then the batch's time divided
+        evenly among its sentences. In float64 the charts, and so every other field, are
+        those of the numpy engine (the statistics agree to rounding). In float32 the
+        trace variant's agree too as a rule, but the paper variant's entrywise gate
+        amplifies rounding (up to beta / 4 per gate, docs/method.md, section 4): at
+        beta = 50 its statistics, and so its charts, can differ between the backends
+        sentence by sentence, as two float32 computations of a chaotic map do.
+    device : torch.device or str, optional
+        Where the torch backend computes (default the CPU); only with ``backend="torch"``.
+
+    Returns
+    -------
+    list of dict
+        The records (:data:`fastdcyk.experiments.RECORD_FIELDS`).
+
+    Raises
+    ------
+    MemoryError
+        When the torch device runs out of memory on a batch of one sentence.
+    ValueError
+        On an unknown backend, or a device without ``backend="torch"``.
     """
+    check_choice("backend", backend, BACKENDS)
+    if device is not None and backend != "torch":
+        raise ValueError(f"device={device!r} needs backend='torch'")
     with threads.limit(1):
+        if backend == "torch":
+            return _run_task_torch(task, device)
         return _run_task(task)
 
 
@@ -294,28 +350,102 @@ def _run_task(task: Task) -> list[dict[str, Any]]:
             encoding=task.encoding,
         )
         seconds = time.perf_counter() - t0
-        scores = cell_scores(cyk(grammar, words), result.chart)
-        for index in indices:
-            records.append(
-                {
-                    "grammar": task.grammar,
-                    "variant": task.variant,
-                    "order": task.order,
-                    "encoding": task.encoding,
-                    "beta": task.beta,
-                    "d": task.d,
-                    "seed": task.seed,
-                    "index": index,
-                    "words": " ".join(words),
-                    "length": len(words),
-                    "tp": scores.tp,
-                    "gold": scores.gold,
-                    "predicted": scores.predicted,
-                    "precision": scores.precision,
-                    "recall": scores.recall,
-                    "f1": scores.f1,
-                    "seconds": round(seconds, 6),
-                }
-            )
+        records += _records(task, grammar, words, indices, result.chart, seconds)
     records.sort(key=lambda r: r["index"])
     return records
+
+
+def _records(
+    task: Task,
+    grammar: Grammar,
+    words: tuple[str, ...],
+    indices: tuple[int, ...],
+    chart: Any,
+    seconds: float,
+) -> list[dict[str, Any]]:
+    """The records of one distinct sentence: its decoded chart scored against CYK's, once
+    per index it has in the sample."""
+    scores = cell_scores(cyk(grammar, words), chart)
+    return [
+        {
+            "grammar": task.grammar,
+            "variant": task.variant,
+            "order": task.order,
+            "encoding": task.encoding,
+            "beta": task.beta,
+            "d": task.d,
+            "seed": task.seed,
+            "index": index,
+            "words": " ".join(words),
+            "length": len(words),
+            "tp": scores.tp,
+            "gold": scores.gold,
+            "predicted": scores.predicted,
+            "precision": scores.precision,
+            "recall": scores.recall,
+            "f1": scores.f1,
+            "seconds": round(seconds, 6),
+        }
+        for index in indices
+    ]
+
+
+def _run_task_torch(task: Task, device: Any) -> list[dict[str, Any]]:
+    """:func:`run_task` with the torch backend: the task's sentences by length, in batches
+    on ``device``, charts only (no P_left or P_right is copied back)."""
+    import torch
+
+    from fastdcyk import _torch
+    from fastdcyk.batch import default_batch_size
+
+    grammar = _worker_grammar(task.grammar_text)
+    cb, fresh = _worker_codebook(task)
+    opt = resolve(
+        task.variant,
+        beta=task.beta,
+        threshold=task.threshold,
+        order=task.order,
+        encoding=task.encoding,
+        dtype=cb.dtype,
+    )
+
+    def charts(sentences: list[tuple[str, ...]]) -> list[Any]:
+        fields = _torch.parse_sentences(grammar, sentences, cb, opt, device=device, dense=False)
+        return [f["chart"] for f in fields]
+
+    items = sorted(task.items, key=lambda item: len(item[0]))  # similar lengths per batch
+    if fresh and items:
+        charts([items[0][0][:2]])  # untimed warm-up: kernels, FFT plans, the device's caches
+    size = default_batch_size(task.d, task.dtype, device)
+    records: list[dict[str, Any]] = []
+    start = 0
+    while start < len(items):
+        chunk = items[start : start + size]
+        t0 = time.perf_counter()
+        try:
+            got = charts([words for words, _ in chunk])
+        except torch.cuda.OutOfMemoryError:
+            _release_device_memory(device)
+            if size == 1:
+                raise MemoryError(
+                    f"the torch device {str(device)!r} ran out of memory parsing one sentence "
+                    f"of {len(chunk[0][0])} words at d = {task.d} ({task.variant}, "
+                    f"{task.dtype}): run the smaller dimensions (--dims), or use a device "
+                    "with more memory"
+                ) from None
+            size = max(1, size // 2)
+            continue
+        seconds = (time.perf_counter() - t0) / len(chunk)
+        for (words, indices), chart in zip(chunk, got, strict=True):
+            records += _records(task, grammar, words, indices, chart, seconds)
+        start += len(chunk)
+    records.sort(key=lambda r: r["index"])
+    return records
+
+
+def _release_device_memory(device: Any) -> None:
+    """Give the CUDA caching allocator's free blocks back after an out-of-memory error."""
+    import torch
+
+    if torch.cuda.is_available() and "cuda" in str(device):
+        torch.cuda.empty_cache()
