@@ -137,9 +137,15 @@ class DCYKOutput:
     ) -> torch.Tensor:
         """Binary cross-entropy of the decoder's decisions against gold charts.
 
-        Each (i, j, A) of each sentence's chart is one binary decision with probability
-        sigma(score) = 1 / (1 + exp(-(score - 0.5) beta)), the decoder's own sigmoid; the
-        loss is the mean over all of them (cells outside a sentence left out).
+        Each (i, j, A) of each sentence's chart is one binary decision, taken by the
+        decoder when sigma(score) > threshold, that is when score > ``boundary``
+        (0.5 + logit(threshold) / beta). The loss gives it the probability
+        1 / (1 + exp(-(score - boundary) beta)): the decoder's sigmoid, centred on its
+        decision boundary, so that the loss's 0.5 and the decoder's threshold are one
+        boundary (centred at 0.5 instead, as sigma itself, scores between 0.5 and the
+        boundary would count as present for the loss and absent for the decoder, and
+        minimising the loss then lowered F1: measured in docs/learning.md). The loss is the
+        mean over every triple of every sentence (cells outside a sentence left out).
 
         Parameters
         ----------
@@ -156,7 +162,7 @@ class DCYKOutput:
         """
         target = self.gold(gold_charts)
         keep = self.mask[..., None].expand_as(self.scores)
-        logits = (self.scores - 0.5) * self.beta
+        logits = (self.scores - self.boundary) * self.beta
         pw = None
         if pos_weight is not None:
             pw = torch.as_tensor(float(pos_weight), dtype=logits.dtype, device=logits.device)

@@ -49,11 +49,14 @@ def test_loss_is_bce_against_symbolic_cyk_and_gradients_reach_every_parameter():
     }
     out = layer(G0_SENTENCES[:3])
     loss = out.loss()
-    # the same number by hand: sigma's logits against CYK's charts over the masked cells
+    # the same number by hand: sigma's logits, centred on the decoder's boundary (0.5 +
+    # logit(0.99) / 50), against CYK's charts over the masked cells
     gold = out.gold()
     assert gold.sum() == sum(len(c) for w in G0_SENTENCES[:3] for c in fd.cyk(g, w).values())
     keep = out.mask[..., None].expand_as(out.scores)
-    p = torch.sigmoid((out.scores - 0.5) * 50)[keep]
+    boundary = 0.5 + np.log(0.99 / 0.01) / 50
+    assert out.boundary == pytest.approx(boundary)
+    p = torch.sigmoid((out.scores - boundary) * 50)[keep]
     by_hand = -(gold[keep] * torch.log(p) + (1 - gold[keep]) * torch.log1p(-p)).mean()
     assert float(loss) == pytest.approx(float(by_hand), rel=1e-9)
     loss.backward()
