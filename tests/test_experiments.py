@@ -35,12 +35,13 @@ PINNED_HASH = "b3eff59a0264a6edc235e0a476fd073a69b8170c0567d3809e1629343cf45f20"
 
 
 def _strip(records):
-    """Records keyed by their grid key, without the parse time (the only field that varies)."""
+    """Records keyed by their grid key, without the parse time (the only field that varies)
+    and the backend's name (on the torch backend's records)."""
     out = {}
     for r in records:
         key = ex.record_key(r)
         assert key not in out, f"duplicate record {key}"
-        out[key] = {k: v for k, v in r.items() if k != "seconds"}
+        out[key] = {k: v for k, v in r.items() if k not in ("seconds", ex.BACKEND_FIELD)}
     return out
 
 
@@ -963,7 +964,8 @@ def test_torch_backend_gives_the_numpy_records(tmp_path, torch_one_thread, torch
     assert summary.complete and summary.backend == "torch" and summary.device == "cpu"
     assert "(serial, torch on cpu)" in messages[0]
     records = ex.load_records(path)
-    assert all(set(r) == set(ex.RECORD_FIELDS) | set(ex_store._SETTINGS) for r in records)
+    fields = set(ex.RECORD_FIELDS) | set(ex_store._SETTINGS) | {ex.BACKEND_FIELD}
+    assert all(set(r) == fields and ex.record_backend(r) == "torch" for r in records)
     assert all(r["seconds"] > 0 for r in records)
     assert _strip(records) == _strip(ex.load_records(torch_reference))
     # backend and device are run options: the file is the numpy run's configuration
@@ -986,7 +988,12 @@ def test_a_numpy_file_is_resumed_by_torch_and_back(tmp_path, torch_one_thread, t
             TORCH_GRID, path, executor="serial", progress=False, backend=then
         )
         assert summary.resumed == len(lines) // 3 and summary.complete
-        assert _strip(ex.load_records(path)) == expected
+        records = ex.load_records(path)
+        assert _strip(records) == expected
+        # each record says which backend parsed it, and aggregates keep the two apart
+        assert {ex.record_backend(r) for r in records} == {"numpy", "torch"}
+        rows = ex.aggregate(records, ("grammar", "variant", "d"))
+        assert {row["backend"] for row in rows} == {"numpy", "torch"}
 
 
 def test_torch_tasks_are_larger_and_cover_the_same_sentences():
@@ -1021,7 +1028,9 @@ def test_torch_tasks_halve_their_batches_when_the_device_is_full(monkeypatch, to
 
     monkeypatch.setattr(_torch, "parse_sentences", small_device)
     got = ex.run_task(task, backend="torch")
-    assert [{k: v for k, v in r.items() if k != "seconds"} for r in got] == expected
+    assert [{k: v for k, v in r.items() if k != "seconds"} for r in got] == [
+        r | {ex.BACKEND_FIELD: "torch"} for r in expected
+    ]
     assert sizes[-len(task.items) :] == [1] * len(task.items)
 
     def full_device(*args, **kwargs):

@@ -76,6 +76,7 @@ from fastdcyk.experiments.config import (
 )
 from fastdcyk.experiments.runner import RunSummary, run_experiment
 from fastdcyk.experiments.store import (
+    BACKEND_FIELD,
     RECORD_FIELDS,
     RESULTS_FORMAT,
     RESULTS_VERSION,
@@ -86,6 +87,7 @@ from fastdcyk.experiments.store import (
     load_records,
     open_results,
     read_results,
+    record_backend,
     record_encoding,
     record_key,
     record_order,
@@ -99,6 +101,7 @@ __all__ = [
     "PAPER_DIMS",
     "PAPER_GRAMMARS",
     "PAPER_GRID_CORE_HOURS",
+    "BACKEND_FIELD",
     "RECORD_FIELDS",
     "RESULTS_FORMAT",
     "RESULTS_VERSION",
@@ -116,6 +119,7 @@ __all__ = [
     "open_results",
     "plan_tasks",
     "read_results",
+    "record_backend",
     "record_encoding",
     "record_key",
     "record_order",

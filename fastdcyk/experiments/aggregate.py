@@ -10,8 +10,10 @@ import numpy as np
 
 from fastdcyk.experiments.store import (
     _SETTINGS,
+    BACKEND_FIELD,
     _setting_default,
     _settings_key,
+    record_backend,
     record_encoding,
     record_order,
 )
@@ -69,15 +71,19 @@ def _after_variant(keys: Sequence[str], name: str) -> tuple[str, ...]:
 
 
 def _varying_settings(records: Sequence[dict[str, Any]]) -> list[str]:
-    """The settings (threshold, dtype, codebooks, sentence sample) that differ between
-    ``records``: records of results files of other settings (:func:`read_results` gives
-    each record its file's), which must not be pooled."""
-    return [name for name in _SETTINGS if len({_field(r, name) for r in records}) > 1]
+    """The settings (threshold, dtype, codebooks, sentence sample) and the backend that
+    differ between ``records``: records of results files of other settings
+    (:func:`read_results` gives each record its file's) or of the other backend, which
+    are not pooled."""
+    names = (*_SETTINGS, BACKEND_FIELD)
+    return [name for name in names if len({_field(r, name) for r in records}) > 1]
 
 
 def _field(record: dict[str, Any], name: str) -> Any:
     if name in _SETTINGS:  # normalised; a record without it has the default configuration's
         return _settings_key(lambda k: record.get(k, _setting_default(k)))[_SETTINGS.index(name)]
+    if name == BACKEND_FIELD:
+        return record_backend(record)
     if name == "order":
         return record_order(record)
     if name == "encoding":
@@ -114,8 +120,9 @@ def aggregate(
         added after "variant", so that two orders are never pooled; otherwise (one order
         per variant, its own) the rows are as without orders. Likewise for "encoding".
         Records of results files with other settings (threshold, dtype, codebooks, or
-        sentence sample: source, min_len, max_len, sentence_seed) are never pooled either:
-        each setting that differs between ``records`` is added at the end of ``by``.
+        sentence sample: source, min_len, max_len, sentence_seed), or of the other backend
+        ("backend"), are never pooled either: each of these that differs between
+        ``records`` is added at the end of ``by``.
     level : float
         Confidence level (default 0.95).
     n_boot : int
@@ -290,7 +297,8 @@ def format_table(
     for name in ("order", "encoding"):
         if any(name in row for row in rows):
             keys = _after_variant(keys, name)
-    keys = (*keys, *(k for k in _SETTINGS if k not in keys and any(k in row for row in rows)))
+    extra = (*_SETTINGS, BACKEND_FIELD)
+    keys = (*keys, *(k for k in extra if k not in keys and any(k in row for row in rows)))
     head = [*keys, "n", "micro P", "micro R", "micro F1", "macro F1", "s/sentence"]
     body = []
     for row in rows:

@@ -47,6 +47,18 @@ RECORD_FIELDS = (
 )
 #: Fields a record may lack (older results files): filled in when the file is read.
 _OPTIONAL_FIELDS = ("order", "encoding")
+#: A field after ``seconds`` on the records of the torch backend only: ``"backend":
+#: "torch"`` (a record without it was parsed by the numpy engine). In float64 the two
+#: backends give the same records; in float32 the paper variant's rounding, amplified by
+#: its gates, can change a sentence's chart, so the records say which computed them.
+BACKEND_FIELD = "backend"
+
+
+def record_backend(record: dict[str, Any]) -> str:
+    """The backend that parsed a record: ``"torch"`` or ``"numpy"``."""
+    return record.get(BACKEND_FIELD, "numpy")
+
+
 #: Settings of the configuration that a record was produced with and does not write (its
 #: file's header holds them): :func:`read_results` gives every record those of its header,
 #: so that :func:`record_key` tells apart records of files of other thresholds, dtypes,

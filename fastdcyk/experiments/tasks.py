@@ -21,7 +21,7 @@ from fastdcyk.codebook import Codebook
 from fastdcyk.cyk import cyk
 from fastdcyk.engine import dcyk, default_codebook
 from fastdcyk.experiments.config import ExperimentConfig
-from fastdcyk.experiments.store import _settings_key
+from fastdcyk.experiments.store import BACKEND_FIELD, _settings_key
 from fastdcyk.grammar import Grammar
 from fastdcyk.metrics import cell_scores
 from fastdcyk.options import BACKENDS, CODEBOOKS, VARIANTS, check_choice, resolve
@@ -362,10 +362,13 @@ def _records(
     indices: tuple[int, ...],
     chart: Any,
     seconds: float,
+    backend: str = "numpy",
 ) -> list[dict[str, Any]]:
     """The records of one distinct sentence: its decoded chart scored against CYK's, once
-    per index it has in the sample."""
+    per index it has in the sample (those of the torch backend say so:
+    :data:`~fastdcyk.experiments.store.BACKEND_FIELD`)."""
     scores = cell_scores(cyk(grammar, words), chart)
+    extra = {} if backend == "numpy" else {BACKEND_FIELD: backend}
     return [
         {
             "grammar": task.grammar,
@@ -386,6 +389,7 @@ def _records(
             "f1": scores.f1,
             "seconds": round(seconds, 6),
         }
+        | extra
         for index in indices
     ]
 
@@ -437,7 +441,7 @@ def _run_task_torch(task: Task, device: Any) -> list[dict[str, Any]]:
             continue
         seconds = (time.perf_counter() - t0) / len(chunk)
         for (words, indices), chart in zip(chunk, got, strict=True):
-            records += _records(task, grammar, words, indices, chart, seconds)
+            records += _records(task, grammar, words, indices, chart, seconds, "torch")
         start += len(chunk)
     records.sort(key=lambda r: r["index"])
     return records
