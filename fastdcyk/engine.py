@@ -901,6 +901,17 @@ def _parseval_weights(d: int) -> np.ndarray:
     return w
 
 
+def _cnf_grammar(grammar: Grammar | str) -> Grammar:
+    """``grammar`` (or the built-in or file it names), checked to be a CNF Grammar."""
+    if isinstance(grammar, str):
+        grammar = Grammar.load(grammar)
+    if not isinstance(grammar, Grammar):
+        raise TypeError(f"grammar must be a fastdcyk.Grammar, got {type(grammar).__name__}")
+    if not grammar.is_cnf:
+        raise ValueError("D-CYK needs a grammar in Chomsky normal form: use grammar.to_cnf()")
+    return grammar
+
+
 def _prepare(
     grammar: Grammar | str,
     sentences: Sequence[str | Sequence[str]],
@@ -924,12 +935,7 @@ def _prepare(
         raise ValueError(f"device={device!r} needs backend='torch'")
     if backend == "torch":
         from fastdcyk import _torch  # noqa: F401 - ImportError with the install hint
-    if isinstance(grammar, str):
-        grammar = Grammar.load(grammar)
-    if not isinstance(grammar, Grammar):
-        raise TypeError(f"grammar must be a fastdcyk.Grammar, got {type(grammar).__name__}")
-    if not grammar.is_cnf:
-        raise ValueError("D-CYK needs a grammar in Chomsky normal form: use grammar.to_cnf()")
+    grammar = _cnf_grammar(grammar)
     all_words = [_words(grammar, s) for s in sentences]
     variant = options["variant"]
     if variant in VARIANTS and unitary is None:

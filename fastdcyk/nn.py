@@ -43,7 +43,7 @@ from fastdcyk import _torch
 from fastdcyk.codebook import Codebook
 from fastdcyk.cyk import cyk
 from fastdcyk.decode import decision_boundary
-from fastdcyk.engine import _words, default_codebook
+from fastdcyk.engine import _cnf_grammar, _words, default_codebook
 from fastdcyk.grammar import Grammar
 from fastdcyk.options import VARIANTS, check_choice, check_int, resolve
 
@@ -234,12 +234,7 @@ class DCYK(torch.nn.Module):
         **options: Any,
     ) -> None:
         super().__init__()
-        if isinstance(grammar, str):
-            grammar = Grammar.load(grammar)
-        if not isinstance(grammar, Grammar):
-            raise TypeError(f"grammar must be a fastdcyk.Grammar, got {type(grammar).__name__}")
-        if not grammar.is_cnf:
-            raise ValueError("D-CYK needs a grammar in Chomsky normal form: use grammar.to_cnf()")
+        grammar = _cnf_grammar(grammar)
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
         if isinstance(learn, str):
