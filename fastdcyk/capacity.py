@@ -255,13 +255,22 @@ class _Sim:
         g2 = gl.reshape(n1 * n1, -1)
         coh = g2.T @ (v.reshape(n1 * n1, n1 * n1) @ g2)
         coherent = np.bincount(ra, coh[rb, rc], len(self.t.binary))
-        other = (gl.sum() + term.sum()) * gl.sum() * self.n_rules
+        # every other pair adds g_L g_R times a value of variance 1/d^2 per rule of A: its
+        # variance weighs g_L^2 g_R^2, and the pairs whose spans cancel are the exact part
+        sq = gl * gl
+        cell = sq.sum(axis=2)  # summed squared gates of each cell
+        left = cell.sum() + term.sum()  # the words' terms weigh 1
+        cancel = (cell[i, i + 1 : j] + term[i, i + 1 : j]) @ cell[i + 1 : j, j]
+        other = max(left * cell.sum() - cancel, 0.0) * self.n_rules
         return coherent + rng.normal(0.0, 1.0, len(other)) * np.sqrt(other / d**2)
 
     def _noise_decoder(self, gl, term, i, j, rng, shifted: bool) -> np.ndarray:
         nn = gl.shape[2]
-        total = gl.sum() + term.sum()
-        same = gl.sum(axis=(0, 1)) - gl[i, j]  # the same symbol in another cell
+        # each term adds its gate times a value, so its variance weighs the gate squared;
+        # the cell's own terms (the words' included) are the exact part
+        sq = gl * gl
+        total = sq.sum() - sq[i, j].sum() + term.sum() - term[i, j]
+        same = sq.sum(axis=(0, 1)) - sq[i, j]  # the same symbol in another cell
         if shifted:
             var = 2.0 * same / self.d**2 + total / self.d**2
         else:
