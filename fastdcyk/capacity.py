@@ -278,16 +278,19 @@ class _Sim:
         return rng.normal(0.0, 1.0, nn) * np.sqrt(var)
 
 
-#: Variance, times d, that one superposed term (of unit weight) adds to one entry of a
-#: readout of the paper variant. Gaussian circulants are only nearly orthogonal
-#: (C C^T = I + E), so a readout's product of 6 vectors (the unary step, the decoder) or 10
-#: (the binary step) adds up the cross terms of their E's. Measured on single readouts
-#: (dense products, docs/method.md, section 5): for the unary readout 1.15 per term plus
-#: 6.3 for the term that cancels (the word's own, when the rule's terminal is the word),
-#: from the entry variance of readouts of 3- and 6-word sentences at d = 256 over codebook
-#: seeds 0..5 (2.0 and 1.57 per term on average); for one pair of the binary readout 5.8
-#: to 11 (d = 512, seeds 0 and 1), 8 taken.
-_KAPPA_TERM, _KAPPA_SELF, _KAPPA_PAIR = 1.15, 6.3, 8.0
+#: Variance, times d, that one superposed term (of unit weight, w = ||P_A||_F^2 / d) adds to
+#: one entry of a readout of the paper variant. Gaussian circulants are only nearly
+#: orthogonal (C C^T = I + E), and each pair of factors that cancels leaves its E: a term
+#: whose span indices differ from the readout's passes through a product of nearly
+#: orthogonal matrices and adds about 1 (_KAPPA_TERM); a term at the readout's own span
+#: (the word, and the unary junk of the cell's earlier updates) cancels its two index pairs
+#: and adds about 3 (_KAPPA_SPAN); the word's own term, whose symbol cancels too, more on
+#: the diagonal (_KAPPA_SELF). Measured on single readouts (dense products, docs/method.md,
+#: section 5; G0, d = 256, 3-word sentences, codebook seeds 0..5, unary readouts, entries
+#: off the diagonal): 0.99 (other spans), 3.03 (the cell's junk), 3.58 (the word at the
+#: span); the word's own term 6.3 on the diagonal (3- and 6-word sentences). For one pair
+#: of the binary readout 5.8 to 11 (d = 512, seeds 0 and 1), 8 taken.
+_KAPPA_TERM, _KAPPA_SPAN, _KAPPA_SELF, _KAPPA_PAIR = 1.0, 3.0, 6.3, 8.0
 
 
 class _MaskSim(_Sim):
@@ -304,8 +307,11 @@ class _MaskSim(_Sim):
     kappa w_L w_R / d of variance to every entry, with w = ||P_A||_F^2 / d the term's
     weight (the unary junk included) and kappa the measured constant of the readout
     (``_KAPPA_*``), and pairs with one span mismatch (random span indices) add a constant
-    diagonal, alike on every entry. The entry decoder reads entry 0 of the masks in the
-    cell, with kappa w / d of variance per term of P_left (more for the term that cancels).
+    diagonal, alike on every entry. A unary readout reads the terms at its own span (the
+    word and the cell's earlier updates, junk included, whose span indices cancel) with a
+    larger kappa than the terms elsewhere, so that the junk feeds back within the cell as
+    measured. The entry decoder reads entry 0 of the masks in the cell, with kappa w / d of
+    variance per term of P_left (more for the term that cancels).
     """
 
     def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
@@ -322,14 +328,18 @@ class _MaskSim(_Sim):
         for i in range(1, n + 1):
             for k, r in enumerate(t.unary):
                 x = self.mean(self.ub[k : k + 1], lsum[i - 1, i])[0]
-                read = words_w + weight.sum()
-                if self.order != "sequential":
-                    read -= weight[i - 1, i].sum()
+                # terms at the readout's own span (the word, and in the sequential order
+                # the cell's updates before this one) cancel their span indices and read
+                # with _KAPPA_SPAN; terms elsewhere with _KAPPA_TERM
+                span = 1.0 + (weight[i - 1, i].sum() if self.order == "sequential" else 0.0)
+                other = words_w - 1.0 + weight.sum() - weight[i - 1, i].sum()
                 own = 1.0 if (t.nonterminals[r], words[i - 1]) in self.unary_pairs else 0.0
-                var = _KAPPA_TERM * read * self.n_unary[k] + (_KAPPA_SELF - _KAPPA_TERM) * own
-                sd = math.sqrt(var / d)
+                var = (_KAPPA_TERM * other + _KAPPA_SPAN * span) * self.n_unary[k]
+                sd = math.sqrt((var + (_KAPPA_SELF - _KAPPA_SPAN) * own) / d)
                 m = self._put(masks, means, lsum, i - 1, i, r, x + rng.normal(0.0, sd, d))
-                # off-diagonal entries of sigma(M): noise of the same sd, on above 0.5
+                # off-diagonal entries of sigma(M): noise, on above 0.5 (the word's own term
+                # off the diagonal reads like any term at the span)
+                sd = math.sqrt(var / d)
                 junk = (d - 1) * float(np.mean(sigmoid(rng.normal(0.0, sd, 4096), self.beta)))
                 weight[i - 1, i, r] = float(np.mean(m * m)) + junk
         right = self.right
