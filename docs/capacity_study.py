@@ -1,21 +1,21 @@
 """The capacity model against measurement, and study (d) of docs/results.md.
 
-Run with ``python docs/capacity_study.py`` (about 35 minutes on 2 cores;
-``--predict-only`` recomputes the predictions and keeps the stored measurements, in seconds). Writes
+Run with ``python docs/capacity_study.py`` (about 45 minutes on 2 cores;
+``--predict-only`` recomputes the predictions and keeps the stored measurements, in minutes;
+``--measure-d 256`` measures the points at d = 256 again and keeps the others'). Writes
 ``docs/capacity_study.json`` (every point: predicted and measured P, R, F1, exact) and the
 figures ``docs/figures/capacity_validation.png`` and ``docs/figures/study_d_random_grammars.png``.
 
 Validation: each point parses ``N`` sentences of one length drawn from the grammar itself
 (seed 0) with codebook seeds 0 and 1 (0 to 5 for the paper variant, whose F1 varies more
-between codebooks), and predicts them with ``fastdcyk.capacity.predict(grammar, sentences,
-d, samples=...)`` (the same codebooks).
+between codebooks; 0 to 9 for every point at d = 256, where one codebook's F1 is up to the
+tolerance away from the mean), and predicts them with ``fastdcyk.capacity.predict(grammar,
+sentences, d, samples=...)`` (the same codebooks).
 
 - trace variant, both encodings: G0..G4 and two random grammars, d in {256, 1024},
   lengths 3, 6 and 10; with roles also d = 4096 on G0, G2, G4 and R-small, length 3;
 - paper variant (its own encoding): G0, G2, G4 and R-small, d in {256, 1024}, lengths 3
-  and 6;
-- study "codebooks": R-large, trace variant, d = 256, lengths 3 and 6, both encodings, with
-  codebook seeds 0 to 9 (how far two codebooks are from the mean there).
+  and 6.
 
 Study (d): random grammars at d = 1024, sentences of length 6: F1 against the number of
 nonterminals (5 to 40, 2.5 binary rules and 2 words per nonterminal, ambiguity 1) and
@@ -39,14 +39,15 @@ SEEDS = (0, 1)
 #: The paper variant's F1 moves by up to 0.3 between codebooks at d = 256 (its unary junk
 #: feeds back), so its points average six.
 PAPER_SEEDS = (0, 1, 2, 3, 4, 5)
-#: The study "codebooks" repeats R-large's trace points at d = 256 with ten codebooks: there
-#: one codebook's F1 differs from the model's expectation by 0.04 (standard deviation), so a
-#: point of two codebooks is uncertain by about the tolerance itself.
+#: At d = 256 one codebook's F1 differs from the model's expectation by up to 0.04 (standard
+#: deviation over ten codebooks, R-large, trace, length 6), so a point of two codebooks is
+#: uncertain by about the tolerance itself: every point at d = 256 averages ten codebooks.
 MANY_SEEDS = tuple(range(10))
+LOW_D = 256
 
 
-def seeds(variant: str, study: str = "validation") -> tuple[int, ...]:
-    if study == "codebooks":
+def seeds(variant: str, d: int) -> tuple[int, ...]:
+    if d <= LOW_D:
         return MANY_SEEDS
     return PAPER_SEEDS if variant == "paper" else SEEDS
 
@@ -77,7 +78,7 @@ def predicted(args: tuple[str, str, str, int, int, str]) -> dict:
     threads.set_threads(1)
     g = grammar(name)
     sents = fd.generate(g, N, min_len=length, max_len=length, seed=0)
-    n = len(seeds(variant, study))
+    n = len(seeds(variant, d))
     pred = capacity.predict(g, sents, d, variant=variant, encoding=encoding, samples=n)
     return dict(
         study=study, grammar=name, variant=variant, encoding=encoding, d=d, length=length,
@@ -94,7 +95,7 @@ def point(args: tuple[str, str, str, int, int, str]) -> dict:
     sents = fd.generate(g, N, min_len=length, max_len=length, seed=0)
     total, exact = fd.Scores(0, 0, 0), 0
     unitary = fd.options.VARIANTS[variant]["unitary"]
-    for seed in seeds(variant, study):
+    for seed in seeds(variant, d):
         cb = fd.engine.default_codebook(g, d, seed, unitary=unitary, threads=1)  # dcyk's own
         for s in sents:
             gold = fd.cyk(g, s)
@@ -102,7 +103,7 @@ def point(args: tuple[str, str, str, int, int, str]) -> dict:
             total = total + fd.cell_scores(gold, chart)
             exact += chart == gold
     row.update(p=total.precision, r=total.recall, f1=total.f1,
-               exact=exact / (len(seeds(variant, study)) * len(sents)))  # fmt: skip
+               exact=exact / (len(seeds(variant, d)) * len(sents)))  # fmt: skip
     return row
 
 
@@ -120,9 +121,6 @@ def points() -> list[tuple]:
         for d in (256, 1024):
             for length in (3, 6):
                 out.append((name, "paper", "paper", d, length, "validation"))
-    for enc in ("roles", "paper"):
-        for length in (3, 6):
-            out.append(("R-large", "trace", enc, 256, length, "codebooks"))
     for enc in ("roles", "paper"):
         for k in (5, 10, 20, 40):
             out.append((f"size-{k}", "trace", enc, 1024, 6, "size"))
@@ -192,18 +190,27 @@ KEY = ("study", "grammar", "variant", "encoding", "d", "length")
 if __name__ == "__main__":
     # --predict-only: recompute the predictions of docs/capacity_study.json and keep its
     # measurements (seconds instead of half an hour; valid only while the codebooks and the
-    # engine are those the measurements were taken with)
-    predict_only = "--predict-only" in sys.argv[1:]
+    # engine are those the measurements were taken with). --measure-d D: measure the points
+    # of dimension D again (and predict every point), keeping the others' measurements.
+    args = sys.argv[1:]
+    predict_only = "--predict-only" in args
+    measure_d = int(args[args.index("--measure-d") + 1]) if "--measure-d" in args else None
     todo = points()
     old = {}
-    if predict_only:
+    if predict_only or measure_d is not None:
         stored = json.loads((HERE / "capacity_study.json").read_text())
         old = {tuple(r[k] for k in KEY): r for r in stored}
-        todo = [p for p in todo if (p[5], *p[:5]) in old]
+        todo = [p for p in todo if (p[5], *p[:5]) in old or p[3] == measure_d]
+
+    def measured(p: tuple) -> bool:
+        return not predict_only and (measure_d is None or p[3] == measure_d)
+
     rows = []
     with ProcessPoolExecutor(os.cpu_count()) as pool:
-        for row in pool.map(predicted if predict_only else point, todo):
-            if predict_only:
+        jobs = [pool.submit(point if measured(p) else predicted, p) for p in todo]
+        for p, job in zip(todo, jobs, strict=True):
+            row = job.result()
+            if not measured(p):
                 row = {**old[tuple(row[k] for k in KEY)], **row}
             rows.append(row)
             print(json.dumps(row), flush=True)
