@@ -21,7 +21,7 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     from fastdcyk.codebook import Codebook
 
-__all__ = ["Buffer"]
+__all__ = ["G_CACHE_BYTES", "Buffer", "g_cache_slots", "g_matrix"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,18 @@ P_LEFT = Buffer("P_left")
 P_RIGHT = Buffer("P_right")
 #: (Phi P_left)^T, which the decoder of a dense P_left starts from.
 SHUFFLED = Buffer("shuffled")
+
+
+#: Bytes of G_k matrices the trace-gate parsers keep (at least two are kept whatever d; the
+#: torch backend keeps all of them under autograd).
+G_CACHE_BYTES = 256 << 20
+
+
+def g_cache_slots(d: int, dtype: Any, n: int) -> int:
+    """How many G_k the trace-gate parsers keep for a sentence of n words (accumulators of
+    ``dtype``)."""
+    size = g_matrix(0).nbytes(d, dtype)
+    return int(max(2, min(n + 1, G_CACHE_BYTES // size)))
 
 
 def g_matrix(k: int) -> Buffer:

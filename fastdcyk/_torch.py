@@ -48,6 +48,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
         "the torch backend of fastdcyk needs PyTorch: pip install 'fastdcyk[torch]'"
     ) from exc
 
+from fastdcyk._buffers import g_cache_slots
 from fastdcyk.decode import chart_from_statistics
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,9 +68,6 @@ __all__ = [
 ]
 
 _COMPLEX = {torch.float32: torch.complex64, torch.float64: torch.complex128}
-#: Bytes of G_k matrices the trace-gate parser keeps without autograd (at least two), as
-#: :data:`fastdcyk.engine.G_CACHE_BYTES`; under autograd all of them are kept.
-G_CACHE_BYTES = 256 << 20
 
 
 # -- the grammar's structure and the symbol vectors ----------------------------------------
@@ -518,9 +516,9 @@ class _TraceParser(_Base):
 
     The G_k = rows f <= d/2 of (Phi C_k Phi)~ cost one real and one complex FFT of a d x d
     matrix each and are shared by the whole batch; they are kept in a cache of at most
-    :data:`G_CACHE_BYTES` (all of them under autograd), as in the numpy engine. Without
-    autograd the cache may be the caller's (``g_cache``), so that later parses with the same
-    index vectors and permutation reuse it.
+    :data:`fastdcyk._buffers.G_CACHE_BYTES` (all of them under autograd), as in the numpy
+    engine. Without autograd the cache may be the caller's (``g_cache``), so that later
+    parses with the same index vectors and permutation reuse it.
     """
 
     def __init__(self, *args: Any, g_cache: dict | None = None, **kwargs: Any) -> None:
@@ -534,8 +532,8 @@ class _TraceParser(_Base):
         # (symmetric) view R[a, t] = v_k[(a + t + 1) mod d]: W^T = R[d - 1 - inv][:, perm]
         self._rows = (d - 1) - self.idx(-1)
         self._g: dict[int, torch.Tensor] = {} if g_cache is None or self.grad else g_cache
-        size = self.h * d * (8 if self.cdtype == torch.complex64 else 16)
-        self._slots = max(2, min(self.n + 1, G_CACHE_BYTES // size))
+        real = "float64" if self.rdtype == torch.float64 else "float32"
+        self._slots = g_cache_slots(d, real, self.n)
         w = self.w.to(self.cdtype)
         self.spectra_w = self.spectra * w / d
         if len(self.st.unary):

@@ -3,9 +3,10 @@
 With ``backend="torch"`` the sentences are parsed in batches by :mod:`fastdcyk._torch` (the
 numpy engine's algorithm in PyTorch, docs/method.md, sections 2-4): sentences of similar
 length go into one batch, the cells they share are computed together, and a cell beyond a
-sentence's length is masked out of its updates. With ``backend="numpy"`` it is a loop over
-:func:`fastdcyk.dcyk`. Either way every sentence gets the :class:`~fastdcyk.engine.DCYKResult`
-that ``dcyk`` would return for it with the same codebook and options.
+sentence's length is masked out of its updates. With ``backend="numpy"`` the numpy engine
+parses them one at a time, as :func:`fastdcyk.dcyk` does. Either way every sentence gets the
+:class:`~fastdcyk.engine.DCYKResult` that ``dcyk`` would return for it with the same codebook
+and options.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from fastdcyk.codebook import Codebook
-from fastdcyk.engine import DCYKResult, _prepare, dcyk
+from fastdcyk.engine import DCYKResult, _parse_numpy, _prepare
 from fastdcyk.grammar import Grammar
 from fastdcyk.options import check_int
 
@@ -97,8 +98,8 @@ def dcyk_batch(
         As for :func:`fastdcyk.dcyk`; one codebook (given or built here) serves every
         sentence.
     backend : {"torch", "numpy"}, default "torch"
-        ``"torch"``: :mod:`fastdcyk._torch` on batches of sentences; ``"numpy"``: one
-        :func:`fastdcyk.dcyk` call per sentence.
+        ``"torch"``: :mod:`fastdcyk._torch` on batches of sentences; ``"numpy"``: the numpy
+        engine, one sentence at a time (every check made once for all of them).
     device : torch.device or str, optional
         Where the torch backend computes (default the CPU).
     batch_size : int, optional
@@ -150,8 +151,8 @@ def dcyk_batch(
         options=options | {"encoding": encoding},
     )
     if backend == "numpy":
-        kw = {"decode": decode, "check_memory": False}
-        return [dcyk(grammar, ws, cb, **kw, **_option_kwargs(opt)) for ws in all_words]
+        kw = {"decode": decode, "record": False, "delay": None}
+        return [_parse_numpy(grammar, ws, cb, opt, **kw) for ws in all_words]
     from fastdcyk import _torch
 
     if batch_size is None:
@@ -166,9 +167,3 @@ def dcyk_batch(
         for k, f in zip(chunk, fields, strict=True):
             results[k] = DCYKResult(**f)
     return results  # type: ignore[return-value]
-
-
-def _option_kwargs(opt: Any) -> dict[str, Any]:
-    """The keywords of :func:`fastdcyk.dcyk` that reproduce resolved options."""
-    names = ("variant", "gate", "decoder", "unary_mask", "beta", "threshold", "prune", "order")
-    return {name: getattr(opt, name) for name in (*names, "encoding")}

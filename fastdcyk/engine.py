@@ -39,6 +39,7 @@ import numpy as np
 from fastdcyk import _buffers as B
 from fastdcyk import _kernels as K
 from fastdcyk._blocks import block_bytes
+from fastdcyk._buffers import g_cache_slots
 from fastdcyk._rules import rule_tables
 from fastdcyk.codebook import Codebook, _available_memory, _format_bytes
 from fastdcyk.decode import (
@@ -51,7 +52,6 @@ from fastdcyk.fft import get_engine
 from fastdcyk.grammar import Grammar
 from fastdcyk.operators import Operator
 from fastdcyk.options import (
-    BACKENDS,
     DEFAULT_BETA,
     DEFAULT_THRESHOLD,
     ENCODINGS,
@@ -59,7 +59,7 @@ from fastdcyk.options import (
     ORDERS,
     VARIANTS,
     DCYKOptions,
-    check_choice,
+    check_backend,
     check_dim,
     check_dtype,
     check_int,
@@ -877,16 +877,6 @@ class _SpectralParser(_ParserBase):
         return p_left, p_right
 
 
-#: Bytes of G_k matrices the trace-gate parser keeps (at least two are kept whatever d).
-G_CACHE_BYTES = 256 << 20
-
-
-def g_cache_slots(d: int, dtype: Any, n: int) -> int:
-    """How many G_k the trace-gate parser keeps for a sentence of n words."""
-    size = (d // 2 + 1) * d * 2 * np.dtype(dtype).itemsize
-    return int(max(2, min(n + 1, G_CACHE_BYTES // size)))
-
-
 def _row_block(d: int, k: int) -> int:
     """Rows per block for products with k rule rows: about 2 MiB of temporaries."""
     return max(8, min(d, (1 << 21) // (16 * max(d // 2 + 1, k))))
@@ -930,9 +920,7 @@ def _prepare(
     """What :func:`dcyk` and :func:`fastdcyk.batch.dcyk_batch` check before parsing:
     (grammar, the sentences' words, the resolved options, the codebook). Everything is
     checked before the codebook is built (and the memory before anything of size d)."""
-    check_choice("backend", backend, BACKENDS)
-    if device is not None and backend != "torch":
-        raise ValueError(f"device={device!r} needs backend='torch'")
+    check_backend(backend, device)
     if backend == "torch":
         from fastdcyk import _torch  # noqa: F401 - ImportError with the install hint
     grammar = _cnf_grammar(grammar)
@@ -1122,6 +1110,21 @@ def dcyk(
             if bar is not None:
                 bar.close()
 
+    return _parse_numpy(grammar, ws, cb, opt, decode=decode, record=record, delay=delay)
+
+
+def _parse_numpy(
+    grammar: Grammar,
+    ws: tuple[str, ...],
+    cb: Codebook,
+    opt: DCYKOptions,
+    *,
+    decode: bool,
+    record: bool,
+    delay: float | None,
+) -> DCYKResult:
+    """The numpy engine's parse of words, options and codebook that :func:`_prepare` checked
+    (``delay``: the progress bar's, None for none)."""
     with cb._lock:  # the parse uses the codebook's work buffers throughout
         spectral = opt.gate == "trace"
         parser = (_SpectralParser if spectral else _Parser)(grammar, ws, cb, opt)

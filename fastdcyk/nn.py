@@ -28,6 +28,7 @@ torch.Size([3, 64])
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -241,16 +242,9 @@ class DCYK(torch.nn.Module):
             learn = (learn,)
         learn = tuple(check_choice("learn", x, LEARNABLE) for x in learn)
         self.max_length = check_int("max_length", max_length, 1)
-        unknown = set(options) - {
-            "gate",
-            "decoder",
-            "unary_mask",
-            "beta",
-            "threshold",
-            "prune",
-            "order",
-            "encoding",
-        }
+        # the options of a parse: resolve's keywords but the two given here
+        allowed = set(inspect.signature(resolve).parameters) - {"variant", "dtype"}
+        unknown = set(options) - allowed
         if unknown:
             raise TypeError(f"unknown option(s) {sorted(unknown)} for DCYK")
         options.setdefault("prune", 0.0)

@@ -40,6 +40,7 @@ __all__ = [
     "ORDERS",
     "VARIANTS",
     "DCYKOptions",
+    "check_backend",
     "check_beta",
     "check_beta_threshold",
     "check_choice",
@@ -109,6 +110,15 @@ def check_choice(name: str, value: Any, allowed: Any, *, none: str | None = None
         return value
     also = f" (or None: {none})" if none is not None else ""
     raise ValueError(f"unknown {name} {value!r}: choose one of {tuple(allowed)}{also}")
+
+
+def check_backend(backend: Any, device: Any = None) -> str:
+    """``backend`` when it is one of :data:`BACKENDS` and ``device`` (where to compute) is
+    None unless the backend is ``"torch"``."""
+    check_choice("backend", backend, BACKENDS)
+    if device is not None and backend != "torch":
+        raise ValueError(f"device={device!r} needs backend='torch'")
+    return backend
 
 
 def check_int(name: str, value: Any, low: int) -> int:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
+from fastdcyk import _buffers
 from fastdcyk.batch import dcyk_batch
 from fastdcyk.engine import default_codebook
 from fastdcyk.options import resolve
@@ -126,7 +127,7 @@ def test_small_g_cache_changes_nothing(monkeypatch):
     g, s, _ = CASES["G0"]
     cb = _codebook(g, 32, "trace")
     ref = fd.dcyk(g, s, cb, variant="trace", order="sequential", backend="torch")
-    monkeypatch.setattr(T, "G_CACHE_BYTES", 0)  # two slots: G_k computed again when needed
+    monkeypatch.setattr(_buffers, "G_CACHE_BYTES", 0)  # two slots: G_k computed again
     got = fd.dcyk(g, s, cb, variant="trace", order="sequential", backend="torch")
     _assert_same(ref, got, 1e-12)
 

@@ -18,7 +18,7 @@ from fastdcyk.experiments.executors import _run_dask, _run_pool, _run_serial
 from fastdcyk.experiments.store import _Appender, _ResultsLock, open_results, record_key
 from fastdcyk.experiments.tasks import _check_sample, plan_tasks
 from fastdcyk.grammar import Grammar
-from fastdcyk.options import BACKENDS, EXECUTORS, check_choice
+from fastdcyk.options import EXECUTORS, check_backend, check_choice
 
 # -- memory ---------------------------------------------------------------------------------
 
@@ -266,10 +266,7 @@ def run_experiment(
 def _check_backend(backend: str, device: Any, executor: str) -> Any:
     """The device to run on (a torch.device; None for numpy), once the backend, the device
     and the executor are checked together: before any file is touched."""
-    check_choice("backend", backend, BACKENDS)
-    if backend != "torch":
-        if device is not None:
-            raise ValueError(f"device={device!r} needs backend='torch'")
+    if check_backend(backend, device) != "torch":
         return None
     if executor != "serial":
         raise ValueError(

@@ -24,7 +24,7 @@ from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.store import BACKEND_FIELD, _settings_key
 from fastdcyk.grammar import Grammar
 from fastdcyk.metrics import cell_scores
-from fastdcyk.options import BACKENDS, CODEBOOKS, VARIANTS, check_choice, resolve
+from fastdcyk.options import BACKENDS, CODEBOOKS, VARIANTS, check_backend, check_choice, resolve
 
 #: Rough seconds per parse on one core: c * n (n + 1) / 2 * (d^2 log2 d + c0), times a
 #: factor per variant and order, from the d = 3000 times of docs/results.md ("Cost"): the
@@ -312,9 +312,7 @@ def run_task(task: Task, *, backend: str = "numpy", device: Any = None) -> list[
     ValueError
         On an unknown backend, or a device without ``backend="torch"``.
     """
-    check_choice("backend", backend, BACKENDS)
-    if device is not None and backend != "torch":
-        raise ValueError(f"device={device!r} needs backend='torch'")
+    check_backend(backend, device)
     with threads.limit(1):
         if backend == "torch":
             return _run_task_torch(task, device)
