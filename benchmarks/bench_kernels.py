@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastdcyk import _kernels as K
+from fastdcyk.hrr import kernels as K
 
 IMPLS = ("numba-serial", "numba-parallel", "numpy")
 

@@ -18,9 +18,9 @@ import pytest
 import scipy.fft
 import scipy.linalg
 
-from fastdcyk import _blocks
-from fastdcyk.codebook import Codebook
-from fastdcyk.fft import available_engines, get_engine
+from fastdcyk.hrr import blocks as _blocks
+from fastdcyk.hrr.codebook import Codebook
+from fastdcyk.hrr.fft import available_engines, get_engine
 
 SYMS = ("a", "b", "c")
 

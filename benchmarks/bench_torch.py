@@ -1,10 +1,10 @@
-"""The torch backend (fastdcyk._torch) on the CPU against the numpy engine.
+"""The torch backend (fastdcyk.engine.torch_backend) on the CPU against the numpy engine.
 
 Targets, each a ratio measured in the same run:
 
 - at d = 1024, G0 sentences of length 5..7, float32, trace variant: the torch backend at
   most 1.5x the numpy engine's time per sentence (the paper variant is recorded only);
-- batched throughput (sentences per second, ``fastdcyk.batch.dcyk_batch`` with its default
+- batched throughput (sentences per second, ``fastdcyk.engine.batch.dcyk_batch`` with its default
   batch size) at d = 1024 and 2048, and 6000 with ``FASTDCYK_BENCH_LARGE=1``: recorded, with
   the numpy engine's rate on the same sentences beside it.
 
@@ -26,8 +26,8 @@ import pytest
 
 import fastdcyk as fd
 from fastdcyk import threads
-from fastdcyk.batch import dcyk_batch
 from fastdcyk.engine import default_codebook
+from fastdcyk.engine.batch import dcyk_batch
 
 torch = pytest.importorskip("torch")
 

@@ -9,16 +9,25 @@ back so that it can be scored against symbolic CYK.
 from __future__ import annotations
 
 from fastdcyk import capacity, options, threads
-from fastdcyk.codebook import Codebook
-from fastdcyk.cyk import cyk, recognizes
-from fastdcyk.decode import decode, decode_statistics
+
+# The old flat modules that share a name with a function bound below are loaded first (they
+# only forward, with a warning, to the subpackages), so that importing one later can never
+# replace the function with the module.
+from fastdcyk import cyk as _cyk_module  # noqa: F401
+from fastdcyk import decode as _decode_module  # noqa: F401
+from fastdcyk import generate as _generate_module  # noqa: F401
+from fastdcyk import random_grammar as _random_grammar_module  # noqa: F401
+from fastdcyk.cfg.cyk import cyk, recognizes
+from fastdcyk.cfg.generate import generate
+from fastdcyk.cfg.grammar import Grammar, GrammarError
+from fastdcyk.cfg.metrics import Scores, cell_scores
+from fastdcyk.cfg.random_grammar import random_grammar
 from fastdcyk.engine import DCYKOptions, DCYKResult, dcyk, estimate_memory
-from fastdcyk.fft import available_engines, get_engine
-from fastdcyk.generate import generate
-from fastdcyk.grammar import Grammar, GrammarError
-from fastdcyk.metrics import Scores, cell_scores
-from fastdcyk.operators import Operator
-from fastdcyk.random_grammar import random_grammar
+from fastdcyk.engine.batch import dcyk_batch
+from fastdcyk.engine.decode import decode, decode_statistics
+from fastdcyk.hrr.codebook import Codebook
+from fastdcyk.hrr.fft import available_engines, get_engine
+from fastdcyk.hrr.operators import Operator
 
 __version__ = "0.1.0"
 
@@ -37,6 +46,7 @@ __all__ = [
     "cell_scores",
     "cyk",
     "dcyk",
+    "dcyk_batch",
     "decode",
     "decode_statistics",
     "estimate_memory",

@@ -40,14 +40,16 @@ from typing import Any
 
 import numpy as np
 
-from fastdcyk._rules import rule_tables
-from fastdcyk.codebook import Codebook, sidon_offsets
-from fastdcyk.cyk import cyk
-from fastdcyk.decode import decision_boundary, sigmoid
-from fastdcyk.engine import _parseval_weights, default_codebook
-from fastdcyk.generate import generate
-from fastdcyk.grammar import Grammar
-from fastdcyk.metrics import Scores, cell_scores
+from fastdcyk.cfg.cyk import cyk
+from fastdcyk.cfg.generate import generate
+from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.cfg.metrics import Scores, cell_scores
+from fastdcyk.engine import schedule as S
+from fastdcyk.engine.decode import decision_boundary, sigmoid
+from fastdcyk.engine.plan import default_codebook
+from fastdcyk.engine.rules import parseval_weights, rule_structure, rule_tables
+from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.hrr.codebook import Codebook, sidon_offsets
 from fastdcyk.options import VARIANTS, check_dim, check_int, resolve
 
 __all__ = ["DIM_GRID", "Prediction", "predict", "required_dim"]
@@ -92,6 +94,9 @@ class Prediction:
         )
 
 
+_OPS = S.NumpyOps()
+
+
 class _Sim:
     """One codebook draw: rule spectra, terminal spectra, and the simulation of a sentence."""
 
@@ -110,21 +115,21 @@ class _Sim:
         self.beta = beta
         self.bound = decision_boundary(beta, threshold)
         self.prune = float(np.finfo(cb.dtype).eps)
-        self.w = _parseval_weights(cb.d)
+        self.w = parseval_weights(cb.d)
         self.left = self.t.spectra.astype(np.complex128)
         self.right = self.t.right_spectra.astype(np.complex128)
         self.ub = self.t.unary_spectra
         self.bb = self.t.binary_spectra
-        row = {a: k for k, a in enumerate(self.t.nonterminals)}
-        brow = {int(r): k for k, r in enumerate(self.t.binary)}
+        st = rule_structure(grammar)
         # the rules A -> B C as arrays: A's position in t.binary, the rows of B and C
-        rules = [(brow[row[a]], row[b], row[c]) for a, b, c in grammar.binary_rules]
-        table = np.array(rules, dtype=np.intp).reshape(-1, 3)
-        self.rule_a, self.rule_b, self.rule_c = table[:, 0], table[:, 1], table[:, 2]
+        self.rule_a, self.rule_b, self.rule_c = (
+            st.binary_rule_row.astype(np.intp),
+            st.binary_rule_left.astype(np.intp),
+            st.binary_rule_right.astype(np.intp),
+        )
         self.n_rules = np.bincount(self.rule_a, minlength=len(self.t.binary)).astype(float)
         self.unary_pairs = set(grammar.unary_rules)
-        urow = {int(r): k for k, r in enumerate(self.t.unary)}
-        unary = np.array([urow[row[a]] for a, _t in grammar.unary_rules], dtype=np.intp)
+        unary = st.unary_rule_row.astype(np.intp)
         self.n_unary = np.bincount(unary, minlength=len(self.t.unary)).astype(float)
 
     def mean(self, spectra: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -137,73 +142,81 @@ class _Sim:
         g = sigmoid(x, self.beta)
         return np.where(g > self.prune, g, 0.0)
 
+    # -- the schedule's protocol (fastdcyk.engine.schedule.CellParser) -----------------------
+
+    def rows(self, step: Step) -> np.ndarray:
+        return self.t.unary if step == S.UNARY else self.t.binary
+
+    def group(self, step: Step) -> int | None:
+        return None
+
     def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
+        """The decoded chart of one sentence, simulated."""
         d, n, t = self.d, len(words), self.t
         # indices beyond the Sidon set that fits in d are random: then model them all so
-        shifted = self.cb.index_vectors == "shifted" and len(sidon_offsets(d, n + 1)) == n + 1
+        self.shifted = self.cb.index_vectors == "shifted" and len(sidon_offsets(d, n + 1)) == n + 1
+        self.words, self.rng = words, rng
         nn = len(t.nonterminals)
         h = d // 2 + 1
-        gl = np.zeros((n + 1, n + 1, nn))  # gate weights written into the chart
-        lsum = np.zeros((n + 1, n + 1, h), np.complex128)  # sum of conj(spec) of P_left's terms
-        rsum = np.zeros((n + 1, n + 1, h), np.complex128)  # sum of right spectra of P_right's
-        term = np.zeros((n + 1, n + 1))  # terminal terms of P_left (weight 1)
-        for i, a in enumerate(words, 1):
-            lsum[i - 1, i] = np.conj(self.cb.spectrum("terminal", a))
-            term[i - 1, i] = 1.0
-        for i in range(1, n + 1):
-            if not len(t.unary):
-                continue
-            # the unary readout's pairs with other span indices: one mismatch (0 when
-            # shifted, 1/d when random) only, left to the binary and decoder noise
-            x = self.mean(self.ub, lsum[i - 1, i])
+        self.gl = np.zeros((n + 1, n + 1, nn))  # gate weights written into the chart
+        # sums of conj(spec) of P_left's terms, and of right spectra of P_right's, per cell
+        self.lsum = np.zeros((n + 1, n + 1, h), np.complex128)
+        self.rsum = np.zeros((n + 1, n + 1, h), np.complex128)
+        self.term = np.zeros((n + 1, n + 1))  # terminal terms of P_left (weight 1)
+        S.run(self, n, self.order, S.Ledger(_OPS, t.nonterminals, [n], self.prune))
+        return self.decode(n)
 
-            def q_unary(i=i):
-                return lsum[i - 1, i]
+    def initialise(self) -> None:
+        for i, a in enumerate(self.words, 1):
+            self.lsum[i - 1, i] = np.conj(self.cb.spectrum("terminal", a))
+            self.term[i - 1, i] = 1.0
 
-            self._write(gl, lsum, rsum, i - 1, i, t.unary, x, self.ub, q_unary)
-        for j in range(2, n + 1):
-            for i in range(j - 2, -1, -1):
-                if not len(t.binary):
-                    continue
+    def begin(self, i: int, j: int, step: Step) -> None:
+        # the unary readout's pairs with other span indices: one mismatch (0 when shifted,
+        # 1/d when random) only, left to the binary and decoder noise. The span noise of a
+        # binary cell is drawn once: in the sequential order a detection reads the updates
+        # of the cell written before it again (its exact part), its noise stays.
+        if step == S.UNARY:
+            self.noise = 0.0
+        else:
+            self.noise = self._noise_binary(self.gl, self.term, i, j, self.rng, self.shifted)
 
-                def q(i=i, j=j):
-                    return np.einsum("kf,kf->f", lsum[i, i + 1 : j], rsum[i + 1 : j, j])
+    def read(self, i: int, j: int, step: Step) -> None:
+        if step == S.UNARY:
+            self.q = self.lsum[i, j]
+        else:
+            self.q = np.einsum("kf,kf->f", self.lsum[i, i + 1 : j], self.rsum[i + 1 : j, j])
 
-                x = self.mean(self.bb, q())
-                x = x + self._noise_binary(gl, term, i, j, rng, shifted)
-                self._write(gl, lsum, rsum, i, j, t.binary, x, self.bb, q)
-        stats = np.zeros((n + 1, n + 1, nn))
+    def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
+        spectra = self.ub if step == S.UNARY else self.bb
+        x = self.mean(spectra[ks], self.q)
+        if step == S.BINARY:
+            x = x + self.noise[ks]
+        g = self.gate(x)
+        return Detections(x[None], g[None], g[None], g)
+
+    def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
+        """Write the gated updates (those pruned have gate 0) into the simulated chart."""
+        rows, g = self.rows(step)[ks], det.values
+        self.gl[i, j, rows] = g
+        self.lsum[i, j] += (g[:, None] * np.conj(self.left[rows])).sum(axis=0)
+        self.rsum[i, j] += (g[:, None] * self.right[rows]).sum(axis=0)
+
+    def decode(self, n: int) -> dict:
+        """The trace decoder over the simulated chart, with its modelled noise."""
+        t, gl, rng = self.t, self.gl, self.rng
+        stats = np.zeros((n + 1, n + 1, len(t.nonterminals)))
         for i in range(n):
             for j in range(i + 1, n + 1):
                 # tr([A]+ ...) / d: the real part of mean(conj(A) conj(lsum)) = mean(A lsum)
-                stats[i, j] = self.mean(self.left, lsum[i, j])
-                stats[i, j] += self._noise_decoder(gl, term, i, j, rng, shifted)
+                stats[i, j] = self.mean(self.left, self.lsum[i, j])
+                stats[i, j] += self._noise_decoder(gl, self.term, i, j, rng, self.shifted)
         names = t.nonterminals
         return {
             (i, j): frozenset(a for k, a in enumerate(names) if stats[i, j, k] > self.bound)
             for i in range(n)
             for j in range(i + 1, n + 1)
         }
-
-    def _write(self, gl, lsum, rsum, i, j, rows, x, spectra, q_of) -> None:
-        """Gate the readouts ``x`` of a cell and write the updates into the simulated chart.
-
-        In the sequential order a detection reads the updates of the cell written before
-        it: its exact part is read again (its noise, from other cells, stays).
-        """
-        if self.order == "cell":
-            g = self.gate(x)
-            gl[i, j, rows] = g
-            lsum[i, j] += (g[:, None] * np.conj(self.left[rows])).sum(axis=0)
-            rsum[i, j] += (g[:, None] * self.right[rows]).sum(axis=0)
-            return
-        noise = x - self.mean(spectra, q_of())
-        for k, r in enumerate(rows):
-            xk = self.mean(spectra[k : k + 1], q_of())[0] + noise[k]
-            g = float(self.gate(np.array([xk]))[0])
-            gl[i, j, r] = g
-            lsum[i, j] += g * np.conj(self.left[r])
-            rsum[i, j] += g * self.right[r]
 
     # -- the modelled (span) part of each readout -----------------------------------------
 
@@ -314,81 +327,102 @@ class _MaskSim(_Sim):
     variance per term of P_left (more for the term that cancels).
     """
 
+    def group(self, step: Step) -> int | None:
+        return 1  # every detection draws its own noise, in the engine's order
+
     def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
+        """The decoded chart of one sentence, simulated."""
         d, n, t = self.d, len(words), self.t
+        self.words, self.rng = words, rng
         nn = len(t.nonterminals)
         h = d // 2 + 1
-        masks = np.zeros((n + 1, n + 1, nn, d))
-        means = np.zeros((n + 1, n + 1, nn))  # mean(m): the weight of a true derivation
-        weight = np.zeros((n + 1, n + 1, nn))  # ||P_A||_F^2 / d: the weight of its noise
-        lsum = np.zeros((n + 1, n + 1, h), np.complex128)  # sum of mean(m) conj(spec)
-        words_w = float(n)  # the words' terms of P_left weigh 1
-        for i, a in enumerate(words, 1):
-            lsum[i - 1, i] = np.conj(self.cb.spectrum("terminal", a))
-        for i in range(1, n + 1):
-            for k, r in enumerate(t.unary):
-                x = self.mean(self.ub[k : k + 1], lsum[i - 1, i])[0]
-                # terms at the readout's own span (the word, and in the sequential order
-                # the cell's updates before this one) cancel their span indices and read
-                # with _KAPPA_SPAN; terms elsewhere with _KAPPA_TERM
-                span = 1.0 + (weight[i - 1, i].sum() if self.order == "sequential" else 0.0)
-                other = words_w - 1.0 + weight.sum() - weight[i - 1, i].sum()
-                own = 1.0 if (t.nonterminals[r], words[i - 1]) in self.unary_pairs else 0.0
-                var = (_KAPPA_TERM * other + _KAPPA_SPAN * span) * self.n_unary[k]
-                sd = math.sqrt((var + (_KAPPA_SELF - _KAPPA_SPAN) * own) / d)
-                m = self._put(masks, means, lsum, i - 1, i, r, x + rng.normal(0.0, sd, d))
-                # off-diagonal entries of sigma(M): noise, on above 0.5 (the word's own term
-                # off the diagonal reads like any term at the span)
-                sd = math.sqrt(var / d)
-                junk = (d - 1) * float(np.mean(sigmoid(rng.normal(0.0, sd, 4096), self.beta)))
-                weight[i - 1, i, r] = float(np.mean(m * m)) + junk
-        right = self.right
-        for j in range(2, n + 1):
-            for i in range(j - 2, -1, -1):
-                total_l, total_r = words_w + weight.sum(), weight.sum()
-                # near matches (a constant diagonal: every entry shifts alike)
-                single = self._single_mismatches(means, i, j)
-                common = rng.normal(0.0, 1.0, len(t.binary)) * np.sqrt(single / d)
-                for kk, r in enumerate(t.binary):
-                    sig = np.zeros(d)
-                    for k in range(i + 1, j):
-                        on = np.nonzero(means[k, j])[0]
-                        if not len(on):
-                            continue
-                        # overlap of every right term C2 with (sum of left terms) R_A
-                        ov = self.mean(right[on], lsum[i, k] * self.bb[kk])
-                        sig += (ov[:, None] * masks[k, j, on]).sum(axis=0)
-                    sd = math.sqrt(_KAPPA_PAIR * total_l * total_r * self.n_rules[kk] / d)
-                    m = self._put(
-                        masks, means, lsum, i, j, r, sig + common[kk] + rng.normal(0.0, sd, d)
-                    )
-                    weight[i, j, r] = float(np.mean(m * m))
+        self.masks = np.zeros((n + 1, n + 1, nn, d))
+        self.means = np.zeros((n + 1, n + 1, nn))  # mean(m): the weight of a true derivation
+        self.weight = np.zeros((n + 1, n + 1, nn))  # ||P_A||_F^2 / d: the weight of its noise
+        self.lsum = np.zeros((n + 1, n + 1, h), np.complex128)  # sum of mean(m) conj(spec)
+        self.words_w = float(n)  # the words' terms of P_left weigh 1
+        S.run(self, n, self.order, S.Ledger(_OPS, t.nonterminals, [n], self.prune))
+        return self.decode(n)
+
+    def initialise(self) -> None:
+        for i, a in enumerate(self.words, 1):
+            self.lsum[i - 1, i] = np.conj(self.cb.spectrum("terminal", a))
+
+    def begin(self, i: int, j: int, step: Step) -> None:
+        if step == S.BINARY:
+            weight = self.weight
+            self.totals = (self.words_w + weight.sum(), weight.sum())
+            # near matches (a constant diagonal: every entry shifts alike)
+            single = self._single_mismatches(self.means, i, j)
+            self.common = self.rng.normal(0.0, 1.0, len(self.t.binary)) * np.sqrt(single / self.d)
+
+    def read(self, i: int, j: int, step: Step) -> None:
+        pass  # each detection reads the simulated chart as it is
+
+    def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
+        d, t, k, rng, weight = self.d, self.t, ks.start, self.rng, self.weight
+        if step == S.UNARY:
+            r = t.unary[k]
+            x = self.mean(self.ub[k : k + 1], self.lsum[i, j])[0]
+            # terms at the readout's own span (the word, and in the sequential order the
+            # cell's updates before this one) cancel their span indices and read with
+            # _KAPPA_SPAN; terms elsewhere with _KAPPA_TERM
+            span = 1.0 + (weight[i, j].sum() if self.order == "sequential" else 0.0)
+            other = self.words_w - 1.0 + weight.sum() - weight[i, j].sum()
+            own = 1.0 if (t.nonterminals[r], self.words[j - 1]) in self.unary_pairs else 0.0
+            var = (_KAPPA_TERM * other + _KAPPA_SPAN * span) * self.n_unary[k]
+            sd = math.sqrt((var + (_KAPPA_SELF - _KAPPA_SPAN) * own) / d)
+            m = sigmoid(x + rng.normal(0.0, sd, d), self.beta)
+            # off-diagonal entries of sigma(M): noise, on above 0.5 (the word's own term
+            # off the diagonal reads like any term at the span)
+            sd = math.sqrt(var / d)
+            junk = (d - 1) * float(np.mean(sigmoid(rng.normal(0.0, sd, 4096), self.beta)))
+            weight[i, j, r] = junk  # what a pruned update leaves
+        else:
+            sig = np.zeros(d)
+            for s in range(i + 1, j):
+                on = np.nonzero(self.means[s, j])[0]
+                if not len(on):
+                    continue
+                # overlap of every right term C2 with (sum of left terms) R_A
+                ov = self.mean(self.right[on], self.lsum[i, s] * self.bb[k])
+                sig += (ov[:, None] * self.masks[s, j, on]).sum(axis=0)
+            total_l, total_r = self.totals
+            sd = math.sqrt(_KAPPA_PAIR * total_l * total_r * self.n_rules[k] / d)
+            m = sigmoid(sig + self.common[k] + rng.normal(0.0, sd, d), self.beta)
+            junk = 0.0
+        peak = np.array([[m.max()]])
+        return Detections(np.array([[m.mean()]]), peak, peak, (m, junk), check=m)
+
+    def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
+        r = self.rows(step)[ks.start]
+        m, junk = det.values
+        self.masks[i, j, r] = m
+        self.means[i, j, r] = float(m.mean())
+        self.lsum[i, j] += self.means[i, j, r] * np.conj(self.left[r])
+        self.weight[i, j, r] = float(np.mean(m * m)) + junk
+
+    def decode(self, n: int) -> dict:
+        """The entry decoder over the simulated masks, with its modelled noise."""
+        d, t, rng = self.d, self.t, self.rng
+        nn = len(t.nonterminals)
         chart = {}
-        total = words_w + weight.sum()
+        total = self.words_w + self.weight.sum()
         left = self.left
         for i in range(n):
             for j in range(i + 1, n + 1):
-                on = np.nonzero(means[i, j])[0]
+                on = np.nonzero(self.means[i, j])[0]
                 # every term of P_left, and more for the cell's own term of A (it cancels)
-                var = _KAPPA_TERM * total + (_KAPPA_SELF - _KAPPA_TERM) * weight[i, j]
+                var = _KAPPA_TERM * total + (_KAPPA_SELF - _KAPPA_TERM) * self.weight[i, j]
                 stat = rng.normal(0.0, 1.0, nn) * np.sqrt(var / d)
                 if len(on):
                     # overlap of A with every X written in the cell, times m_X[0]
                     ov = np.stack([self.mean(left, np.conj(left[x])) for x in on], axis=1)
-                    stat += (ov * masks[i, j, on, 0]).sum(axis=1)
+                    stat += (ov * self.masks[i, j, on, 0]).sum(axis=1)
                 chart[(i, j)] = frozenset(
                     a for k, a in enumerate(t.nonterminals) if stat[k] > self.bound
                 )
         return chart
-
-    def _put(self, masks, means, lsum, i, j, r, x) -> np.ndarray:
-        m = sigmoid(x, self.beta)
-        if m.max() <= self.prune:
-            return np.zeros_like(m)
-        masks[i, j, r] = m
-        means[i, j, r] = float(m.mean())
-        lsum[i, j] += means[i, j, r] * np.conj(self.left[r])
-        return m
 
 
 def _grammar(grammar: Any) -> Grammar:

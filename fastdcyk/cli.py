@@ -38,7 +38,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fastdcyk import options
-from fastdcyk.cyk import UnknownWordError, cyk
+from fastdcyk.cfg.cyk import UnknownWordError, cyk
+from fastdcyk.cfg.generate import generate
+from fastdcyk.cfg.grammar import Grammar, GrammarError
+from fastdcyk.cfg.metrics import cell_scores
 from fastdcyk.display import format_chart
 from fastdcyk.engine import dcyk
 from fastdcyk.experiments import (
@@ -55,9 +58,6 @@ from fastdcyk.experiments import (
     study_rows,
     summary_table,
 )
-from fastdcyk.generate import generate
-from fastdcyk.grammar import Grammar, GrammarError
-from fastdcyk.metrics import cell_scores
 from fastdcyk.options import (
     BACKENDS,
     CODEBOOKS,

@@ -1,7 +1,7 @@
 """D-CYK as a neural-network layer: :class:`DCYK`, a :class:`torch.nn.Module`.
 
 The module holds a codebook's symbol vectors as tensors (learnable ones as
-:class:`torch.nn.Parameter`), runs the torch backend (:mod:`fastdcyk._torch`, the same
+:class:`torch.nn.Parameter`), runs the torch backend (:mod:`fastdcyk.engine.torch_backend`, the same
 algorithm as :func:`fastdcyk.dcyk`) on a batch of sentences of different lengths, and
 returns a :class:`DCYKOutput`: the decoder's readouts of every (i, j, A) as a differentiable
 tensor, the charts decoded from them, and a loss against symbolic CYK. Gradients reach the
@@ -40,12 +40,12 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("fastdcyk.nn needs PyTorch: pip install 'fastdcyk[torch]'") from exc
 
-from fastdcyk import _torch
-from fastdcyk.codebook import Codebook
-from fastdcyk.cyk import cyk
-from fastdcyk.decode import decision_boundary
-from fastdcyk.engine import _cnf_grammar, _words, default_codebook
-from fastdcyk.grammar import Grammar
+from fastdcyk.cfg.cyk import cyk
+from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.engine import torch_backend as _torch
+from fastdcyk.engine.decode import decision_boundary
+from fastdcyk.engine.plan import cnf_grammar, default_codebook, words_of
+from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import VARIANTS, check_choice, check_int, resolve
 
 __all__ = ["LEARNABLE", "DCYK", "DCYKOutput"]
@@ -94,7 +94,7 @@ class DCYKOutput:
 
     @property
     def charts(self) -> list[dict[tuple[int, int], frozenset[str]]]:
-        """The decoded charts, ``{(i, j): frozenset}`` per sentence, as :func:`fastdcyk.cyk`."""
+        """The decoded charts, ``{(i, j): frozenset}`` per sentence, as :func:`fastdcyk.cfg.cyk`."""
         present = (self.scores.detach() > self.boundary).cpu().numpy()
         out = []
         for b, words in enumerate(self.sentences):
@@ -112,7 +112,7 @@ class DCYKOutput:
         """The targets of :meth:`loss` as a (B, n, n + 1, N) tensor of 0 and 1.
 
         ``gold_charts``: one chart per sentence (``{(i, j): set of nonterminals}``); None
-        (the default) is symbolic CYK's (:func:`fastdcyk.cyk`).
+        (the default) is symbolic CYK's (:func:`fastdcyk.cfg.cyk`).
         """
         if gold_charts is None:
             gold_charts = [cyk(self.grammar, words) for words in self.sentences]
@@ -235,7 +235,7 @@ class DCYK(torch.nn.Module):
         **options: Any,
     ) -> None:
         super().__init__()
-        grammar = _cnf_grammar(grammar)
+        grammar = cnf_grammar(grammar)
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
         if isinstance(learn, str):
@@ -314,7 +314,7 @@ class DCYK(torch.nn.Module):
         """
         if isinstance(sentences, str):
             raise TypeError("sentences must be a sequence of sentences, not one str")
-        words = [_words(self.grammar, s) for s in sentences]
+        words = [words_of(self.grammar, s) for s in sentences]
         if not words:
             raise ValueError("no sentences to parse")
         longest = max(len(w) for w in words)

@@ -32,6 +32,7 @@ __all__ = [
     "CODEBOOKS",
     "DECODERS",
     "DEFAULT_BETA",
+    "DEFAULT_VARIANT",
     "DEFAULT_THRESHOLD",
     "DTYPES",
     "ENCODINGS",
@@ -72,6 +73,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "encoding": "roles",
     },
 }
+#: The variant of :func:`fastdcyk.dcyk` and :func:`fastdcyk.dcyk_batch` when none is given:
+#: the faithful algorithm. The capacity model and :class:`fastdcyk.nn.DCYK` default to
+#: ``"trace"``, deliberately: the model predicts what a user should run, and a layer that
+#: learns wants the variant whose readouts are smooth scalars (docs/architecture.md).
+DEFAULT_VARIANT = "paper"
 #: ``"entrywise"``: P_A = sigma(M) (the paper); ``"trace"``: P_A = sigma(tr(M) / d) I.
 GATES = ("entrywise", "trace")
 #: ``"entry"``: entry (0, 0) of the readout (the paper); ``"trace"``: its trace over d.
@@ -83,7 +89,7 @@ ORDERS = ("sequential", "cell")
 #: ``"roles"``: the right child under its own vector X', [X']+ [i]+ [j]+ and [B]+ [C']-.
 ENCODINGS = ("paper", "roles")
 #: ``"numpy"``: the engine's parsers (:mod:`fastdcyk.engine`); ``"torch"``: the same
-#: algorithm in PyTorch, batched and differentiable (:mod:`fastdcyk._torch`).
+#: algorithm in PyTorch, batched and differentiable (:mod:`fastdcyk.engine.torch_backend`).
 BACKENDS = ("numpy", "torch")
 #: Where the tasks of an experiment grid run.
 EXECUTORS = ("serial", "process", "dask")

@@ -1,4 +1,4 @@
-"""The cache-blocked application path (fastdcyk._blocks) against the whole-matrix path.
+"""The cache-blocked application path (fastdcyk.hrr.blocks) against the whole-matrix path.
 
 The blocked path runs a whole chain on one block of columns (left) or rows (right) at a time,
 spread over threads. Per column (row) it does the same arithmetic as the whole-matrix path,
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from fastdcyk import _blocks
-from fastdcyk import _kernels as K
-from fastdcyk.codebook import Codebook
+from fastdcyk.hrr import blocks as _blocks
+from fastdcyk.hrr import kernels as K
+from fastdcyk.hrr.codebook import Codebook
 
 DTYPES = (np.float32, np.float64)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import nltk
 import pytest
 
-from fastdcyk.cyk import cyk, recognizes
-from fastdcyk.generate import generate
-from fastdcyk.grammar import Grammar
+from fastdcyk.cfg.cyk import cyk, recognizes
+from fastdcyk.cfg.generate import generate
+from fastdcyk.cfg.grammar import Grammar
 
 CHAIN = ("G0", "G1", "G2", "G3", "G4")
 SIZES = {"G0": 8, "G1": 25, "G2": 28, "G3": 34, "G4": 41}

@@ -7,10 +7,10 @@ import pickle
 import numpy as np
 import pytest
 
-from fastdcyk import _blocks
-from fastdcyk.codebook import KINDS, Codebook, sidon_offsets
-from fastdcyk.fft import available_engines
-from fastdcyk.grammar import Grammar
+from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.hrr import blocks as _blocks
+from fastdcyk.hrr.codebook import KINDS, Codebook, sidon_offsets
+from fastdcyk.hrr.fft import available_engines
 
 DTYPES = (np.float32, np.float64)
 
@@ -350,20 +350,20 @@ def test_buffers_stay_bounded_whatever_shapes_they_serve():
     op @ np.ones((d, 1024), np.float32)
     op.T.apply(np.ones((1024, d), np.float32), "right")
     most = cb.buffer_bytes()
-    names = len(cb._workspace)
+    names = len(cb.workspace.arrays)
     for k in range(1, 300, 7):
         op @ np.ones((d, k), np.float32)
         np.ones((k, d), np.float32) @ op
         op @ np.ones(d, np.float32)
     assert cb.buffer_bytes() == most
-    assert len(cb._workspace) == names
+    assert len(cb.workspace.arrays) == names
     # One allocation per name grows to the largest shape and serves the smaller ones.
     a = cb.buffer("x", (10, 3), np.float64)
     b = cb.buffer("x", (2, 5), np.float64)
     assert b.shape == (2, 5) and np.shares_memory(a, b)
     c = cb.buffer("x", (100,), np.float64)
     assert c.shape == (100,) and not np.shares_memory(a, c)
-    assert cb._workspace[("x", np.dtype(np.float64).str)].size == 100
+    assert cb.workspace.arrays[("x", np.dtype(np.float64).str)].size == 100
 
 
 # -- shifted span indices -------------------------------------------------------------------
@@ -437,7 +437,7 @@ def test_index_vectors_option_is_checked():
 
 
 def test_shifted_symbols_make_near_matches_exact():
-    from fastdcyk.codebook import grammar_symbols
+    from fastdcyk.hrr.codebook import grammar_symbols
 
     d = 256
     g = Grammar.builtin("G2")
@@ -510,7 +510,7 @@ def test_shifted_symbols_option_is_checked():
 
 
 def test_grammar_symbols_order():
-    from fastdcyk.codebook import grammar_symbols
+    from fastdcyk.hrr.codebook import grammar_symbols
 
     g = Grammar.from_string("S -> B A\nA -> 'y'\nB -> 'x'\nB -> 'a'")
     assert grammar_symbols(g) == (

@@ -1,4 +1,4 @@
-"""Tests of fastdcyk.cyk against an independent brute-force recogniser and NLTK's parser."""
+"""Tests of fastdcyk.cfg.cyk against an independent brute-force recogniser and NLTK's parser."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastdcyk.cyk import UnknownWordError, cyk, recognizes
-from fastdcyk.generate import generate
-from fastdcyk.grammar import Grammar, GrammarError
+from fastdcyk.cfg.cyk import UnknownWordError, cyk, recognizes
+from fastdcyk.cfg.generate import generate
+from fastdcyk.cfg.grammar import Grammar, GrammarError
 
 BUILTINS = ("example", "G0", "G1", "G2", "G3", "G4")
 

@@ -381,13 +381,13 @@ def test_memory_estimate_and_refusal(example, monkeypatch):
     # at d = 1024 all n + 1 index matrices of a 7-word sentence fit in the G cache
     small = fd.estimate_memory(1024, "float32", variant="trace", n=7)
     assert small == (2 + 8) * 513 * 1024 * 8 + 1024**2 * 4
-    import fastdcyk.engine as engine
+    import fastdcyk.hrr.memory as memory
 
-    monkeypatch.setattr(engine, "_available_memory", lambda: 10**6)
+    monkeypatch.setattr(memory, "available_memory", lambda: 10**6)
     with pytest.raises(MemoryError, match=r"d = 1000 in float64 needs about .* GiB") as err:
         fd.dcyk(example, "a b", d=1000, dtype="float64")
     assert "float32" in str(err.value)
-    monkeypatch.setattr(engine, "_available_memory", lambda: None)
+    monkeypatch.setattr(memory, "available_memory", lambda: None)
     assert fd.dcyk(example, "a b", d=16).chart is not None
 
 
@@ -608,21 +608,23 @@ def test_words_are_compared_with_terminals_in_unicode_nfc():
 )
 def test_the_work_buffers_a_parse_leaves_are_the_ones_the_estimate_counts(engine, options):
     """Every d x d work buffer the codebook holds after a parse is declared for those options
-    (fastdcyk._buffers), with the size the memory estimate gives it."""
-    from fastdcyk import _blocks, _buffers
-    from fastdcyk.engine import _work_buffers, g_cache_slots
+    (fastdcyk.hrr.buffers), with the size the memory estimate gives it."""
+    from fastdcyk.engine.memory import work_buffers
+    from fastdcyk.hrr import blocks as _blocks
+    from fastdcyk.hrr import buffers as _buffers
+    from fastdcyk.hrr.buffers import g_cache_slots
 
     d = 64
     g = fd.Grammar.builtin("G0")
     cb = fd.Codebook(d, seed=1, unitary=options["variant"] == "trace", engine=engine, threads=1)
     r = fd.dcyk(g, "fish swim fish", cb, **options)
     opt = r.options
-    during, end = _work_buffers(
+    during, end = work_buffers(
         opt.gate, opt.order, opt.decoder, cb.engine.blockwise, g_cache_slots(d, cb.dtype, 3)
     )
     declared = {b.name: b for b in during + end}
     blocks = {name for t in range(cb.engine.threads) for name in _blocks.block_names(t)}
-    held = {name: buf for (name, _), buf in cb._workspace.items()}
+    held = {name: buf for (name, _), buf in cb.workspace.arrays.items()}
     assert held, "the parse used no work buffer"
     for name, buf in held.items():
         chains = opt.gate == "entrywise" or opt.decoder == "entry"  # operator chains ran

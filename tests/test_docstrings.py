@@ -16,11 +16,11 @@ import fastdcyk
 
 MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(fastdcyk.__path__, "fastdcyk."))
 #: Modules that need PyTorch (the optional extra ``fastdcyk[torch]``).
-NEEDS_TORCH = ("fastdcyk._torch", "fastdcyk.nn")
+NEEDS_TORCH = ("fastdcyk.engine.torch_backend", "fastdcyk.nn")
 
 
 def test_every_module_is_listed():
-    assert "fastdcyk.engine" in MODULES and "fastdcyk.operators" in MODULES
+    assert "fastdcyk.engine" in MODULES and "fastdcyk.hrr.operators" in MODULES
     assert "fastdcyk.experiments.store" in MODULES and set(NEEDS_TORCH) <= set(MODULES)
 
 

@@ -1011,7 +1011,7 @@ def test_torch_tasks_are_larger_and_cover_the_same_sentences():
 
 
 def test_torch_tasks_halve_their_batches_when_the_device_is_full(monkeypatch, torch_one_thread):
-    from fastdcyk import _torch
+    from fastdcyk.engine import torch_backend as _torch
 
     torch = torch_one_thread
     task = ex.plan_tasks(TORCH_GRID, backend="torch")[0]
@@ -1042,7 +1042,7 @@ def test_torch_tasks_halve_their_batches_when_the_device_is_full(monkeypatch, to
 
 
 def test_torch_backend_errors_touch_no_file(tmp_path, monkeypatch, torch_one_thread):
-    from fastdcyk import _torch
+    from fastdcyk.engine import torch_backend as _torch
 
     torch = torch_one_thread
     out = tmp_path / "r.jsonl"

@@ -12,8 +12,8 @@ import warnings
 import numpy as np
 import pytest
 
-import fastdcyk.fft as fft_mod
-from fastdcyk.fft import (
+import fastdcyk.hrr.fft as fft_mod
+from fastdcyk.hrr.fft import (
     ENGINES,
     FFTEngine,
     available_engines,

@@ -1,4 +1,4 @@
-"""Tests of fastdcyk.generate."""
+"""Tests of fastdcyk.cfg.generate."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from fastdcyk.cyk import recognizes
-from fastdcyk.generate import generate
-from fastdcyk.grammar import Grammar
+from fastdcyk.cfg.cyk import recognizes
+from fastdcyk.cfg.generate import generate
+from fastdcyk.cfg.grammar import Grammar
 
 
 def test_determinism_and_seeds():

@@ -1,4 +1,4 @@
-"""Tests of fastdcyk.grammar: reading, errors, CNF checks and conversion, builtins."""
+"""Tests of fastdcyk.cfg.grammar: reading, errors, CNF checks and conversion, builtins."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastdcyk.cyk import recognizes
-from fastdcyk.grammar import Grammar, GrammarError, Rule, Symbol
+from fastdcyk.cfg.cyk import recognizes
+from fastdcyk.cfg.grammar import Grammar, GrammarError, Rule, Symbol
 
 EXAMPLE = "S -> D E | D S\nD -> 'a'\nE -> 'b'\n"
 

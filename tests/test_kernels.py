@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from fastdcyk import _kernels as K
+from fastdcyk.hrr import kernels as K
 
 DTYPES = (np.float32, np.float64)
 SIZES = (1, 2, 7, 64, 65)

@@ -20,9 +20,9 @@ import scipy.linalg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastdcyk.codebook import Codebook
-from fastdcyk.fft import available_engines
-from fastdcyk.operators import Operator
+from fastdcyk.hrr.codebook import Codebook
+from fastdcyk.hrr.fft import available_engines
+from fastdcyk.hrr.operators import Operator
 
 DIMS = (2, 7, 64, 100, 257)
 DTYPES = (np.float32, np.float64)

@@ -1,4 +1,4 @@
-"""Tests of fastdcyk.random_grammar."""
+"""Tests of fastdcyk.cfg.random_grammar."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastdcyk
-from fastdcyk.cyk import cyk, recognizes
-from fastdcyk.generate import generate
-from fastdcyk.grammar import Grammar
-from fastdcyk.random_grammar import minimum_binary_rules, random_grammar
+from fastdcyk.cfg.cyk import cyk, recognizes
+from fastdcyk.cfg.generate import generate
+from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.cfg.random_grammar import minimum_binary_rules, random_grammar
 
 # (nonterminals, terminals, binary_rules, ambiguity, min_length)
 SIZES = [
@@ -241,7 +241,7 @@ def test_bad_arguments(args, kwargs, message):
 
 def test_large_grammar_builds_and_generates():
     # the size of the engine's scaling benchmark (its build time is measured there)
-    assert fastdcyk.random_grammar is random_grammar
+    assert fastdcyk.cfg.random_grammar is random_grammar
     g = random_grammar(4000, 1000, 10000, ambiguity=2.0, seed=0)
     assert (len(g.nonterminals), len(g.terminals)) == (4000, 1000)
     assert (len(g.binary_rules), len(g.unary_rules)) == (10000, 2000)

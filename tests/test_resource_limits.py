@@ -18,12 +18,11 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-import fastdcyk.codebook as codebook_module
-import fastdcyk.engine as engine
+import fastdcyk.engine.plan as engine_plan
 import fastdcyk.experiments as ex
+import fastdcyk.hrr.memory as memory_module
 from fastdcyk import cli
 from fastdcyk.experiments import executors as ex_exec
-from fastdcyk.experiments import runner as ex_runner
 from fastdcyk.experiments import store as ex_store
 
 LINUX = sys.platform.startswith("linux")
@@ -137,8 +136,8 @@ def test_dcyk_checks_memory_before_building_its_codebook(example, monkeypatch):
     def no_codebook(*args, **kwargs):
         raise AssertionError("the codebook was built before the memory check")
 
-    monkeypatch.setattr(engine, "_available_memory", lambda: 2**30)
-    monkeypatch.setattr(engine, "default_codebook", no_codebook)
+    monkeypatch.setattr(memory_module, "available_memory", lambda: 2**30)
+    monkeypatch.setattr(engine_plan, "default_codebook", no_codebook)
     for variant in ("paper", "trace"):
         with pytest.raises(MemoryError) as err:
             fd.dcyk(example, "a a b", d=10**6, variant=variant)
@@ -154,7 +153,7 @@ def test_dcyk_checks_memory_before_building_its_codebook(example, monkeypatch):
 
 
 def test_dcyk_checks_a_given_codebook_before_drawing_from_it(example, monkeypatch):
-    monkeypatch.setattr(engine, "_available_memory", lambda: 2**30)
+    monkeypatch.setattr(memory_module, "available_memory", lambda: 2**30)
     cb = fd.Codebook(10**6, seed=1)
     with pytest.raises(MemoryError, match=r"D-CYK at d = 1000000 in float32 needs about"):
         fd.dcyk(example, "a a b", cb)
@@ -176,7 +175,7 @@ def test_the_permutation_is_drawn_on_first_use():
 
 
 def test_a_codebook_refuses_what_cannot_fit(monkeypatch):
-    monkeypatch.setattr(codebook_module, "_available_memory", lambda: 100 * 2**20)
+    monkeypatch.setattr(memory_module, "available_memory", lambda: 100 * 2**20)
     cb = fd.Codebook(2**22)  # a permutation of 96 MiB, its vectors 192 MiB at their peak
     with pytest.raises(MemoryError, match=r"d = 4194304 needs about 0\.09 GiB for its perm"):
         cb.perm  # noqa: B018
@@ -184,7 +183,7 @@ def test_a_codebook_refuses_what_cannot_fit(monkeypatch):
         cb.vector("terminal", "a")
     assert cb._perm is None and not cb.symbols("terminal")
     # small draws are not checked at all
-    monkeypatch.setattr(codebook_module, "_available_memory", lambda: 0)
+    monkeypatch.setattr(memory_module, "available_memory", lambda: 0)
     small = fd.Codebook(1024)
     assert small.perm.size == 1024 and small.spectrum("terminal", "a").size == 513
 
@@ -193,7 +192,7 @@ def test_a_codebook_refuses_what_cannot_fit(monkeypatch):
 def test_available_memory_is_bounded_by_the_address_space_limit(monkeypatch):
     import resource
 
-    used = codebook_module._proc_status_bytes("VmSize")["VmSize"]
+    used = memory_module.proc_status_bytes("VmSize")["VmSize"]
     real = resource.getrlimit
 
     def limited(which):
@@ -202,12 +201,12 @@ def test_available_memory_is_bounded_by_the_address_space_limit(monkeypatch):
         return real(which)
 
     monkeypatch.setattr(resource, "getrlimit", limited)
-    avail = codebook_module._available_memory()
+    avail = memory_module.available_memory()
     assert 200 * 2**20 < avail <= 300 * 2**20
 
 
 def test_an_experiment_that_cannot_fit_is_refused_before_it_starts(monkeypatch, tmp_path):
-    monkeypatch.setattr(ex_runner, "_available_memory", lambda: 2**30)
+    monkeypatch.setattr(memory_module, "available_memory", lambda: 2**30)
     cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16, 100_000), sentences=3, max_len=4)
     out = tmp_path / "big.jsonl"
     with pytest.raises(MemoryError) as err:
@@ -220,7 +219,7 @@ def test_an_experiment_that_cannot_fit_is_refused_before_it_starts(monkeypatch, 
     small = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=3, max_len=4)
     ex.run_experiment(small, out, executor="serial", progress=False)
     before = out.read_bytes()
-    monkeypatch.setattr(ex_runner, "_available_memory", lambda: 1000)
+    monkeypatch.setattr(memory_module, "available_memory", lambda: 1000)
     assert ex.run_experiment(small, out, executor="serial", progress=False).complete
     out.write_bytes(before[: before.rindex(b"\n", 0, -1) + 1])  # one record less
     with pytest.raises(MemoryError, match=r"largest parse \(d = 16"):
@@ -233,7 +232,7 @@ def test_the_pool_is_cut_to_the_workers_that_fit(monkeypatch, tmp_path):
         grammars=("G0",), dims=(16,), sentences=4, max_len=4, variants=("paper",)
     )
     need = fd.estimate_memory(16, "float32", "auto", 1, variant="paper")
-    monkeypatch.setattr(ex_runner, "_available_memory", lambda: need + need // 2)
+    monkeypatch.setattr(memory_module, "available_memory", lambda: need + need // 2)
     said = []
     summary = ex.run_experiment(
         cfg, tmp_path / "r.jsonl", workers=2, batch_size=1, progress=False, echo=said.append

@@ -8,8 +8,8 @@ import pytest
 
 import fastdcyk as fd
 import fastdcyk.experiments as ex
-from fastdcyk import _kernels as K
 from fastdcyk import threads
+from fastdcyk.hrr import kernels as K
 
 
 def test_the_setting_governs_new_engines_and_the_kernels():

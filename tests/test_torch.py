@@ -1,4 +1,5 @@
-"""The torch backend (fastdcyk._torch) against the numpy engine, its gradients and batches."""
+"""The torch backend (fastdcyk.engine.torch_backend) against the numpy engine, its gradients
+and batches."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk import _buffers
-from fastdcyk.batch import dcyk_batch
 from fastdcyk.engine import default_codebook
+from fastdcyk.engine.batch import dcyk_batch
+from fastdcyk.hrr import buffers as _buffers
 from fastdcyk.options import resolve
 
 torch = pytest.importorskip("torch")
-from fastdcyk import _torch as T  # noqa: E402 - needs torch
+from fastdcyk.engine import torch_backend as T  # noqa: E402 - needs torch
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -26,7 +26,7 @@ from fastdcyk.options import (
 
 
 def _prf(tp: np.ndarray, gold: np.ndarray, pred: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Vectorised :class:`~fastdcyk.metrics.Scores` precision, recall and F1."""
+    """Vectorised :class:`~fastdcyk.cfg.metrics.Scores` precision, recall and F1."""
     tp, gold, pred = (np.asarray(x, dtype=np.float64) for x in (tp, gold, pred))
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(pred > 0, tp / np.where(pred > 0, pred, 1), np.where(gold == 0, 1.0, 0.0))

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from fastdcyk.generate import generate
-from fastdcyk.grammar import Grammar, GrammarError
+from fastdcyk.cfg.generate import generate
+from fastdcyk.cfg.grammar import Grammar, GrammarError
 from fastdcyk.options import (
     CODEBOOKS,
     DEFAULT_BETA,
@@ -96,7 +96,7 @@ class ExperimentConfig:
     source : str
         Grammar the sentences are generated from.
     min_len, max_len : int
-        Sentence lengths, inclusive (see :func:`fastdcyk.generate`).
+        Sentence lengths, inclusive (see :func:`fastdcyk.cfg.generate`).
     sentence_seed : int
         Seed of the sentence generator.
     threshold : float

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from fastdcyk import threads
-from fastdcyk.codebook import _available_memory, _format_bytes
-from fastdcyk.engine import _largest_fitting_d, estimate_memory
+from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.engine.memory import estimate_memory, largest_fitting_d
 from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.executors import _run_dask, _run_pool, _run_serial
 from fastdcyk.experiments.store import _Appender, _ResultsLock, open_results, record_key
 from fastdcyk.experiments.tasks import _check_sample, plan_tasks
-from fastdcyk.grammar import Grammar
+from fastdcyk.hrr import memory as _memory
 from fastdcyk.options import EXECUTORS, check_backend, check_choice
 
 # -- memory ---------------------------------------------------------------------------------
@@ -52,11 +52,11 @@ def _check_grid_memory(
 
     worst = max(cells, key=need)
     most = need(worst)
-    avail = _available_memory()
+    avail = _memory.available_memory()
     if avail is None or most <= avail:
         return most, avail
     fits = min(
-        _largest_fitting_d(
+        largest_fitting_d(
             int(0.9 * avail), dtype, "auto", threads=1, variant=v, order=o, n=n, upper=worst[0]
         )
         or 0
@@ -70,8 +70,8 @@ def _check_grid_memory(
     d, variant, order, n = worst
     raise MemoryError(
         f"the grid's largest parse (d = {d}, variant {variant!r}, order {order!r}, "
-        f"sentences of up to {n} words, {dtype}) needs about {_format_bytes(most)} for its "
-        f"accumulators and work buffers, but only {_format_bytes(avail)} of memory is "
+        f"sentences of up to {n} words, {dtype}) needs about {_memory.format_bytes(most)} for its "
+        f"accumulators and work buffers, but only {_memory.format_bytes(avail)} of memory is "
         f"available: {hint}. Nothing was run"
     )
 
@@ -193,7 +193,7 @@ def run_experiment(
         fit on the device is halved, down to one sentence.
     device : torch.device or str, optional
         Where the torch backend computes (default the CPU): ``"cuda"``, ``"cuda:1"``, ...
-        Only with ``backend="torch"``; checked (:func:`fastdcyk._torch.check_device`)
+        Only with ``backend="torch"``; checked (:func:`fastdcyk.engine.torch_backend.check_device`)
         before the results file is created or opened.
 
     Returns
@@ -274,7 +274,7 @@ def _check_backend(backend: str, device: Any, executor: str) -> Any:
             "batches run on one device from this process (one process per GPU); use "
             "executor='serial' (fastdcyk experiment --executor serial)"
         )
-    from fastdcyk import _torch  # ImportError with the install hint
+    from fastdcyk.engine import torch_backend as _torch  # ImportError with the install hint
 
     return _torch.check_device(device)
 
@@ -320,8 +320,8 @@ def _run_locked(
         if need is not None and avail is not None and n_workers * need > avail:
             fit = max(1, avail // need)
             say(
-                f"memory: a parse at the grid's largest d needs about {_format_bytes(need)} "
-                f"and {_format_bytes(avail)} is available, so the pool has {fit} workers "
+                f"memory: a parse at the grid's largest d needs about {_memory.format_bytes(need)} "
+                f"and {_memory.format_bytes(avail)} is available, so the pool has {fit} workers "
                 f"instead of {n_workers}"
             )
             n_workers = fit

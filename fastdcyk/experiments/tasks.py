@@ -2,8 +2,9 @@
 
 A task is one (grammar, variant, order, beta, d, codebook seed, batch of sentences) unit;
 :func:`run_task` needs nothing else, so it runs the same in any process. It parses with the
-numpy engine, one sentence at a time, or with the torch backend (:mod:`fastdcyk._torch`),
-the task's sentences in batches on one device; the records have the same fields either way,
+numpy engine, one sentence at a time, or with the torch backend
+(:mod:`fastdcyk.engine.torch_backend`), the task's sentences in batches on one device; the records
+have the same fields either way,
 and in float64 the same values (the parse time aside).
 """
 
@@ -17,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastdcyk import threads
-from fastdcyk.codebook import Codebook
-from fastdcyk.cyk import cyk
+from fastdcyk.cfg.cyk import cyk
+from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.cfg.metrics import cell_scores
 from fastdcyk.engine import dcyk, default_codebook
 from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.store import BACKEND_FIELD, _settings_key
-from fastdcyk.grammar import Grammar
-from fastdcyk.metrics import cell_scores
+from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import BACKENDS, CODEBOOKS, VARIANTS, check_backend, check_choice, resolve
 
 #: Rough seconds per parse on one core: c * n (n + 1) / 2 * (d^2 log2 d + c0), times a
@@ -287,8 +288,9 @@ def run_task(task: Task, *, backend: str = "numpy", device: Any = None) -> list[
     task : Task
     backend : {"numpy", "torch"}, default "numpy"
         ``"numpy"``: :func:`fastdcyk.dcyk`, one sentence at a time; ``seconds`` is each
-        parse's time. ``"torch"``: :func:`fastdcyk._torch.parse_sentences` on batches of the
-        task's sentences (by length, :func:`fastdcyk.batch.default_batch_size` per batch,
+        parse's time. ``"torch"``: :func:`fastdcyk.engine.torch_backend.parse_sentences`
+        on batches of the task's sentences (by length,
+        :func:`fastdcyk.engine.batch.default_batch_size` per batch,
         halved while the device runs out of memory), with torch's own threads (which
         :mod:`fastdcyk.threads` leaves alone); ``seconds`` is then the batch's time divided
         evenly among its sentences. In float64 the charts, and so every other field, are
@@ -397,8 +399,8 @@ def _run_task_torch(task: Task, device: Any) -> list[dict[str, Any]]:
     on ``device``, charts only (no P_left or P_right is copied back)."""
     import torch
 
-    from fastdcyk import _torch
-    from fastdcyk.batch import default_batch_size
+    from fastdcyk.engine import torch_backend as _torch
+    from fastdcyk.engine.batch import default_batch_size
 
     grammar = _worker_grammar(task.grammar_text)
     cb, fresh = _worker_codebook(task)

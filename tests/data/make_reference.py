@@ -49,8 +49,13 @@ def option_sets() -> list[dict]:
         if gate == "trace" and mask:
             continue  # a trace gate's P_A is a multiple of I: the mask changes nothing
         out.append(
-            {"variant": variant, "gate": gate, "unary_mask": mask, "encoding": encoding,
-             "order": order}
+            {
+                "variant": variant,
+                "gate": gate,
+                "unary_mask": mask,
+                "encoding": encoding,
+                "order": order,
+            }
         )
     return out
 

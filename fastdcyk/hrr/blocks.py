@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from fastdcyk import _kernels as K
+from fastdcyk.hrr import kernels as K
 
 __all__ = ["BLOCK_BYTES", "ENABLED", "apply_chain", "block_bytes", "block_names", "block_width"]
 
@@ -83,7 +83,7 @@ def _pool(n: int) -> ThreadPoolExecutor:
 
 
 def block_names(t: int) -> tuple[str, str, str]:
-    """Work buffers of thread ``t`` of a blocked operator chain (:mod:`fastdcyk._blocks`):
+    """Work buffers of thread ``t`` of a blocked operator chain (:mod:`fastdcyk.hrr.blocks`):
     two real blocks and a spectrum block, each a slab of a few lines, not d x d."""
     return (f"block-real-{t}", f"block-real-2-{t}", f"block-spectrum-{t}")
 

@@ -4,7 +4,7 @@ Every array of size d x d that the engine, the decoder and the operators allocat
 the declarations below, and they allocate it through its declaration (:meth:`Buffer.get`
 for a work buffer held and reused by the codebook, :meth:`Buffer.new` for an array of one
 parse). :func:`fastdcyk.estimate_memory` sums the same declarations (the lists of which a
-parse holds are in :func:`fastdcyk.engine._work_buffers`), so the estimate cannot drift
+parse holds are in :func:`fastdcyk.engine.memory.work_buffers`), so the estimate cannot drift
 from what is allocated: a new array needs a declaration here, and its size comes from it.
 
 An array is real, (d, d) in the codebook's dtype, or a half spectrum in its complex dtype:
@@ -13,15 +13,88 @@ An array is real, (d, d) in the codebook's dtype, or a half spectrum in its comp
 
 from __future__ import annotations
 
+import math
+import os
+import threading
+import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:  # pragma: no cover
-    from fastdcyk.codebook import Codebook
+__all__ = ["G_CACHE_BYTES", "Buffer", "Workspace", "g_cache_slots", "g_matrix"]
 
-__all__ = ["G_CACHE_BYTES", "Buffer", "g_cache_slots", "g_matrix"]
+
+class Workspace:
+    """The reusable work buffers of one codebook, and the lock of the parse that uses them.
+
+    One allocation per (name, dtype), grown to the largest shape asked for under that name
+    and viewed for every smaller one, so the memory held stays bounded whatever shapes the
+    operators meet (one d x d buffer serves every (d, k) matrix with k <= d). A parse, a
+    decoding or an operator chain holds :attr:`lock` while it uses them. A pickled
+    workspace comes back empty, with a fresh lock; so does every workspace in a forked
+    child (a lock held by another thread of the parent at the fork would stay held).
+
+    Parameters
+    ----------
+    empty : callable
+        ``empty(shape, dtype)``: the allocator (the FFT engine's, aligned where it wants).
+    """
+
+    _live: weakref.WeakSet[Workspace] = weakref.WeakSet()
+
+    def __init__(self, empty: Any) -> None:
+        self.empty = empty
+        self.arrays: dict[tuple[str, str], np.ndarray] = {}
+        self.lock = threading.RLock()
+        Workspace._live.add(self)
+
+    def get(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """The buffer ``name`` as an array of ``shape`` and ``dtype`` (a view)."""
+        shape = tuple(int(s) for s in shape)
+        n = math.prod(shape)
+        key = (name, np.dtype(dtype).str)
+        buf = self.arrays.get(key)
+        if buf is None or buf.size < n:
+            buf = None
+            self.arrays.pop(key, None)  # let the old one go before the larger one comes
+            buf = self.empty((max(n, 1),), dtype)
+            self.arrays[key] = buf
+        return buf[:n].reshape(shape)
+
+    def release(self) -> None:
+        """Free every buffer (they are allocated again on next use)."""
+        self.arrays.clear()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held now."""
+        return sum(b.nbytes for b in self.arrays.values())
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"empty": self.empty}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["empty"])
+
+
+def _fresh_locks_after_fork() -> None:  # pragma: no cover - runs in forked children
+    for ws in list(Workspace._live):
+        ws.lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_locks_after_fork)
+
+
+class HasWorkspace(Protocol):
+    """What a :class:`Buffer` is allocated for: a dimension, a dtype and a workspace
+    (:class:`fastdcyk.hrr.codebook.Codebook`)."""
+
+    d: int
+    dtype: np.dtype
+
+    def buffer(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -58,13 +131,13 @@ class Buffer:
         rows, cols = self.shape(d)
         return rows * cols * self.dtype(dtype).itemsize
 
-    def get(self, cb: Codebook, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    def get(self, cb: HasWorkspace, shape: tuple[int, ...] | None = None) -> np.ndarray:
         """The codebook's reusable work buffer of this name (``shape``: a smaller view)."""
         return cb.buffer(
             self.name, self.shape(cb.d) if shape is None else shape, self.dtype(cb.dtype)
         )
 
-    def new(self, cb: Codebook, zero: bool = True) -> np.ndarray:
+    def new(self, cb: HasWorkspace, zero: bool = True) -> np.ndarray:
         """A new array of one parse (zeros unless ``zero`` is False)."""
         make = np.zeros if zero else np.empty
         return make(self.shape(cb.d), self.dtype(cb.dtype))

@@ -88,7 +88,7 @@ def _dual(fn, unsigned_indices: bool = False):
 def _gather_rows_py(x, idx, out):  # pragma: no cover - compiled
     """out[r, :] = x[idx[r], :]."""
     # An explicit loop, not a slice assignment: on the strided column blocks of
-    # fastdcyk._blocks, Numba's slice copy was 1.3x slower (a whole chain at d = 6000).
+    # fastdcyk.hrr.blocks, Numba's slice copy was 1.3x slower (a whole chain at d = 6000).
     m = out.shape[1]
     for r in prange(idx.shape[0]):
         src = x[idx[r]]

@@ -20,9 +20,9 @@ encoding, order, beta, threshold, prune), and in float64 the numbers equal the n
 engine's to rounding. The rule spectra are built here from the symbol vectors with
 ``torch.fft`` (docs/method.md, section 4.1), so that gradients reach the vectors (and the
 optional per-rule weights): :func:`parse` is the differentiable core, and
-:func:`parse_sentences` runs it on a :class:`~fastdcyk.codebook.Codebook` and returns the
+:func:`parse_sentences` runs it on a :class:`~fastdcyk.hrr.codebook.Codebook` and returns the
 fields of :class:`fastdcyk.engine.DCYKResult` (``dcyk(..., backend="torch")`` and
-:func:`fastdcyk.batch.dcyk_batch` call it). ``prune`` makes the computation piecewise:
+:func:`fastdcyk.engine.batch.dcyk_batch` call it). ``prune`` makes the computation piecewise:
 an update whose gate is at most ``prune`` is skipped, as in the numpy engine (use
 ``prune=0`` for gradient checks).
 
@@ -48,12 +48,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
         "the torch backend of fastdcyk needs PyTorch: pip install 'fastdcyk[torch]'"
     ) from exc
 
-from fastdcyk._buffers import g_cache_slots
-from fastdcyk.decode import chart_from_statistics
+from fastdcyk.engine import schedule as S
+from fastdcyk.engine.decode import chart_from_statistics
+from fastdcyk.engine.rules import RuleStructure, rule_structure
+from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.hrr.buffers import g_cache_slots
 
 if TYPE_CHECKING:  # pragma: no cover
-    from fastdcyk.codebook import Codebook
-    from fastdcyk.grammar import Grammar
+    from fastdcyk.cfg.grammar import Grammar
+    from fastdcyk.hrr.codebook import Codebook
 
 __all__ = [
     "RuleStructure",
@@ -70,92 +73,7 @@ __all__ = [
 _COMPLEX = {torch.float32: torch.complex64, torch.float64: torch.complex128}
 
 
-# -- the grammar's structure and the symbol vectors ----------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class RuleStructure:
-    """A CNF grammar's rules as index arrays, in the row order of the engine's rule tables.
-
-    The rule spectra of :class:`fastdcyk._rules.RuleTables` are sums over these rules of
-    products of symbol spectra (docs/method.md, section 4.1); :func:`parse` forms them from
-    the symbol vectors, so that gradients flow to the vectors and to per-rule weights.
-
-    Attributes
-    ----------
-    nonterminals : tuple of str
-        In grammar order (rows of the nonterminal vectors and of the statistics).
-    terminals : tuple of str
-        In grammar order (rows of the terminal vectors).
-    unary : ndarray of int, (U,)
-        Rows of the nonterminals with a rule A -> a, in grammar order.
-    unary_rule_row, unary_rule_terminal : ndarray of int, (number of rules A -> a,)
-        Per rule A -> a (grammar order): the position of A in ``unary``, and a's row.
-    binary : ndarray of int, (Bn,)
-        Rows of the nonterminals with a rule A -> B C.
-    binary_rule_row, binary_rule_left, binary_rule_right : ndarray of int
-        Per rule A -> B C (grammar order): the position of A in ``binary``, B's and C's rows.
-    """
-
-    nonterminals: tuple[str, ...]
-    terminals: tuple[str, ...]
-    unary: np.ndarray
-    unary_rule_row: np.ndarray
-    unary_rule_terminal: np.ndarray
-    binary: np.ndarray
-    binary_rule_row: np.ndarray
-    binary_rule_left: np.ndarray
-    binary_rule_right: np.ndarray
-
-    @property
-    def n_unary_rules(self) -> int:
-        return len(self.unary_rule_row)
-
-    @property
-    def n_binary_rules(self) -> int:
-        return len(self.binary_rule_row)
-
-    def terminal_ids(self, words: Sequence[str]) -> list[int]:
-        """Rows of the words (terminals of the grammar, in Unicode NFC)."""
-        pos = {t: k for k, t in enumerate(self.terminals)}
-        return [pos[w] for w in words]
-
-
-def rule_structure(grammar: Grammar) -> RuleStructure:
-    """The :class:`RuleStructure` of a CNF grammar.
-
-    Parameters
-    ----------
-    grammar : Grammar
-
-    Returns
-    -------
-    RuleStructure
-    """
-    nts = tuple(grammar.nonterminals)
-    index = grammar.nonterminal_index
-    terms = tuple(grammar.terminals)
-    tpos = {t: k for k, t in enumerate(terms)}
-    unary = sorted({index[a] for a, _ in grammar.unary_rules})
-    urow = {a: r for r, a in enumerate(unary)}
-    binary = sorted({index[a] for a, _, _ in grammar.binary_rules})
-    brow = {a: r for r, a in enumerate(binary)}
-    rules_b = grammar.binary_rules
-
-    def arr(values: Any) -> np.ndarray:
-        return np.array(list(values), dtype=np.int64)
-
-    return RuleStructure(
-        nonterminals=nts,
-        terminals=terms,
-        unary=arr(unary),
-        unary_rule_row=arr(urow[index[a]] for a, _ in grammar.unary_rules),
-        unary_rule_terminal=arr(tpos[t] for _, t in grammar.unary_rules),
-        binary=arr(binary),
-        binary_rule_row=arr(brow[index[a]] for a, _, _ in rules_b),
-        binary_rule_left=arr(index[b] for _, b, _ in rules_b),
-        binary_rule_right=arr(index[c] for _, _, c in rules_b),
-    )
+# -- the symbol vectors -----------------------------------------------------------------------
 
 
 @dataclass
@@ -290,6 +208,28 @@ def _parseval_weights(d: int, dtype: torch.dtype, device: Any) -> torch.Tensor:
     return w
 
 
+class TorchOps(S.ArrayOps):
+    """The schedule's bookkeeping on torch tensors (one device synchronisation per cell)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def int_counts(self, batch: int) -> torch.Tensor:
+        return torch.zeros((3, batch), dtype=torch.int64, device=self.device)
+
+    def as_int(self, mask: Any) -> torch.Tensor:
+        return mask.to(torch.int64)
+
+    def flags(self, keep: Any, check: Any) -> tuple[bool, bool]:
+        any_kept, finite = torch.stack((keep.any(), torch.isfinite(check).all())).tolist()
+        return bool(any_kept), bool(finite)
+
+    def tolist(self, x: Any) -> list:
+        if isinstance(x, torch.Tensor):
+            return x.detach().cpu().tolist()
+        return np.asarray(x).tolist()
+
+
 class _Base:
     """Tables, masks, counts, readouts and the detection log of one batched parse."""
 
@@ -333,11 +273,15 @@ class _Base:
         inv[vec.perm] = torch.arange(d, device=self.dev)
         self._idx[-1] = inv
         self._tables(unary_weights, binary_weights)
-        self.counts = torch.zeros((3, self.B), dtype=torch.int64, device=self.dev)
-        self._readouts: list[tuple[int, int, torch.Tensor, torch.Tensor]] = []
-        self.log: list[tuple[int, int, np.ndarray, torch.Tensor, torch.Tensor, torch.Tensor]]
-        self.log = [] if record else None
-        self.on_cell: Callable[[], None] | None = None
+        self.ledger = S.Ledger(
+            TorchOps(self.dev),
+            st.nonterminals,
+            lengths,
+            opt.prune,
+            record=record,
+            readouts=True,
+            active=self.active,
+        )
 
     def _tables(self, uw: torch.Tensor | None, bw: torch.Tensor | None) -> None:
         """The rule spectra (docs/method.md, section 4.1) from the vectors, with torch.fft."""
@@ -382,41 +326,6 @@ class _Base:
     def sigmoid(self, x: torch.Tensor) -> torch.Tensor:
         return torch.sigmoid((x - 0.5) * self.opt.beta)
 
-    def decide(
-        self,
-        i: int,
-        j: int,
-        rows: torch.Tensor,
-        args: torch.Tensor,
-        means: torch.Tensor,
-        peaks: torch.Tensor,
-    ) -> tuple[torch.Tensor, bool]:
-        """Which updates of a cell clear the prune level (B, k); counts, readouts, log.
-
-        ``args``: the gate's argument (B, k) (the readout kept); ``means`` and ``peaks``: the
-        mean of P_A's diagonal and its largest entry. Returns the mask and whether any
-        update of the batch is kept. Raises FloatingPointError on non-finite readouts.
-        """
-        act = self.active(j)[:, None]
-        keep = (peaks > self.opt.prune) & act
-        k = args.shape[1]
-        n_kept = keep.sum(1)
-        n_act = act[:, 0].to(torch.int64) * k
-        self.counts[0] += n_act
-        self.counts[1] += n_kept
-        self.counts[2] += n_act - n_kept
-        self._readouts.append((i, j, rows, args))
-        if self.log is not None:
-            self.log.append((i, j, rows.cpu().numpy(), means, peaks, keep))
-        flags = torch.stack((keep.any(), torch.isfinite(args).all())).tolist()
-        if not flags[1]:
-            raise FloatingPointError(
-                f"non-finite values appeared in D-CYK's accumulators (detections in cell "
-                f"({i}, {j})): the codebook's vectors or beta are too large for this dtype; "
-                "use float64, smaller vectors or a smaller beta"
-            )
-        return keep, bool(flags[0])
-
     # -- readouts, counts and the log as the caller wants them -----------------------------
 
     def cell_mask(self) -> torch.Tensor:
@@ -427,58 +336,20 @@ class _Base:
     def readout_tensor(self) -> torch.Tensor:
         shape = (self.B, self.n, self.n + 1, len(self.st.nonterminals))
         out = torch.zeros(shape, dtype=self.rdtype, device=self.dev)
-        for i, j, rows, vals in self._readouts:
-            out[:, i, j, rows] = vals.to(self.rdtype)
+        for i, j, rows, vals in self.ledger.readouts:
+            out[:, i, j, torch.as_tensor(rows, device=self.dev)] = vals.to(self.rdtype)
         return out * self.cell_mask()[..., None]
 
-    def count_dicts(self) -> list[dict[str, int]]:
-        c = self.counts.cpu().tolist()
-        return [
-            {"detections": c[0][b], "updates": c[1][b], "pruned": c[2][b]} for b in range(self.B)
-        ]
+    # -- the schedule's protocol (fastdcyk.engine.schedule.CellParser) -----------------------
 
-    def log_lists(self) -> list[list[dict[str, Any]]] | None:
-        if self.log is None:
-            return None
-        logs: list[list[dict[str, Any]]] = [[] for _ in range(self.B)]
-        nts = self.st.nonterminals
-        for i, j, rows, means, peaks, keep in self.log:
-            means = means.detach().cpu().tolist()
-            peaks = peaks.detach().cpu().tolist()
-            keep = keep.cpu().tolist()
-            for b in range(self.B):
-                if j > self.lengths[b]:
-                    continue
-                for k, row in enumerate(rows):
-                    logs[b].append(
-                        {
-                            "step": "unary" if j == i + 1 else "binary",
-                            "i": i,
-                            "j": j,
-                            "A": nts[row],
-                            "p_diag_mean": float(means[b][k]),
-                            "p_max": float(peaks[b][k]),
-                            "applied": bool(keep[b][k]),
-                        }
-                    )
-        return logs
+    def rows(self, step: Step) -> np.ndarray:
+        return self.st.unary if step == S.UNARY else self.st.binary
 
-    # -- the loops of Algorithms 2 and 3 -----------------------------------------------------
+    def group(self, step: Step) -> int | None:
+        return None
 
-    def unary(self) -> None:
-        for i in range(1, self.n + 1):
-            if len(self.st.unary):
-                self.unary_cell(i)
-            if self.on_cell is not None:
-                self.on_cell()
-
-    def binary(self) -> None:
-        for j in range(2, self.n + 1):
-            for i in range(j - 2, -1, -1):
-                if len(self.st.binary):
-                    self.binary_cell(i, j)
-                if self.on_cell is not None:
-                    self.on_cell()
+    def begin(self, i: int, j: int, step: Step) -> None:
+        pass
 
     def entry_statistics(self, col: torch.Tensor) -> torch.Tensor:
         """The entry decoder (Algorithm 4) of every cell from column 0 of Phi P_left.
@@ -516,7 +387,7 @@ class _TraceParser(_Base):
 
     The G_k = rows f <= d/2 of (Phi C_k Phi)~ cost one real and one complex FFT of a d x d
     matrix each and are shared by the whole batch; they are kept in a cache of at most
-    :data:`fastdcyk._buffers.G_CACHE_BYTES` (all of them under autograd), as in the numpy
+    :data:`fastdcyk.hrr.buffers.G_CACHE_BYTES` (all of them under autograd), as in the numpy
     engine. Without autograd the cache may be the caller's (``g_cache``), so that later
     parses with the same index vectors and permutation reuse it.
     """
@@ -633,40 +504,27 @@ class _TraceParser(_Base):
         torch.mul(self.zt, self.pr, out=self._bbuf)
         return self._bbuf.mul_(dg).sum(-1)
 
-    def _cell(self, i: int, j: int, rows: torch.Tensor, spectra_w: torch.Tensor, q_of) -> None:
-        """Detect and update the nonterminals ``rows`` in (i, j). ``q_of()`` returns q and,
-        for a unary cell, G_j (.) i^ (the update's matrix), else None."""
-        if self.opt.order == "cell":
-            # every gate from the table before the cell; the updates summed
-            q, outer = q_of()
-            tvals = (q @ spectra_w.T).real
-            gates = self.sigmoid(tvals)
-            keep, any_kept = self.decide(i, j, rows, tvals, gates, gates)
-            if any_kept:
-                self.update(i, j, gates * keep, rows, outer, keep)
-            return
-        q = None  # read again only after an update
-        for k in range(len(rows)):
-            if q is None:
-                q, outer = q_of()
-            tval = (q @ spectra_w[k : k + 1].T).real
-            gate = self.sigmoid(tval)
-            keep, any_kept = self.decide(i, j, rows[k : k + 1], tval, gate, gate)
-            if any_kept:
-                self.update(i, j, gate * keep, rows[k : k + 1], outer, keep)
-                q = None
+    def read(self, i: int, j: int, step: Step) -> None:
+        """q of the cell's readouts (B, h) and, for a unary cell, G_j (.) i^ (its update's
+        matrix, shared with the detection)."""
+        if step == S.UNARY:
+            # q of tr(R_u Phi [j]+ [i]+ P_left): sum_g ZT G_j i^; the update of (i, j) adds
+            # conj(G_j (.) i^) to ZT
+            self._outer_ji = self._outer(j, i)
+            self._qv = self._rowdot(self.zt, self._outer_ji)
+        else:
+            self._outer_ji = None
+            self._qv = self._q_binary(i, j)
 
-    def unary_cell(self, i: int) -> None:
-        def q_of() -> tuple[torch.Tensor, torch.Tensor]:
-            # q of tr(R_u Phi [i]+ [i-1]+ P_left): sum_g ZT G_i (i-1)^; the update of
-            # (i - 1, i) adds conj(G_i (.) (i-1)^) to ZT
-            outer = self._outer(i, i - 1)
-            return self._rowdot(self.zt, outer), outer
+    def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
+        spectra_w = self.unary_w if step == S.UNARY else self.binary_w
+        tvals = (self._qv @ spectra_w[ks].T).real
+        gates = self.sigmoid(tvals)
+        return Detections(tvals, gates, gates, gates)
 
-        self._cell(i - 1, i, self.unary_rows, self.unary_w, q_of)
-
-    def binary_cell(self, i: int, j: int) -> None:
-        self._cell(i, j, self.binary_rows, self.binary_w, lambda: (self._q_binary(i, j), None))
+    def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
+        rows = self.unary_rows if step == S.UNARY else self.binary_rows
+        self.update(i, j, det.values * keep, rows[ks], self._outer_ji, keep)
 
     def statistics(self) -> torch.Tensor:
         """The decoder statistics of every cell, (B, n, n + 1, N)."""
@@ -807,43 +665,6 @@ class _DenseParser(_Base):
         yt = self.rcirc(self.rphi(t1, -1), torch.conj(s[i]))  # Yt = t1 Phi^T C_i^T
         return torch.fft.rfft(self.rphi(yt, -1))
 
-    def _unary_gate(self, i: int, k: int, mt: torch.Tensor) -> bool:
-        """Gate and update of the k-th unary nonterminal from Mt; True when one applied."""
-        row = self.unary_rows[k : k + 1]
-        diag = torch.diagonal(mt, dim1=-2, dim2=-1)  # (B, d)
-        arg = diag.mean(-1, keepdim=True)
-        if self.opt.unary_mask:
-            p = self.sigmoid(diag)[:, None, :]  # (B, 1, d)
-            peaks = p.abs().amax(-1)
-            keep, any_kept = self.decide(i - 1, i, row, arg, p.mean(-1), peaks)
-            if any_kept:
-                self.update_diag(i - 1, i, row, p * keep[..., None])
-            return any_kept
-        pat = self.sigmoid(mt)  # P_A^T
-        peaks = pat.abs().amax((-2, -1))[:, None]
-        means = torch.diagonal(pat, dim1=-2, dim2=-1).mean(-1, keepdim=True)
-        keep, any_kept = self.decide(i - 1, i, row, arg, means, peaks)
-        if any_kept:
-            self.update_full(i - 1, i, int(self.st.unary[k]), pat, keep[:, 0])
-        return any_kept
-
-    def unary_cell(self, i: int) -> None:
-        spec = self.unary_spectra
-        if self.opt.order == "cell":
-            # one spectrum of Yt Phi^T serves every A; no detection reads an update
-            it = self.unary_spectrum(i)
-            for k in range(len(spec)):
-                self._unary_gate(i, k, torch.fft.irfft(it * spec[k], n=self.d))
-            return
-        it = None
-        for k in range(len(spec)):
-            if it is None:
-                it = self.unary_spectrum(i)
-            if self._unary_gate(i, k, torch.fft.irfft(it * spec[k], n=self.d)):
-                it = None
-
-    # -- Algorithm 3 --------------------------------------------------------------------------
-
     def binary_h(self, i: int, j: int) -> torch.Tensor:
         """H[r, f] = FR[r, f] conj(Yhat[f, r]), Y = [j]- [i]+ P_left: diag(Y R P_right)
         = Re(H coef_R)."""
@@ -852,26 +673,41 @@ class _DenseParser(_Base):
         yhat = torch.fft.rfft(yt.transpose(-1, -2))  # rows of Y, (B, d, h)
         return self.fr * torch.conj(yhat)
 
-    def binary_cell(self, i: int, j: int) -> None:
-        rows, coefs = self.binary_rows, self.binary_w
+    def group(self, step: Step) -> int | None:
+        # a unary detection's P_A is a d x d matrix per sentence: one at a time
+        return 1 if step == S.UNARY else None
+
+    def read(self, i: int, j: int, step: Step) -> None:
+        if step == S.UNARY:
+            self._it = self.unary_spectrum(j)  # one spectrum of Yt Phi^T serves every A
+        else:
+            self._h = self.binary_h(i, j)
+
+    def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
+        if step == S.UNARY:
+            mt = torch.fft.irfft(self._it * self.unary_spectra[ks.start], n=self.d)
+            diag = torch.diagonal(mt, dim1=-2, dim2=-1)  # (B, d)
+            arg = diag.mean(-1, keepdim=True)
+            if self.opt.unary_mask:
+                p = self.sigmoid(diag)[:, None, :]  # (B, 1, d)
+                return Detections(arg, p.mean(-1), p.abs().amax(-1), p)
+            pat = self.sigmoid(mt)  # P_A^T
+            means = torch.diagonal(pat, dim1=-2, dim2=-1).mean(-1, keepdim=True)
+            return Detections(arg, means, pat.abs().amax((-2, -1))[:, None], pat)
         if self.opt.order == "cell":
-            diags = (self.binary_h(i, j) @ coefs.T).real.transpose(-1, -2)  # (B, k, d)
-            p = self.sigmoid(diags)
-            keep, any_kept = self.decide(i, j, rows, diags.mean(-1), p.mean(-1), p.amax(-1))
-            if any_kept:
-                self.update_diag(i, j, rows, p * keep[..., None])
-            return
-        h = None
-        for k in range(len(rows)):
-            if h is None:
-                h = self.binary_h(i, j)
-            diag = (h @ coefs[k]).real[:, None, :]  # (B, 1, d)
-            p = self.sigmoid(diag)
-            row = rows[k : k + 1]
-            keep, any_kept = self.decide(i, j, row, diag.mean(-1), p.mean(-1), p.amax(-1))
-            if any_kept:
-                self.update_diag(i, j, row, p * keep[..., None])
-                h = None
+            diags = (self._h @ self.binary_w[ks].T).real.transpose(-1, -2)  # (B, k, d)
+        else:
+            diags = (self._h @ self.binary_w[ks.start]).real[:, None, :]  # (B, 1, d)
+        p = self.sigmoid(diags)
+        return Detections(diags.mean(-1), p.mean(-1), p.amax(-1), p)
+
+    def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
+        if step == S.BINARY:
+            self.update_diag(i, j, self.binary_rows[ks], det.values * keep[..., None])
+        elif self.opt.unary_mask:
+            self.update_diag(i, j, self.unary_rows[ks], det.values * keep[..., None])
+        else:
+            self.update_full(i, j, int(self.st.unary[ks.start]), det.values, keep[:, 0])
 
     # -- decoding and the dense accumulators --------------------------------------------------
 
@@ -1057,12 +893,8 @@ def parse(
         p: _Base = _TraceParser(*args, g_cache=g_cache)
     else:
         p = _DenseParser(*args)
-    p.on_cell = on_cell
-    t0 = time.perf_counter()
-    p.initialise()
-    p.unary()
-    t1 = time.perf_counter()
-    p.binary()
+    timings: dict[str, float] = {}
+    S.run(p, p.n, options.order, p.ledger, on_cell=on_cell, timings=timings)
     t2 = time.perf_counter()
     stats = p.statistics() * p.cell_mask()[..., None] if decode else None
     t3 = time.perf_counter()
@@ -1081,9 +913,9 @@ def parse(
         lengths=lengths,
         p_left=p_left,
         p_right=p_right,
-        counts=p.count_dicts(),
-        log=p.log_lists(),
-        timings={"unary": t1 - t0, "binary": t2 - t1, "decode": t3 - t2},
+        counts=p.ledger.count_dicts(),
+        log=p.ledger.log_lists(),
+        timings={**timings, "decode": t3 - t2},
     )
 
 
@@ -1132,7 +964,7 @@ def parse_sentences(
 ) -> list[dict[str, Any]]:
     """Parse checked sentences with a codebook in one batch; the fields of each result.
 
-    The backend of ``dcyk(..., backend="torch")`` and :func:`fastdcyk.batch.dcyk_batch`:
+    The backend of ``dcyk(..., backend="torch")`` and :func:`fastdcyk.engine.batch.dcyk_batch`:
     the sentences (tuples of terminals of the grammar, checked as :func:`fastdcyk.dcyk`
     checks them) and the options are already resolved. Runs without autograd.
 

@@ -1,0 +1,106 @@
+"""Cell precision, recall and F1 of a decoded chart against the symbolic CYK chart."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+__all__ = ["Scores", "cell_scores", "chart_triples"]
+
+Chart = Mapping[tuple[int, int], Iterable[str]]
+
+
+def chart_triples(chart: Chart) -> set[tuple[int, int, str]]:
+    """The set of (i, j, A) triples of a chart ``{(i, j): nonterminals}``."""
+    return {(i, j, a) for (i, j), cell in chart.items() for a in cell}
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Counts of (i, j, A) triples and the scores derived from them.
+
+    Adding two Scores adds their counts: summing over sentences gives micro-averaged
+    precision, recall and F1.
+
+    Attributes
+    ----------
+    tp : int
+        Triples in both charts.
+    gold : int
+        Triples in the gold (symbolic CYK) chart.
+    predicted : int
+        Triples in the decoded chart.
+    """
+
+    tp: int
+    gold: int
+    predicted: int
+
+    @property
+    def precision(self) -> float:
+        """tp / predicted; 1.0 when nothing was predicted and nothing was to be found."""
+        if self.predicted == 0:
+            return 1.0 if self.gold == 0 else 0.0
+        return self.tp / self.predicted
+
+    @property
+    def recall(self) -> float:
+        """tp / gold; 1.0 when the gold chart is empty and nothing was predicted."""
+        if self.gold == 0:
+            return 1.0 if self.predicted == 0 else 0.0
+        return self.tp / self.gold
+
+    @property
+    def f1(self) -> float:
+        """Harmonic mean of precision and recall (0.0 when both are 0)."""
+        p, r = self.precision, self.recall
+        return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+    def __add__(self, other: Scores) -> Scores:
+        if not isinstance(other, Scores):
+            return NotImplemented
+        return Scores(self.tp + other.tp, self.gold + other.gold, self.predicted + other.predicted)
+
+    def __radd__(self, other: object) -> Scores:
+        if other == 0:
+            return self  # so that sum() works
+        return NotImplemented
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "precision": self.precision,
+            "recall": self.recall,
+            "f1": self.f1,
+            "tp": self.tp,
+            "gold": self.gold,
+            "predicted": self.predicted,
+        }
+
+    def __str__(self) -> str:
+        return (
+            f"P={self.precision:.3f} R={self.recall:.3f} F1={self.f1:.3f} "
+            f"(tp={self.tp}, gold={self.gold}, predicted={self.predicted})"
+        )
+
+
+def cell_scores(gold: Chart, predicted: Chart) -> Scores:
+    """Precision, recall and F1 of ``predicted`` against ``gold`` over (i, j, A) triples.
+
+    Parameters
+    ----------
+    gold, predicted : mapping ``{(i, j): iterable of nonterminals}``
+        Charts as returned by :func:`fastdcyk.cfg.cyk` and :func:`fastdcyk.dcyk`.
+
+    Returns
+    -------
+    Scores
+        With ``precision``, ``recall``, ``f1`` and the counts ``tp``, ``gold``, ``predicted``.
+
+    Examples
+    --------
+    >>> cell_scores({(0, 1): {"D"}}, {(0, 1): {"D", "E"}}).precision
+    0.5
+    """
+    g = chart_triples(gold)
+    p = chart_triples(predicted)
+    return Scores(tp=len(g & p), gold=len(g), predicted=len(p))

@@ -1,0 +1,184 @@
+"""Parsing many sentences at once: :func:`dcyk_batch`.
+
+With ``backend="torch"`` the sentences are parsed in batches by
+:mod:`fastdcyk.engine.torch_backend` (the numpy engine's algorithm in PyTorch, docs/method.md,
+sections 2-4): sentences of similar
+length go into one batch, the cells they share are computed together, and a cell beyond a
+sentence's length is masked out of its updates. With ``backend="numpy"`` the numpy engine
+parses them one at a time, as :func:`fastdcyk.dcyk` does. Either way every sentence gets the
+:class:`~fastdcyk.engine.DCYKResult` that ``dcyk`` would return for it with the same codebook
+and options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.engine.api import parse_plan
+from fastdcyk.engine.plan import Plan, options_from, prepare
+from fastdcyk.engine.result import DCYKResult
+from fastdcyk.hrr.codebook import Codebook
+from fastdcyk.options import DCYKOptions, check_int
+
+__all__ = ["dcyk_batch", "default_batch_size"]
+
+#: Bytes of accumulator spectra (two per sentence) a default torch batch holds: on a CPU
+#: about a cache's worth (measured at d = 1024, float32, one thread: 9.7 sentences per
+#: second in batches of 1 to 4, 6 in batches of 8 or 16), on a GPU far more.
+CPU_BATCH_BYTES = 32 << 20
+GPU_BATCH_BYTES = 1 << 30
+#: The most sentences of a default torch batch.
+MAX_BATCH = 64
+
+
+def default_batch_size(d: int, dtype: Any, device: Any = None) -> int:
+    """Sentences per torch batch by default, at dimension ``d``.
+
+    As many as keep the accumulator spectra (two half spectra of d x d per sentence) within
+    :data:`CPU_BATCH_BYTES` on a CPU or :data:`GPU_BATCH_BYTES` on a CUDA device, at least
+    1 and at most :data:`MAX_BATCH`.
+
+    Parameters
+    ----------
+    d : int
+    dtype : {"float32", "float64"} or numpy dtype
+    device : torch.device or str, optional
+        None: the CPU.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> default_batch_size(1024, "float32"), default_batch_size(1024, "float32", "cuda")
+    (3, 64)
+    """
+    gpu = device is not None and "cuda" in str(device)
+    spectra = 2 * (d // 2 + 1) * d * 2 * np.dtype(dtype).itemsize
+    return max(1, min(MAX_BATCH, (GPU_BATCH_BYTES if gpu else CPU_BATCH_BYTES) // spectra))
+
+
+def dcyk_batch(
+    grammar: Grammar | str,
+    sentences: Sequence[str | Sequence[str]],
+    codebook: Codebook | None = None,
+    *,
+    d: int | None = None,
+    seed: int = 0,
+    dtype: Any = None,
+    variant: str | None = None,
+    gate: str | None = None,
+    decoder: str | None = None,
+    unary_mask: bool | None = None,
+    beta: float | None = None,
+    threshold: float | None = None,
+    prune: float | None = None,
+    order: str | None = None,
+    encoding: str | None = None,
+    unitary: bool | None = None,
+    engine: Any = "auto",
+    decode: bool = True,
+    check_memory: bool = True,
+    backend: str = "torch",
+    device: Any = None,
+    batch_size: int | None = None,
+    options: DCYKOptions | None = None,
+) -> list[DCYKResult]:
+    """Parse sentences with D-CYK, in batches: one :class:`DCYKResult` per sentence.
+
+    Parameters
+    ----------
+    grammar : Grammar or str
+    sentences : sequence of str or of sequences of str
+        The sentences (a str is split on whitespace), each checked as :func:`fastdcyk.dcyk`
+        checks one.
+    codebook, d, seed, dtype, variant, gate, decoder, unary_mask, beta, threshold, prune,
+    order, encoding, unitary, engine, decode, check_memory
+        As for :func:`fastdcyk.dcyk`; one codebook (given or built here) serves every
+        sentence.
+    backend : {"torch", "numpy"}, default "torch"
+        ``"torch"``: :mod:`fastdcyk.engine.torch_backend` on batches of sentences (the
+        reason to call this function, hence a default other than :func:`fastdcyk.dcyk`'s);
+        ``"numpy"``: the numpy engine, one sentence at a time (every check made once for
+        all of them).
+    device : torch.device or str, optional
+        Where the torch backend computes (default the CPU).
+    batch_size : int, optional
+        Sentences per torch batch (the sentences are sorted by length first, so that a
+        batch wastes little work on the cells of its longer sentences). Default
+        (:func:`default_batch_size`): as many as keep the accumulators within
+        :data:`CPU_BATCH_BYTES` on a CPU (batching does not pay once they leave the caches)
+        or :data:`GPU_BATCH_BYTES` on a GPU, at most :data:`MAX_BATCH`.
+    options : DCYKOptions, optional
+        As for :func:`fastdcyk.dcyk`.
+
+    Returns
+    -------
+    list of DCYKResult
+        In the order of ``sentences``.
+
+    Raises
+    ------
+    ValueError, ImportError, MemoryError, FloatingPointError
+        As :func:`fastdcyk.dcyk`.
+
+    Examples
+    --------
+    >>> import fastdcyk as fd
+    >>> from fastdcyk import dcyk_batch
+    >>> g = fd.Grammar.builtin("example")
+    >>> rs = dcyk_batch(g, ["a a b", "a b"], d=256, variant="trace", backend="numpy")
+    >>> [sorted(r.chart[(0, len(r.words))]) for r in rs]
+    [['S'], ['S']]
+    """
+    if batch_size is not None:
+        check_int("batch_size", batch_size, 1)
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a sequence of sentences, not one str")
+    if len(sentences) == 0:
+        return []
+    plan = prepare(
+        grammar,
+        sentences,
+        codebook,
+        d=d,
+        seed=seed,
+        dtype=dtype,
+        unitary=unitary,
+        engine=engine,
+        check_memory=check_memory,
+        backend=backend,
+        device=device,
+        options=options_from(
+            options,
+            variant,
+            gate=gate,
+            decoder=decoder,
+            unary_mask=unary_mask,
+            beta=beta,
+            threshold=threshold,
+            prune=prune,
+            order=order,
+            encoding=encoding,
+        ),
+    )
+    if backend == "numpy":
+        return parse_plan(plan, backend, decode=decode)
+    if batch_size is None:
+        batch_size = default_batch_size(plan.codebook.d, plan.codebook.dtype, device)
+    words = plan.sentences
+    order_by_length = sorted(range(len(words)), key=lambda k: len(words[k]))
+    results: list[DCYKResult | None] = [None] * len(words)
+    for start in range(0, len(order_by_length), batch_size):
+        chunk = order_by_length[start : start + batch_size]
+        part = Plan(plan.grammar, [words[k] for k in chunk], plan.options, plan.codebook)
+        for k, r in zip(
+            chunk, parse_plan(part, backend, device=device, decode=decode), strict=True
+        ):
+            results[k] = r
+    return results  # type: ignore[return-value]

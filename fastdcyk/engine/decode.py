@@ -1,0 +1,259 @@
+"""Reading the CYK table back from P_left (the paper's Algorithm 4, and a trace variant).
+
+For every cell (i, j) and nonterminal A the decoder computes a statistic of
+``[A]+ [j]+ [i]+ P_left``, which is ~ I when (i, j, A) was written into P_left and ~ 0 otherwise:
+
+- ``"entry"`` (the paper): its entry (0, 0), which is row 0 of the operator against column 0
+  of P_left: O(d log d) per triple, no d x d work at all.
+- ``"trace"``: its trace divided by d, the mean of the whole diagonal, which sees far less
+  noise. Per start position i one FFT pass gives Z_i = Phi C_i Phi P_left, per cell one more
+  gives C_j Z_i, and the traces against every A then come from one O(d^2) sum.
+
+A is put in cell (i, j) iff ``sigma(statistic) > threshold`` with
+``sigma(x) = 1 / (1 + exp(-(x - 0.5) * beta))``, that is iff
+``statistic > 0.5 + logit(threshold) / beta``. The statistics are kept, so one parse can be
+decoded at many thresholds (:func:`chart_from_statistics`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fastdcyk.engine.rules import rule_tables
+from fastdcyk.hrr import buffers as B
+from fastdcyk.hrr import kernels as K
+from fastdcyk.options import (
+    DECODERS,
+    DEFAULT_BETA,
+    DEFAULT_THRESHOLD,
+    check_beta_threshold,
+    check_choice,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fastdcyk.cfg.grammar import Grammar
+    from fastdcyk.hrr.codebook import Codebook
+
+__all__ = [
+    "DECODERS",
+    "DEFAULT_BETA",
+    "DEFAULT_THRESHOLD",
+    "chart_from_statistics",
+    "decision_boundary",
+    "decode",
+    "decode_statistics",
+    "sigmoid",
+    "statistics_from_spectrum",
+]
+
+
+Statistics = dict[tuple[int, int, str], float]
+
+
+def sigmoid(x: Any, beta: float) -> Any:
+    """The paper's sigma(x) = 1 / (1 + exp(-(x - 0.5) * beta)) for scalars and vectors."""
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-(np.asarray(x, dtype=np.float64) - 0.5) * beta))
+
+
+def decision_boundary(beta: float, threshold: float) -> float:
+    """The statistic above which sigma(statistic) > threshold: 0.5 + logit(threshold) / beta."""
+    beta, threshold = check_beta_threshold(beta, threshold)
+    return 0.5 + math.log(threshold / (1.0 - threshold)) / beta
+
+
+def decode_statistics(
+    p_left: np.ndarray,
+    grammar: Grammar,
+    n: int,
+    codebook: Codebook,
+    *,
+    decoder: str = "entry",
+) -> Statistics:
+    """The decoder statistic of every triple (i, j, A), 0 <= i < j <= n.
+
+    Parameters
+    ----------
+    p_left : ndarray, (d, d)
+        The P_left accumulator of a parse, of the codebook's dtype.
+    grammar : Grammar
+    n : int
+        Sentence length.
+    codebook : Codebook
+        The codebook the parse used.
+    decoder : {"entry", "trace"}
+
+    Returns
+    -------
+    dict
+        ``{(i, j, A): statistic}``; ~1 for triples in the table, ~0 otherwise.
+    """
+    d = codebook.d
+    check_choice("decoder", decoder, DECODERS)
+    if p_left.shape != (d, d):
+        raise ValueError(f"p_left has shape {p_left.shape}; the codebook has d = {d}")
+    if p_left.dtype != codebook.dtype:
+        raise TypeError(f"p_left is {p_left.dtype} but the codebook is {codebook.dtype}")
+    # Every decoder operator ends in C Phi: work from the spectrum of (Phi P_left)^T.
+    shuffled_t = B.SHUFFLED.new(codebook, zero=False)
+    shuffled_t[...] = codebook.phi().apply(p_left).T
+    fl = codebook.engine.rfft(shuffled_t, 1)
+    del shuffled_t
+    return statistics_from_spectrum(fl, grammar, n, codebook, decoder=decoder)
+
+
+def statistics_from_spectrum(
+    fl: np.ndarray,
+    grammar: Grammar,
+    n: int,
+    codebook: Codebook,
+    *,
+    decoder: str = "entry",
+) -> Statistics:
+    """:func:`decode_statistics` from ``FL = rfft((Phi P_left)^T, axis=1)``.
+
+    The engine keeps P_left in this form during a parse, so decoding needs no forward FFT.
+    """
+    check_choice("decoder", decoder, DECODERS)
+    if n < 1:
+        raise ValueError(f"sentence length n must be >= 1, got {n}")
+    with codebook._lock:  # the trace decoder uses the codebook's work buffers
+        return _statistics_from_spectrum(fl, grammar, n, codebook, decoder)
+
+
+def _statistics_from_spectrum(
+    fl: np.ndarray, grammar: Grammar, n: int, codebook: Codebook, decoder: str, on_row=None
+) -> Statistics:
+    d = codebook.d
+    tables = rule_tables(codebook, grammar)
+    nts = tables.nonterminals
+    stats: Statistics = {}
+    spectrum = codebook.spectrum
+    # c_A: the first column of C_A^T (A's vector reversed), one row per nonterminal.
+    cols = np.fft.irfft(np.conj(tables.spectra).astype(np.complex128), n=d, axis=1)
+
+    def store(i: int, j: int, values: np.ndarray) -> None:
+        stats.update(zip([(i, j, a) for a in nts], values.tolist(), strict=True))
+
+    if decoder == "entry":
+        # (C_A Phi C_j Phi C_i (Phi P_left))[0, 0]: row 0 of C_A Phi (that is
+        # (Phi^T c_A)^T) times C_j Phi C_i against column 0 of Phi P_left, on length-d
+        # vectors: for every A at once, one matrix-vector product per cell.
+        col = np.fft.irfft(fl[0].astype(np.complex128), n=d).astype(codebook.dtype)
+        rows = cols[:, codebook.permutation_index(-1)]
+        for i in range(n):
+            inner = codebook.circulant(spectrum=spectrum("index", i)).apply(col)
+            for j in range(i + 1, n + 1):
+                u = codebook.plus("index", j).apply(inner).astype(np.float64)
+                store(i, j, rows @ u)
+            if on_row is not None:
+                on_row()
+        return stats
+    # Trace: tr(C_A Phi C_j Z_i) with Z_i = Phi C_i Phi P_left. In transposes, Zt = irfft(FL
+    # V_i, axis=1) Phi^T, Wt = Zt C_j^T and tr(C_A Phi W) = tr(C_A^T Wt Phi^T) = sum_m c_A[m]
+    # sum_k Wt[k, perm[(k + m) mod d]]: one sum shared by every A. The row spectra of Zt are
+    # taken once per i and serve every j: each cell then costs one inverse FFT.
+    zt = B.Y.get(codebook)
+    w = B.W.get(codebook)
+    s = codebook.spectrum_buffer(fl.shape)
+    zhat = B.YHAT.get(codebook, fl.shape)
+    sums = np.empty(d, dtype=np.float64)
+    ident = codebook.permutation_index(0)
+    for i in range(n):
+        K.spec_mul_into_axis1(fl, spectrum("index", i), s)
+        codebook.engine.irfft(s, d, 1, out=w)
+        K.gather_cols(w, codebook.perm, zt)
+        codebook.engine.rfft(zt, 1, out=zhat)
+        for j in range(i + 1, n + 1):
+            # Wt = Zt C_j^T: the row spectra times spec(j)
+            K.spec_mul_into_axis1(zhat, spectrum("index", j), s)
+            codebook.engine.irfft(s, d, 1, out=w)
+            K.wrapped_diag_sums(w, ident, codebook.perm, sums)
+            store(i, j, (cols @ sums) / d)
+        if on_row is not None:
+            on_row()
+    return stats
+
+
+def chart_from_statistics(
+    statistics: Statistics, n: int, *, beta: float, threshold: float = 0.99
+) -> dict[tuple[int, int], frozenset[str]]:
+    """Threshold decoder statistics into a chart ``{(i, j): frozenset}`` (all cells present)."""
+    bound = decision_boundary(beta, threshold)
+    cells: dict[tuple[int, int], set[str]] = {
+        (i, j): set() for i in range(n) for j in range(i + 1, n + 1)
+    }
+    for (i, j, a), s in statistics.items():
+        if s > bound:
+            cells[(i, j)].add(a)
+    return {k: frozenset(v) for k, v in cells.items()}
+
+
+def decode(
+    result_or_p_left: Any,
+    grammar: Grammar | None = None,
+    n: int | None = None,
+    codebook: Codebook | None = None,
+    *,
+    decoder: str | None = None,
+    beta: float | None = None,
+    threshold: float | None = None,
+) -> dict[tuple[int, int], frozenset[str]]:
+    """Decode a chart from a parse (the paper's Algorithm 4), at any threshold.
+
+    Parameters
+    ----------
+    result_or_p_left : DCYKResult or ndarray
+        A :func:`fastdcyk.dcyk` result (its grammar, length, codebook and options are used
+        unless given here), or a P_left matrix (then grammar, n and codebook are required).
+    grammar, n, codebook : optional
+        Needed with a bare P_left. With a result, each one given here replaces the
+        result's own: the result's P_left is then decoded again with them (the statistics
+        the result keeps are reused only when the grammar, length, codebook and decoder
+        are its own).
+    decoder : {"entry", "trace"}, optional
+        Default: the result's decoder, else "entry".
+    beta, threshold : float, optional
+        Default: the result's, else the library defaults.
+
+    Returns
+    -------
+    dict
+        ``{(i, j): frozenset of nonterminals}`` for every 0 <= i < j <= n.
+
+    Examples
+    --------
+    >>> import fastdcyk
+    >>> g = fastdcyk.Grammar.builtin("example")
+    >>> r = fastdcyk.dcyk(g, "a a b", d=256, variant="trace")
+    >>> decode(r, threshold=0.9) == r.chart_at(threshold=0.9)
+    True
+    """
+    # A DCYKResult (of fastdcyk.engine, which imports this module) carries its options.
+    if hasattr(result_or_p_left, "options") and hasattr(result_or_p_left, "p_left"):
+        r = result_or_p_left
+        own = (
+            (grammar is None or grammar is r.grammar or grammar == r.grammar)
+            and (n is None or n == len(r.words))
+            and (codebook is None or codebook is r.codebook)
+            and (decoder is None or decoder == r.options.decoder)
+        )
+        grammar = r.grammar if grammar is None else grammar
+        n = len(r.words) if n is None else n
+        codebook = r.codebook if codebook is None else codebook
+        decoder = decoder or r.options.decoder
+        beta = beta if beta is not None else r.options.beta
+        threshold = threshold if threshold is not None else r.options.threshold
+        if own and r.statistics is not None:
+            return chart_from_statistics(r.statistics, n, beta=beta, threshold=threshold)
+        p_left = r.p_left
+    else:
+        p_left = np.asarray(result_or_p_left)
+        if grammar is None or n is None or codebook is None:
+            raise ValueError("decoding a bare P_left needs grammar=, n= and codebook=")
+    beta, threshold = check_beta_threshold(beta, threshold)
+    stats = decode_statistics(p_left, grammar, n, codebook, decoder=decoder or "entry")
+    return chart_from_statistics(stats, n, beta=beta, threshold=threshold)

@@ -1,0 +1,254 @@
+"""A prepared parse: the grammar, the sentences, the options and the codebook, checked once.
+
+:func:`prepare` is what :func:`fastdcyk.dcyk` and :func:`fastdcyk.dcyk_batch` do before any
+backend runs: the grammar is loaded and checked to be in CNF, the words checked against its
+terminals, the options resolved (:func:`fastdcyk.options.resolve`), the memory checked before
+anything of size d is allocated, and the codebook built or checked. Every backend takes the
+resulting :class:`Plan`; the rule structure of its grammar (:mod:`fastdcyk.engine.rules`) is
+shared by all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.engine.memory import check_codebook_memory, check_parse_memory
+from fastdcyk.engine.rules import RuleStructure, rule_structure
+from fastdcyk.hrr.codebook import Codebook
+from fastdcyk.hrr.fft import get_engine
+from fastdcyk.options import (
+    DEFAULT_VARIANT,
+    VARIANTS,
+    DCYKOptions,
+    check_backend,
+    check_dim,
+    check_dtype,
+    resolve,
+)
+
+__all__ = [
+    "Plan",
+    "check_symbols",
+    "cnf_grammar",
+    "default_codebook",
+    "options_from",
+    "prepare",
+    "resolve_codebook",
+    "words_of",
+]
+
+
+def words_of(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
+    ws = tuple(words.split()) if isinstance(words, str) else tuple(words)
+    if not ws:
+        raise ValueError("empty sentence: D-CYK needs at least one word")
+    for pos, w in enumerate(ws):
+        if not isinstance(w, str):
+            raise TypeError(f"word {pos} is {w!r}, not a str")
+    ws = grammar.normalize_words(ws)  # terminals are kept in Unicode NFC
+    known = set(grammar.terminals)
+    for pos, w in enumerate(ws):
+        if w not in known:
+            some = ", ".join(repr(t) for t in list(grammar.terminals)[:12])
+            nfc = "" if w.isascii() else " (words and terminals compared in Unicode NFC)"
+            raise ValueError(
+                f"word {w!r} at position {pos} is not a terminal of the grammar{nfc}; "
+                f"its terminals are {some}{' ...' if len(known) > 12 else ''}"
+            )
+    return ws
+
+
+def default_codebook(
+    grammar: Grammar, d: int, seed: int = 0, dtype: Any = "float32", *, unitary: bool, **kwargs
+) -> Codebook:
+    """The codebook :func:`fastdcyk.dcyk` builds when given none.
+
+    Unitary: :meth:`Codebook.for_grammar` (the grammar's symbols shifted, span indices
+    shifted, zero-mean symbol vectors); otherwise Gaussian vectors, as in the paper.
+    ``kwargs`` go to :class:`Codebook` (``engine``, ``threads``).
+    """
+    if unitary:
+        return Codebook.for_grammar(grammar, int(d), seed=seed, dtype=dtype, **kwargs)
+    return Codebook(int(d), seed=seed, dtype=dtype, unitary=False, **kwargs)
+
+
+def resolve_codebook(
+    codebook: Codebook | None,
+    d: int | None,
+    seed: int,
+    dtype: Any,
+    unitary: bool,
+    engine: Any,
+    grammar: Grammar,
+    before_build: Any = None,
+) -> Codebook:
+    """The codebook of a parse: ``codebook`` checked against ``d`` and ``dtype``, or one
+    built here (:func:`default_codebook`). ``before_build(d, dtype, engine)`` runs before
+    a codebook is built (the memory check), with the FFT engine it will use."""
+    if codebook is None:
+        if d is None:
+            d = 1024
+        d = check_dim(d)
+        dtype = check_dtype(dtype)
+        engine = get_engine(engine)
+        if before_build is not None:
+            before_build(int(d), dtype, engine)
+        return default_codebook(grammar, int(d), seed, dtype, unitary=unitary, engine=engine)
+    if not isinstance(codebook, Codebook):
+        raise TypeError(f"codebook must be a fastdcyk.Codebook, got {type(codebook).__name__}")
+    if d is not None and d != codebook.d:
+        raise ValueError(
+            f"d = {d} disagrees with the codebook's dimension {codebook.d}: "
+            "leave d out when passing a codebook"
+        )
+    if dtype is not None and np.dtype(dtype) != codebook.dtype:
+        raise ValueError(
+            f"dtype {np.dtype(dtype)} disagrees with the codebook's dtype {codebook.dtype}: "
+            "leave dtype out when passing a codebook"
+        )
+    return codebook
+
+
+def cnf_grammar(grammar: Grammar | str) -> Grammar:
+    """``grammar`` (or the built-in or file it names), checked to be a CNF Grammar."""
+    if isinstance(grammar, str):
+        grammar = Grammar.load(grammar)
+    if not isinstance(grammar, Grammar):
+        raise TypeError(f"grammar must be a fastdcyk.Grammar, got {type(grammar).__name__}")
+    if not grammar.is_cnf:
+        raise ValueError("D-CYK needs a grammar in Chomsky normal form: use grammar.to_cnf()")
+    return grammar
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """A parse prepared for any backend: everything checked, nothing of size d allocated
+    beyond the codebook.
+
+    Attributes
+    ----------
+    grammar : Grammar
+        In CNF.
+    sentences : list of tuple of str
+        Each sentence's words, terminals of the grammar (Unicode NFC).
+    options : DCYKOptions
+        Resolved and checked.
+    codebook : Codebook
+        Holds every symbol the sentences need.
+    """
+
+    grammar: Grammar
+    sentences: list[tuple[str, ...]]
+    options: DCYKOptions
+    codebook: Codebook
+
+    @property
+    def structure(self) -> RuleStructure:
+        """The grammar's rules as index arrays (shared by every backend)."""
+        return rule_structure(self.grammar)
+
+    @property
+    def longest(self) -> int:
+        return max((len(ws) for ws in self.sentences), default=1)
+
+
+#: The keyword options of :func:`fastdcyk.dcyk` that :class:`DCYKOptions` holds, and the
+#: default of each keyword.
+OPTION_KEYWORDS = (
+    "gate",
+    "decoder",
+    "unary_mask",
+    "beta",
+    "threshold",
+    "prune",
+    "order",
+    "encoding",
+)
+
+
+def options_from(options: DCYKOptions | None, variant: str | None, **keywords: Any) -> dict:
+    """The keyword form of the options of a parse, from ``options=`` or from keywords.
+
+    ``options`` (a :class:`DCYKOptions`) and the keywords are two ways to say the same
+    thing: giving both, with a keyword other than None, is refused.
+    """
+    if options is None:
+        return {"variant": DEFAULT_VARIANT if variant is None else variant, **keywords}
+    if not isinstance(options, DCYKOptions):
+        raise TypeError(f"options must be a fastdcyk.DCYKOptions, got {type(options).__name__}")
+    given = [k for k, v in keywords.items() if v is not None]
+    if variant is not None:
+        given.insert(0, "variant")
+    if given:
+        raise ValueError(
+            f"options= and the keyword options {given} were both given: pass the options "
+            "either as a DCYKOptions or as keywords (dataclasses.replace(options, ...) "
+            "changes one)"
+        )
+    return {"variant": options.variant, **{k: getattr(options, k) for k in OPTION_KEYWORDS}}
+
+
+def prepare(
+    grammar: Grammar | str,
+    sentences: Sequence[str | Sequence[str]],
+    codebook: Codebook | None,
+    *,
+    d: int | None,
+    seed: int,
+    dtype: Any,
+    unitary: bool | None,
+    engine: Any,
+    check_memory: bool,
+    backend: str,
+    device: Any,
+    options: dict[str, Any],
+) -> Plan:
+    """What :func:`fastdcyk.dcyk` and :func:`fastdcyk.dcyk_batch` check before parsing.
+
+    Everything is checked before the codebook is built (and the memory before anything of
+    size d): the backend and device, the grammar (CNF), the words, the options
+    (``options``: the keyword form, :func:`options_from`), the memory, the codebook and the
+    symbols it must hold.
+    """
+    check_backend(backend, device)
+    if backend == "torch":
+        from fastdcyk.engine import torch_backend  # noqa: F401 - ImportError with the hint
+    grammar = cnf_grammar(grammar)
+    all_words = [words_of(grammar, s) for s in sentences]
+    variant = options["variant"]
+    if variant in VARIANTS and unitary is None:
+        unitary = VARIANTS[variant]["unitary"]
+    opt_dtype = codebook.dtype if isinstance(codebook, Codebook) else check_dtype(dtype)
+    opt = resolve(**options, dtype=opt_dtype)
+    longest = max((len(ws) for ws in all_words), default=1)
+
+    def before_build(d: int, dtype: np.dtype, engine: Any) -> None:
+        # before the codebook draws anything of size d (its permutation, its vectors)
+        if check_memory:
+            check_parse_memory(d, dtype, engine, opt, longest)
+
+    cb = resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine, grammar, before_build)
+    if check_memory and codebook is not None:
+        check_codebook_memory(cb, opt, longest)
+    for ws in all_words:
+        check_symbols(cb, grammar, ws, opt.encoding)
+    return Plan(grammar, all_words, opt, cb)
+
+
+def check_symbols(
+    cb: Codebook, grammar: Grammar, words: tuple[str, ...], encoding: str = "paper"
+) -> None:
+    """Fail before any allocation when a codebook built from vectors lacks a symbol."""
+    needed = [("index", k) for k in range(len(words) + 1)]
+    needed += [("nonterminal", a) for a in grammar.nonterminals]
+    if encoding == "roles":
+        needed += [("right", a) for a in grammar.nonterminals]
+    needed += [("terminal", t) for t in dict.fromkeys(words)]
+    needed += [("terminal", t) for _, t in grammar.unary_rules]
+    for kind, sym in needed:
+        cb.vector(kind, sym)  # raises a KeyError naming the symbol

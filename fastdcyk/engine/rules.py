@@ -1,0 +1,231 @@
+"""A grammar's rule operators for one codebook, as arrays: one row per nonterminal.
+
+D-CYK's rule operators are single circulants (docs/method.md, section 2): R_u^A = sum over
+A -> a of [a]+ is ``C Phi`` with the summed terminal spectra, and R_b^A = sum over A -> B C of
+[B]+ [C]- is ``C`` with spectrum ``sum spec(B) conj(spec(C))`` (Phi Phi^T cancels). With
+``encoding="roles"`` the right child is written into P_right and read by R_b under its own
+vector C' (``[B]+ [C']-``), so that a rule A -> B B no longer reduces to the identity. Stacking
+them as matrices lets the engine read every nonterminal of a cell with one matrix product
+instead of one pass per nonterminal, and builds them once per (codebook, grammar) with a few
+vectorised operations, not one Operator per rule.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fastdcyk.cfg.grammar import Grammar
+    from fastdcyk.hrr.codebook import Codebook
+
+__all__ = ["RuleStructure", "RuleTables", "parseval_weights", "rule_structure", "rule_tables"]
+
+#: Tables of the last few grammars parsed with each codebook.
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PER_CODEBOOK = 8
+
+
+@dataclass(frozen=True, eq=False)
+class RuleTables:
+    """The rule spectra of one grammar in one codebook.
+
+    Attributes
+    ----------
+    nonterminals : tuple of str
+        The grammar's nonterminals, in grammar order; rows of the arrays below follow it.
+    vectors : ndarray, (N, d), codebook dtype
+        The nonterminals' vectors v_A.
+    spectra : ndarray, (N, d // 2 + 1), codebook complex dtype
+        Their spectra: the circulant of [A]- written into P_left and read by the decoder.
+    right_spectra : ndarray, (N, d // 2 + 1), codebook complex dtype
+        The circulant of [A]+ written into P_right: ``spectra`` itself with the paper's
+        encoding, the right-child role vectors A' with ``encoding="roles"``.
+    unary : ndarray of int, (U,)
+        Rows (into ``nonterminals``) of the nonterminals with a rule A -> a, in grammar order.
+    unary_spectra : ndarray, (U, d // 2 + 1), complex128
+        Spectrum of the circulant of R_u^A = C Phi: the sum of its terminals' spectra.
+    binary : ndarray of int, (B,)
+        Rows of the nonterminals with a rule A -> B C.
+    binary_spectra : ndarray, (B, d // 2 + 1), complex128
+        Spectrum of R_b^A: the sum over its rules of spec(B) conj(right_spec(C)).
+    """
+
+    nonterminals: tuple[str, ...]
+    vectors: np.ndarray
+    spectra: np.ndarray
+    right_spectra: np.ndarray
+    unary: np.ndarray
+    unary_spectra: np.ndarray
+    binary: np.ndarray
+    binary_spectra: np.ndarray
+
+    @property
+    def unary_names(self) -> list[str]:
+        return [self.nonterminals[k] for k in self.unary]
+
+    @property
+    def binary_names(self) -> list[str]:
+        return [self.nonterminals[k] for k in self.binary]
+
+
+@dataclass(frozen=True, eq=False)
+class RuleStructure:
+    """A CNF grammar's rules as index arrays, in the row order of the engine's rule tables.
+
+    One structure per grammar serves every backend: the numpy engine's
+    :class:`RuleTables` sum the symbol spectra of a codebook over these rules
+    (docs/method.md, section 4.1), the torch backend forms the same sums from its symbol
+    vectors (so that gradients flow to the vectors and to per-rule weights), and the
+    capacity model counts rules with them.
+
+    Attributes
+    ----------
+    nonterminals : tuple of str
+        In grammar order (rows of the nonterminal vectors and of the statistics).
+    terminals : tuple of str
+        In grammar order (rows of the terminal vectors).
+    unary : ndarray of int, (U,)
+        Rows of the nonterminals with a rule A -> a, in grammar order.
+    unary_rule_row, unary_rule_terminal : ndarray of int, (number of rules A -> a,)
+        Per rule A -> a (grammar order): the position of A in ``unary``, and a's row.
+    binary : ndarray of int, (Bn,)
+        Rows of the nonterminals with a rule A -> B C.
+    binary_rule_row, binary_rule_left, binary_rule_right : ndarray of int
+        Per rule A -> B C (grammar order): the position of A in ``binary``, B's and C's rows.
+    """
+
+    nonterminals: tuple[str, ...]
+    terminals: tuple[str, ...]
+    unary: np.ndarray
+    unary_rule_row: np.ndarray
+    unary_rule_terminal: np.ndarray
+    binary: np.ndarray
+    binary_rule_row: np.ndarray
+    binary_rule_left: np.ndarray
+    binary_rule_right: np.ndarray
+
+    @property
+    def n_unary_rules(self) -> int:
+        return len(self.unary_rule_row)
+
+    @property
+    def n_binary_rules(self) -> int:
+        return len(self.binary_rule_row)
+
+    def terminal_ids(self, words: Sequence[str]) -> list[int]:
+        """Rows of the words (terminals of the grammar, in Unicode NFC)."""
+        pos = {t: k for k, t in enumerate(self.terminals)}
+        return [pos[w] for w in words]
+
+
+@functools.lru_cache(maxsize=8)
+def rule_structure(grammar: Grammar) -> RuleStructure:
+    """The :class:`RuleStructure` of a CNF grammar (the last few are kept).
+
+    Parameters
+    ----------
+    grammar : Grammar
+
+    Returns
+    -------
+    RuleStructure
+    """
+    nts = tuple(grammar.nonterminals)
+    index = grammar.nonterminal_index
+    terms = tuple(grammar.terminals)
+    tpos = {t: k for k, t in enumerate(terms)}
+    unary = sorted({index[a] for a, _ in grammar.unary_rules})
+    urow = {a: r for r, a in enumerate(unary)}
+    binary = sorted({index[a] for a, _, _ in grammar.binary_rules})
+    brow = {a: r for r, a in enumerate(binary)}
+    rules_b = grammar.binary_rules
+
+    def arr(values: Any) -> np.ndarray:
+        return np.array(list(values), dtype=np.int64)
+
+    return RuleStructure(
+        nonterminals=nts,
+        terminals=terms,
+        unary=arr(unary),
+        unary_rule_row=arr(urow[index[a]] for a, _ in grammar.unary_rules),
+        unary_rule_terminal=arr(tpos[t] for _, t in grammar.unary_rules),
+        binary=arr(binary),
+        binary_rule_row=arr(brow[index[a]] for a, _, _ in rules_b),
+        binary_rule_left=arr(index[b] for _, b, _ in rules_b),
+        binary_rule_right=arr(index[c] for _, _, c in rules_b),
+    )
+
+
+def _build(cb: Codebook, grammar: Grammar, encoding: str) -> RuleTables:
+    st = rule_structure(grammar)
+    nts = st.nonterminals
+    spectra = np.stack([cb.spectrum("nonterminal", a) for a in nts])
+    if encoding == "roles":
+        right_spectra = np.stack([cb.spectrum("right", a) for a in nts])
+    else:
+        right_spectra = spectra
+    vectors = np.stack([cb.vector("nonterminal", a) for a in nts])
+    h = cb.d // 2 + 1
+
+    unary_spectra = np.zeros((len(st.unary), h), np.complex128)
+    if st.n_unary_rules:
+        used = np.unique(st.unary_rule_terminal)
+        tspec = np.zeros((len(st.terminals), h), np.complex128)
+        tspec[used] = np.stack([cb.spectrum("terminal", st.terminals[t]) for t in used])
+        np.add.at(unary_spectra, st.unary_rule_row, tspec[st.unary_rule_terminal])
+
+    binary_spectra = np.zeros((len(st.binary), h), np.complex128)
+    if st.n_binary_rules:
+        s128 = spectra.astype(np.complex128)
+        r128 = right_spectra.astype(np.complex128)
+        rows, left, right = st.binary_rule_row, st.binary_rule_left, st.binary_rule_right
+        step = max(1, (1 << 22) // h)  # rules per chunk: bounded temporaries for huge grammars
+        for k in range(0, len(rows), step):
+            prod = s128[left[k : k + step]] * np.conj(r128[right[k : k + step]])
+            np.add.at(binary_spectra, rows[k : k + step], prod)
+
+    for a in (spectra, right_spectra, vectors, unary_spectra, binary_spectra):
+        a.setflags(write=False)
+    return RuleTables(
+        nonterminals=nts,
+        vectors=vectors,
+        spectra=spectra,
+        right_spectra=right_spectra,
+        unary=st.unary.astype(np.intp),
+        unary_spectra=unary_spectra,
+        binary=st.binary.astype(np.intp),
+        binary_spectra=binary_spectra,
+    )
+
+
+def parseval_weights(d: int) -> np.ndarray:
+    """w_f with sum_k a_k b_k = (1/d) sum_f w_f Re(A_f conj(B_f)) over the rfft half-spectrum."""
+    w = np.full(d // 2 + 1, 2.0)
+    w[0] = 1.0
+    if d % 2 == 0:
+        w[-1] = 1.0
+    return w
+
+
+def rule_tables(cb: Codebook, grammar: Grammar, encoding: str = "paper") -> RuleTables:
+    """The :class:`RuleTables` of ``grammar`` in ``cb`` for an encoding, cached per codebook.
+
+    The caller holds the codebook's lock (a parse or a decoding does).
+    """
+    per = _CACHE.get(cb)
+    if per is None:
+        per = {}
+        _CACHE[cb] = per
+    tables = per.get((grammar, encoding))
+    if tables is None:
+        tables = _build(cb, grammar, encoding)
+        if len(per) >= _PER_CODEBOOK:
+            per.pop(next(iter(per)))
+        per[grammar, encoding] = tables
+    return tables

@@ -1,0 +1,318 @@
+"""The CYK schedule of D-CYK, written once for every backend (docs/architecture.md).
+
+D-CYK visits the cells of the CYK table in the paper's order: the unary step over the words
+(cell (i - 1, i) for i = 1..n, Algorithm 2), then the binary step with j ascending and, for
+each j, i descending (Algorithm 3). In each cell every nonterminal with rules of that step is
+*detected* (a readout of the accumulators, gated) and its *update* written back. Two orders
+of detections within a cell (``DCYKOptions.order``):
+
+- ``"sequential"`` (the paper's): each update is applied before the next detection of the
+  same cell, which then reads the table again;
+- ``"cell"``: every detection of the cell reads the table as it was before the cell; one
+  shared pass serves them all.
+
+This module owns that control flow and its bookkeeping: which cells, in which order, when
+the table is read again, the counts of detections, updates and pruned updates, the pruning
+rule, the detection log, the check for non-finite readouts and its message, the readouts
+kept for a differentiable layer, the progress callback and the step timings. The arithmetic
+belongs to the backends, which implement :class:`CellParser`: the numpy engine's two parsers
+(:mod:`fastdcyk.engine.numpy_backend`), the torch parsers (:mod:`fastdcyk.engine.torch_backend`)
+and the capacity model's simulations (:mod:`fastdcyk.capacity`).
+
+A backend that works on a batch of sentences gives every array a leading batch axis and an
+``active(j)`` mask (the sentences long enough to have cells ending at j); the numpy engine
+parses one sentence (a batch of one).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+__all__ = [
+    "BINARY",
+    "UNARY",
+    "ArrayOps",
+    "CellParser",
+    "Detections",
+    "Ledger",
+    "NumpyOps",
+    "cells",
+    "run",
+]
+
+Step = Literal["unary", "binary"]
+UNARY: Step = "unary"
+BINARY: Step = "binary"
+
+
+def cells(n: int) -> Iterator[tuple[int, int, Step]]:
+    """The cells (i, j) of an n-word table in D-CYK's order, with their step."""
+    for i in range(1, n + 1):
+        yield i - 1, i, UNARY
+    for j in range(2, n + 1):
+        for i in range(j - 2, -1, -1):
+            yield i, j, BINARY
+
+
+@dataclass
+class Detections:
+    """What a backend read for some nonterminals of a cell, (batch, k) arrays.
+
+    Attributes
+    ----------
+    readouts : array
+        The gate's argument per nonterminal (the readout a differentiable layer scores).
+    means, peaks : array
+        The mean of P_A's diagonal (how much of I the gate let through) and P_A's largest
+        entry in magnitude: ``peaks`` at most the prune level means the update is skipped.
+    values : object
+        What :meth:`CellParser.write` needs (gates, P_A matrices): the backend's own.
+    check : array or None
+        What must be finite (default ``readouts``): a backend that gates a whole matrix
+        checks the matrix.
+    """
+
+    readouts: Any
+    means: Any
+    peaks: Any
+    values: Any = None
+    check: Any = None
+
+
+class CellParser(Protocol):
+    """What a backend implements for :func:`run`.
+
+    ``rows(step)`` are the nonterminals (grammar rows) with rules of the step; a detection
+    call names some of them by position, as a slice ``ks`` of ``rows(step)``.
+    """
+
+    def initialise(self) -> None:
+        """Write the words into the accumulators."""
+
+    def rows(self, step: Step) -> Sequence[int]:
+        """The rows of the nonterminals detected in every cell of ``step``."""
+
+    def group(self, step: Step) -> int | None:
+        """In the ``"cell"`` order, how many detections one call to :meth:`detect` makes
+        (None: all of the cell's; 1 where each detection is a d x d matrix)."""
+
+    def begin(self, i: int, j: int, step: Step) -> None:
+        """Called once per cell, before its first :meth:`read`."""
+
+    def read(self, i: int, j: int, step: Step) -> None:
+        """The shared pass of cell (i, j): read the accumulators as they are now."""
+
+    def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
+        """The detections of nonterminals ``rows(step)[ks]`` from the last :meth:`read`."""
+
+    def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
+        """Apply the updates of ``det`` that ``keep`` (batch, k) marks."""
+
+
+class ArrayOps:
+    """The few array operations the bookkeeping needs, for one array library."""
+
+    def int_counts(self, batch: int) -> Any:
+        raise NotImplementedError
+
+    def as_int(self, mask: Any) -> Any:
+        raise NotImplementedError
+
+    def flags(self, keep: Any, check: Any) -> tuple[bool, bool]:
+        """(any update kept, every checked value finite), read together."""
+        raise NotImplementedError
+
+    def tolist(self, x: Any) -> list:
+        raise NotImplementedError
+
+
+class NumpyOps(ArrayOps):
+    def int_counts(self, batch: int) -> np.ndarray:
+        return np.zeros((3, batch), np.int64)
+
+    def as_int(self, mask: Any) -> np.ndarray:
+        return np.asarray(mask, np.int64)
+
+    def flags(self, keep: Any, check: Any) -> tuple[bool, bool]:
+        return bool(np.any(keep)), bool(np.all(np.isfinite(check)))
+
+    def tolist(self, x: Any) -> list:
+        return np.asarray(x).tolist()
+
+
+def non_finite(where: str) -> FloatingPointError:
+    """The error raised when non-finite values appear (``where``: in which computation)."""
+    return FloatingPointError(
+        f"non-finite values appeared in D-CYK's accumulators ({where}): the codebook's "
+        "vectors or beta are too large for this dtype; use float64, smaller vectors or a "
+        "smaller beta"
+    )
+
+
+class Ledger:
+    """The bookkeeping of one (batched) parse: counts, pruning, log, readouts, checks.
+
+    Parameters
+    ----------
+    ops : ArrayOps
+        The array library of the backend.
+    names : sequence of str
+        The grammar's nonterminals (the log names them).
+    lengths : sequence of int
+        The sentences' lengths (one for the numpy engine).
+    prune : float
+        An update whose P_A has no entry above this in magnitude is skipped.
+    record : bool
+        Keep the log of every detection.
+    readouts : bool
+        Keep every detection's readout (for :meth:`readout_list`).
+    active : callable, optional
+        ``active(j)``: (batch,) mask of the sentences that have cells ending at j (None:
+        every sentence has every cell).
+    """
+
+    def __init__(
+        self,
+        ops: ArrayOps,
+        names: Sequence[str],
+        lengths: Sequence[int],
+        prune: float,
+        *,
+        record: bool = False,
+        readouts: bool = False,
+        active: Callable[[int], Any] | None = None,
+    ) -> None:
+        self.ops, self.names, self.lengths = ops, names, list(lengths)
+        self.prune, self.active = prune, active
+        self.counts = ops.int_counts(len(self.lengths))
+        self.log: list[tuple[int, int, Any, Any, Any, Any]] | None = [] if record else None
+        self.readouts: list[tuple[int, int, Any, Any]] | None = [] if readouts else None
+
+    def decide(self, i: int, j: int, rows: Any, det: Detections) -> tuple[Any, bool]:
+        """Which updates of ``det`` clear the prune level, (batch, k), and whether any does.
+
+        Counts, logs and keeps the readouts of every detection; raises FloatingPointError
+        when a checked value is not finite.
+        """
+        keep = det.peaks > self.prune
+        k = keep.shape[-1]
+        if self.active is None:
+            n_act = k
+        else:
+            act = self.active(j)
+            keep = keep & act[:, None]
+            n_act = self.ops.as_int(act) * k
+        n_kept = keep.sum(-1)
+        self.counts[0] += n_act
+        self.counts[1] += n_kept
+        self.counts[2] += n_act - n_kept
+        if self.readouts is not None:
+            self.readouts.append((i, j, rows, det.readouts))
+        if self.log is not None:
+            self.log.append((i, j, rows, det.means, det.peaks, keep))
+        any_kept, finite = self.ops.flags(keep, det.readouts if det.check is None else det.check)
+        if not finite:
+            raise non_finite(f"detections in cell ({i}, {j})")
+        return keep, any_kept
+
+    def count_dicts(self) -> list[dict[str, int]]:
+        """Per sentence: detections, updates applied and updates pruned."""
+        c = self.ops.tolist(self.counts)
+        keys = ("detections", "updates", "pruned")
+        return [{key: int(c[r][b]) for r, key in enumerate(keys)} for b in range(len(c[0]))]
+
+    def log_lists(self) -> list[list[dict[str, Any]]] | None:
+        """Per sentence, one dict per detection (None when the parse kept no log)."""
+        if self.log is None:
+            return None
+        logs: list[list[dict[str, Any]]] = [[] for _ in self.lengths]
+        tolist = self.ops.tolist
+        for i, j, rows, means, peaks, keep in self.log:
+            means, peaks, keep = tolist(means), tolist(peaks), tolist(keep)
+            rows = tolist(rows)
+            for b, n in enumerate(self.lengths):
+                if j > n:
+                    continue
+                for k, row in enumerate(rows):
+                    logs[b].append(
+                        {
+                            "step": UNARY if j == i + 1 else BINARY,
+                            "i": i,
+                            "j": j,
+                            "A": self.names[row],
+                            "p_diag_mean": float(means[b][k]),
+                            "p_max": float(peaks[b][k]),
+                            "applied": bool(keep[b][k]),
+                        }
+                    )
+        return logs
+
+
+def run(
+    parser: CellParser,
+    n: int,
+    order: str,
+    ledger: Ledger,
+    *,
+    on_cell: Callable[[], None] | None = None,
+    timings: dict[str, float] | None = None,
+) -> None:
+    """Fill the table: the words, then every cell's detections and updates in D-CYK's order.
+
+    Parameters
+    ----------
+    parser : CellParser
+    n : int
+        The (longest) sentence's length.
+    order : {"sequential", "cell"}
+        The order of detections within a cell (see the module's docstring).
+    ledger : Ledger
+        Counts, log, pruning and checks.
+    on_cell : callable, optional
+        Called after every cell (a progress bar).
+    timings : dict, optional
+        Gets the seconds of the unary step (the words included) and of the binary step.
+    """
+    rows = {step: parser.rows(step) for step in (UNARY, BINARY)}
+    arrays = {step: np.asarray(rows[step]) for step in rows}
+    t0 = time.perf_counter()
+    parser.initialise()
+    t1 = None
+    for i, j, step in cells(n):
+        if step == BINARY and t1 is None:
+            t1 = time.perf_counter()
+        count = len(rows[step])
+        if count:
+            parser.begin(i, j, step)
+            if order == "cell":
+                parser.read(i, j, step)
+                size = parser.group(step) or count
+                for k0 in range(0, count, size):
+                    ks = slice(k0, min(count, k0 + size))
+                    det = parser.detect(i, j, step, ks)
+                    keep, any_kept = ledger.decide(i, j, arrays[step][ks], det)
+                    if any_kept:
+                        parser.write(i, j, step, ks, det, keep)
+            else:
+                stale = True  # read again only after an update: a pruned one changes nothing
+                for k in range(count):
+                    if stale:
+                        parser.read(i, j, step)
+                        stale = False
+                    ks = slice(k, k + 1)
+                    det = parser.detect(i, j, step, ks)
+                    keep, any_kept = ledger.decide(i, j, arrays[step][ks], det)
+                    if any_kept:
+                        parser.write(i, j, step, ks, det, keep)
+                        stale = True
+        if on_cell is not None:
+            on_cell()
+    t2 = time.perf_counter()
+    if timings is not None:
+        timings["unary"] = (t2 if t1 is None else t1) - t0
+        timings["binary"] = 0.0 if t1 is None else t2 - t1

@@ -1,0 +1,358 @@
+"""FFT engines: one place that owns engine choice, threads, plans and buffer reuse.
+
+Every operator in fastdcyk is applied to dense matrices by batched real FFTs along one axis.
+Three engines implement the same small interface (:meth:`FFTEngine.rfft`,
+:meth:`FFTEngine.irfft`, :meth:`FFTEngine.empty`):
+
+- ``"scipy"``: scipy's pocketfft with all cores. It writes into caller-owned buffers through
+  pocketfft's own binding (``scipy.fft._pocketfft.pypocketfft``), so a chain of factors never
+  allocates a d x d array per transform; where that binding is missing it falls back to the
+  public :mod:`scipy.fft` functions (which allocate their outputs).
+- ``"pyfftw"``: FFTW through pyFFTW, planned once per (shape, dtype, axis, direction) and
+  multi-threaded; the complex-to-real plan is allowed to destroy its input, which is always a
+  work buffer owned by fastdcyk, never the caller's array.
+- ``"numpy"``: :mod:`numpy.fft`, single-threaded; a reference, not a contender.
+
+``"auto"`` picks ``"scipy"``: on the 2-core development machine, pocketfft was faster than
+FFTW (planned with FFTW_MEASURE) along both axes at d = 6000 (see docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+import scipy.fft
+
+from fastdcyk import threads as _threads
+
+__all__ = [
+    "ENGINES",
+    "FFTEngine",
+    "available_engines",
+    "default_threads",
+    "get_engine",
+    "has_pyfftw",
+    "spectrum_dtype",
+]
+
+ENGINES = ("scipy", "pyfftw", "numpy")
+
+try:  # pragma: no cover - depends on the installed scipy
+    from scipy.fft._pocketfft import pypocketfft as _pocketfft
+
+    _POCKETFFT_OUT = hasattr(_pocketfft, "r2c") and hasattr(_pocketfft, "c2r")
+except ImportError:  # pragma: no cover
+    _pocketfft = None
+    _POCKETFFT_OUT = False
+
+try:  # pragma: no cover - optional dependency
+    import pyfftw as _pyfftw
+
+    _HAS_PYFFTW = True
+except ImportError:  # pragma: no cover
+    _pyfftw = None
+    _HAS_PYFFTW = False
+
+
+def has_pyfftw() -> bool:
+    """Whether pyFFTW can be imported on this platform."""
+    return _HAS_PYFFTW
+
+
+def available_engines() -> tuple[str, ...]:
+    """The engine names usable here, fastest first."""
+    return tuple(e for e in ENGINES if e != "pyfftw" or _HAS_PYFFTW)
+
+
+def default_threads() -> int:
+    """Threads of an engine built without a count: :func:`fastdcyk.threads.fft_threads`."""
+    return _threads.fft_threads()
+
+
+def spectrum_dtype(dtype: Any) -> np.dtype:
+    """The complex dtype of a real dtype's spectrum (float32 -> complex64)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float32:
+        return np.dtype(np.complex64)
+    if dtype == np.float64:
+        return np.dtype(np.complex128)
+    raise ValueError(f"fastdcyk works in float32 or float64, not {dtype}")
+
+
+def _spectrum_shape(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    out = list(shape)
+    out[axis] = shape[axis] // 2 + 1
+    return tuple(out)
+
+
+class FFTEngine:
+    """Batched real FFTs along one axis of a 1-D or 2-D array.
+
+    Parameters
+    ----------
+    threads : int, optional
+        Worker threads; by default :func:`fastdcyk.threads.fft_threads`.
+
+    Notes
+    -----
+    :meth:`irfft` may overwrite its input: callers pass work buffers only.
+    """
+
+    name = "base"
+    #: Whether :mod:`fastdcyk.hrr.blocks` may call this engine on many small column or row
+    #: blocks, one thread per call (cheap per call, no per-shape planning, strided outputs).
+    blockwise = False
+
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = default_threads() if threads is None else int(threads)
+        if self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(threads={self.threads})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Engines hold plans and locks: a pickled one is looked up again by name.
+        return (get_engine, (self.name, self.threads))
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """A new uninitialised buffer suited to this engine (aligned where it matters)."""
+        return np.empty(shape, dtype=dtype)
+
+    def rfft(
+        self, x: np.ndarray, axis: int, out: np.ndarray | None = None, threads: int | None = None
+    ) -> np.ndarray:
+        """Real-to-complex transform of ``x`` along ``axis``; ``x`` is not modified.
+
+        ``threads`` overrides the engine's thread count for this call.
+        """
+        raise NotImplementedError
+
+    def irfft(
+        self,
+        s: np.ndarray,
+        n: int,
+        axis: int,
+        out: np.ndarray | None = None,
+        threads: int | None = None,
+    ) -> np.ndarray:
+        """Complex-to-real inverse transform (normalised by 1/n); ``s`` may be destroyed.
+
+        ``threads`` overrides the engine's thread count for this call.
+        """
+        raise NotImplementedError
+
+    def cfft(self, x: np.ndarray, axis: int, forward: bool = True) -> np.ndarray:
+        """Complex transform of ``x`` along ``axis``, in place (the inverse normalised by 1/n).
+
+        ``x`` is a complex work array owned by the caller; it is overwritten and returned.
+        The default uses scipy.fft for every engine (complex transforms are rare in
+        fastdcyk: a few per parse).
+        """
+        fn = scipy.fft.fft if forward else scipy.fft.ifft
+        x[...] = fn(x, axis=axis, workers=self.threads, overwrite_x=True)
+        return x
+
+
+class _ScipyEngine(FFTEngine):
+    name = "scipy"
+    blockwise = _POCKETFFT_OUT
+
+    def rfft(self, x, axis, out=None, threads=None):
+        threads = self.threads if threads is None else threads
+        if _POCKETFFT_OUT:
+            if out is None:
+                out = np.empty(_spectrum_shape(x.shape, axis), spectrum_dtype(x.dtype))
+            return _pocketfft.r2c(x, (axis,), True, 0, out, threads)
+        res = scipy.fft.rfft(x, axis=axis, workers=threads)
+        if out is None:
+            return res
+        out[...] = res
+        return out
+
+    def irfft(self, s, n, axis, out=None, threads=None):
+        threads = self.threads if threads is None else threads
+        if _POCKETFFT_OUT:
+            if out is None:
+                shape = list(s.shape)
+                shape[axis] = n
+                out = np.empty(tuple(shape), np.float32 if s.dtype == np.complex64 else np.float64)
+            # inorm=2 divides by n: the inverse of the unnormalised forward transform.
+            return _pocketfft.c2r(s, (axis,), n, False, 2, out, threads)
+        res = scipy.fft.irfft(s, n=n, axis=axis, workers=threads, overwrite_x=True)
+        if out is None:
+            return res
+        out[...] = res
+        return out
+
+    def cfft(self, x, axis, forward=True):
+        if _POCKETFFT_OUT:
+            return _pocketfft.c2c(x, (axis,), forward, 0 if forward else 2, x, self.threads)
+        return super().cfft(x, axis, forward)
+
+
+class _NumpyEngine(FFTEngine):
+    name = "numpy"
+
+    def __init__(self, threads: int | None = None) -> None:
+        super().__init__(1 if threads is None else threads)
+
+    def rfft(self, x, axis, out=None, threads=None):
+        res = np.fft.rfft(x, n=x.shape[axis], axis=axis)
+        # numpy.fft computes in the input's precision (numpy >= 2) or in double; keep ours.
+        res = res.astype(spectrum_dtype(x.dtype), copy=False)
+        if out is None:
+            return res
+        out[...] = res
+        return out
+
+    def irfft(self, s, n, axis, out=None, threads=None):
+        real = np.float32 if s.dtype == np.complex64 else np.float64
+        res = np.fft.irfft(s, n=n, axis=axis).astype(real, copy=False)
+        if out is None:
+            return res
+        out[...] = res
+        return out
+
+
+class _PyFFTWEngine(FFTEngine):
+    name = "pyfftw"
+
+    def __init__(self, threads: int | None = None, planner: str = "FFTW_MEASURE") -> None:
+        if not _HAS_PYFFTW:
+            raise ImportError("pyFFTW is not installed: pip install pyfftw, or use engine='scipy'")
+        super().__init__(threads)
+        self.planner = planner
+        self._plans: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+
+    def empty(self, shape, dtype):
+        return _pyfftw.empty_aligned(shape, dtype=dtype)
+
+    def _plan(self, src: np.ndarray, dst: np.ndarray, axis: int, forward: bool, threads: int):
+        aligned = all(a.ctypes.data % _pyfftw.simd_alignment == 0 for a in (src, dst))
+        key = (
+            src.shape,
+            dst.shape,
+            src.dtype,
+            src.strides,
+            dst.strides,
+            axis,
+            forward,
+            aligned,
+            threads,
+        )
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is None:
+                # Plan on scratch arrays: FFTW_MEASURE overwrites what it plans on.
+                a = _pyfftw.empty_aligned(src.shape, dtype=src.dtype)
+                b = _pyfftw.empty_aligned(dst.shape, dtype=dst.dtype)
+                flags = [self.planner]
+                if not forward:
+                    flags.append("FFTW_DESTROY_INPUT")
+                if not aligned:
+                    flags.append("FFTW_UNALIGNED")
+                plan = _pyfftw.FFTW(
+                    a,
+                    b,
+                    axes=(axis,),
+                    direction="FFTW_FORWARD" if forward else "FFTW_BACKWARD",
+                    flags=tuple(flags),
+                    threads=threads,
+                )
+                self._plans[key] = plan
+        return plan
+
+    def _run(self, src, dst, axis, forward, threads=None):
+        threads = self.threads if threads is None else threads
+        # FFTW plans are tied to strides: keep the plan cache small by working on C-contiguous
+        # arrays with their canonical strides (a (d, 1) view may count as contiguous with
+        # another stride on its length-1 axis) and natural alignment, copying in (and the
+        # result out) only when the caller's are not.
+        if src.strides != _c_strides(src) or not src.flags.aligned:
+            src = src.copy(order="C")
+        if dst.strides != _c_strides(dst) or not dst.flags.aligned:
+            tmp = self.empty(dst.shape, dst.dtype)
+            self._run(src, tmp, axis, forward, threads)
+            dst[...] = tmp
+            return dst
+        plan = self._plan(src, dst, axis, forward, threads)
+        with self._lock:
+            plan.update_arrays(src, dst)
+            plan.execute()
+        if not forward:
+            # FFTW's backward transform is unnormalised.
+            dst *= dst.dtype.type(1.0 / dst.shape[axis])
+        return dst
+
+    def rfft(self, x, axis, out=None, threads=None):
+        if out is None:
+            out = self.empty(_spectrum_shape(x.shape, axis), spectrum_dtype(x.dtype))
+        return self._run(x, out, axis, True, threads)
+
+    def irfft(self, s, n, axis, out=None, threads=None):
+        shape = list(s.shape)
+        shape[axis] = n
+        if out is None:
+            out = self.empty(tuple(shape), np.float32 if s.dtype == np.complex64 else np.float64)
+        return self._run(s, out, axis, False, threads)
+
+
+def _c_strides(a: np.ndarray) -> tuple[int, ...]:
+    strides = []
+    step = a.itemsize
+    for size in reversed(a.shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
+
+
+_ENGINE_CACHE: dict[tuple[str, int | None], FFTEngine] = {}
+
+
+def get_engine(engine: str | FFTEngine = "auto", threads: int | None = None) -> FFTEngine:
+    """Return an FFT engine by name.
+
+    Parameters
+    ----------
+    engine : {"auto", "scipy", "pyfftw", "numpy"} or FFTEngine
+        ``"auto"`` is ``"scipy"`` (measured fastest here). ``"pyfftw"`` falls back to
+        ``"scipy"`` with a warning when pyFFTW is not installed.
+    threads : int, optional
+        Worker threads; by default the setting of :mod:`fastdcyk.threads` (every core
+        unless set).
+
+    Returns
+    -------
+    FFTEngine
+        Engines are cached per (name, threads), so plans are shared.
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine name.
+    """
+    if isinstance(engine, FFTEngine):
+        return engine
+    name = str(engine).lower()
+    if name == "auto":
+        name = "scipy"
+    if name not in ENGINES:
+        raise ValueError(f"unknown FFT engine {engine!r}: choose one of 'auto', {ENGINES}")
+    if name == "pyfftw" and not _HAS_PYFFTW:
+        warnings.warn(
+            "pyFFTW is not installed; using scipy.fft instead", RuntimeWarning, stacklevel=2
+        )
+        name = "scipy"
+    # the default count is the setting of the moment (fastdcyk.threads)
+    key = (name, _threads.fft_threads() if threads is None else threads)
+    eng = _ENGINE_CACHE.get(key)
+    if eng is None:
+        cls = {"scipy": _ScipyEngine, "pyfftw": _PyFFTWEngine, "numpy": _NumpyEngine}[name]
+        eng = cls(threads)
+        _ENGINE_CACHE[key] = eng
+    return eng
