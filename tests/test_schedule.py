@@ -1,0 +1,144 @@
+"""The CYK schedule (fastdcyk.engine.schedule) with a recording parser: the order of cells,
+when a cell is read again, the bookkeeping, and the layout's compatibility shims."""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+
+import fastdcyk as fd
+from fastdcyk.engine import schedule as S
+
+
+class Recorder:
+    """A CellParser that logs every call; the update of row r is kept iff r is in ``on``."""
+
+    def __init__(self, unary=(0,), binary=(1, 2), on=(1, 2), group=None, bad=None):
+        self._rows = {S.UNARY: np.array(unary), S.BINARY: np.array(binary)}
+        self.on, self._group, self.bad = set(on), group, bad
+        self.calls: list[tuple] = []
+
+    def initialise(self):
+        self.calls.append(("init",))
+
+    def rows(self, step):
+        return self._rows[step]
+
+    def group(self, step):
+        return self._group
+
+    def begin(self, i, j, step):
+        self.calls.append(("begin", i, j))
+
+    def read(self, i, j, step):
+        self.calls.append(("read", i, j))
+
+    def detect(self, i, j, step, ks):
+        rows = self._rows[step][ks]
+        self.calls.append(("detect", i, j, tuple(rows.tolist())))
+        peaks = np.array([[1.0 if r in self.on else 0.0 for r in rows]])
+        readouts = peaks.copy()
+        if self.bad == (i, j):
+            readouts[0, 0] = np.nan
+        return S.Detections(readouts, peaks, peaks, None)
+
+    def write(self, i, j, step, ks, det, keep):
+        self.calls.append(("write", i, j, tuple(self._rows[step][ks][keep[0]].tolist())))
+
+
+def _ledger(n, record=False):
+    return S.Ledger(S.NumpyOps(), ["A", "B", "C"], [n], 0.5, record=record)
+
+
+def test_cells_come_in_the_papers_order():
+    # unary over the words, then j ascending and, for each j, i descending
+    assert list(S.cells(3)) == [
+        (0, 1, "unary"),
+        (1, 2, "unary"),
+        (2, 3, "unary"),
+        (0, 2, "binary"),
+        (1, 3, "binary"),
+        (0, 3, "binary"),
+    ]
+
+
+def test_cell_order_reads_once_and_writes_the_kept_updates_together():
+    p, led = Recorder(), _ledger(2)
+    cells = []
+    S.run(p, 2, "cell", led, on_cell=lambda: cells.append(1))
+    binary = [c for c in p.calls if c[1:3] == (0, 2)]
+    assert binary == [("begin", 0, 2), ("read", 0, 2), ("detect", 0, 2, (1, 2)),
+                      ("write", 0, 2, (1, 2))]  # fmt: skip
+    assert len(cells) == 3  # every cell, the unary ones included
+    # unary row 0 is pruned: detected, never written
+    assert ("write", 0, 1, ()) not in p.calls and ("detect", 0, 1, (0,)) in p.calls
+    assert led.count_dicts() == [{"detections": 4, "updates": 2, "pruned": 2}]
+
+
+def test_sequential_order_reads_again_only_after_an_applied_update():
+    p = Recorder(binary=(0, 1, 2), on=(1,))
+    S.run(p, 2, "sequential", _ledger(2))
+    binary = [c[0] for c in p.calls if c[1:3] == (0, 2)]
+    # row 0 pruned (no new read), row 1 written (read again before row 2)
+    assert binary == ["begin", "read", "detect", "detect", "write", "read", "detect"]
+
+
+def test_groups_split_a_cells_detections():
+    p = Recorder(binary=(0, 1, 2), group=2)
+    S.run(p, 2, "cell", _ledger(2))
+    detects = [c[3] for c in p.calls if c[0] == "detect" and c[1:3] == (0, 2)]
+    assert detects == [(0, 1), (2,)]
+    assert [c[0] for c in p.calls if c[1:3] == (0, 2)].count("read") == 1
+
+
+def test_the_log_and_the_non_finite_check():
+    led = _ledger(2, record=True)
+    S.run(Recorder(), 2, "cell", led)
+    (log,) = led.log_lists()
+    assert [(e["i"], e["j"], e["A"], e["applied"]) for e in log] == [
+        (0, 1, "A", False),
+        (1, 2, "A", False),
+        (0, 2, "B", True),
+        (0, 2, "C", True),
+    ]
+    with pytest.raises(FloatingPointError, match=r"detections in cell \(0, 2\)"):
+        S.run(Recorder(bad=(0, 2)), 2, "cell", _ledger(2))
+
+
+def test_options_object_or_keywords():
+    g = fd.Grammar.builtin("example")
+    opt = fd.options.resolve("trace", dtype="float32")
+    a = fd.dcyk(g, "a a b", d=128, options=opt)
+    b = fd.dcyk(g, "a a b", d=128, variant="trace")
+    assert a.options == b.options and a.chart == b.chart
+    np.testing.assert_array_equal(a.p_left, b.p_left)
+    with pytest.raises(ValueError, match="either as a DCYKOptions or as keywords"):
+        fd.dcyk(g, "a a b", d=128, options=opt, beta=10.0)
+    with pytest.raises(TypeError, match="DCYKOptions"):
+        fd.dcyk_batch(g, ["a b"], d=64, options={"variant": "trace"}, backend="numpy")
+
+
+@pytest.mark.parametrize(
+    "old, name, new",
+    [
+        ("fastdcyk.grammar", "Grammar", "fastdcyk.cfg.grammar"),
+        ("fastdcyk.codebook", "sidon_offsets", "fastdcyk.hrr.codebook"),
+        ("fastdcyk.operators", "Operator", "fastdcyk.hrr.operators"),
+        ("fastdcyk.decode", "decode_statistics", "fastdcyk.engine.decode"),
+        ("fastdcyk.batch", "dcyk_batch", "fastdcyk.engine.batch"),
+    ],
+)
+def test_moved_modules_forward_with_a_warning(old, name, new):
+    module = importlib.import_module(old)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
+        value = getattr(module, name)
+    assert value is getattr(importlib.import_module(new), name)
+    # the names fastdcyk binds stay functions whatever was imported
+    assert callable(fd.decode) and callable(fd.cyk) and callable(fd.generate)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(AttributeError):
+            module.no_such_name  # noqa: B018
