@@ -14,7 +14,12 @@ import pytest
 
 import fastdcyk
 
-MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(fastdcyk.__path__, "fastdcyk."))
+#: Every module but ``__main__`` ones (importing one runs the program).
+MODULES = sorted(
+    name
+    for _, name, _ in pkgutil.walk_packages(fastdcyk.__path__, "fastdcyk.")
+    if not name.endswith(".__main__")
+)
 #: Modules that need PyTorch (the optional extra ``fastdcyk[torch]``).
 NEEDS_TORCH = ("fastdcyk.engine.torch_backend", "fastdcyk.nn")
 

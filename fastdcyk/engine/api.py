@@ -34,35 +34,13 @@ from typing import Any
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine.memory import estimate_memory
 from fastdcyk.engine.numpy_backend import parse_numpy
-from fastdcyk.engine.plan import Plan, default_codebook, options_from, prepare
+from fastdcyk.engine.plan import Plan, prepare_from
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import (
-    DEFAULT_BETA,
-    DEFAULT_THRESHOLD,
-    ENCODINGS,
-    GATES,
-    ORDERS,
-    VARIANTS,
-    DCYKOptions,
-)
+from fastdcyk.options import DCYKOptions
 
-__all__ = [
-    "DEFAULT_BETA",
-    "DEFAULT_THRESHOLD",
-    "ENCODINGS",
-    "GATES",
-    "ORDERS",
-    "VARIANTS",
-    "DCYKOptions",
-    "DCYKResult",
-    "dcyk",
-    "default_codebook",
-    "estimate_memory",
-    "parse_plan",
-]
+__all__ = ["dcyk", "parse_plan"]
 
 
 def parse_plan(
@@ -230,31 +208,7 @@ def dcyk(
     delay = _check_progress(progress)
     if not isinstance(record, bool | np.bool_):
         raise ValueError(f"record must be True or False, got {record!r}")
-    plan = prepare(
-        grammar,
-        [words],
-        codebook,
-        d=d,
-        seed=seed,
-        dtype=dtype,
-        unitary=unitary,
-        engine=engine,
-        check_memory=check_memory,
-        backend=backend,
-        device=device,
-        options=options_from(
-            options,
-            variant,
-            gate=gate,
-            decoder=decoder,
-            unary_mask=unary_mask,
-            beta=beta,
-            threshold=threshold,
-            prune=prune,
-            order=order,
-            encoding=encoding,
-        ),
-    )
+    plan = prepare_from(locals(), [words])
     (ws,) = plan.sentences
     where = " (torch)" if backend == "torch" else ""
     bar = _progress_bar(delay, len(ws) * (len(ws) + 1) // 2, f"D-CYK d={plan.codebook.d}{where}")

@@ -19,7 +19,7 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine.api import parse_plan
-from fastdcyk.engine.plan import Plan, options_from, prepare
+from fastdcyk.engine.plan import Plan, prepare_from
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions, check_int
@@ -142,31 +142,7 @@ def dcyk_batch(
         raise TypeError("sentences must be a sequence of sentences, not one str")
     if len(sentences) == 0:
         return []
-    plan = prepare(
-        grammar,
-        sentences,
-        codebook,
-        d=d,
-        seed=seed,
-        dtype=dtype,
-        unitary=unitary,
-        engine=engine,
-        check_memory=check_memory,
-        backend=backend,
-        device=device,
-        options=options_from(
-            options,
-            variant,
-            gate=gate,
-            decoder=decoder,
-            unary_mask=unary_mask,
-            beta=beta,
-            threshold=threshold,
-            prune=prune,
-            order=order,
-            encoding=encoding,
-        ),
-    )
+    plan = prepare_from(locals(), sentences)
     if backend == "numpy":
         return parse_plan(plan, backend, decode=decode)
     if batch_size is None:

@@ -120,7 +120,7 @@ def statistics_from_spectrum(
     check_choice("decoder", decoder, DECODERS)
     if n < 1:
         raise ValueError(f"sentence length n must be >= 1, got {n}")
-    with codebook._lock:  # the trace decoder uses the codebook's work buffers
+    with codebook.lock:  # the trace decoder uses the codebook's work buffers
         return _statistics_from_spectrum(fl, grammar, n, codebook, decoder)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import schedule as S
 from fastdcyk.engine.decode import (
     chart_from_statistics,
@@ -44,7 +45,7 @@ _OPS = S.NumpyOps()
 class _NumpyParser:
     """What both numpy parsers share: the rule tables, the Parseval weights, the rows."""
 
-    def __init__(self, grammar: Any, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
+    def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
         self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
         self.d = cb.d
         self.t = rule_tables(cb, grammar, opt.encoding)
@@ -87,7 +88,7 @@ class EntrywiseParser(_NumpyParser):
        summed first and the shared chain is applied once (docs/method.md, section 4).
     """
 
-    def __init__(self, grammar: Any, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
+    def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
         super().__init__(grammar, words, cb, opt)
         self.fl = B.FL.new(cb)
         self.fr = B.FR.new(cb)
@@ -356,7 +357,7 @@ class TraceParser(_NumpyParser):
     kept in a cache of at most :data:`~fastdcyk.hrr.buffers.G_CACHE_BYTES` (at least two).
     """
 
-    def __init__(self, grammar: Any, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
+    def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
         super().__init__(grammar, words, cb, opt)
         d = cb.d
         h = d // 2 + 1
@@ -484,7 +485,7 @@ def _finite(value: np.ndarray, where: str) -> None:
 
 
 def parse_numpy(
-    grammar: Any,
+    grammar: Grammar,
     ws: tuple[str, ...],
     cb: Codebook,
     opt: DCYKOptions,
@@ -495,7 +496,7 @@ def parse_numpy(
 ) -> DCYKResult:
     """The numpy engine's parse of checked words, options and codebook
     (:func:`fastdcyk.engine.plan.prepare`); ``on_cell`` is called after every cell."""
-    with cb._lock:  # the parse uses the codebook's work buffers throughout
+    with cb.lock:  # the parse uses the codebook's work buffers throughout
         spectral = opt.gate == "trace"
         parser = (TraceParser if spectral else EntrywiseParser)(grammar, ws, cb, opt)
         n = len(ws)

@@ -10,7 +10,7 @@ shared by all of them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "default_codebook",
     "options_from",
     "prepare",
+    "prepare_from",
     "resolve_codebook",
     "words_of",
 ]
@@ -191,6 +192,35 @@ def options_from(options: DCYKOptions | None, variant: str | None, **keywords: A
             "changes one)"
         )
     return {"variant": options.variant, **{k: getattr(options, k) for k in OPTION_KEYWORDS}}
+
+
+#: The keywords of :func:`fastdcyk.dcyk` and :func:`fastdcyk.dcyk_batch` that
+#: :func:`prepare` takes as they are.
+PREPARE_KEYWORDS = (
+    "d",
+    "seed",
+    "dtype",
+    "unitary",
+    "engine",
+    "check_memory",
+    "backend",
+    "device",
+)
+
+
+def prepare_from(args: Mapping[str, Any], sentences: Sequence[str | Sequence[str]]) -> Plan:
+    """:func:`prepare` from the arguments of :func:`fastdcyk.dcyk` or
+    :func:`fastdcyk.dcyk_batch` (their ``locals()``): the grammar, the codebook, the
+    :data:`PREPARE_KEYWORDS`, and the options given as ``options=`` or as keywords."""
+    return prepare(
+        args["grammar"],
+        sentences,
+        args["codebook"],
+        **{k: args[k] for k in PREPARE_KEYWORDS},
+        options=options_from(
+            args["options"], args["variant"], **{k: args[k] for k in OPTION_KEYWORDS}
+        ),
+    )
 
 
 def prepare(

@@ -53,6 +53,7 @@ from fastdcyk.engine.decode import chart_from_statistics
 from fastdcyk.engine.rules import RuleStructure, rule_structure
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.hrr.buffers import g_cache_slots
+from fastdcyk.options import DCYKOptions
 
 if TYPE_CHECKING:  # pragma: no cover
     from fastdcyk.cfg.grammar import Grammar
@@ -237,7 +238,7 @@ class _Base:
         self,
         vec: SymbolVectors,
         st: RuleStructure,
-        opt: Any,
+        opt: DCYKOptions,
         words: torch.Tensor,
         lengths: list[int],
         unary_weights: torch.Tensor | None,
@@ -818,7 +819,7 @@ def parse(
     vectors: SymbolVectors,
     structure: RuleStructure,
     sentences: Sequence[Sequence[int]],
-    options: Any,
+    options: DCYKOptions,
     *,
     unary_weights: torch.Tensor | None = None,
     binary_weights: torch.Tensor | None = None,
@@ -954,7 +955,7 @@ def parse_sentences(
     grammar: Grammar,
     sentences: Sequence[tuple[str, ...]],
     codebook: Codebook,
-    options: Any,
+    options: DCYKOptions,
     *,
     device: Any = None,
     decode: bool = True,

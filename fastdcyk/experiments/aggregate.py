@@ -12,10 +12,10 @@ from fastdcyk.experiments.store import (
     _SETTINGS,
     BACKEND_FIELD,
     _setting_default,
-    _settings_key,
     record_backend,
     record_encoding,
     record_order,
+    settings_key,
 )
 from fastdcyk.options import (
     DEFAULT_BETA,
@@ -81,7 +81,7 @@ def _varying_settings(records: Sequence[dict[str, Any]]) -> list[str]:
 
 def _field(record: dict[str, Any], name: str) -> Any:
     if name in _SETTINGS:  # normalised; a record without it has the default configuration's
-        return _settings_key(lambda k: record.get(k, _setting_default(k)))[_SETTINGS.index(name)]
+        return settings_key(lambda k: record.get(k, _setting_default(k)))[_SETTINGS.index(name)]
     if name == BACKEND_FIELD:
         return record_backend(record)
     if name == "order":

@@ -48,7 +48,7 @@ def _init_worker(parent: int | None = None) -> None:
 # -- executors ------------------------------------------------------------------------------
 
 
-def _run_serial(
+def run_serial(
     tasks: list[Task], backend: str = "numpy", device: Any = None
 ) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
     """Run the tasks in this process, one after the other (the only executor of the torch
@@ -59,7 +59,7 @@ def _run_serial(
         yield task, run_task(task, **torch)
 
 
-def _run_pool(tasks: list[Task], workers: int) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
+def run_pool(tasks: list[Task], workers: int) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -91,7 +91,7 @@ def _run_pool(tasks: list[Task], workers: int) -> Iterator[tuple[Task, list[dict
                 p.terminate()
 
 
-def _run_dask(
+def run_dask(
     tasks: list[Task], scheduler: str | None, client: Any
 ) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
     try:

@@ -14,9 +14,9 @@ from fastdcyk import threads
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine.memory import estimate_memory, largest_fitting_d
 from fastdcyk.experiments.config import ExperimentConfig
-from fastdcyk.experiments.executors import _run_dask, _run_pool, _run_serial
+from fastdcyk.experiments.executors import run_dask, run_pool, run_serial
 from fastdcyk.experiments.store import _Appender, _ResultsLock, open_results, record_key
-from fastdcyk.experiments.tasks import _check_sample, plan_tasks
+from fastdcyk.experiments.tasks import check_sample, plan_tasks
 from fastdcyk.hrr import memory as _memory
 from fastdcyk.options import EXECUTORS, check_backend, check_choice
 
@@ -231,7 +231,7 @@ def run_experiment(
     grammars = config.load_grammars()
     config_hash = config.hash(grammars)
     sentences = config.sample(grammars)
-    _check_sample(config, grammars, sentences)  # before the results file is created
+    check_sample(config, grammars, sentences)  # before the results file is created
     path = Path(out)
     # numpy parses running here: their memory can be checked here (the torch backend's is
     # not estimated: it halves a batch that does not fit on its device)
@@ -352,11 +352,11 @@ def _run_locked(
         return summary
 
     if executor == "serial":
-        stream = _run_serial(tasks, backend, device)
+        stream = run_serial(tasks, backend, device)
     elif executor == "process":
-        stream = _run_pool(tasks, n_workers)
+        stream = run_pool(tasks, n_workers)
     else:
-        stream = _run_dask(tasks, scheduler, client)
+        stream = run_dask(tasks, scheduler, client)
 
     bar = None
     if progress:

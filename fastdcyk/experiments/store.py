@@ -102,7 +102,7 @@ def record_encoding(record: dict[str, Any]) -> str:
     return record.get("encoding") or "paper"
 
 
-def _settings_key(get: Callable[[str], Any]) -> tuple:
+def settings_key(get: Callable[[str], Any]) -> tuple:
     """(threshold, dtype, codebooks, source, min_len, max_len, sentence_seed), normalised."""
     return (
         float(get("threshold")),
@@ -154,7 +154,7 @@ def record_key(record: dict[str, Any], config: ExperimentConfig | None = None) -
         float(record["beta"]),
         int(record["d"]),
         int(record["seed"]),
-        *_settings_key(setting),
+        *settings_key(setting),
         int(record["index"]),
         record.get("words"),
     )

@@ -23,7 +23,7 @@ from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.metrics import cell_scores
 from fastdcyk.engine import dcyk, default_codebook
 from fastdcyk.experiments.config import ExperimentConfig
-from fastdcyk.experiments.store import BACKEND_FIELD, _settings_key
+from fastdcyk.experiments.store import BACKEND_FIELD, settings_key
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import BACKENDS, CODEBOOKS, VARIANTS, check_backend, check_choice, resolve
 
@@ -160,13 +160,13 @@ def plan_tasks(
     seconds = _TORCH_TASK_SECONDS if backend == "torch" else _TASK_SECONDS
     grammars = config.load_grammars() if grammars is None else grammars
     sentences = config.sample(grammars) if sentences is None else sentences
-    _check_sample(config, grammars, sentences)
+    check_sample(config, grammars, sentences)
     # Distinct sentences in a fixed order (by length, then words), each with its indices.
     positions: dict[tuple[str, ...], list[int]] = {}
     for index, s in enumerate(sentences):
         positions.setdefault(s, []).append(index)
     distinct = sorted(positions, key=lambda s: (len(s), s))
-    settings = _settings_key(lambda name: getattr(config, name))
+    settings = settings_key(lambda name: getattr(config, name))
     tasks = []
     for d in config.dims:
         for spec in config.grammars:
@@ -202,7 +202,7 @@ def plan_tasks(
     return tasks
 
 
-def _check_sample(
+def check_sample(
     config: ExperimentConfig, grammars: dict[str, Grammar], sentences: list[tuple[str, ...]]
 ) -> None:
     words = {w for s in sentences for w in s}

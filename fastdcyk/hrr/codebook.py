@@ -52,6 +52,7 @@ import numpy as np
 from fastdcyk.hrr import buffers as _buffers
 from fastdcyk.hrr import memory as _memory
 from fastdcyk.hrr.fft import FFTEngine, get_engine, spectrum_dtype
+from fastdcyk.hrr.operators import Operator
 from fastdcyk.options import check_choice, check_dim, check_dtype, check_int
 
 __all__ = ["INDEX_VECTORS", "KINDS", "Codebook", "grammar_symbols", "sidon_offsets"]
@@ -575,20 +576,16 @@ class Codebook:
 
     # -- operators -------------------------------------------------------------------------
 
-    def plus(self, kind: str, sym: Any):
+    def plus(self, kind: str, sym: Any) -> Operator:
         """The operator [s]+ = C_s Phi, e.g. ``cb.plus("terminal", "a")``."""
-        from fastdcyk.hrr.operators import Operator
-
         return Operator(self, (self.spectrum(kind, sym), 1))
 
-    def minus(self, kind: str, sym: Any):
+    def minus(self, kind: str, sym: Any) -> Operator:
         """The operator [s]- = Phi^T C_s^T = ([s]+)^T, e.g. ``cb.minus("index", 3)``."""
         return self.plus(kind, sym).T
 
-    def circulant(self, vector: Any = None, *, spectrum: Any = None):
+    def circulant(self, vector: Any = None, *, spectrum: Any = None) -> Operator:
         """The circulant operator of a length-d vector (or of its rfft spectrum)."""
-        from fastdcyk.hrr.operators import Operator
-
         if (vector is None) == (spectrum is None):
             raise ValueError("give exactly one of vector= or spectrum=")
         if spectrum is None:
@@ -601,16 +598,12 @@ class Codebook:
             raise ValueError(f"spectrum of shape {s.shape}, expected ({self.d // 2 + 1},)")
         return Operator(self, (s,))
 
-    def phi(self, power: int = 1):
+    def phi(self, power: int = 1) -> Operator:
         """The permutation operator Phi**power (``phi(-1)`` is Phi^T)."""
-        from fastdcyk.hrr.operators import Operator
-
         return Operator(self, (int(power),))
 
-    def identity(self):
+    def identity(self) -> Operator:
         """The identity operator."""
-        from fastdcyk.hrr.operators import Operator
-
         return Operator(self, ())
 
     # -- pickling: without the lock and the work buffers ------------------------------------
@@ -717,8 +710,9 @@ class Codebook:
         self.__dict__.update(state)
 
     @property
-    def _lock(self) -> threading.RLock:
-        """The lock of the work buffers: held by whatever uses them (a parse, a chain)."""
+    def lock(self) -> threading.RLock:
+        """The lock of the work buffers: held by whatever uses them (a parse, a decoding,
+        an operator chain)."""
         return self.workspace.lock
 
     # -- work buffers ----------------------------------------------------------------------

@@ -46,7 +46,7 @@ class OperatorSpace(Protocol):
     engine: FFTEngine
 
     @property
-    def _lock(self) -> threading.RLock: ...
+    def lock(self) -> threading.RLock: ...
 
     def permutation_index(self, k: int) -> np.ndarray: ...
 
@@ -289,7 +289,7 @@ class Operator:
         else:
             op, axis = self, (0 if side == "left" else 1)
             x2, out2 = x, out
-        with self.codebook._lock:  # the work buffers are the codebook's
+        with self.codebook.lock:  # the work buffers are the codebook's
             op._apply(x2, out2, axis=axis, factors=op.factors[::-1] if axis == 0 else op.factors)
         return out
 
@@ -318,7 +318,7 @@ class Operator:
         return self._meet_diagonal(p, out, diag_on_right=False)
 
     def _meet_diagonal(self, p: np.ndarray, out: np.ndarray | None, diag_on_right: bool):
-        with self.codebook._lock:  # the work buffers are the codebook's
+        with self.codebook.lock:  # the work buffers are the codebook's
             return self._meet_diagonal_locked(p, out, diag_on_right)
 
     def _meet_diagonal_locked(self, p: np.ndarray, out: np.ndarray | None, diag_on_right: bool):

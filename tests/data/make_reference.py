@@ -3,7 +3,7 @@
 For every option set that changes the accumulators (variant's codebook, gate, unary mask,
 encoding, order) on two grammars, in float64 and with both backends: P_left, P_right, both
 decoders' statistics, the chart, the counts; and the capacity model's predictions of both
-variants. tests/test_reference.py checks the package against this file at 1e-9 relative.
+variants. tests/engine/test_reference.py checks the package against this file at 1e-9 relative.
 
 Run from the repository root (PyTorch installed) only when a change is meant to move the
 numbers, and say why in the commit::

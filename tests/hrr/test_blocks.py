@@ -27,7 +27,7 @@ DTYPES = (np.float32, np.float64)
 
 def tol(dtype, d: int, m: int) -> float:
     # An FFT round trip per circulant: relative error of order eps * log2(d) (see
-    # tests/test_operators.py for the constant).
+    # tests/hrr/test_operators.py for the constant).
     return 50 * np.finfo(dtype).eps * max(1.0, np.log2(d)) * max(1, m)
 
 
@@ -279,7 +279,7 @@ def test_fork_while_another_thread_holds_the_codebook():
     held, release = threading.Event(), threading.Event()
 
     def holder():
-        with cb._lock:
+        with cb.lock:
             held.set()
             release.wait(120)
 

@@ -941,7 +941,7 @@ def test_a_header_without_a_configuration_is_refused(tmp_path):
 #: Both variants and two grammars at float64: the paper variant at beta = 50 amplifies
 #: rounding (docs/method.md, section 4), so in float32 its decoded charts may differ between
 #: backends where a statistic is near the threshold (they do on one sentence of this grid);
-#: in float64 the backends agree to 1e-8 (tests/test_torch.py), far from any flip.
+#: in float64 the backends agree to 1e-8 (tests/engine/test_torch.py), far from any flip.
 TORCH_GRID = ex.ExperimentConfig(
     grammars=("G0", "G1"), dims=(16, 32), sentences=6, max_len=5, dtype="float64"
 )

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 _spec = importlib.util.spec_from_file_location("make_reference", DATA / "make_reference.py")
 ref = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ref)

@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 import fastdcyk.cli as cli
+import fastdcyk.cli.common as cli_common
+import fastdcyk.cli.experiment as cli_experiment
+import fastdcyk.cli.parse as cli_parse
 import fastdcyk.experiments as ex
 from fastdcyk.cli import main
 
@@ -65,13 +68,13 @@ def test_parse_order_reaches_the_engine_and_the_report(capsys):
 
 def test_parse_progress_bar_only_for_long_parses_on_a_terminal(monkeypatch, capsys):
     seen = []
-    real = cli.dcyk
+    real = cli_parse.dcyk
 
     def spy(*args, **kwargs):
         seen.append(kwargs.get("progress"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "dcyk", spy)
+    monkeypatch.setattr(cli_parse, "dcyk", spy)
     argv = ["parse", "--dim", "16", "a", "a", "b"]
     assert main(argv) == 0  # stderr is not a terminal here: no bar
     assert main([*argv[:1], "--progress", *argv[1:]]) == 0
@@ -194,14 +197,14 @@ def test_experiment_orders_cross_the_variants_and_resume(tmp_path, capsys):
     assert main(argv) == 0  # resume: both orders are done
     assert "0 records written" in capsys.readouterr().out
     # without --orders: each variant's own order, the hash of a grid without orders
-    cfg = cli._config_from_args(cli.build_parser().parse_args(["experiment"]))
+    cfg = cli.config_from_args(cli.build_parser().parse_args(["experiment"]))
     assert cfg.orders == (None,) and cfg == ex.ExperimentConfig()
 
 
 def test_experiment_codebooks_option_reaches_the_config(capsys):
     parse = cli.build_parser().parse_args
-    assert cli._config_from_args(parse(["experiment"])).codebooks == "grammar"
-    assert cli._config_from_args(parse(["experiment", "--codebooks", "plain"])).codebooks == "plain"
+    assert cli.config_from_args(parse(["experiment"])).codebooks == "grammar"
+    assert cli.config_from_args(parse(["experiment", "--codebooks", "plain"])).codebooks == "plain"
     with pytest.raises(SystemExit) as e:
         parse(["experiment", "--codebooks", "mine"])
     assert e.value.code == 2 and "invalid choice: 'mine'" in capsys.readouterr().err
@@ -209,8 +212,8 @@ def test_experiment_codebooks_option_reaches_the_config(capsys):
 
 def test_experiment_help_quotes_the_core_hours_constant(monkeypatch, capsys):
     assert "PAPER_GRID_CORE_HOURS" in ex.__all__
-    assert cli.PAPER_GRID_CORE_HOURS == ex.PAPER_GRID_CORE_HOURS
-    monkeypatch.setattr(cli, "PAPER_GRID_CORE_HOURS", 1234)
+    assert cli_experiment.PAPER_GRID_CORE_HOURS == ex.PAPER_GRID_CORE_HOURS
+    monkeypatch.setattr(cli_experiment, "PAPER_GRID_CORE_HOURS", 1234)
     with pytest.raises(SystemExit) as err:
         main(["experiment", "--help"])
     assert err.value.code == 0
@@ -231,7 +234,7 @@ def test_experiment_ctrl_c_exits_130_and_says_how_to_resume(tmp_path, monkeypatc
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "run_experiment", interrupted)
+    monkeypatch.setattr(cli_common, "run_experiment", interrupted)
     argv = ["experiment", *TINY, "--out", str(tmp_path / "r.jsonl")]
     assert main(argv) == 130
     err = capsys.readouterr().err
@@ -242,7 +245,7 @@ def test_experiment_write_failure_exits_1(tmp_path, monkeypatch, capsys):
     def full(*args, **kwargs):
         raise ex.ResultsWriteError(28, "cannot write records to 'r.jsonl' (disk full)")
 
-    monkeypatch.setattr(cli, "run_experiment", full)
+    monkeypatch.setattr(cli_common, "run_experiment", full)
     assert main(["experiment", *TINY, "--out", str(tmp_path / "r.jsonl")]) == 1
     assert "disk full" in capsys.readouterr().err
 
@@ -327,7 +330,7 @@ def test_one_grid_estimate_everywhere():
     """The README and docs/results.md quote the same core-hours as the CLI's help."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     figure = f"{ex.PAPER_GRID_CORE_HOURS} core-hours"
     for doc in ("README.md", "docs/results.md"):
         text = " ".join((root / doc).read_text(encoding="utf-8").split())
@@ -443,7 +446,7 @@ def test_the_readme_and_the_help_quote_no_other_grid_cost(capsys):
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     with pytest.raises(SystemExit):
         main(["experiment", "--help"])
     for where, text in (("README.md", readme), ("--help", capsys.readouterr().out)):
@@ -465,7 +468,7 @@ def test_parse_checks_every_option_before_printing(monkeypatch, capsys):
     def refuses(*args, **kwargs):
         raise ValueError("a bad option")
 
-    monkeypatch.setattr(cli, "dcyk", refuses)
+    monkeypatch.setattr(cli_parse, "dcyk", refuses)
     assert main(["parse", "--dim", "16", "a", "a", "b"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""  # no symbolic chart before the error
@@ -540,7 +543,7 @@ def test_experiment_grammar_encoding_and_to_cnf(tmp_path, capsys):
     assert main([*argv, "--grammar-encoding", "latin-1", "--to-cnf"]) == 0
     assert "0 records written" in capsys.readouterr().out
     # at their defaults they stay out of the configuration (and of its hash)
-    cfg = cli._config_from_args(cli.build_parser().parse_args(["experiment"]))
+    cfg = cli.config_from_args(cli.build_parser().parse_args(["experiment"]))
     assert "grammar_encoding" not in cfg.to_dict() and "to_cnf" not in cfg.to_dict()
 
 
@@ -568,7 +571,7 @@ def test_paths_that_cannot_be_written_are_usage_errors(results, tmp_path, capsys
 
 def test_a_closed_pipe_ends_the_command_quietly():
     """``fastdcyk parse ... | head -1``: the reader goes before the output is written."""
-    root = Path(cli.__file__).resolve().parents[1]
+    root = Path(cli.__file__).resolve().parents[2]
     proc = subprocess.Popen(
         [sys.executable, "-m", "fastdcyk.cli", "parse", "--dim", "16", "a", "a", "b"],
         stdout=subprocess.PIPE,

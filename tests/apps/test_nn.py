@@ -149,7 +149,7 @@ def test_the_learning_example_runs_and_lowers_the_loss(tmp_path):
     import runpy
     from pathlib import Path
 
-    script = Path(__file__).resolve().parent.parent / "docs" / "learning.py"
+    script = Path(__file__).resolve().parents[2] / "docs" / "learning.py"
     main = runpy.run_path(str(script))["main"]
     out = main(
         ["--steps", "4", "--every", "1", "--d", "32", "--train", "8", "--test", "4"]

@@ -1,0 +1,116 @@
+"""``fastdcyk capacity``: predicted F1 against d, and the d a grammar needs, without parsing."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.cli.common import (
+    UsageError,
+    add_grammar_file_options,
+    dimension,
+    load_grammar,
+    nonnegative_int,
+    positive_int,
+)
+from fastdcyk.options import (
+    ENCODINGS,
+    VARIANTS,
+)
+
+
+def _probability_or_one(text: str) -> float:
+    try:
+        p = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0.0 < p <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {p}")
+    return p
+
+
+def _cmd_capacity(args: argparse.Namespace) -> int:
+    from fastdcyk import capacity
+
+    grammar = load_grammar(args.grammar, encoding=args.grammar_encoding, to_cnf=args.to_cnf)
+    kw = dict(
+        variant=args.variant,
+        encoding=args.encoding,
+        samples=args.samples,
+        sentences=args.sentences,
+        seed=args.seed,
+    )
+    t0 = time.perf_counter()
+    made: dict = {}
+    try:
+        for d in sorted(set(args.dims)):
+            made[d] = capacity.predict(grammar, args.length, d, **kw)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    rows = list(made.values())
+    enc = args.encoding or VARIANTS[args.variant]["encoding"]
+    print(
+        f"capacity model: {args.grammar}, {args.sentences} sentences of length {args.length}, "
+        f"variant={args.variant}, encoding={enc}, {args.samples} "
+        + ("codebook" if args.samples == 1 else "codebooks")
+    )
+    print(f"{'d':>6} {'precision':>9} {'recall':>7} {'F1':>7} {'exact':>6}")
+    for p in rows:
+        print(f"{p.d:>6} {p.precision:>9.4f} {p.recall:>7.4f} {p.f1:>7.4f} {p.p_exact:>6.2f}")
+    need = capacity.required_dim(grammar, args.length, args.target_f1, predictions=made, **kw)
+    if need is None:
+        top = capacity.DIM_GRID[-1]
+        print(f"no d up to {top} is predicted to reach F1 >= {args.target_f1:g}")
+    else:
+        print(
+            f"d needed for F1 >= {args.target_f1:g}: {need} (the smallest of the grid "
+            "64 * 2^(k/4) predicted to reach it)"
+        )
+    print(f"({time.perf_counter() - t0:.1f} s, no D-CYK run)")
+    return 0
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the subcommand to ``sub`` (the parser's subparsers)."""
+    p = sub.add_parser(
+        "capacity",
+        help="predict D-CYK's F1 against d, and the d a grammar needs, without parsing",
+        description="Predict cell precision, recall and F1 of D-CYK for sentences of one "
+        "length drawn from the grammar, at a range of dimensions, with the capacity model "
+        "(fastdcyk.capacity: symbolic CYK over modelled readouts, no d x d work), and the "
+        "smallest d predicted to reach --target-f1.",
+    )
+    p.add_argument(
+        "--grammar",
+        default="G0",
+        help=f"a grammar file or a built-in name {Grammar.builtin_names()} (default G0)",
+    )
+    add_grammar_file_options(p)
+    p.add_argument("--length", type=positive_int, required=True, help="sentence length")
+    p.add_argument(
+        "--target-f1", type=_probability_or_one, default=0.99, help="target F1 (default 0.99)"
+    )
+    p.add_argument(
+        "--variant",
+        choices=tuple(VARIANTS),
+        default="trace",
+        help="'trace' (default) or 'paper'",
+    )
+    p.add_argument("--encoding", choices=ENCODINGS, help="override the variant's encoding")
+    p.add_argument(
+        "--dims",
+        nargs="+",
+        type=dimension,
+        default=[256, 512, 1024, 2048, 4096],
+        metavar="D",
+        help="dimensions of the table (default: 256 512 1024 2048 4096)",
+    )
+    p.add_argument(
+        "--sentences", type=positive_int, default=50, help="sentences drawn (default 50)"
+    )
+    p.add_argument("--samples", type=positive_int, default=2, help="codebook draws (default 2)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed (default 0)")
+    p.set_defaults(func=_cmd_capacity)
+    return p

@@ -1,0 +1,509 @@
+"""What the subcommands share: argument types and option groups, grammar loading, the
+errors that become exit statuses, running a grid, and the output checks."""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from fastdcyk import options
+from fastdcyk.cfg.cyk import cyk
+from fastdcyk.cfg.grammar import Grammar, GrammarError
+from fastdcyk.cfg.metrics import cell_scores
+from fastdcyk.display import format_chart
+from fastdcyk.experiments import (
+    ExperimentConfig,
+    ResultsFileError,
+    ResultsWriteError,
+    read_results,
+    run_experiment,
+)
+from fastdcyk.options import (
+    BACKENDS,
+    CODEBOOKS,
+    DECODERS,
+    DEFAULT_BETA,
+    DEFAULT_THRESHOLD,
+    ENCODINGS,
+    EXECUTORS,
+    GATES,
+    ORDERS,
+    VARIANTS,
+)
+
+#: Each variant's own order, for the help: "paper sequential, trace cell".
+VARIANT_ORDERS = ", ".join(f"{v} {VARIANTS[v]['order']}" for v in VARIANTS)
+
+
+class UsageError(Exception):
+    """A bad command-line argument (exit status 2)."""
+
+
+class RunError(Exception):
+    """A failure at run time (exit status 1)."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a grid; the message says what is kept (exit status 130)."""
+
+
+def number(text: str, kind: type, what: str) -> int | float:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+
+
+def checked(check, value):
+    """``check(value)`` (a validator of :mod:`fastdcyk.options`), its error as a usage error."""
+    try:
+        return check(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def dimension(text: str) -> int:
+    return checked(options.check_dim, number(text, int, "the dimension, an integer >= 2"))
+
+
+def threshold(text: str) -> float:
+    return checked(options.check_threshold, number(text, float, "a number in (0, 1)"))
+
+
+def beta(text: str) -> float:
+    return checked(options.check_beta, number(text, float, "a finite number > 0"))
+
+
+def encoding_name(text: str) -> str:
+    try:
+        codecs.lookup(text)
+    except LookupError:
+        raise argparse.ArgumentTypeError(
+            f"unknown encoding {text!r} (try utf-8 or latin-1)"
+        ) from None
+    return text
+
+
+def add_grammar_file_options(p: argparse.ArgumentParser) -> None:
+    """How a grammar file is read: its text encoding, and conversion to CNF."""
+    p.add_argument(
+        "--grammar-encoding",
+        type=encoding_name,
+        default="utf-8",
+        metavar="ENCODING",
+        help="text encoding of grammar files, e.g. latin-1 (default: utf-8)",
+    )
+    p.add_argument(
+        "--to-cnf",
+        action="store_true",
+        help="convert a grammar that is not in Chomsky normal form (Grammar.to_cnf) "
+        "instead of refusing it",
+    )
+
+
+def add_parse_options(p: argparse.ArgumentParser) -> None:
+    """The D-CYK options shared by the subcommands that parse."""
+    p.add_argument(
+        "--variant",
+        choices=tuple(VARIANTS),
+        default="paper",
+        help="'paper': the faithful algorithm; 'trace': the improved one (default: paper)",
+    )
+    p.add_argument("--gate", choices=GATES, help="override the variant's gate")
+    p.add_argument("--decoder", choices=DECODERS, help="override the variant's decoder")
+    p.add_argument(
+        "--order",
+        choices=ORDERS,
+        help="order of the updates in a cell: 'sequential' (the paper's: each update applied "
+        "before the next detection) or 'cell' (every detection of a cell reads the table as "
+        f"it was before the cell; much cheaper); default: the variant's ({VARIANT_ORDERS})",
+    )
+    p.add_argument(
+        "--encoding",
+        choices=ENCODINGS,
+        help="'paper': the paper's encoding; 'roles': right children under their own "
+        "vectors, so that rules A -> B B stay distinct (default: paper)",
+    )
+    p.add_argument(
+        "--unary-mask",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="mask the unary P_A to its diagonal",
+    )
+    p.add_argument(
+        "--beta", type=beta, default=None, help=f"sigmoid slope (default {DEFAULT_BETA:g})"
+    )
+    p.add_argument(
+        "--threshold",
+        type=threshold,
+        default=None,
+        help=f"decoder threshold on sigma (default {DEFAULT_THRESHOLD})",
+    )
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="codebook seed (default 0)")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument(
+        "--unitary",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="unitary symbol vectors (default: the variant's choice)",
+    )
+
+
+def int_at_least(text: str, low: int) -> int:
+    k = number(text, int, f"an integer >= {low}")
+    if k < low:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {k}")
+    return k
+
+
+def nonnegative_int(text: str) -> int:
+    return int_at_least(text, 0)
+
+
+def positive_int(text: str) -> int:
+    return int_at_least(text, 1)
+
+
+def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> None:
+    """The options that define an experiment grid (see :class:`ExperimentConfig`)."""
+    g = p.add_argument_group("the grid (its hash names the configuration of a results file)")
+    g.add_argument(
+        "--grammars",
+        nargs="+",
+        default=list(defaults.grammars),
+        metavar="GRAMMAR",
+        help="builtin names or grammar files (default: %(default)s)",
+    )
+    g.add_argument(
+        "--dims",
+        nargs="+",
+        type=dimension,
+        default=list(defaults.dims),
+        metavar="D",
+        help="dimensions d >= 2 (default: %(default)s)",
+    )
+    g.add_argument(
+        "--variants",
+        nargs="+",
+        choices=tuple(VARIANTS),
+        default=list(defaults.variants),
+        help="D-CYK variants (default: %(default)s)",
+    )
+    own_orders = None in defaults.orders
+    g.add_argument(
+        "--orders",
+        nargs="+",
+        choices=ORDERS,
+        default=None if own_orders else list(defaults.orders),
+        help="orders of the updates in a cell, each crossed with every variant (default: "
+        + (f"each variant's own: {VARIANT_ORDERS})" if own_orders else "%(default)s)"),
+    )
+    g.add_argument(
+        "--encoding",
+        choices=ENCODINGS,
+        default=defaults.encoding,
+        help="encoding of every parse: 'paper' (the paper's) or 'roles' (the right child "
+        "under its own vector, so that rules A -> B B stay distinct) (default: each "
+        "variant's own: "
+        + ", ".join(f"{v!r} uses {VARIANTS[v]['encoding']!r}" for v in VARIANTS)
+        + ")",
+    )
+    g.add_argument(
+        "--codebooks",
+        choices=CODEBOOKS,
+        default=defaults.codebooks,
+        help="codebooks of the unitary (trace) variant: 'grammar' gives the grammar's symbols "
+        "shifted vectors, as 'fastdcyk parse' does; 'plain' random ones (default: %(default)s)",
+    )
+    g.add_argument(
+        "--betas",
+        nargs="+",
+        type=beta,
+        default=list(defaults.betas),
+        metavar="BETA",
+        help="sigmoid slopes (default: %(default)s)",
+    )
+    g.add_argument(
+        "--seeds",
+        nargs="+",
+        type=nonnegative_int,
+        default=list(defaults.seeds),
+        metavar="SEED",
+        help="codebook seeds (default: %(default)s)",
+    )
+    g.add_argument(
+        "--sentences",
+        type=positive_int,
+        default=defaults.sentences,
+        help="sentences in the sample (default: %(default)s)",
+    )
+    g.add_argument(
+        "--source",
+        default=defaults.source,
+        help="grammar the sentences are generated from (default: %(default)s)",
+    )
+    g.add_argument(
+        "--min-len",
+        type=positive_int,
+        default=defaults.min_len,
+        help="shortest sentence (default: %(default)s)",
+    )
+    g.add_argument(
+        "--max-len",
+        type=positive_int,
+        default=defaults.max_len,
+        help="longest sentence (default: %(default)s)",
+    )
+    g.add_argument(
+        "--sentence-seed",
+        type=nonnegative_int,
+        default=defaults.sentence_seed,
+        help="seed of the sentence generator (default: %(default)s)",
+    )
+    g.add_argument(
+        "--threshold",
+        type=threshold,
+        default=defaults.threshold,
+        help="decoder threshold on sigma (default: %(default)s)",
+    )
+    g.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        default=defaults.dtype,
+        help="precision of the codebooks and accumulators (default: %(default)s)",
+    )
+
+
+def add_run_options(p: argparse.ArgumentParser, *, default_executor: str = "process") -> None:
+    """How a grid runs: the executor, its workers, the backend and its device, batching and
+    the progress bar. ``default_executor`` is the executor without ``--executor``, but with
+    ``--backend torch`` (always "serial": :func:`run_options`)."""
+    r = p.add_argument_group("running (not part of the configuration or its hash)")
+    r.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        help=f"'process': a pool of worker processes; 'serial': this process; 'dask': a "
+        "dask.distributed cluster (needs --scheduler; pip install 'fastdcyk[dask]'). "
+        f"Default: {default_executor}, but serial with --backend torch (its only executor)",
+    )
+    p.set_defaults(default_executor=default_executor)
+    r.add_argument("--workers", type=positive_int, help="worker processes (default: one per core)")
+    r.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786")
+    r.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="numpy",
+        help="'numpy': the numpy engine, one sentence at a time per worker (default); "
+        "'torch': each task's sentences in batches with PyTorch, on --device, from this "
+        "process (pip install 'fastdcyk[torch]'). The records have the same fields (and in "
+        "float64 the same values); their seconds are then a batch's time divided evenly "
+        "among its sentences",
+    )
+    r.add_argument(
+        "--device",
+        metavar="DEVICE",
+        help="where --backend torch computes: cpu (default), cuda, cuda:1, ...",
+    )
+    r.add_argument(
+        "--batch-size",
+        type=positive_int,
+        help="distinct sentences per task (default: a few seconds of work per task; with "
+        "--backend torch, up to an hour of one core's work, at most 256 sentences)",
+    )
+    r.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="show a progress bar with the ETA (default: on)",
+    )
+
+
+def load_grammar(spec: str, *, encoding: str = "utf-8", to_cnf: bool = False) -> Grammar:
+    """A builtin grammar or a grammar file, read as the options say (see
+    :func:`add_grammar_file_options`); a grammar not in CNF is converted or refused."""
+    try:
+        grammar = Grammar.load(spec, cnf="allow", encoding=encoding)
+    except GrammarError as exc:
+        raise UsageError(grammar_load_error(spec, exc, encoding)) from exc
+    except OSError as exc:
+        raise UsageError(f"cannot load grammar {spec!r}: {exc}") from exc
+    if grammar.is_cnf:
+        return grammar
+    if not to_cnf:
+        raise UsageError(
+            f"grammar {spec!r} is not in Chomsky normal form ({non_cnf_rule(grammar)}): "
+            "pass --to-cnf to convert it"
+        )
+    try:
+        return grammar.to_cnf()
+    except GrammarError as exc:
+        raise UsageError(f"cannot convert grammar {spec!r} to Chomsky normal form: {exc}") from exc
+
+
+def grammar_load_error(spec: str, exc: GrammarError, encoding: str) -> str:
+    """The message for a grammar that cannot be read, with the command line's advice."""
+    fault = decoding_fault(exc, encoding)
+    if fault is None:
+        return f"cannot load grammar {spec!r}: {exc}"
+    return (
+        f"cannot load grammar {spec!r}: {fault}: pass --grammar-encoding latin-1 "
+        "(or the file's encoding)"
+    )
+
+
+def decoding_fault(exc: GrammarError, encoding: str) -> str | None:
+    """'FILE is not ENCODING text (byte ...)' when ``exc`` is a decoding error, else None."""
+    # Grammar.from_file raises its decoding error while handling the UnicodeDecodeError.
+    bad = exc.__context__
+    if not (isinstance(bad, UnicodeDecodeError) and isinstance(bad.object, bytes)):
+        return None
+    shown = "UTF-8" if codecs.lookup(encoding).name == "utf-8" else encoding
+    return (
+        f"{exc.source or 'the file'} is not {shown} text "
+        f"(byte {bad.start} is 0x{bad.object[bad.start]:02x})"
+    )
+
+
+def non_cnf_rule(grammar: Grammar) -> str:
+    rule = next(r for r in grammar.rules if not (r.is_unary or r.is_binary))
+    return f"its rule {rule} is neither A -> B C nor A -> 'a'"
+
+
+def parse_kwargs(args: argparse.Namespace) -> dict:
+    return {
+        "variant": args.variant,
+        "gate": args.gate,
+        "decoder": args.decoder,
+        "order": args.order,
+        "encoding": args.encoding,
+        "unary_mask": args.unary_mask,
+        "beta": args.beta,
+        "threshold": args.threshold,
+        "seed": args.seed,
+        "dtype": args.dtype,
+        "unitary": args.unitary,
+    }
+
+
+def report(grammar: Grammar, words: Sequence[str], result, out) -> None:
+    gold = cyk(grammar, words)
+    o = result.options
+    sc = cell_scores(gold, result.chart)
+    t = sum(result.timings.values())
+    print(
+        f"D-CYK, variant={o.variant} (gate={o.gate}, decoder={o.decoder}, order={o.order}, "
+        f"encoding={o.encoding}, beta={o.beta:g}, threshold={o.threshold:g}), "
+        f"d={result.codebook.d}, "
+        f"{result.codebook.dtype}: {t:.2f} s",
+        file=out,
+    )
+    print(format_chart(result.chart, words, gold=gold, nonterminals=grammar.nonterminals), file=out)
+    print(f"cells: {sc}", file=out)
+
+
+def echo(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run_options(args: argparse.Namespace) -> dict:
+    """The keywords of :func:`run_experiment` that :func:`add_run_options` gives: executor,
+    backend and device (the executor defaulted: serial with ``--backend torch``).
+
+    Raises
+    ------
+    UsageError
+        For ``--device`` without ``--backend torch``, or ``--backend torch`` with another
+        executor than serial.
+    """
+    backend = getattr(args, "backend", "numpy")
+    device = getattr(args, "device", None)
+    executor = getattr(args, "executor", None)
+    if device is not None and backend != "torch":
+        raise UsageError(
+            f"--device {device} is only used with --backend torch (the numpy backend "
+            "computes on the CPU): add --backend torch, or leave out --device"
+        )
+    if backend == "torch" and executor not in (None, "serial"):
+        raise UsageError(
+            f"--backend torch runs with --executor serial only, not {executor}: its batches "
+            "run on one device from this process (one process per GPU); leave out "
+            "--executor (or give --executor serial)"
+        )
+    if executor is None:
+        executor = "serial" if backend == "torch" else getattr(args, "default_executor", "process")
+    return {"executor": executor, "backend": backend, "device": device}
+
+
+def run_grid(config: ExperimentConfig, out: Path, args: argparse.Namespace) -> None:
+    """Run a grid for a subcommand, turning failures into the CLI's exit statuses."""
+    how = run_options(args)
+    try:
+        summary = run_experiment(
+            config,
+            out,
+            workers=args.workers,
+            scheduler=getattr(args, "scheduler", None),
+            batch_size=getattr(args, "batch_size", None),
+            progress=args.progress,
+            echo=echo,
+            **how,
+        )
+    except KeyboardInterrupt:
+        done = count_records(out)
+        raise Interrupted(
+            f"interrupted: {done} records are safe in {out}; rerun the same command to resume"
+        ) from None
+    except ResultsWriteError as exc:
+        raise RunError(str(exc.strerror)) from exc
+    except OSError as exc:  # a dask scheduler that cannot be reached, for instance
+        raise RunError(f"{type(exc).__name__}: {exc}") from exc
+    except ImportError as exc:
+        raise UsageError(str(exc)) from exc
+    except (ValueError, GrammarError, ResultsFileError) as exc:
+        raise UsageError(str(exc)) from exc
+    torch = f" by the torch backend on {summary.device}" if summary.backend == "torch" else ""
+    print(
+        f"{summary.written} records written{torch} in {summary.seconds:.1f} s "
+        f"({summary.resumed} were already there); {out}: "
+        f"{summary.resumed + summary.written}/{summary.total} records"
+    )
+
+
+def count_records(path: Path) -> int:
+    try:
+        return len(read_results(path).records)
+    except (ResultsFileError, OSError):
+        return 0
+
+
+def check_out_file(option: str, path: Path) -> None:
+    """A usage error unless ``path`` can be a regular file that is created or appended to."""
+    if path.exists() and not path.is_file():
+        raise UsageError(
+            f"{option} {path}: not a regular file (give a file path, e.g. results.jsonl)"
+        )
+    check_out_folder(option, path.parent)
+
+
+def check_out_folder(option: str, path: Path) -> None:
+    """A usage error when ``path`` or a folder above it exists but is not a folder."""
+    for folder in (path, *path.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise UsageError(f"{option} {path}: {folder} exists and is not a folder")
+            return
+
+
+def draw(records: list, out: Path, **kwargs) -> list[Path]:
+    from fastdcyk.plots import FigureWriteError, plot_studies
+
+    try:
+        paths = plot_studies(records, out, **kwargs)
+    except FigureWriteError as exc:
+        raise UsageError(exc.strerror) from exc
+    print(f"figures written to {out.resolve()}{os.sep}: " + ", ".join(p.name for p in paths))
+    return paths

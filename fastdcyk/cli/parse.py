@@ -1,0 +1,77 @@
+"""``fastdcyk parse``: one sentence, its decoded chart beside the symbolic one."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from fastdcyk.cfg.cyk import UnknownWordError, cyk
+from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.cli.common import (
+    UsageError,
+    add_grammar_file_options,
+    add_parse_options,
+    dimension,
+    load_grammar,
+    parse_kwargs,
+    report,
+)
+from fastdcyk.display import format_chart
+from fastdcyk.engine import dcyk
+
+#: ``fastdcyk parse`` shows its progress bar (on a terminal) once a parse has run this long.
+PARSE_PROGRESS_DELAY = 2.0
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    grammar = load_grammar(args.grammar, encoding=args.grammar_encoding, to_cnf=args.to_cnf)
+    words = Grammar.normalize_words(args.words)
+    try:
+        gold = cyk(grammar, words, strict=True)
+    except UnknownWordError as exc:
+        nfc = "" if exc.word.isascii() else " (words and terminals compared in Unicode NFC)"
+        raise UsageError(f"{exc}{nfc}") from exc
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    progress = PARSE_PROGRESS_DELAY if show else False
+    # Parse before printing anything, so that a bad option is an error and nothing else.
+    try:
+        result = dcyk(grammar, words, d=args.dim, progress=progress, **parse_kwargs(args))
+    except (KeyError, ValueError) as exc:
+        raise UsageError(str(exc)) from exc
+    print(f"sentence: {' '.join(words)}   grammar: {args.grammar}")
+    print("symbolic CYK:")
+    print(format_chart(gold, words, nonterminals=grammar.nonterminals))
+    report(grammar, words, result, sys.stdout)
+    print("(+A: decoded but not in the CYK chart; -A: in the CYK chart but not decoded)")
+    return 0
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the subcommand to ``sub`` (the parser's subparsers)."""
+    p = sub.add_parser(
+        "parse",
+        help="parse one sentence and compare the decoded chart with symbolic CYK",
+        description="Parse one sentence with D-CYK and print the decoded chart beside the "
+        "symbolic CYK chart; +A marks a false positive, -A a miss.",
+    )
+    p.add_argument(
+        "--grammar",
+        default="example",
+        help=f"a grammar file or a built-in name {Grammar.builtin_names()} (default example)",
+    )
+    add_grammar_file_options(p)
+    p.add_argument("--dim", type=dimension, default=1024, help="dimension d (default 1024)")
+    add_parse_options(p)
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"show a progress bar once the parse has run {PARSE_PROGRESS_DELAY:g} s "
+        "(default: on when stderr is a terminal)",
+    )
+    p.add_argument("words", nargs="+", help="the sentence, one word per argument")
+    p.set_defaults(func=_cmd_parse)
+    return p

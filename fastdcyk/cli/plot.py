@@ -1,0 +1,121 @@
+"""``fastdcyk plot``: the paper's three figures and their tables from results files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from fastdcyk.cli.common import (
+    UsageError,
+    beta,
+    dimension,
+    draw,
+    positive_int,
+)
+from fastdcyk.experiments import (
+    ResultsFileError,
+    format_table,
+    load_records,
+    study_rows,
+)
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    try:
+        records = load_records(args.results)
+    except ResultsFileError as exc:
+        raise UsageError(str(exc)) from exc
+    if not records:
+        raise UsageError(f"no records in {', '.join(args.results)}: nothing to plot")
+    _check_plot_choices(args, records)
+    kw = {"grammar": args.grammar, "max_len": args.max_len, "beta": args.beta}
+    tables = (
+        ("a", True, ("grammar", "variant", "d"), f"scores against d, length <= {args.max_len}"),
+        ("b", True, ("grammar", "variant", "d", "length"), "scores against sentence length"),
+        ("c", False, ("d", "variant", "grammar"), "scores per grammar, all lengths"),
+        ("c", True, ("d", "variant", "grammar", "length"), "scores per grammar and length"),
+    )
+    for study, per_length, keys, what in tables:
+        d = args.dim if study == "c" else None
+        rows = study_rows(records, study, d=d, per_length=per_length, **kw)
+        if study == "c" and len({r["grammar"] for r in rows}) < 2:
+            continue
+        print(f"\nstudy ({study}): {what}")
+        print(format_table(rows, keys, markdown=args.markdown))
+    print()
+    draw(
+        records,
+        Path(args.out),
+        formats=tuple(args.formats),
+        average=args.average,
+        d=args.dim,
+        **kw,
+    )
+    return 0
+
+
+def _check_plot_choices(args: argparse.Namespace, records: list) -> None:
+    """--grammar, --beta and --dim must name values the records hold (UsageError)."""
+    grammars = sorted({r["grammar"] for r in records})
+    if args.grammar is None:
+        args.grammar = "G0" if "G0" in grammars else grammars[0]
+    elif args.grammar not in grammars:
+        raise UsageError(
+            f"--grammar {args.grammar}: the results hold no records of it; their grammars "
+            f"are {', '.join(grammars)}"
+        )
+    betas = sorted({float(r["beta"]) for r in records})
+    if args.beta is not None and float(args.beta) not in betas:
+        raise UsageError(
+            f"--beta {args.beta:g}: the results hold no records of it; their betas are "
+            + ", ".join(f"{b:g}" for b in betas)
+        )
+    dims = sorted({int(r["d"]) for r in records})
+    if args.dim is not None and args.dim not in dims:
+        raise UsageError(
+            f"--dim {args.dim}: the results hold no records of it; their dimensions are "
+            + ", ".join(str(d) for d in dims)
+        )
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the subcommand to ``sub`` (the parser's subparsers)."""
+    p = sub.add_parser(
+        "plot",
+        help="draw the paper's three figures from results files",
+        description="Draw study (a) F1, precision and recall against d; (b) F1 against "
+        "sentence length per d; (c) scores against sentence length per grammar, as PNG and "
+        "SVG, with 95% confidence intervals; print their tables.",
+    )
+    p.add_argument("results", nargs="+", help="results files of fastdcyk experiment")
+    p.add_argument(
+        "--out",
+        default="figures",
+        help="folder of the figures, created if absent; figures already in it are replaced, "
+        "other files are left alone (default figures)",
+    )
+    p.add_argument(
+        "--average",
+        choices=("micro", "macro"),
+        default="micro",
+        help="micro (pooled counts, bootstrap CI) or macro (mean, t CI); default micro",
+    )
+    p.add_argument(
+        "--grammar",
+        help="grammar of studies a and b (default G0, or the first grammar of the results "
+        "when they hold no G0)",
+    )
+    p.add_argument(
+        "--max-len", type=positive_int, default=7, help="longest sentence in study a (7)"
+    )
+    p.add_argument("--dim", type=dimension, help="d of study c (default: most grammars)")
+    p.add_argument(
+        "--beta",
+        type=beta,
+        help="beta to draw (default: the engine's, or the smallest of the results without it)",
+    )
+    p.add_argument("--formats", nargs="+", choices=("png", "svg", "pdf"), default=["png", "svg"])
+    p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    p.set_defaults(func=_cmd_plot)
+    return p
