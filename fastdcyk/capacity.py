@@ -109,7 +109,7 @@ class _Sim:
         beta: float,
         threshold: float,
     ):
-        self.cb, self.d = cb, cb.d
+        self.cb, self.d, self.grammar = cb, cb.d, grammar
         self.t = rule_tables(cb, grammar, encoding)
         self.order = order
         self.beta = beta
@@ -134,9 +134,11 @@ class _Sim:
 
     def mean(self, spectra: np.ndarray, q: np.ndarray) -> np.ndarray:
         """(1/d) sum over all d frequencies of R[f] q[f] (real), for every row R."""
-        # element-wise, not a BLAS matrix-vector product: these are small, and a threaded
-        # BLAS call costs more in start-up (and under load) than the arithmetic
-        return (spectra * (self.w * q)).sum(axis=-1).real / self.d
+        # element-wise for small tables (a threaded BLAS call costs more in start-up, and
+        # under load, than the arithmetic), a matrix-vector product for a large grammar's
+        if len(spectra) <= 64:
+            return (spectra * (self.w * q)).sum(axis=-1).real / self.d
+        return (spectra @ (self.w * q)).real / self.d
 
     def gate(self, x: np.ndarray) -> np.ndarray:
         g = sigmoid(x, self.beta)
@@ -170,6 +172,9 @@ class _Sim:
         for i, a in enumerate(self.words, 1):
             self.lsum[i - 1, i] = np.conj(self.cb.spectrum("terminal", a))
             self.term[i - 1, i] = 1.0
+
+    def end(self, i: int, j: int, step: Step) -> None:
+        pass
 
     def begin(self, i: int, j: int, step: Step) -> None:
         # the unary readout's pairs with other span indices: one mismatch (0 when shifted,
@@ -425,6 +430,76 @@ class _MaskSim(_Sim):
         return chart
 
 
+class _CleanSim(_Sim):
+    """The clean-up gate (docs/method.md, section 6): every completed cell read once into
+    clean scores sigma(readout), whose readout is the trace decoder's (its exact part from
+    the codebook's spectra, its span part the decoder's modelled noise); a detection is the
+    grammar's rules over the children's scores, gated; P_left only."""
+
+    def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
+        """The decoded chart of one sentence, simulated."""
+        d, n, t = self.d, len(words), self.t
+        self.shifted = self.cb.index_vectors == "shifted" and len(sidon_offsets(d, n + 1)) == n + 1
+        self.words, self.rng = words, rng
+        nn = len(t.nonterminals)
+        st = self.st = rule_structure(self.grammar)
+        if not hasattr(self, "term_spectra"):
+            used = np.unique(st.unary_rule_terminal)
+            self.term_rows = np.full(len(st.terminals), -1, np.intp)
+            self.term_rows[used] = np.arange(len(used))
+            self.term_spectra = np.stack(
+                [self.cb.spectrum("terminal", st.terminals[k]) for k in used]
+            ).astype(np.complex128)
+            self.term_names = [st.terminals[k] for k in used]
+        self.gl = np.zeros((n + 1, n + 1, nn))
+        self.lsum = np.zeros((n + 1, n + 1, d // 2 + 1), np.complex128)
+        self.term = np.zeros((n + 1, n + 1))
+        self.scores = np.zeros((n + 1, n + 1, nn))
+        S.run(self, n, self.order, S.Ledger(_OPS, t.nonterminals, [n], self.prune))
+        return self.decode(n)
+
+    def begin(self, i: int, j: int, step: Step) -> None:
+        pass
+
+    def _terminal_noise(self, i: int, j: int) -> np.ndarray:
+        """The span part of every terminal's readout at the word's cell (i, j): the same
+        word elsewhere in the sentence is a near match, every other term adds 1/d^2."""
+        sq = self.gl * self.gl
+        total = sq.sum() + self.term.sum() - self.term[i, j]
+        same = np.array([self.words.count(w) - (w == self.words[i]) for w in self.term_names])
+        d = self.d
+        var = (2.0 * same / d**2 if self.shifted else same / d) + total / d**2
+        return self.rng.normal(0.0, 1.0, len(same)) * np.sqrt(var)
+
+    def read(self, i: int, j: int, step: Step) -> None:
+        st = self.st
+        if step == S.UNARY:
+            x = self.mean(self.term_spectra, self.lsum[i, j]) + self._terminal_noise(i, j)
+            c = sigmoid(x, self.beta)[self.term_rows[st.unary_rule_terminal]]
+            self.tvals = np.bincount(st.unary_rule_row, c, minlength=len(st.unary))
+            return
+        t = np.zeros(len(st.binary))
+        for k in range(i + 1, j):
+            pairs = self.scores[i, k, st.binary_rule_left] * self.scores[k, j, st.binary_rule_right]
+            t += np.bincount(st.binary_rule_row, pairs, minlength=len(t))
+        self.tvals = t
+
+    def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
+        t = self.tvals[ks]
+        g = self.gate(t)
+        return Detections(t[None], g[None], g[None], g)
+
+    def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
+        rows, g = self.rows(step)[ks], det.values
+        self.gl[i, j, rows] = g
+        self.lsum[i, j] += g @ np.conj(self.left[rows])
+
+    def end(self, i: int, j: int, step: Step) -> None:
+        x = self.mean(self.left, self.lsum[i, j])
+        x += self._noise_decoder(self.gl, self.term, i, j, self.rng, self.shifted)
+        self.scores[i, j] = sigmoid(x, self.beta)
+
+
 def _grammar(grammar: Any) -> Grammar:
     if isinstance(grammar, str):
         grammar = Grammar.load(grammar)
@@ -530,7 +605,7 @@ def predict(
     unitary = VARIANTS[variant]["unitary"]
     for k in range(samples):
         cb = default_codebook(grammar, int(d), seed + k, "float64", unitary=unitary, threads=1)
-        model = _Sim if gate == "trace" else _MaskSim
+        model = {"trace": _Sim, "cleanup": _CleanSim, "entrywise": _MaskSim}[gate]
         sim = model(grammar, cb, encoding, order, float(beta), float(threshold))
         rng = np.random.default_rng(np.random.SeedSequence(seed + k, spawn_key=(0xCA9,)))
         for s, gold in zip(sents, golds, strict=True):

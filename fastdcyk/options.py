@@ -16,7 +16,7 @@ Examples
 >>> options.check_choice("gate", "diagonal", options.GATES)
 Traceback (most recent call last):
 ...
-ValueError: unknown gate 'diagonal': choose one of ('entrywise', 'trace')
+ValueError: unknown gate 'diagonal': choose one of ('entrywise', 'trace', 'cleanup')
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ __all__ = [
     "ENCODINGS",
     "EXECUTORS",
     "GATES",
+    "SCALAR_GATES",
     "ORDERS",
     "VARIANTS",
     "DCYKOptions",
@@ -53,8 +54,10 @@ __all__ = [
     "resolve",
 ]
 
-#: The two variants and what each chooses: ``"paper"`` is the faithful algorithm,
-#: ``"trace"`` the improved one (docs/method.md, sections 2 and 3).
+#: The variants and what each chooses: ``"paper"`` is the faithful algorithm, ``"trace"``
+#: the improved one (docs/method.md, sections 2 and 3), ``"cleanup"`` the trace variant's
+#: codebook and decoder with a detection whose noise does not grow with the grammar
+#: (clean-up memory, docs/method.md, section 6): the one for real grammars.
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {
         "gate": "entrywise",
@@ -72,14 +75,27 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "order": "cell",
         "encoding": "roles",
     },
+    "cleanup": {
+        "gate": "cleanup",
+        "decoder": "trace",
+        "unary_mask": False,
+        "unitary": True,
+        "order": "cell",
+        "encoding": "paper",
+    },
 }
 #: The variant of :func:`fastdcyk.dcyk` and :func:`fastdcyk.dcyk_batch` when none is given:
 #: the faithful algorithm. The capacity model and :class:`fastdcyk.nn.DCYK` default to
 #: ``"trace"``, deliberately: the model predicts what a user should run, and a layer that
 #: learns wants the variant whose readouts are smooth scalars (docs/architecture.md).
 DEFAULT_VARIANT = "paper"
-#: ``"entrywise"``: P_A = sigma(M) (the paper); ``"trace"``: P_A = sigma(tr(M) / d) I.
-GATES = ("entrywise", "trace")
+#: ``"entrywise"``: P_A = sigma(M) (the paper); ``"trace"``: P_A = sigma(tr(M) / d) I;
+#: ``"cleanup"``: every completed cell is read once into a gated score per symbol (the trace
+#: decoder's readout), and P_A = sigma(t_A) I with t_A the grammar's rules applied to the
+#: children's scores (docs/method.md, section 6). P_right is neither read nor written.
+GATES = ("entrywise", "trace", "cleanup")
+#: The gates whose parse keeps P_left as 2-D spectra (every update a multiple of I).
+SCALAR_GATES = ("trace", "cleanup")
 #: ``"entry"``: entry (0, 0) of the readout (the paper); ``"trace"``: its trace over d.
 DECODERS = ("entry", "trace")
 #: ``"sequential"``: the paper's order (each update applied before the next detection of the

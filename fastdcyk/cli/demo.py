@@ -29,6 +29,7 @@ from fastdcyk.experiments import (
     load_records,
     summary_table,
 )
+from fastdcyk.experiments.config import PAPER_VARIANTS
 from fastdcyk.options import (
     VARIANTS,
 )
@@ -38,7 +39,7 @@ from fastdcyk.options import (
 #: faithful variant in the paper's order costs about 1.8 s per sentence at d = 1024 on such
 #: a machine, 0.4 s at d = 512 (docs/performance.md).
 DEMO_GRID = ExperimentConfig(
-    grammars=("G0",), dims=(64, 256, 512), variants=tuple(VARIANTS), sentences=40, max_len=6
+    grammars=("G0",), dims=(64, 256, 512), variants=PAPER_VARIANTS, sentences=40, max_len=6
 )
 
 

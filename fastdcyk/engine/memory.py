@@ -17,7 +17,7 @@ from fastdcyk.hrr.blocks import block_bytes
 from fastdcyk.hrr.buffers import g_cache_slots
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import get_engine
-from fastdcyk.options import DCYKOptions, check_int, resolve
+from fastdcyk.options import SCALAR_GATES, DCYKOptions, check_int, resolve
 
 __all__ = [
     "check_codebook_memory",
@@ -44,9 +44,11 @@ def work_buffers(
     spectra, one real work buffer and ``slots`` G_k matrices; at
     its end one accumulator spectrum is still held while both dense results are formed.
     """
-    if gate == "trace":
-        during = [B.ZT, B.PR, B.W, *(B.g_matrix(k) for k in range(slots))]
-        end = [B.PR, B.W, B.Y, B.P_LEFT, B.P_RIGHT]
+    if gate in SCALAR_GATES:
+        # the clean-up gate neither reads nor writes P_right: no PR spectrum
+        pr = [B.PR] if gate == "trace" else []
+        during = [B.ZT, *pr, B.W, *(B.g_matrix(k) for k in range(slots))]
+        end = [*pr, B.W, B.Y, B.P_LEFT, B.P_RIGHT]
         if decoder == "entry":  # decoding reads the dense P_left back as a spectrum
             end = [B.W, B.Y, B.P_LEFT, B.P_RIGHT, B.SHUFFLED, B.FL, B.SPECTRUM]
         return during, end
@@ -96,9 +98,9 @@ def estimate_memory(
     slots = g_cache_slots(d, dtype, n)
     during, end = work_buffers(gate, order, decoder, eng.blockwise, slots)
     size = [sum(b.nbytes(d, dtype) for b in buffers) for buffers in (during, end)]
-    if eng.blockwise and (gate != "trace" or decoder == "entry"):
+    if eng.blockwise and (gate not in SCALAR_GATES or decoder == "entry"):
         # the blocks of operator chains: in the parse, or in the decoder of a dense P_left
-        size[1 if gate == "trace" else 0] += block_bytes(d, dtype, eng.threads)
+        size[1 if gate in SCALAR_GATES else 0] += block_bytes(d, dtype, eng.threads)
     return max(size)
 
 

@@ -28,16 +28,16 @@ from fastdcyk.engine.decode import (
     statistics_from_spectrum,
 )
 from fastdcyk.engine.result import DCYKResult
-from fastdcyk.engine.rules import parseval_weights, rule_tables
+from fastdcyk.engine.rules import parseval_weights, rule_structure, rule_tables
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.hrr import buffers as B
 from fastdcyk.hrr import kernels as K
 from fastdcyk.hrr.buffers import g_cache_slots
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.operators import Operator
-from fastdcyk.options import DCYKOptions
+from fastdcyk.options import SCALAR_GATES, DCYKOptions
 
-__all__ = ["EntrywiseParser", "TraceParser", "parse_numpy"]
+__all__ = ["CleanupParser", "EntrywiseParser", "TraceParser", "parse_numpy"]
 
 _OPS = S.NumpyOps()
 
@@ -58,6 +58,9 @@ class _NumpyParser:
         return None
 
     def begin(self, i: int, j: int, step: Step) -> None:
+        pass
+
+    def end(self, i: int, j: int, step: Step) -> None:
         pass
 
 
@@ -474,6 +477,99 @@ class TraceParser(_NumpyParser):
         return p_left, p_right
 
 
+class CleanupParser(TraceParser):
+    """The clean-up detection (docs/method.md, section 6): P_left as in :class:`TraceParser`,
+    P_right neither read nor written.
+
+    When a cell is complete it is read once, with the trace decoder's readout
+    x(i, j, X) = tr([X]+ [j]+ [i]+ P_left) / d of every nonterminal X (one shared pass), into
+    a clean score c(i, j, X) = sigma(x): near 1 or near 0. A binary cell's detection is the
+    grammar's rules applied to its children's scores,
+
+        t_A(i, j) = sum over splits k and rules A -> B C of c(i, k, B) c(k, j, C),
+
+    a unary cell's t_A = sum over rules A -> a of sigma(tr([a]+ [j]+ [i]+ P_left) / d), the
+    word's terminal read from P_left the same way. The gate is sigma(t_A) I and the update of
+    P_left the trace variant's. A detection's noise is then the decoder's noise on a child
+    (a misread needs a readout off by about 1/2), however many rules A has.
+    """
+
+    def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
+        _NumpyParser.__init__(self, grammar, words, cb, opt)
+        d = cb.d
+        self.zt = B.ZT.new(cb)
+        self.pr = None
+        self.w = B.W.get(cb)
+        self._q = np.empty(d // 2 + 1, np.complex128)
+        self._full: dict[tuple[str, Any], np.ndarray] = {}
+        self._g: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._slots = g_cache_slots(d, cb.dtype, len(words))
+        st = rule_structure(grammar)
+        self.st = st
+        n = len(words)
+        self.scores = np.zeros((n + 1, n + 1, len(st.nonterminals)))
+        used = np.unique(st.unary_rule_terminal)
+        # the terminals of the grammar's rules A -> a, as rows of a table of their spectra
+        self._term_rows = np.full(len(st.terminals), -1, np.intp)
+        self._term_rows[used] = np.arange(len(used))
+        self._term_spectra = (
+            np.stack([cb.spectrum("terminal", st.terminals[k]) for k in used]).astype(np.complex128)
+            if len(used)
+            else np.zeros((0, d // 2 + 1), np.complex128)
+        )
+
+    def _clean(self, x: np.ndarray) -> np.ndarray:
+        return sigmoid(x, self.opt.beta)
+
+    def _trace(self, spectra: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """:meth:`TraceParser._trace` in the tables' own precision: a grammar's thousands of
+        rows are read for every cell, and a float32 codebook's complex64 tables would
+        otherwise be copied to complex128 at each read."""
+        return (spectra @ (self._weights * q).astype(spectra.dtype)).real / self.d
+
+    def read(self, i: int, j: int, step: Step) -> None:
+        st = self.st
+        if step == S.UNARY:
+            x = self._trace(self._term_spectra, self._q_lift(j, i))
+            c = self._clean(x)[self._term_rows[st.unary_rule_terminal]]
+            self._t = np.bincount(st.unary_rule_row, c, minlength=len(st.unary))
+            return
+        t = np.zeros(len(st.binary))
+        for k in range(i + 1, j):
+            pairs = self.scores[i, k, st.binary_rule_left] * self.scores[k, j, st.binary_rule_right]
+            t += np.bincount(st.binary_rule_row, pairs, minlength=len(t))
+        self._t = t
+
+    def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
+        t = self._t[ks]
+        gates = self._clean(t)
+        return Detections(t[None], gates[None], gates[None], gates)
+
+    def update(self, i: int, j: int, gates: np.ndarray, rows: np.ndarray) -> None:
+        """sum_A g_A [i]- [j]- [A]- into P_left: the operator C_S^T, S^ = sum_A g_A A^."""
+        cdt = self.cb.cdtype
+        left = (gates @ self.t.spectra[rows].astype(np.complex128)).astype(cdt)
+        K.outer_madd(self.zt, np.conj(left), self.gmat(j), np.conj(self.full("index", i)), True)
+
+    def end(self, i: int, j: int, step: Step) -> None:
+        """Read the completed cell once into its clean scores."""
+        self.scores[i, j] = self._clean(self._trace(self.t.spectra, self._q_lift(j, i)))
+
+    def dense(self) -> tuple[np.ndarray, np.ndarray]:
+        """P_left as a new d x d array, and P_right, never written: zeros."""
+        cb, d = self.cb, self.d
+        self._g.clear()
+        zt, self.zt = self.zt, None
+        np.conjugate(zt, out=zt)
+        cb.engine.cfft(zt, 1, forward=True)
+        cb.engine.irfft(zt, d, 0, out=self.w)
+        del zt
+        p_left = B.P_LEFT.new(cb, zero=False)
+        K.gather_cols(self.w, cb.permutation_index(-1), B.Y.get(cb))
+        p_left[...] = B.Y.get(cb).T
+        return p_left, B.P_RIGHT.new(cb)
+
+
 def row_block(d: int, k: int) -> int:
     """Rows per block for products with k rule rows: about 2 MiB of temporaries."""
     return max(8, min(d, (1 << 21) // (16 * max(d // 2 + 1, k))))
@@ -497,8 +593,9 @@ def parse_numpy(
     """The numpy engine's parse of checked words, options and codebook
     (:func:`fastdcyk.engine.plan.prepare`); ``on_cell`` is called after every cell."""
     with cb.lock:  # the parse uses the codebook's work buffers throughout
-        spectral = opt.gate == "trace"
-        parser = (TraceParser if spectral else EntrywiseParser)(grammar, ws, cb, opt)
+        spectral = opt.gate in SCALAR_GATES
+        kind = {"entrywise": EntrywiseParser, "trace": TraceParser, "cleanup": CleanupParser}
+        parser = kind[opt.gate](grammar, ws, cb, opt)
         n = len(ws)
         ledger = S.Ledger(_OPS, parser.t.nonterminals, [n], opt.prune, record=record)
         timings: dict[str, float] = {}

@@ -113,6 +113,9 @@ class CellParser(Protocol):
     def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
         """Apply the updates of ``det`` that ``keep`` (batch, k) marks."""
 
+    def end(self, i: int, j: int, step: Step) -> None:
+        """Called once per cell when it is complete (every cell, with rules or not)."""
+
 
 class ArrayOps:
     """The few array operations the bookkeeping needs, for one array library."""
@@ -310,6 +313,7 @@ def run(
                     if any_kept:
                         parser.write(i, j, step, ks, det, keep)
                         stale = True
+        parser.end(i, j, step)
         if on_cell is not None:
             on_cell()
     t2 = time.perf_counter()

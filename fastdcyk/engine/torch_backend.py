@@ -286,6 +286,7 @@ class _Base:
 
     def _tables(self, uw: torch.Tensor | None, bw: torch.Tensor | None) -> None:
         """The rule spectra (docs/method.md, section 4.1) from the vectors, with torch.fft."""
+        self._uw, self._bw = uw, bw
         st, vec, dev = self.st, self.vec, self.dev
         rfft = torch.fft.rfft
         self.spectra = rfft(vec.nonterminal)  # (N, h)
@@ -350,6 +351,9 @@ class _Base:
         return None
 
     def begin(self, i: int, j: int, step: Step) -> None:
+        pass
+
+    def end(self, i: int, j: int, step: Step) -> None:
         pass
 
     def entry_statistics(self, col: torch.Tensor) -> torch.Tensor:
@@ -554,6 +558,70 @@ class _TraceParser(_Base):
         z = torch.fft.irfft(z, n=d, dim=-1)
         w = torch.fft.irfft(torch.fft.fft(self.pr, dim=-1).transpose(-1, -2), n=d, dim=-1)
         return z[:, inv], w[:, inv].transpose(-1, -2)
+
+
+class _CleanupParser(_TraceParser):
+    """The clean-up gate (docs/method.md, section 6), batched and differentiable: the trace
+    parser's ``zt`` for P_left, no P_right; every completed cell read once into clean scores
+    c = sigma(readout) of every nonterminal, and a detection t_A = the grammar's rules over
+    the children's scores (weighted by the per-rule weights when given), as in
+    :class:`fastdcyk.engine.numpy_backend.CleanupParser`."""
+
+    def __init__(self, *args: Any, g_cache: dict | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, g_cache=g_cache, **kwargs)
+        self.pr = None  # never read nor written
+        st, dev = self.st, self.dev
+        self.scores: dict[tuple[int, int], torch.Tensor] = {}
+        tspec = torch.fft.rfft(self.vec.terminal)  # (T, h)
+        self.terminal_w = tspec * self.w.to(self.cdtype) / self.d
+        ix = lambda a: torch.as_tensor(a, device=dev)  # noqa: E731
+        self._u_row, self._u_term = ix(st.unary_rule_row), ix(st.unary_rule_terminal)
+        self._b_row, self._b_left = ix(st.binary_rule_row), ix(st.binary_rule_left)
+        self._b_right = ix(st.binary_rule_right)
+
+    def _weights(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        return self._uw, self._bw
+
+    def _readout(self, i: int, j: int, spectra_w: torch.Tensor) -> torch.Tensor:
+        """tr([X]+ [j]+ [i]+ P_left) / d for every row X of ``spectra_w``, (B, rows)."""
+        q = self._rowdot(self.zt, self._outer(j, i))
+        return (q @ spectra_w.T).real
+
+    def read(self, i: int, j: int, step: Step) -> None:
+        uw, bw = self._weights()
+        if step == S.UNARY:
+            c = self.sigmoid(self._readout(i, j, self.terminal_w))[:, self._u_term]
+            if uw is not None:
+                c = c * uw.to(self.rdtype)
+            zero = torch.zeros((self.B, len(self.st.unary)), dtype=self.rdtype, device=self.dev)
+            self._t = zero.index_add(1, self._u_row, c)
+            return
+        t = torch.zeros((self.B, len(self.st.binary)), dtype=self.rdtype, device=self.dev)
+        for k in range(i + 1, j):
+            pairs = self.scores[(i, k)][:, self._b_left] * self.scores[(k, j)][:, self._b_right]
+            if bw is not None:
+                pairs = pairs * bw.to(self.rdtype)
+            t = t.index_add(1, self._b_row, pairs)
+        self._t = t
+
+    def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
+        t = self._t[:, ks]
+        gates = self.sigmoid(t)
+        return Detections(t, gates, gates, gates)
+
+    def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
+        rows = (self.unary_rows if step == S.UNARY else self.binary_rows)[ks]
+        g = (det.values * keep).to(self.cdtype)
+        self._madd("zt", torch.conj(g @ self.spectra[rows]), self._conj(self._outer(j, i)))
+
+    def end(self, i: int, j: int, step: Step) -> None:
+        self.scores[(i, j)] = self.sigmoid(self._readout(i, j, self.spectra_w))
+
+    def dense(self) -> tuple[torch.Tensor, torch.Tensor]:
+        d, inv = self.d, self.idx(-1)
+        z = torch.fft.fft(torch.conj(self.zt), dim=-1).transpose(-1, -2)
+        z = torch.fft.irfft(z, n=d, dim=-1)
+        return z[:, inv], torch.zeros_like(z)
 
 
 # -- the entrywise gate: accumulators as row spectra -----------------------------------------
@@ -892,6 +960,8 @@ def parse(
     args = (vectors, structure, options, words, lengths, unary_weights, binary_weights, record)
     if options.gate == "trace":
         p: _Base = _TraceParser(*args, g_cache=g_cache)
+    elif options.gate == "cleanup":
+        p = _CleanupParser(*args, g_cache=g_cache)
     else:
         p = _DenseParser(*args)
     timings: dict[str, float] = {}

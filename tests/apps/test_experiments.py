@@ -23,6 +23,7 @@ from fastdcyk.experiments import config as ex_config
 from fastdcyk.experiments import executors as ex_exec
 from fastdcyk.experiments import store as ex_store
 from fastdcyk.experiments import tasks as ex_tasks
+from fastdcyk.experiments.config import PAPER_VARIANTS
 
 SMALL = ex.ExperimentConfig(grammars=("G0", "G1"), dims=(16, 32), sentences=12, max_len=6)
 #: A grid crossing both variants with both orders (G0, d = 16, short sentences).
@@ -142,7 +143,7 @@ def test_config_orders_are_normalised_and_crossed_with_the_variants():
     )
     assert cfg.grid_size() == 2 * ex.ExperimentConfig().grid_size()
     own = ex.ExperimentConfig()
-    assert own.variant_orders() == tuple((v, VARIANTS[v]["order"]) for v in VARIANTS)
+    assert own.variant_orders() == tuple((v, VARIANTS[v]["order"]) for v in PAPER_VARIANTS)
     # None and the order it resolves to are one pair, run once
     mixed = ex.ExperimentConfig(orders=(None, "cell"))
     assert mixed.orders == (None, "cell")
@@ -528,9 +529,9 @@ def test_a_grid_of_two_orders_writes_both_and_resumes(tmp_path):
     assert summary.complete and summary.written == ORDERED.grid_size() == 4 * 6
     records = ex.load_records(path)
     assert {(r["variant"], r["order"]) for r in records} == {
-        (v, o) for v in VARIANTS for o in ("sequential", "cell")
+        (v, o) for v in PAPER_VARIANTS for o in ("sequential", "cell")
     }
-    for variant in VARIANTS:
+    for variant in PAPER_VARIANTS:
         for order in ("sequential", "cell"):
             mine = [r for r in records if (r["variant"], r["order"]) == (variant, order)]
             assert sorted(r["index"] for r in mine) == list(range(6))

@@ -48,6 +48,9 @@ class Recorder:
     def write(self, i, j, step, ks, det, keep):
         self.calls.append(("write", i, j, tuple(self._rows[step][ks][keep[0]].tolist())))
 
+    def end(self, i, j, step):
+        self.calls.append(("end", i, j))
+
 
 def _ledger(n, record=False):
     return S.Ledger(S.NumpyOps(), ["A", "B", "C"], [n], 0.5, record=record)
@@ -71,7 +74,7 @@ def test_cell_order_reads_once_and_writes_the_kept_updates_together():
     S.run(p, 2, "cell", led, on_cell=lambda: cells.append(1))
     binary = [c for c in p.calls if c[1:3] == (0, 2)]
     assert binary == [("begin", 0, 2), ("read", 0, 2), ("detect", 0, 2, (1, 2)),
-                      ("write", 0, 2, (1, 2))]  # fmt: skip
+                      ("write", 0, 2, (1, 2)), ("end", 0, 2)]  # fmt: skip
     assert len(cells) == 3  # every cell, the unary ones included
     # unary row 0 is pruned: detected, never written
     assert ("write", 0, 1, ()) not in p.calls and ("detect", 0, 1, (0,)) in p.calls
@@ -83,7 +86,7 @@ def test_sequential_order_reads_again_only_after_an_applied_update():
     S.run(p, 2, "sequential", _ledger(2))
     binary = [c[0] for c in p.calls if c[1:3] == (0, 2)]
     # row 0 pruned (no new read), row 1 written (read again before row 2)
-    assert binary == ["begin", "read", "detect", "detect", "write", "read", "detect"]
+    assert binary == ["begin", "read", "detect", "detect", "write", "read", "detect", "end"]
 
 
 def test_groups_split_a_cells_detections():
