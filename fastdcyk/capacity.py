@@ -47,6 +47,7 @@ from fastdcyk.cfg.metrics import Scores, cell_scores
 from fastdcyk.engine import schedule as S
 from fastdcyk.engine.decode import decision_boundary, sigmoid
 from fastdcyk.engine.plan import default_codebook
+from fastdcyk.engine.progress import check_progress, progress_bar
 from fastdcyk.engine.rules import parseval_weights, rule_structure, rule_tables
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.hrr.codebook import Codebook, sidon_offsets
@@ -110,7 +111,8 @@ class _Sim:
         threshold: float,
     ):
         self.cb, self.d, self.grammar = cb, cb.d, grammar
-        self.t = rule_tables(cb, grammar, encoding)
+        # the clean-up gate reads no rule spectra
+        self.t = rule_tables(cb, grammar, encoding, rules=type(self) is not _CleanSim)
         self.order = order
         self.beta = beta
         self.bound = decision_boundary(beta, threshold)
@@ -218,7 +220,7 @@ class _Sim:
                 stats[i, j] += self._noise_decoder(gl, self.term, i, j, rng, self.shifted)
         names = t.nonterminals
         return {
-            (i, j): frozenset(a for k, a in enumerate(names) if stats[i, j, k] > self.bound)
+            (i, j): frozenset(names[k] for k in np.flatnonzero(stats[i, j] > self.bound))
             for i in range(n)
             for j in range(i + 1, n + 1)
         }
@@ -430,11 +432,23 @@ class _MaskSim(_Sim):
         return chart
 
 
+#: The clean-up model leaves out of the exact readouts the terms whose gate is below this
+#: (their share of any readout is below it too: an overlap is at most 1); the noise model
+#: counts them.
+_EXACT_MIN = 1e-6
+
+
 class _CleanSim(_Sim):
     """The clean-up gate (docs/method.md, section 6): every completed cell read once into
     clean scores sigma(readout), whose readout is the trace decoder's (its exact part from
     the codebook's spectra, its span part the decoder's modelled noise); a detection is the
-    grammar's rules over the children's scores, gated; P_left only."""
+    grammar's rules over the children's scores, gated; P_left only.
+
+    A cell's exact readouts are sums over the terms written into it of their overlaps with
+    every symbol: one column of overlaps per symbol that is ever written (computed once per
+    codebook), so a cell costs O(|N| x its terms), not a pass over every spectrum; the
+    noise model keeps running sums of the squared gates.
+    """
 
     def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
         """The decoded chart of one sentence, simulated."""
@@ -442,39 +456,63 @@ class _CleanSim(_Sim):
         self.shifted = self.cb.index_vectors == "shifted" and len(sidon_offsets(d, n + 1)) == n + 1
         self.words, self.rng = words, rng
         nn = len(t.nonterminals)
-        st = self.st = rule_structure(self.grammar)
-        if not hasattr(self, "term_spectra"):
+        if not hasattr(self, "st"):
+            st = self.st = rule_structure(self.grammar)
             used = np.unique(st.unary_rule_terminal)
             self.term_rows = np.full(len(st.terminals), -1, np.intp)
             self.term_rows[used] = np.arange(len(used))
             self.term_spectra = np.stack(
                 [self.cb.spectrum("terminal", st.terminals[k]) for k in used]
             ).astype(np.complex128)
-            self.term_names = [st.terminals[k] for k in used]
+            self.term_index = {st.terminals[k]: r for r, k in enumerate(used)}
+            self.cols: dict[tuple[str, int], np.ndarray] = {}
+            self.gram: np.ndarray | None = None
         self.gl = np.zeros((n + 1, n + 1, nn))
-        self.lsum = np.zeros((n + 1, n + 1, d // 2 + 1), np.complex128)
+        self.sq_total, self.sq_symbol = 0.0, np.zeros(nn)  # running sums of gl ** 2
         self.term = np.zeros((n + 1, n + 1))
+        self.exact = np.zeros((n + 1, n + 1, nn))
         self.scores = np.zeros((n + 1, n + 1, nn))
+        self.terms: dict[tuple[int, int], list] = {}
+        for i in range(1, n + 1):
+            self.term[i - 1, i] = 1.0
         S.run(self, n, self.order, S.Ledger(_OPS, t.nonterminals, [n], self.prune))
         return self.decode(n)
+
+    def initialise(self) -> None:
+        pass
 
     def begin(self, i: int, j: int, step: Step) -> None:
         pass
 
-    def _terminal_noise(self, i: int, j: int) -> np.ndarray:
-        """The span part of every terminal's readout at the word's cell (i, j): the same
-        word elsewhere in the sentence is a near match, every other term adds 1/d^2."""
-        sq = self.gl * self.gl
-        total = sq.sum() + self.term.sum() - self.term[i, j]
-        same = np.array([self.words.count(w) - (w == self.words[i]) for w in self.term_names])
+    def _column(self, kind: str, k: int) -> np.ndarray:
+        """Overlaps tr-readout / d of every nonterminal (``kind`` "n") or terminal ("t")
+        with the term of nonterminal or terminal row k: mean(table, conj(spectrum k))."""
+        col = self.cols.get((kind, k))
+        if col is None:
+            src = self.left if kind[-1] == "n" else self.term_spectra
+            table = self.left if kind[0] == "n" else self.term_spectra
+            col = self.mean(table, np.conj(src[k]))
+            self.cols[(kind, k)] = col
+        return col
+
+    def _noise(self, i: int, j: int, size: int, same: np.ndarray) -> np.ndarray:
+        """The span part of readouts at cell (i, j) (as :meth:`_Sim._noise_decoder`): the
+        same symbol elsewhere is a near match, every other term adds 1/d^2."""
         d = self.d
+        cell = self.gl[i, j] ** 2
+        total = self.sq_total - cell.sum() + self.term.sum() - self.term[i, j]
         var = (2.0 * same / d**2 if self.shifted else same / d) + total / d**2
-        return self.rng.normal(0.0, 1.0, len(same)) * np.sqrt(var)
+        return self.rng.normal(0.0, 1.0, size) * np.sqrt(var)
 
     def read(self, i: int, j: int, step: Step) -> None:
         st = self.st
         if step == S.UNARY:
-            x = self.mean(self.term_spectra, self.lsum[i, j]) + self._terminal_noise(i, j)
+            word = self.words[i]
+            x = self._column("tt", self.term_index[word])  # the cell holds the word only
+            same = np.array([self.words.count(t) for t in self.term_index]) - (
+                np.arange(len(self.term_index)) == self.term_index[word]
+            )
+            x = x + self._noise(i, j, len(x), same)
             c = sigmoid(x, self.beta)[self.term_rows[st.unary_rule_terminal]]
             self.tvals = np.bincount(st.unary_rule_row, c, minlength=len(st.unary))
             return
@@ -491,13 +529,50 @@ class _CleanSim(_Sim):
 
     def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
         rows, g = self.rows(step)[ks], det.values
+        on = g > 0.0  # gate() zeroes the pruned ones
+        rows, g = rows[on], g[on]
         self.gl[i, j, rows] = g
-        self.lsum[i, j] += g @ np.conj(self.left[rows])
+        self.sq_total += float(g @ g)
+        self.sq_symbol[rows] += g * g
+        # the exact part of a term of gate below EXACT_MIN is below EXACT_MIN in every readout
+        big = g >= _EXACT_MIN
+        self.terms.setdefault((i, j), []).append((rows[big], g[big]))
+
+    def _overlaps(self, rows: np.ndarray) -> np.ndarray:
+        """The overlaps of the nonterminals ``rows`` with every nonterminal,
+        (len(rows), N): rows of a matrix filled as symbols are first written (the missing
+        ones with one matrix product)."""
+        if self.gram is None:
+            nn = len(self.t.nonterminals)
+            self.gram, self.known = np.empty((nn, nn)), np.zeros(nn, bool)
+        missing = np.unique(rows[~self.known[rows]])
+        if len(missing):
+            block = (self.w * np.conj(self.left[missing])) @ self.left.T
+            self.gram[missing] = block.real / self.d
+            self.known[missing] = True
+        return self.gram[rows]
 
     def end(self, i: int, j: int, step: Step) -> None:
-        x = self.mean(self.left, self.lsum[i, j])
-        x += self._noise_decoder(self.gl, self.term, i, j, self.rng, self.shifted)
-        self.scores[i, j] = sigmoid(x, self.beta)
+        x = np.zeros(len(self.t.nonterminals))
+        if j == i + 1:
+            x += self._column("nt", self.term_index[self.words[i]])
+        for rows, g in self.terms.get((i, j), ()):
+            if len(rows):
+                x += g @ self._overlaps(rows)
+        self.exact[i, j] = x
+        same = self.sq_symbol - self.gl[i, j] ** 2
+        self.scores[i, j] = sigmoid(x + self._noise(i, j, len(x), same), self.beta)
+
+    def decode(self, n: int) -> dict:
+        """The trace decoder over the finished simulated chart, with its modelled noise."""
+        names = self.t.nonterminals
+        chart = {}
+        for i in range(n):
+            for j in range(i + 1, n + 1):
+                same = self.sq_symbol - self.gl[i, j] ** 2
+                stats = self.exact[i, j] + self._noise(i, j, len(names), same)
+                chart[(i, j)] = frozenset(names[k] for k in np.flatnonzero(stats > self.bound))
+        return chart
 
 
 def _grammar(grammar: Any) -> Grammar:
@@ -554,6 +629,7 @@ def predict(
     samples: int = 3,
     sentences: int = 100,
     seed: int = 0,
+    progress: bool | float = False,
 ) -> Prediction:
     """Predict D-CYK's cell precision, recall, F1 and exact-table rate, without parsing.
 
@@ -576,6 +652,9 @@ def predict(
     sentences : int, default 100
         Sentences drawn when a length is given.
     seed : int, default 0
+    progress : bool or float, default False
+        Show a progress bar over the simulated sentences (a number: only once the
+        prediction has run that many seconds).
 
     Returns
     -------
@@ -603,15 +682,23 @@ def predict(
     golds = [cyk(grammar, s, strict=True) for s in sents]
     total, exact = Scores(0, 0, 0), 0
     unitary = VARIANTS[variant]["unitary"]
-    for k in range(samples):
-        cb = default_codebook(grammar, int(d), seed + k, "float64", unitary=unitary, threads=1)
-        model = {"trace": _Sim, "cleanup": _CleanSim, "entrywise": _MaskSim}[gate]
-        sim = model(grammar, cb, encoding, order, float(beta), float(threshold))
-        rng = np.random.default_rng(np.random.SeedSequence(seed + k, spawn_key=(0xCA9,)))
-        for s, gold in zip(sents, golds, strict=True):
-            chart = sim.run(s, rng)
-            total = total + cell_scores(gold, chart)
-            exact += chart == gold
+    delay = check_progress(progress)
+    bar = progress_bar(delay, samples * len(sents), f"capacity d={d}", "sentence")
+    try:
+        for k in range(samples):
+            cb = default_codebook(grammar, int(d), seed + k, "float64", unitary=unitary, threads=1)
+            model = {"trace": _Sim, "cleanup": _CleanSim, "entrywise": _MaskSim}[gate]
+            sim = model(grammar, cb, encoding, order, float(beta), float(threshold))
+            rng = np.random.default_rng(np.random.SeedSequence(seed + k, spawn_key=(0xCA9,)))
+            for s, gold in zip(sents, golds, strict=True):
+                chart = sim.run(s, rng)
+                total = total + cell_scores(gold, chart)
+                exact += chart == gold
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
     return Prediction(
         int(d),
         total.precision,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -31,6 +32,10 @@ def _probability_or_one(text: str) -> float:
     return p
 
 
+#: The capacity model shows its progress bar (on a terminal) once a dimension has run this long.
+PROGRESS_DELAY = 2.0
+
+
 def _cmd_capacity(args: argparse.Namespace) -> int:
     from fastdcyk import capacity
 
@@ -43,22 +48,29 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     t0 = time.perf_counter()
-    made: dict = {}
-    try:
-        for d in sorted(set(args.dims)):
-            made[d] = capacity.predict(grammar, args.length, d, **kw)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    rows = list(made.values())
     enc = args.encoding or VARIANTS[args.variant]["encoding"]
     print(
         f"capacity model: {args.grammar}, {args.sentences} sentences of length {args.length}, "
         f"variant={args.variant}, encoding={enc}, {args.samples} "
-        + ("codebook" if args.samples == 1 else "codebooks")
+        + ("codebook" if args.samples == 1 else "codebooks"),
+        flush=True,
     )
-    print(f"{'d':>6} {'precision':>9} {'recall':>7} {'F1':>7} {'exact':>6}")
-    for p in rows:
-        print(f"{p.d:>6} {p.precision:>9.4f} {p.recall:>7.4f} {p.f1:>7.4f} {p.p_exact:>6.2f}")
+    made: dict = {}
+    progress = PROGRESS_DELAY if sys.stderr.isatty() else False
+    header = False
+    try:
+        for d in sorted(set(args.dims)):
+            p = capacity.predict(grammar, args.length, d, progress=progress, **kw)
+            made[d] = p
+            if not header:  # after the first dimension: a bad option prints nothing
+                print(f"{'d':>6} {'precision':>9} {'recall':>7} {'F1':>7} {'exact':>6}")
+                header = True
+            print(
+                f"{p.d:>6} {p.precision:>9.4f} {p.recall:>7.4f} {p.f1:>7.4f} {p.p_exact:>6.2f}",
+                flush=True,
+            )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     need = capacity.required_dim(grammar, args.length, args.target_f1, predictions=made, **kw)
     if need is None:
         top = capacity.DIM_GRID[-1]

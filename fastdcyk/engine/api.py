@@ -27,7 +27,6 @@ Options (``variant="paper"`` is the faithful algorithm, ``variant="trace"`` the 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +35,7 @@ import numpy as np
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine.numpy_backend import parse_numpy
 from fastdcyk.engine.plan import Plan, prepare_from
+from fastdcyk.engine.progress import check_progress, progress_bar
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
@@ -205,13 +205,13 @@ def dcyk(
     >>> sorted(r.chart[(0, 3)])
     ['S']
     """
-    delay = _check_progress(progress)
+    delay = check_progress(progress)
     if not isinstance(record, bool | np.bool_):
         raise ValueError(f"record must be True or False, got {record!r}")
     plan = prepare_from(locals(), [words])
     (ws,) = plan.sentences
     where = " (torch)" if backend == "torch" else ""
-    bar = _progress_bar(delay, len(ws) * (len(ws) + 1) // 2, f"D-CYK d={plan.codebook.d}{where}")
+    bar = progress_bar(delay, len(ws) * (len(ws) + 1) // 2, f"D-CYK d={plan.codebook.d}{where}")
     try:
         on_cell = None if bar is None else (lambda: bar.update(1))
         kw = {"device": device, "decode": decode, "record": record, "on_cell": on_cell}
@@ -219,26 +219,3 @@ def dcyk(
     finally:
         if bar is not None:
             bar.close()
-
-
-def _check_progress(progress: Any) -> float | None:
-    """The bar's delay in seconds (None: no bar); ValueError for anything else."""
-    if progress is False or progress is None:
-        return None
-    if progress is True:
-        return 0.0
-    if (
-        isinstance(progress, int | float | np.integer | np.floating)
-        and math.isfinite(progress)
-        and progress >= 0
-    ):
-        return float(progress)
-    raise ValueError(f"progress must be True, False or a delay in seconds >= 0, got {progress!r}")
-
-
-def _progress_bar(delay: float | None, total: int, desc: str) -> Any:
-    if delay is None:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="cell", delay=delay, leave=False)

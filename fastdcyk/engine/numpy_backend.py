@@ -495,8 +495,10 @@ class CleanupParser(TraceParser):
     """
 
     def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
-        _NumpyParser.__init__(self, grammar, words, cb, opt)
-        d = cb.d
+        self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
+        self.d = d = cb.d
+        self.t = rule_tables(cb, grammar, opt.encoding, rules=False)  # the rules act on scores
+        self._weights = parseval_weights(d)
         self.zt = B.ZT.new(cb)
         self.pr = None
         self.w = B.W.get(cb)

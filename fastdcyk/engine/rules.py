@@ -162,7 +162,7 @@ def rule_structure(grammar: Grammar) -> RuleStructure:
     )
 
 
-def _build(cb: Codebook, grammar: Grammar, encoding: str) -> RuleTables:
+def _build(cb: Codebook, grammar: Grammar, encoding: str, rules: bool) -> RuleTables:
     st = rule_structure(grammar)
     nts = st.nonterminals
     spectra = np.stack([cb.spectrum("nonterminal", a) for a in nts])
@@ -173,15 +173,15 @@ def _build(cb: Codebook, grammar: Grammar, encoding: str) -> RuleTables:
     vectors = np.stack([cb.vector("nonterminal", a) for a in nts])
     h = cb.d // 2 + 1
 
-    unary_spectra = np.zeros((len(st.unary), h), np.complex128)
-    if st.n_unary_rules:
+    unary_spectra = np.zeros((len(st.unary) if rules else 0, h), np.complex128)
+    if st.n_unary_rules and rules:
         used = np.unique(st.unary_rule_terminal)
         tspec = np.zeros((len(st.terminals), h), np.complex128)
         tspec[used] = np.stack([cb.spectrum("terminal", st.terminals[t]) for t in used])
         np.add.at(unary_spectra, st.unary_rule_row, tspec[st.unary_rule_terminal])
 
-    binary_spectra = np.zeros((len(st.binary), h), np.complex128)
-    if st.n_binary_rules:
+    binary_spectra = np.zeros((len(st.binary) if rules else 0, h), np.complex128)
+    if st.n_binary_rules and rules:
         s128 = spectra.astype(np.complex128)
         r128 = right_spectra.astype(np.complex128)
         rows, left, right = st.binary_rule_row, st.binary_rule_left, st.binary_rule_right
@@ -213,8 +213,13 @@ def parseval_weights(d: int) -> np.ndarray:
     return w
 
 
-def rule_tables(cb: Codebook, grammar: Grammar, encoding: str = "paper") -> RuleTables:
+def rule_tables(
+    cb: Codebook, grammar: Grammar, encoding: str = "paper", *, rules: bool = True
+) -> RuleTables:
     """The :class:`RuleTables` of ``grammar`` in ``cb`` for an encoding, cached per codebook.
+
+    ``rules=False`` leaves the rule spectra out (empty): the clean-up gate applies the rules
+    to clean scores and needs only the nonterminals' spectra.
 
     The caller holds the codebook's lock (a parse or a decoding does).
     """
@@ -222,10 +227,10 @@ def rule_tables(cb: Codebook, grammar: Grammar, encoding: str = "paper") -> Rule
     if per is None:
         per = {}
         _CACHE[cb] = per
-    tables = per.get((grammar, encoding))
+    tables = per.get((grammar, encoding, rules))
     if tables is None:
-        tables = _build(cb, grammar, encoding)
+        tables = _build(cb, grammar, encoding, rules)
         if len(per) >= _PER_CODEBOOK:
             per.pop(next(iter(per)))
-        per[grammar, encoding] = tables
+        per[grammar, encoding, rules] = tables
     return tables

@@ -100,7 +100,21 @@ def test_float64_matches_numpy_engine(case, options):
     assert fd.decode(got, threshold=0.9) == fd.decode(ref, threshold=0.9)
 
 
-@pytest.mark.parametrize("variant", ["paper", "trace"])
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize(
+    ("decoder", "order"), [("trace", "cell"), ("trace", "sequential"), ("entry", "cell")]
+)
+def test_cleanup_float64_matches_numpy_engine(case, decoder, order):
+    grammar, sentence, d = CASES[case]
+    cb = _codebook(grammar, d, "trace")
+    kw = dict(variant="cleanup", decoder=decoder, order=order)
+    ref = fd.dcyk(grammar, sentence, cb, **kw)
+    got = fd.dcyk(grammar, sentence, cb, backend="torch", **kw)
+    _assert_same(ref, got, 1e-8)
+    assert not got.p_right.any()  # the clean-up gate never writes P_right
+
+
+@pytest.mark.parametrize("variant", ["paper", "trace", "cleanup"])
 def test_float32_matches_numpy_engine(variant):
     g, s, _ = CASES["G0"]
     cb = _codebook(g, 64, variant, "float32")
@@ -194,6 +208,8 @@ def test_parse_core_masks_and_shapes():
         ("trace", "entry", "sequential", "paper"),
         ("entrywise", "entry", "sequential", "paper"),
         ("entrywise", "trace", "cell", "roles"),
+        ("cleanup", "trace", "cell", "paper"),
+        ("cleanup", "entry", "sequential", "roles"),
     ],
 )
 def test_gradcheck_readouts(gate, decoder, order, encoding):
