@@ -13,7 +13,7 @@ from fastdcyk.nn import DCYK  # noqa: E402
 G0_SENTENCES = ["fish swim", "fish swim fish", "fish swim near fish", "fish"]
 
 
-@pytest.mark.parametrize("variant", ["trace", "paper"])
+@pytest.mark.parametrize("variant", ["trace", "paper", "cleanup"])
 def test_scores_and_charts_equal_the_numpy_engine(variant):
     g = fd.Grammar.builtin("G0")
     layer = DCYK(g, 32, variant=variant, dtype=torch.float64, seed=2, max_length=6)
