@@ -48,7 +48,13 @@ from fastdcyk.engine import schedule as S
 from fastdcyk.engine.decode import decision_boundary, sigmoid
 from fastdcyk.engine.plan import default_codebook
 from fastdcyk.engine.progress import check_progress, progress_bar
-from fastdcyk.engine.rules import parseval_weights, rule_structure, rule_tables
+from fastdcyk.engine.rules import (
+    lexical_layer,
+    parseval_weights,
+    rule_layer,
+    rule_structure,
+    rule_tables,
+)
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.hrr.codebook import Codebook, sidon_offsets
 from fastdcyk.options import VARIANTS, check_dim, check_int, resolve
@@ -513,14 +519,9 @@ class _CleanSim(_Sim):
                 np.arange(len(self.term_index)) == self.term_index[word]
             )
             x = x + self._noise(i, j, len(x), same)
-            c = sigmoid(x, self.beta)[self.term_rows[st.unary_rule_terminal]]
-            self.tvals = np.bincount(st.unary_rule_row, c, minlength=len(st.unary))
-            return
-        t = np.zeros(len(st.binary))
-        for k in range(i + 1, j):
-            pairs = self.scores[i, k, st.binary_rule_left] * self.scores[k, j, st.binary_rule_right]
-            t += np.bincount(st.binary_rule_row, pairs, minlength=len(t))
-        self.tvals = t
+            self.tvals = lexical_layer(st, sigmoid(x, self.beta), self.term_rows)
+        else:
+            self.tvals = rule_layer(st, self.scores, i, j)
 
     def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
         t = self.tvals[ks]

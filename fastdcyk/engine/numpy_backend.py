@@ -28,7 +28,13 @@ from fastdcyk.engine.decode import (
     statistics_from_spectrum,
 )
 from fastdcyk.engine.result import DCYKResult
-from fastdcyk.engine.rules import parseval_weights, rule_structure, rule_tables
+from fastdcyk.engine.rules import (
+    lexical_layer,
+    parseval_weights,
+    rule_layer,
+    rule_structure,
+    rule_tables,
+)
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.hrr import buffers as B
 from fastdcyk.hrr import kernels as K
@@ -453,8 +459,8 @@ class TraceParser(_NumpyParser):
                 stats.update(zip([(i, j, a) for a in t.nonterminals], values.tolist(), strict=True))
         return stats
 
-    def dense(self) -> tuple[np.ndarray, np.ndarray]:
-        """P_left and P_right as new d x d arrays; the spectra and G cache are released."""
+    def _dense_left(self) -> np.ndarray:
+        """P_left as a new d x d array; its spectrum and the G cache are released."""
         cb, d = self.cb, self.d
         self._g.clear()
         # rfft(Z, axis=1)^T = fft(conj(ZT), axis=1); Z^T = irfft of it along axis 0;
@@ -468,6 +474,12 @@ class TraceParser(_NumpyParser):
         K.gather_cols(self.w, cb.permutation_index(-1), y)
         p_left = B.P_LEFT.new(cb, zero=False)
         p_left[...] = y.T
+        return p_left
+
+    def dense(self) -> tuple[np.ndarray, np.ndarray]:
+        """P_left and P_right as new d x d arrays; the spectra and G cache are released."""
+        cb, d = self.cb, self.d
+        p_left = self._dense_left()
         # rfft(P', axis=0) = fft(PR, axis=1); P_right = P' Phi.
         pr, self.pr = self.pr, None
         cb.engine.cfft(pr, 1, forward=True)
@@ -530,17 +542,11 @@ class CleanupParser(TraceParser):
         return (spectra @ (self._weights * q).astype(spectra.dtype)).real / self.d
 
     def read(self, i: int, j: int, step: Step) -> None:
-        st = self.st
         if step == S.UNARY:
             x = self._trace(self._term_spectra, self._q_lift(j, i))
-            c = self._clean(x)[self._term_rows[st.unary_rule_terminal]]
-            self._t = np.bincount(st.unary_rule_row, c, minlength=len(st.unary))
-            return
-        t = np.zeros(len(st.binary))
-        for k in range(i + 1, j):
-            pairs = self.scores[i, k, st.binary_rule_left] * self.scores[k, j, st.binary_rule_right]
-            t += np.bincount(st.binary_rule_row, pairs, minlength=len(t))
-        self._t = t
+            self._t = lexical_layer(self.st, self._clean(x), self._term_rows)
+        else:
+            self._t = rule_layer(self.st, self.scores, i, j)
 
     def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
         t = self._t[ks]
@@ -559,17 +565,7 @@ class CleanupParser(TraceParser):
 
     def dense(self) -> tuple[np.ndarray, np.ndarray]:
         """P_left as a new d x d array, and P_right, never written: zeros."""
-        cb, d = self.cb, self.d
-        self._g.clear()
-        zt, self.zt = self.zt, None
-        np.conjugate(zt, out=zt)
-        cb.engine.cfft(zt, 1, forward=True)
-        cb.engine.irfft(zt, d, 0, out=self.w)
-        del zt
-        p_left = B.P_LEFT.new(cb, zero=False)
-        K.gather_cols(self.w, cb.permutation_index(-1), B.Y.get(cb))
-        p_left[...] = B.Y.get(cb).T
-        return p_left, B.P_RIGHT.new(cb)
+        return self._dense_left(), B.P_RIGHT.new(self.cb)
 
 
 def row_block(d: int, k: int) -> int:

@@ -24,7 +24,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from fastdcyk.cfg.grammar import Grammar
     from fastdcyk.hrr.codebook import Codebook
 
-__all__ = ["RuleStructure", "RuleTables", "parseval_weights", "rule_structure", "rule_tables"]
+__all__ = [
+    "RuleStructure",
+    "RuleTables",
+    "lexical_layer",
+    "parseval_weights",
+    "rule_layer",
+    "rule_structure",
+    "rule_tables",
+]
 
 #: Tables of the last few grammars parsed with each codebook.
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -202,6 +210,26 @@ def _build(cb: Codebook, grammar: Grammar, encoding: str, rules: bool) -> RuleTa
         binary=st.binary.astype(np.intp),
         binary_spectra=binary_spectra,
     )
+
+
+def lexical_layer(st: RuleStructure, terminal_scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The clean-up gate's unary detections: t_A = sum over rules A -> a of the word's clean
+    score for a (docs/method.md, section 6), for the nonterminals ``st.unary``.
+
+    ``terminal_scores[rows[k]]`` is the score of terminal k of ``st.terminals``.
+    """
+    c = terminal_scores[rows[st.unary_rule_terminal]]
+    return np.bincount(st.unary_rule_row, c, minlength=len(st.unary))
+
+
+def rule_layer(st: RuleStructure, scores: np.ndarray, i: int, j: int) -> np.ndarray:
+    """The clean-up gate's binary detections of cell (i, j): t_A = sum over splits k and
+    rules A -> B C of scores[i, k, B] scores[k, j, C], for the nonterminals ``st.binary``."""
+    t = np.zeros(len(st.binary))
+    for k in range(i + 1, j):
+        pairs = scores[i, k, st.binary_rule_left] * scores[k, j, st.binary_rule_right]
+        t += np.bincount(st.binary_rule_row, pairs, minlength=len(t))
+    return t
 
 
 def parseval_weights(d: int) -> np.ndarray:
