@@ -16,6 +16,7 @@ import fastdcyk.cli.experiment as cli_experiment
 import fastdcyk.cli.parse as cli_parse
 import fastdcyk.experiments as ex
 from fastdcyk.cli import main
+from fastdcyk.options import VARIANTS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 TINY = ["--grammars", "G0", "G1", "--dims", "16", "32", "--sentences", "8", "--max-len", "5"]
@@ -307,8 +308,12 @@ def test_demo_prints_charts_then_a_small_reproduction(tmp_path, capsys):
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "=== example: a a b" in text and "=== G0:" in text
-    assert text.count("variant=paper") == 2 and text.count("variant=trace") == 2
-    assert text.count("order=sequential") == 2 and text.count("order=cell") == 2
+    # two sentences, each charted once per preset variant, in that variant's order
+    for variant in VARIANTS:
+        assert text.count(f"variant={variant}") == 2, variant
+    for order in ("sequential", "cell"):
+        expected = 2 * sum(preset["order"] == order for preset in VARIANTS.values())
+        assert text.count(f"order={order}") == expected, order
     assert "small reproduction" in text and "G0       trace    50    32" in text
     assert f"figures written to {out.resolve()}" in text
     assert "demo finished in" in text
