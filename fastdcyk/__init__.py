@@ -22,6 +22,7 @@ from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar, GrammarError
 from fastdcyk.cfg.metrics import Scores, cell_scores
 from fastdcyk.cfg.random_grammar import random_grammar
+from fastdcyk.cfg.trees import Forest, Tree, bracket_scores, is_parse, un_cnf
 from fastdcyk.engine import DCYKOptions, DCYKResult, dcyk, estimate_memory
 from fastdcyk.engine.batch import dcyk_batch
 from fastdcyk.engine.decode import decode, decode_statistics
@@ -35,12 +36,15 @@ __all__ = [
     "Codebook",
     "DCYKOptions",
     "DCYKResult",
+    "Forest",
     "Grammar",
     "GrammarError",
     "Operator",
     "Scores",
+    "Tree",
     "__version__",
     "available_engines",
+    "bracket_scores",
     "capacity",
     "options",
     "cell_scores",
@@ -51,8 +55,10 @@ __all__ = [
     "decode_statistics",
     "estimate_memory",
     "generate",
+    "is_parse",
     "get_engine",
     "random_grammar",
     "recognizes",
     "threads",
+    "un_cnf",
 ]

@@ -22,12 +22,12 @@ import itertools
 import os
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib import resources
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
-__all__ = ["Grammar", "GrammarError", "Rule", "Symbol"]
+__all__ = ["CnfOrigin", "Grammar", "GrammarError", "Rule", "Symbol"]
 
 CnfMode = Literal["strict", "allow", "convert"]
 _CNF_MODES = ("strict", "allow", "convert")
@@ -137,6 +137,33 @@ class Rule(NamedTuple):
 
     def __str__(self) -> str:
         return " ".join([self.lhs, _ARROW, *map(str, self.rhs)]).rstrip()
+
+
+class CnfOrigin(NamedTuple):
+    """How a grammar made by :meth:`Grammar.to_cnf` maps back to the one it was made from.
+
+    Attributes
+    ----------
+    grammar : Grammar
+        The grammar :meth:`~Grammar.to_cnf` was called on.
+    helpers : frozenset of str
+        The symbols the conversion introduced: ``T_a`` for a terminal lifted out of a long
+        rule, and one symbol per shared tail of a binarised rule. A tree of the original
+        grammar has none: each one's children take its place.
+    nullable : Mapping[str, Rule]
+        For each symbol that derives the empty string, a rule of the binarised grammar that
+        derives it from symbols that do too (the first found, so the empty tree is finite).
+    steps : Mapping[Rule, tuple of (Rule, tuple of int)]
+        For each rule of the CNF grammar, the rules of the binarised grammar it stands for,
+        from the top: the unit rules of a shortest unit path (none when there was none),
+        then the rule that derives the right side; each with the positions of its right
+        side that the CNF rule keeps (the others derive the empty string).
+    """
+
+    grammar: Grammar
+    helpers: frozenset[str]
+    nullable: Mapping[str, Rule]
+    steps: Mapping[Rule, tuple[tuple[Rule, tuple[int, ...]], ...]]
 
 
 def _nfc(text: Any) -> Any:
@@ -345,6 +372,10 @@ class Grammar:
     unary_by_lhs, binary_by_lhs : Mapping[str, tuple]
         For every nonterminal (in order), the terminals ``a`` of its rules ``A -> a`` and the
         pairs ``(B, C)`` of its rules ``A -> B C`` (empty tuples when it has none).
+    origin : CnfOrigin or None
+        For a grammar made by :meth:`to_cnf`, the grammar it was made from and how each
+        rule maps back to it (trees of the CNF grammar are returned in the original one:
+        :mod:`fastdcyk.cfg.trees`); None otherwise.
 
     Raises
     ------
@@ -387,6 +418,7 @@ class Grammar:
         "_by_left",
         "_combine_cache",
         "_mask_sets",
+        "origin",
     )
 
     def __init__(
@@ -424,6 +456,7 @@ class Grammar:
         if cnf == "convert" and any(fault for _, fault in faults):
             cnf_form = Grammar(rules, start=start, cnf="allow").to_cnf()
             self._init(cnf_form.rules, cnf_form.start, cnf_form.nonterminals, cnf_form.terminals)
+            object.__setattr__(self, "origin", cnf_form.origin)
             return
         self._init(rules, start, tuple(nonterminals), tuple(terminals))
 
@@ -435,6 +468,7 @@ class Grammar:
         terminals: tuple[str, ...],
     ) -> None:
         put = object.__setattr__
+        put(self, "origin", None)
         put(self, "start", start)
         put(self, "rules", rules)
         put(self, "nonterminals", nonterminals)
@@ -895,21 +929,30 @@ class Grammar:
                 binarised.append(Rule(lhs, rhs))
 
         # Remove epsilon rules: every rule gets its variants with nullable symbols dropped.
-        nullable: set[str] = set()
+        # Each nullable symbol keeps the first rule found to derive the empty string from
+        # symbols already known nullable (so its empty tree is finite), and each new rule
+        # the binarised rule and the positions of its right side that it keeps.
+        nullable: dict[str, Rule] = {}
         changed = True
         while changed:
             changed = False
-            for lhs, rhs in binarised:
+            for rule in binarised:
+                lhs, rhs = rule
                 if lhs not in nullable and all(not s.terminal and s.name in nullable for s in rhs):
-                    nullable.add(lhs)
+                    nullable[lhs] = rule
                     changed = True
         no_epsilon: list[Rule] = []
-        for lhs, rhs in binarised:
-            variants = [()]
-            for sym in rhs:
-                keep = [v + (sym,) for v in variants]
+        kept_of: dict[Rule, tuple[Rule, tuple[int, ...]]] = {}
+        for rule in binarised:
+            variants: list[tuple[int, ...]] = [()]
+            for pos, sym in enumerate(rule.rhs):
+                keep = [v + (pos,) for v in variants]
                 variants = keep + variants if not sym.terminal and sym.name in nullable else keep
-            no_epsilon.extend(Rule(lhs, v) for v in variants if v)
+            for v in variants:
+                if v:
+                    new = Rule(rule.lhs, tuple(rule.rhs[p] for p in v))
+                    no_epsilon.append(new)
+                    kept_of.setdefault(new, (rule, v))
 
         # Remove unit rules: A gets the non-unit rules of every B with A =>* B by unit rules.
         def is_unit(rule: Rule) -> bool:
@@ -923,16 +966,24 @@ class Grammar:
         for rule in no_epsilon:
             if not is_unit(rule):
                 proper.setdefault(rule.lhs, []).append(rule)
+        # A gets B's rules for every B it reaches by unit rules; each new rule remembers the
+        # unit rules of one shortest path from A to B, then B's rule.
         no_unit: list[Rule] = []
+        steps: dict[Rule, tuple[tuple[Rule, tuple[int, ...]], ...]] = {}
         for lhs in dict.fromkeys(r.lhs for r in no_epsilon):
-            closure, todo = {lhs: None}, [lhs]
+            path: dict[str, tuple[Rule, ...]] = {lhs: ()}
+            todo = [lhs]
             while todo:
-                for nxt in units.get(todo.pop(), ()):
-                    if nxt not in closure:
-                        closure[nxt] = None
+                here = todo.pop(0)
+                for nxt in units.get(here, ()):
+                    if nxt not in path:
+                        path[nxt] = path[here] + (Rule(here, (Symbol(nxt, False),)),)
                         todo.append(nxt)
-            for name in closure:
-                no_unit.extend(Rule(lhs, r.rhs) for r in proper.get(name, ()))
+            for name, chain in path.items():
+                for r in proper.get(name, ()):
+                    new = Rule(lhs, r.rhs)
+                    no_unit.append(new)
+                    steps.setdefault(new, tuple(kept_of[u] for u in chain) + (kept_of[r],))
 
         kept = _useful_rules(no_unit, self.start)
         if not kept:
@@ -940,7 +991,15 @@ class Grammar:
                 f"the grammar generates no non-empty string from {self.start}, "
                 "so it has no Chomsky normal form"
             )
-        return Grammar(kept, start=self.start)
+        cnf = Grammar(kept, start=self.start)
+        origin = CnfOrigin(
+            grammar=self,
+            helpers=frozenset(lifted.values()) | frozenset(tails.values()),
+            nullable=MappingProxyType(nullable),
+            steps=MappingProxyType({rule: steps[rule] for rule in cnf.rules}),
+        )
+        object.__setattr__(cnf, "origin", origin)
+        return cnf
 
     def to_string(self) -> str:
         """The grammar in NLTK's text format; :meth:`from_string` reads it back equal.
@@ -1120,11 +1179,20 @@ class Grammar:
         raise AttributeError("Grammar objects are immutable")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_restore, (self.rules, self.start))
+        if self.origin is None:
+            return (_restore, (self.rules, self.start))
+        origin = self.origin._replace(nullable=dict(self.origin.nullable))
+        origin = origin._replace(steps=dict(origin.steps))
+        return (_restore, (self.rules, self.start, tuple(origin)))
 
 
-def _restore(rules: tuple[Rule, ...], start: str) -> Grammar:
-    return Grammar(rules, start=start, cnf="allow")
+def _restore(rules: tuple[Rule, ...], start: str, origin: tuple | None = None) -> Grammar:
+    grammar = Grammar(rules, start=start, cnf="allow")
+    if origin is not None:
+        made, helpers, nullable, steps = origin
+        origin = CnfOrigin(made, helpers, MappingProxyType(nullable), MappingProxyType(steps))
+        object.__setattr__(grammar, "origin", origin)
+    return grammar
 
 
 def _useful_rules(rules: list[Rule], start: str) -> list[Rule]:

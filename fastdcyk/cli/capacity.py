@@ -71,10 +71,20 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
             )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    need = capacity.required_dim(grammar, args.length, args.target_f1, predictions=made, **kw)
+    top = max(args.dims) if args.max_dim is None else args.max_dim
+    try:
+        need = capacity.required_dim(
+            grammar, args.length, args.target_f1, predictions=made, max_dim=top, **kw
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     if need is None:
-        top = capacity.DIM_GRID[-1]
-        print(f"no d up to {top} is predicted to reach F1 >= {args.target_f1:g}")
+        further = (
+            f" (--max-dim {capacity.DIM_GRID[-1]} searches further; each d costs more)"
+            if top < capacity.DIM_GRID[-1]
+            else ""
+        )
+        print(f"no d up to {top} is predicted to reach F1 >= {args.target_f1:g}{further}")
     else:
         print(
             f"d needed for F1 >= {args.target_f1:g}: {need} (the smallest of the grid "
@@ -108,7 +118,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--variant",
         choices=tuple(VARIANTS),
         default="trace",
-        help="'trace' (default) or 'paper'",
+        help="'trace' (default), 'paper' or 'cleanup' (the one for grammars of thousands of "
+        "rules)",
     )
     p.add_argument("--encoding", choices=ENCODINGS, help="override the variant's encoding")
     p.add_argument(
@@ -118,6 +129,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=[256, 512, 1024, 2048, 4096],
         metavar="D",
         help="dimensions of the table (default: 256 512 1024 2048 4096)",
+    )
+    p.add_argument(
+        "--max-dim",
+        type=dimension,
+        metavar="D",
+        help="the largest d the search for the d needed tries (default: the largest of --dims; "
+        "the grid of the search goes up to 16384)",
     )
     p.add_argument(
         "--sentences", type=positive_int, default=50, help="sentences drawn (default 50)"

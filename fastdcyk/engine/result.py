@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.cfg.trees import Forest, Tree
 from fastdcyk.engine.decode import chart_from_statistics
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
@@ -64,6 +66,69 @@ class DCYKResult:
             threshold=self.options.threshold if threshold is None else threshold,
         )
 
+    # -- trees ------------------------------------------------------------------------------
+
+    def item_scores(self) -> dict[tuple[int, int, str], float]:
+        """The score of every item (i, j, A) of the decoded chart.
+
+        ``log sigma(beta (s - 1/2))`` of its decoder statistic s: the log of the value the
+        decoder compares with the threshold. A tree's score is the sum over its items
+        (docs/method.md, section 8).
+        """
+        if self.statistics is None or self.chart is None:
+            raise ValueError("this parse was not decoded (decode=False): it has no trees")
+        beta, stats = self.options.beta, self.statistics
+        return {
+            (i, j, a): -_softplus(-beta * (float(stats[(i, j, a)]) - 0.5))
+            for (i, j), cell in self.chart.items()
+            for a in cell
+        }
+
+    @property
+    def forest(self) -> Forest:
+        """The trees of the decoded chart (:class:`~fastdcyk.cfg.trees.Forest`), scored.
+
+        Built once, on first use. Its trees use rules of the grammar and items of the
+        decoded chart only, so each one is a parse of the sentence.
+        """
+        cached = self.__dict__.get("_forest")
+        if cached is None:
+            if self.chart is None:
+                raise ValueError("this parse was not decoded (decode=False): it has no trees")
+            cached = Forest(self.grammar, self.words, self.chart, self.item_scores())
+            self.__dict__["_forest"] = cached
+        return cached
+
+    @property
+    def recognized(self) -> bool:
+        """Whether the start symbol derives the whole sentence within the decoded chart."""
+        return self.forest.recognized
+
+    @property
+    def tree_count(self) -> int:
+        """How many (CNF) trees the decoded chart admits."""
+        return self.forest.count
+
+    def tree(self, *, cnf: bool = False) -> Tree | None:
+        """The best tree of the decoded chart; None when the sentence is not recognized.
+
+        Best: the largest sum of :meth:`item_scores` over the tree's items (the log of the
+        product of the decoder's gate values). In the grammar the user wrote when the
+        parse's grammar came from ``to_cnf``, unless ``cnf=True``.
+
+        Examples
+        --------
+        >>> import fastdcyk as fd
+        >>> r = fd.dcyk(fd.Grammar.builtin("example"), "a a b", d=256, variant="trace")
+        >>> print(r.tree())
+        (S (D a) (S (D a) (E b)))
+        """
+        return self.forest.best(cnf=cnf)
+
+    def trees(self, k: int, *, cnf: bool = False) -> list[Tree]:
+        """The ``k`` best trees, best first (fewer when the chart admits fewer)."""
+        return [tree for _, tree in self.forest.kbest(k, cnf=cnf)]
+
     def __repr__(self) -> str:
         o = self.options
         return (
@@ -71,3 +136,8 @@ class DCYKResult:
             f"variant={o.variant!r}, gate={o.gate!r}, decoder={o.decoder!r}, "
             f"order={o.order!r}, encoding={o.encoding!r}, beta={o.beta:g})"
         )
+
+
+def _softplus(x: float) -> float:
+    """log(1 + e^x), without overflow."""
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
