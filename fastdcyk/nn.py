@@ -42,8 +42,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
 
 from fastdcyk.cfg.cyk import cyk
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.cfg.trees import Forest
 from fastdcyk.engine import torch_backend as _torch
-from fastdcyk.engine.decode import decision_boundary
+from fastdcyk.engine.decode import decision_boundary, item_scores
 from fastdcyk.engine.plan import cnf_grammar, default_codebook, words_of
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import VARIANTS, check_choice, check_int, resolve
@@ -107,6 +108,41 @@ class DCYKOutput:
                     )
             out.append(chart)
         return out
+
+    @property
+    def forests(self) -> list[Forest]:
+        """The trees each decoded chart admits (:class:`~fastdcyk.cfg.trees.Forest`), scored
+        as :meth:`fastdcyk.engine.DCYKResult.tree` scores them: an item's score is the log of
+        its decoder gate value (:func:`~fastdcyk.engine.decode.item_scores`). Computed from
+        the detached scores on each call."""
+        scores = self.scores.detach().cpu().numpy()
+        pos = {a: k for k, a in enumerate(self.nonterminals)}
+        out = []
+        for b, (words, chart) in enumerate(zip(self.sentences, self.charts, strict=True)):
+            stats = {
+                (i, j, a): scores[b, i, j, pos[a]] for (i, j), cell in chart.items() for a in cell
+            }
+            out.append(
+                Forest(self.grammar, words, chart, item_scores(stats, chart, beta=self.beta))
+            )
+        return out
+
+    def trees(self, k: int | None = None, *, cnf: bool = False) -> list[Any]:
+        """The best tree of each sentence (None where its decoded chart has none), or with
+        ``k`` the list of its ``k`` best, best first; in the grammar the user wrote when
+        the layer's grammar came from ``to_cnf``, unless ``cnf=True``.
+
+        Examples
+        --------
+        >>> import fastdcyk as fd
+        >>> out = DCYK(fd.Grammar.builtin("example"), 256, seed=0)(["a a b"])
+        >>> print(out.trees()[0])
+        (S (D a) (S (D a) (E b)))
+        """
+        if k is None:
+            return [f.best(cnf=cnf) for f in self.forests]
+        k = check_int("k", k, 1)
+        return [[tree for _, tree in f.kbest(k, cnf=cnf)] for f in self.forests]
 
     def gold(self, gold_charts: Sequence[dict] | None = None) -> torch.Tensor:
         """The targets of :meth:`loss` as a (B, n, n + 1, N) tensor of 0 and 1.

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import io
+import math
 import os
 import secrets
 from collections.abc import Sequence
@@ -133,10 +134,14 @@ def figure_study(
         return f"{r['variant']}', order '{r['order']}" if "order" in r else r["variant"]
 
     variants = list(dict.fromkeys(panel(r) for r in sorted(rows, key=panel)))
-    score_rows = _SCORES if study == "c" else (None,)
+    score_rows: tuple[str | None, ...] = (None,)
+    if study == "c":
+        score_rows = _SCORES
+    elif study == "a" and any(not math.isnan(r.get("bracket_f1", math.nan)) for r in rows):
+        score_rows = (None, "trees")  # the records carry their best trees' scores
     with rc_context(_STYLE):
         fig = Figure(
-            figsize=(3.4 * len(variants) + 0.4, 3.3 if study != "c" else 6.6),
+            figsize=(3.4 * len(variants) + 0.4, 3.3 * len(score_rows) ** 0.8),
             layout="constrained",
         )
         axes = fig.subplots(len(score_rows), len(variants), squeeze=False, sharey=True)
@@ -149,9 +154,12 @@ def figure_study(
             vrows = [r for r in rows if panel(r) == variant]
             for row_k, score in enumerate(score_rows):
                 ax = axes[row_k][col]
-                if study == "a":
+                if study == "a" and score == "trees":
+                    _draw_trees(ax, vrows)
+                    _finish_axes(ax, "dimension d", "best tree" if col == 0 else None)
+                elif study == "a":
                     _draw_a(ax, vrows, average)
-                    _finish_axes(ax, "dimension d", "score" if col == 0 else None)
+                    _finish_axes(ax, "dimension d", "cell score" if col == 0 else None)
                 elif study == "b":
                     _draw_by(ax, vrows, average, "d", lambda v: f"d = {v}", "f1", series_of)
                     _finish_axes(ax, "sentence length", "F1" if col == 0 else None)
@@ -172,6 +180,11 @@ def figure_study(
                 f"(a) Cell F1, precision and recall against d ({g}, sentences of length "
                 f"≤ {max_len}; {avg}; β = {beta_used:g})"
             )
+            if len(score_rows) > 1:
+                title += (
+                    "\nbelow: the best tree's labelled-bracket F1, and the share of "
+                    "sentences with a tree"
+                )
         elif study == "b":
             title = f"(b) Cell F1 against sentence length ({g}; {avg}; β = {beta_used:g})"
         else:
@@ -209,6 +222,29 @@ def _draw_a(ax: Any, rows: list[dict], average: str) -> None:
             linestyle=styles[score],
             label=_LABEL[score],
         )
+    ax.set_xticks(xs)
+
+
+def _draw_trees(ax: Any, rows: list[dict]) -> None:
+    """Study (a)'s second row: the best tree's labelled-bracket F1 (micro, with its
+    interval) and the share of sentences whose decoded chart gave a tree, against d."""
+    rows = sorted(
+        (r for r in rows if not math.isnan(r.get("bracket_f1", math.nan))), key=lambda r: r["d"]
+    )
+    if not rows:
+        return
+    xs = [r["d"] for r in rows]
+    _series(ax, xs, rows, "bracket_f1", offset=0.0, marker="o", color="C3", label="bracket F1")
+    ax.plot(
+        xs,
+        [r["trees"] for r in rows],
+        marker="s",
+        markersize=4,
+        linewidth=1.2,
+        linestyle="--",
+        color="C4",
+        label="sentences with a tree",
+    )
     ax.set_xticks(xs)
 
 

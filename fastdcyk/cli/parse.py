@@ -15,6 +15,7 @@ from fastdcyk.cli.common import (
     dimension,
     load_grammar,
     parse_kwargs,
+    positive_int,
     report,
 )
 from fastdcyk.display import format_chart
@@ -46,7 +47,28 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     print(format_chart(gold, words, nonterminals=grammar.nonterminals))
     report(grammar, words, result, sys.stdout)
     print("(+A: decoded but not in the CYK chart; -A: in the CYK chart but not decoded)")
+    if args.tree or args.k is not None:
+        _print_trees(result, gold, args.k or 1, ascii=args.ascii)
     return 0
+
+
+def _print_trees(result: Any, gold: Any, k: int, *, ascii: bool) -> None:
+    """The k best trees of the decoded chart, drawn and bracketed."""
+    forest = result.forest
+    start, n = result.grammar.start, len(result.words)
+    if not forest.recognized:
+        why = (
+            "the grammar does not derive the sentence (symbolic CYK agrees)"
+            if start not in gold[(0, n)]
+            else f"the decoded chart holds no derivation of {start} over the whole sentence"
+        )
+        print(f"\nno tree: {why}")
+        return
+    print(f"\nthe decoded chart admits {forest.count} tree{'s' if forest.count != 1 else ''}")
+    for rank, (score, tree) in enumerate(forest.kbest(k), 1):
+        print(f"\ntree {rank} (score {score:.4g}, the sum of the log gate values of its items):")
+        print(tree.pretty(ascii=ascii))
+        print(tree)
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -71,6 +93,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=None,
         help=f"show a progress bar once the parse has run {PARSE_PROGRESS_DELAY:g} s "
         "(default: on when stderr is a terminal)",
+    )
+    p.add_argument(
+        "--tree",
+        action="store_true",
+        help="also print the best tree of the decoded chart (in the grammar as written, "
+        "when it went through --to-cnf)",
+    )
+    p.add_argument(
+        "--k", type=positive_int, metavar="K", help="print the K best trees (implies --tree)"
+    )
+    p.add_argument(
+        "--ascii", action="store_true", help="draw trees with ASCII characters only"
     )
     p.add_argument("words", nargs="+", help="the sentence, one word per argument")
     p.set_defaults(func=_cmd_parse)

@@ -18,6 +18,7 @@ decoded at many thresholds (:func:`chart_from_statistics`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +46,7 @@ __all__ = [
     "decision_boundary",
     "decode",
     "decode_statistics",
+    "item_scores",
     "sigmoid",
     "statistics_from_spectrum",
 ]
@@ -190,6 +192,45 @@ def chart_from_statistics(
         if s > bound:
             cells[(i, j)].add(a)
     return {k: frozenset(v) for k, v in cells.items()}
+
+
+def item_scores(
+    statistics: Mapping[tuple[int, int, str], float],
+    chart: Mapping[tuple[int, int], Iterable[str]],
+    *,
+    beta: float,
+) -> Statistics:
+    """The score of every item (i, j, A) of a decoded chart, for ranking its trees.
+
+    ``log sigma(beta (s - 1/2))`` of the item's decoder statistic s: the log of the value
+    that the decoder compares with the threshold. A tree's score is the sum over its items
+    (docs/method.md, section 8).
+
+    Parameters
+    ----------
+    statistics : mapping ``{(i, j, A): float}``
+        Decoder statistics (at least those of the chart's items).
+    chart : mapping ``{(i, j): nonterminals}``
+        The decoded chart.
+    beta : float
+        The decoder's beta.
+
+    Examples
+    --------
+    >>> scores = item_scores({(0, 1, "A"): 1.0, (0, 1, "B"): 0.0}, {(0, 1): {"A"}}, beta=10)
+    >>> {item: round(s, 6) for item, s in scores.items()}
+    {(0, 1, 'A'): -0.006715}
+    """
+    return {
+        (i, j, a): -_softplus(-beta * (float(statistics[(i, j, a)]) - 0.5))
+        for (i, j), cell in chart.items()
+        for a in cell
+    }
+
+
+def _softplus(x: float) -> float:
+    """log(1 + e^x), without overflow."""
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
 
 
 def decode(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +9,7 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.trees import Forest, Tree
-from fastdcyk.engine.decode import chart_from_statistics
+from fastdcyk.engine.decode import chart_from_statistics, item_scores
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
 
@@ -69,20 +68,12 @@ class DCYKResult:
     # -- trees ------------------------------------------------------------------------------
 
     def item_scores(self) -> dict[tuple[int, int, str], float]:
-        """The score of every item (i, j, A) of the decoded chart.
-
-        ``log sigma(beta (s - 1/2))`` of its decoder statistic s: the log of the value the
-        decoder compares with the threshold. A tree's score is the sum over its items
-        (docs/method.md, section 8).
-        """
+        """The score of every item (i, j, A) of the decoded chart
+        (:func:`~fastdcyk.engine.decode.item_scores`): the log of its gate value
+        ``sigma(beta (s - 1/2))``. A tree's score is the sum over its items."""
         if self.statistics is None or self.chart is None:
             raise ValueError("this parse was not decoded (decode=False): it has no trees")
-        beta, stats = self.options.beta, self.statistics
-        return {
-            (i, j, a): -_softplus(-beta * (float(stats[(i, j, a)]) - 0.5))
-            for (i, j), cell in self.chart.items()
-            for a in cell
-        }
+        return item_scores(self.statistics, self.chart, beta=self.options.beta)
 
     @property
     def forest(self) -> Forest:
@@ -136,8 +127,3 @@ class DCYKResult:
             f"variant={o.variant!r}, gate={o.gate!r}, decoder={o.decoder!r}, "
             f"order={o.order!r}, encoding={o.encoding!r}, beta={o.beta:g})"
         )
-
-
-def _softplus(x: float) -> float:
-    """log(1 + e^x), without overflow."""
-    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))

@@ -11,6 +11,7 @@ import numpy as np
 from fastdcyk.experiments.store import (
     _SETTINGS,
     BACKEND_FIELD,
+    TREE_FIELDS,
     _setting_default,
     record_backend,
     record_encoding,
@@ -137,7 +138,11 @@ def aggregate(
         ``n`` (records), ``distinct`` (distinct sentences), ``mean_length``, ``seconds``
         (mean parse time), and for
         ``m`` in {"micro", "macro"} and ``s`` in {"precision", "recall", "f1"} the keys
-        ``f"{m}_{s}"``, ``f"{m}_{s}_lo"`` and ``f"{m}_{s}_hi"``.
+        ``f"{m}_{s}"``, ``f"{m}_{s}_lo"`` and ``f"{m}_{s}_hi"``; ``trees`` (the share of
+        records whose decoded chart gave a tree) and ``bracket_precision``,
+        ``bracket_recall``, ``bracket_f1`` (micro over the records' best trees, each with
+        ``_lo`` and ``_hi`` as the cells' micro scores), all NaN when a record lacks the
+        tree fields (results files written before they existed).
     """
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
@@ -153,31 +158,15 @@ def aggregate(
     rows = []
     for key in sorted(groups, key=lambda k: tuple((str(type(x)), x) for x in k)):
         rs = groups[key]
-        tp = np.array([r["tp"] for r in rs])
-        gold = np.array([r["gold"] for r in rs])
-        pred = np.array([r["predicted"] for r in rs])
+        tp, gold, pred = (np.array([r[k] for r in rs]) for k in _COUNTS)
         n = len(rs)
         row: dict[str, Any] = dict(zip(by, key, strict=True))
         row["n"] = n
         row["distinct"] = len({r["words"] for r in rs})
         row["mean_length"] = float(np.mean([r["length"] for r in rs]))
         row["seconds"] = float(np.mean([r["seconds"] for r in rs]))
-        micro = _prf(tp.sum(), gold.sum(), pred.sum())
-        if n >= 2:
-            rng = np.random.default_rng(seed)
-            boot = [np.empty(n_boot) for _ in range(3)]
-            chunk = max(1, 2_000_000 // n)
-            for start in range(0, n_boot, chunk):
-                stop = min(n_boot, start + chunk)
-                idx = rng.integers(0, n, size=(stop - start, n))
-                for b, v in zip(
-                    boot, _prf(tp[idx].sum(1), gold[idx].sum(1), pred[idx].sum(1)), strict=True
-                ):
-                    b[start:stop] = v
-            alpha = (1 - level) / 2
-            bounds = [np.quantile(b, [alpha, 1 - alpha]) for b in boot]
-        else:
-            bounds = [(math.nan, math.nan)] * 3
+        micro, bounds = _micro(tp, gold, pred, level=level, n_boot=n_boot, seed=seed)
+        _tree_scores(row, rs, level=level, n_boot=n_boot, seed=seed)
         per = _prf(tp, gold, pred)
         for k, name in enumerate(("precision", "recall", "f1")):
             row[f"micro_{name}"] = float(micro[k])
@@ -189,6 +178,51 @@ def aggregate(
             row[f"macro_{name}_hi"] = hi
         rows.append(row)
     return rows
+
+
+_COUNTS = ("tp", "gold", "predicted")
+
+
+def _micro(
+    tp: np.ndarray, gold: np.ndarray, pred: np.ndarray, *, level: float, n_boot: int, seed: int
+) -> tuple[tuple[Any, Any, Any], list[Any]]:
+    """Micro precision, recall and F1 of pooled counts (one entry per record), and their
+    percentile bootstrap intervals over the records (NaN bounds for fewer than two)."""
+    n = len(tp)
+    micro = _prf(tp.sum(), gold.sum(), pred.sum())
+    if n < 2:
+        return micro, [(math.nan, math.nan)] * 3
+    rng = np.random.default_rng(seed)
+    boot = [np.empty(n_boot) for _ in range(3)]
+    chunk = max(1, 2_000_000 // n)
+    for start in range(0, n_boot, chunk):
+        stop = min(n_boot, start + chunk)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        for b, v in zip(
+            boot, _prf(tp[idx].sum(1), gold[idx].sum(1), pred[idx].sum(1)), strict=True
+        ):
+            b[start:stop] = v
+    alpha = (1 - level) / 2
+    return micro, [np.quantile(b, [alpha, 1 - alpha]) for b in boot]
+
+
+def _tree_scores(
+    row: dict[str, Any], records: Sequence[dict[str, Any]], *, level: float, n_boot: int, seed: int
+) -> None:
+    """The group's share of sentences with a tree, and its micro bracket P/R/F1 with their
+    bootstrap intervals (NaN when a record lacks the tree fields: an older results file)."""
+    names = [f"bracket_{k}" for k in ("precision", "recall", "f1")]
+    keys = ["trees", *names, *(f"{k}_{e}" for k in names for e in ("lo", "hi"))]
+    if not all(all(f in r for f in TREE_FIELDS) for r in records):
+        row.update(dict.fromkeys(keys, math.nan))
+        return
+    tp, gold, pred = (np.array([r[f"bracket_{k}"] for r in records]) for k in _COUNTS)
+    micro, bounds = _micro(tp, gold, pred, level=level, n_boot=n_boot, seed=seed)
+    row["trees"] = float(np.mean([r["tree"] for r in records]))
+    for name, value, (lo, hi) in zip(names, micro, bounds, strict=True):
+        row[name] = float(value)
+        row[f"{name}_lo"] = float(lo)
+        row[f"{name}_hi"] = float(hi)
 
 
 def study_rows(
@@ -284,10 +318,15 @@ def _fmt_ci(row: dict[str, Any], name: str) -> str:
     return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
+def _fmt_share(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.3f}"
+
+
 def format_table(
     rows: Sequence[dict[str, Any]], keys: Sequence[str], markdown: bool = False
 ) -> str:
-    """A text (or Markdown) table of aggregate rows: the keys, n, micro P/R/F1, macro F1.
+    """A text (or Markdown) table of aggregate rows: the keys, n, micro P/R/F1, macro F1, the
+    share of sentences with a tree and the micro bracket F1 ("-" for records without them).
 
     Intervals are the 95% ones of :func:`aggregate`, written ``value [lo, hi]``. When the
     rows are split by order or encoding (:func:`aggregate` added "order" or "encoding") and
@@ -299,7 +338,8 @@ def format_table(
             keys = _after_variant(keys, name)
     extra = (*_SETTINGS, BACKEND_FIELD)
     keys = (*keys, *(k for k in extra if k not in keys and any(k in row for row in rows)))
-    head = [*keys, "n", "micro P", "micro R", "micro F1", "macro F1", "s/sentence"]
+    head = [*keys, "n", "micro P", "micro R", "micro F1", "macro F1", "trees", "bracket F1"]
+    head.append("s/sentence")
     body = []
     for row in rows:
         body.append(
@@ -310,6 +350,7 @@ def format_table(
                 _fmt_ci(row, "micro_recall"),
                 _fmt_ci(row, "micro_f1"),
                 _fmt_ci(row, "macro_f1"),
+                *(_fmt_share(row.get(k, math.nan)) for k in ("trees", "bracket_f1")),
                 f"{row['seconds']:.3f}",
             ]
         )

@@ -17,6 +17,11 @@ from typing import Any
 from fastdcyk.experiments.config import ExperimentConfig, _canonical
 
 RESULTS_FORMAT = "fastdcyk-results"
+#: The tree fields of a record (after ``seconds``): whether the decoded chart gave a tree that
+#: parses the sentence, and its labelled brackets against the closest tree of symbolic CYK
+#: (:func:`fastdcyk.experiments.tasks.tree_fields`). Records of older files lack them.
+TREE_FIELDS = ("tree", "bracket_tp", "bracket_gold", "bracket_predicted")
+
 #: The results format this code writes (the header's ``format_version``); it reads every
 #: version up to this one and refuses a newer one (:class:`ResultsFileError`: upgrade).
 RESULTS_VERSION = 1
@@ -26,6 +31,7 @@ RESULTS_VERSION = 1
 #: ``order`` is the order the parse used (resolved: never None); records of files written
 #: before it existed lack it and are read as their variant's own order. ``encoding`` is the
 #: encoding (resolved); records written before it existed lack it and are read as "paper".
+#: The tree fields come last (:data:`TREE_FIELDS`).
 RECORD_FIELDS = (
     "grammar",
     "variant",
@@ -44,9 +50,11 @@ RECORD_FIELDS = (
     "recall",
     "f1",
     "seconds",
+    *TREE_FIELDS,
 )
-#: Fields a record may lack (older results files): filled in when the file is read.
-_OPTIONAL_FIELDS = ("order", "encoding")
+#: Fields a record may lack (older results files): filled in when the file is read (the tree
+#: fields are left out: aggregates of such records have no tree scores).
+_OPTIONAL_FIELDS = ("order", "encoding", *TREE_FIELDS)
 #: A field after ``seconds`` on the records of the torch backend only: ``"backend":
 #: "torch"`` (a record without it was parsed by the numpy engine). In float64 the two
 #: backends give the same records; in float32 the paper variant's rounding, amplified by

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Container, Iterator
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,9 @@ from fastdcyk import threads
 from fastdcyk.cfg.cyk import cyk
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.metrics import cell_scores
+from fastdcyk.cfg.trees import Forest, bracket_scores, is_parse
 from fastdcyk.engine import dcyk, default_codebook
+from fastdcyk.engine.decode import item_scores
 from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.store import BACKEND_FIELD, settings_key
 from fastdcyk.hrr.codebook import Codebook
@@ -350,7 +352,7 @@ def _run_task(task: Task) -> list[dict[str, Any]]:
             encoding=task.encoding,
         )
         seconds = time.perf_counter() - t0
-        records += _records(task, grammar, words, indices, result.chart, seconds)
+        records += _records(task, grammar, words, indices, result.chart, result.statistics, seconds)
     records.sort(key=lambda r: r["index"])
     return records
 
@@ -360,14 +362,16 @@ def _records(
     grammar: Grammar,
     words: tuple[str, ...],
     indices: tuple[int, ...],
-    chart: Any,
+    chart: dict[tuple[int, int], frozenset[str]],
+    statistics: dict[tuple[int, int, str], float],
     seconds: float,
     backend: str = "numpy",
 ) -> list[dict[str, Any]]:
-    """The records of one distinct sentence: its decoded chart scored against CYK's, once
-    per index it has in the sample (those of the torch backend say so:
-    :data:`~fastdcyk.experiments.store.BACKEND_FIELD`)."""
+    """The records of one distinct sentence: its decoded chart scored against CYK's, and
+    its best tree (:func:`tree_fields`), once per index it has in the sample (those of the
+    torch backend say so: :data:`~fastdcyk.experiments.store.BACKEND_FIELD`)."""
     scores = cell_scores(cyk(grammar, words), chart)
+    trees = tree_fields(grammar, words, chart, item_scores(statistics, chart, beta=task.beta))
     extra = {} if backend == "numpy" else {BACKEND_FIELD: backend}
     return [
         {
@@ -389,9 +393,37 @@ def _records(
             "f1": scores.f1,
             "seconds": round(seconds, 6),
         }
+        | trees
         | extra
         for index in indices
     ]
+
+
+def tree_fields(
+    grammar: Grammar,
+    words: tuple[str, ...],
+    chart: Mapping[tuple[int, int], Iterable[str]],
+    scores: Mapping[tuple[int, int, str], float],
+) -> dict[str, int]:
+    """A record's tree fields (:data:`~fastdcyk.experiments.store.TREE_FIELDS`).
+
+    ``tree``: 1 when the decoded chart admits a tree and its best tree under ``scores``
+    (:func:`~fastdcyk.engine.decode.item_scores`; what :meth:`DCYKResult.tree
+    <fastdcyk.engine.DCYKResult.tree>` returns) is a parse of the sentence, else 0. Every
+    tree of a decoded chart is built from rules of the grammar over the words, so it is 1
+    exactly when the chart admits a tree; :func:`~fastdcyk.cfg.trees.is_parse` checks it
+    all the same. ``bracket_tp``, ``bracket_gold``, ``bracket_predicted``: the labelled
+    brackets of that tree against the closest tree of the symbolic forest
+    (:func:`~fastdcyk.cfg.trees.bracket_scores`; 0 predicted without a tree).
+    """
+    tree = Forest(grammar, words, chart, scores).best(cnf=True)
+    brackets = bracket_scores(tree, Forest(grammar, words))
+    return {
+        "tree": int(tree is not None and is_parse(tree, grammar, words)),
+        "bracket_tp": brackets.tp,
+        "bracket_gold": brackets.gold,
+        "bracket_predicted": brackets.predicted,
+    }
 
 
 def _run_task_torch(task: Task, device: Any) -> list[dict[str, Any]]:
@@ -413,9 +445,8 @@ def _run_task_torch(task: Task, device: Any) -> list[dict[str, Any]]:
         dtype=cb.dtype,
     )
 
-    def charts(sentences: list[tuple[str, ...]]) -> list[Any]:
-        fields = _torch.parse_sentences(grammar, sentences, cb, opt, device=device, dense=False)
-        return [f["chart"] for f in fields]
+    def charts(sentences: list[tuple[str, ...]]) -> list[dict[str, Any]]:
+        return _torch.parse_sentences(grammar, sentences, cb, opt, device=device, dense=False)
 
     items = sorted(task.items, key=lambda item: len(item[0]))  # similar lengths per batch
     if fresh and items:
@@ -440,8 +471,10 @@ def _run_task_torch(task: Task, device: Any) -> list[dict[str, Any]]:
             size = max(1, size // 2)
             continue
         seconds = (time.perf_counter() - t0) / len(chunk)
-        for (words, indices), chart in zip(chunk, got, strict=True):
-            records += _records(task, grammar, words, indices, chart, seconds, "torch")
+        for (words, indices), f in zip(chunk, got, strict=True):
+            records += _records(
+                task, grammar, words, indices, f["chart"], f["statistics"], seconds, "torch"
+            )
         start += len(chunk)
     records.sort(key=lambda r: r["index"])
     return records

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import fastdcyk as fd
 import fastdcyk.cli as cli
 import fastdcyk.cli.common as cli_common
 import fastdcyk.cli.experiment as cli_experiment
@@ -42,6 +43,49 @@ def test_parse_prints_both_charts_and_marks_disagreements(capsys):
     # at d = 16 the faithful decoder is wrong somewhere: a +A or -A marker is printed
     chart = out.split("variant=paper", 1)[1]
     assert "+" in chart or " -" in chart
+
+
+def test_parse_tree_prints_the_k_best_trees_in_the_grammar_as_written(tmp_path, capsys):
+    argv = ["parse", "--grammar", "G0", "--dim", "1024", "--variant", "trace", "--tree"]
+    sentence = "fish near fish swim fish swim".split()  # three trees
+    assert main([*argv, *sentence]) == 0
+    out = capsys.readouterr().out
+    r = fd.dcyk(fd.Grammar.builtin("G0"), sentence, d=1024, variant="trace")
+    assert r.tree_count == 3
+    assert f"admits {r.tree_count} trees" in out
+    assert f"\n{r.tree()}\n" in out and "tree 2" not in out
+    assert r.tree().pretty() in out
+    assert main([*argv, "--k", "2", "--ascii", *sentence]) == 0
+    out = capsys.readouterr().out
+    best, second = r.trees(2)
+    assert out.index(f"\n{best}\n") < out.index("tree 2") < out.index(f"\n{second}\n")
+    assert best.pretty(ascii=True) in out and out.isascii()
+    # a grammar that went through --to-cnf: the trees are in the user's rules
+    path = tmp_path / "g.cfg"
+    path.write_text("S -> NP VP\nNP -> 'the' N | N\nN -> 'dog'\nVP -> 'barks'\n")
+    assert (
+        main(
+            [
+                "parse",
+                "--grammar",
+                str(path),
+                "--to-cnf",
+                "--dim",
+                "512",
+                "--variant",
+                "trace",
+                "--tree",
+                "the",
+                "dog",
+                "barks",
+            ]
+        )
+        == 0
+    )
+    assert "\n(S (NP the (N dog)) (VP barks))\n" in capsys.readouterr().out
+    # not a sentence of the grammar
+    assert main([*argv, "swim", "swim"]) == 0
+    assert "no tree: the grammar does not derive the sentence" in capsys.readouterr().out
 
 
 def test_parse_options_reach_the_engine(capsys):

@@ -18,6 +18,7 @@ import pytest
 
 import fastdcyk.experiments as ex
 from fastdcyk import Codebook, Grammar, GrammarError, Scores, cell_scores, cyk, dcyk
+from fastdcyk.cfg.trees import Forest, bracket_scores
 from fastdcyk.engine import VARIANTS, default_codebook
 from fastdcyk.experiments import config as ex_config
 from fastdcyk.experiments import executors as ex_exec
@@ -262,6 +263,47 @@ def test_run_task_scores_match_a_direct_parse():
         assert task.order == rec["order"] == VARIANTS[variant]["order"]  # resolved
         assert list(rec) == list(ex.RECORD_FIELDS)
         assert rec["seconds"] > 0
+
+
+def test_run_task_records_the_best_tree_of_the_decoded_chart():
+    """A record's tree fields are those of DCYKResult.tree(): whether the decoded chart
+    gave a tree, and its labelled brackets against the closest tree of symbolic CYK."""
+    g = Grammar.builtin("G1")
+    sentences = [("fish", "swim", "near", "fish"), ("fish", "fish", "fish", "swim")]
+    seen = set()
+    for variant, d in (("trace", 256), ("paper", 32), ("paper", 8)):
+        items = tuple((w, (k,)) for k, w in enumerate(sentences))
+        task = ex.Task("G1", g.to_string(), variant, 50.0, d, 1, 0.99, "float32", items)
+        cb = default_codebook(g, d, 1, unitary=VARIANTS[variant]["unitary"])
+        for rec, words in zip(ex.run_task(task), sentences, strict=True):
+            tree = dcyk(g, words, cb, variant=variant).tree(cnf=True)
+            expected = bracket_scores(tree, Forest(g, words))
+            assert rec["tree"] == int(tree is not None)
+            assert (rec["bracket_tp"], rec["bracket_gold"], rec["bracket_predicted"]) == (
+                expected.tp,
+                expected.gold,
+                expected.predicted,
+            )
+            seen.add(rec["tree"])
+    assert seen == {0, 1}  # d = 8 loses the tree of some sentence, d = 256 keeps them
+
+
+def test_aggregate_tree_scores_and_old_records_without_them():
+    recs = _records([3, 4], [4, 4], [3, 5])
+    for r, (tree, tp, gold, pred) in zip(recs, [(1, 5, 7, 7), (0, 0, 7, 0)], strict=True):
+        r |= {"tree": tree, "bracket_tp": tp, "bracket_gold": gold, "bracket_predicted": pred}
+    (row,) = ex.aggregate(recs)
+    pooled = Scores(5, 14, 7)
+    assert row["trees"] == 0.5
+    assert row["bracket_precision"] == pytest.approx(pooled.precision)
+    assert row["bracket_recall"] == pytest.approx(pooled.recall)
+    assert row["bracket_f1"] == pytest.approx(pooled.f1)
+    assert row["bracket_f1_lo"] <= row["bracket_f1"] <= row["bracket_f1_hi"]
+    table = ex.format_table([row], ("grammar",))
+    assert "trees" in table and "bracket F1" in table and f"{pooled.f1:.3f}" in table
+    (old,) = ex.aggregate(_records([3, 4], [4, 4], [3, 5]))
+    assert math.isnan(old["trees"]) and math.isnan(old["bracket_f1_hi"])
+    assert " - " in ex.format_table([old], ("grammar",))
 
 
 # -- the results file and resumption --------------------------------------------------------

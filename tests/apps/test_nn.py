@@ -35,6 +35,22 @@ def test_scores_and_charts_equal_the_numpy_engine(variant):
     assert out.charts[1] == again.chart
 
 
+def test_trees_of_a_batch_are_those_of_the_numpy_engine():
+    g = fd.Grammar.builtin("G0")
+    layer = DCYK(g, 256, variant="trace", dtype=torch.float64, seed=1, max_length=6)
+    sentences = ["fish swim", "fish near fish swim fish swim", "fish swim near fish"]
+    with torch.no_grad():
+        out = layer(sentences)
+    cb = layer.codebook()
+    refs = [fd.dcyk(g, words, cb, variant="trace", prune=0.0) for words in sentences]
+    assert out.trees() == [r.tree() for r in refs]
+    assert out.trees()[-1] is None and None not in out.trees()[:-1]  # the last: not G0's
+    assert out.trees(3) == [r.trees(3) for r in refs]
+    assert [f.count for f in out.forests] == [r.tree_count for r in refs]
+    with pytest.raises(ValueError, match="k must be"):
+        out.trees(0)
+
+
 def test_loss_is_bce_against_symbolic_cyk_and_gradients_reach_every_parameter():
     g = fd.Grammar.builtin("G0")
     layer = DCYK(g, 32, dtype=torch.float64, learn=("vectors", "rules", "indices"))

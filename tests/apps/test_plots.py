@@ -50,9 +50,10 @@ def test_figures_have_labels_legend_error_bars_and_title(records):
     for study, xlabel in (("a", "dimension d"), ("b", "sentence length"), ("c", "sentence length")):
         fig = figure_study(records, study)
         axes = fig.axes
-        assert len(axes) == (6 if study == "c" else 2)  # one column per variant
+        # one column per variant; study (a) has a second row for the best trees
+        assert len(axes) == {"a": 4, "b": 2, "c": 6}[study]
         assert axes[-1].get_xlabel() == xlabel
-        assert axes[0].get_ylabel() in ("score", "F1")
+        assert axes[0].get_ylabel() in ("cell score", "F1")
         assert axes[0].get_title() == "variant 'paper'"
         assert fig.get_suptitle().startswith(f"({study})")
         assert "95% CI" in fig.get_suptitle()
@@ -63,6 +64,23 @@ def test_figures_have_labels_legend_error_bars_and_title(records):
     assert legend == ["d = 16", "d = 32"]
     legend = [t.get_text() for t in figure_study(records, "c").legends[0].get_texts()]
     assert legend == ["G0", "G1", "G2"]
+
+
+def test_study_a_draws_the_best_trees_against_d_when_the_records_have_them(records):
+    import math
+
+    fig = figure_study(records, "a")
+    rows = [r for r in ex.study_rows(records, "a") if r["variant"] == "trace"]
+    ax = fig.axes[3]  # second row, the trace variant's column
+    assert ax.get_xlabel() == "dimension d" and fig.axes[2].get_ylabel() == "best tree"
+    (bars,) = [c for c in ax.containers if c.get_label() == "bracket F1"]
+    assert list(bars.lines[0].get_ydata()) == [r["bracket_f1"] for r in rows]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert list(lines["sentences with a tree"].get_ydata()) == [r["trees"] for r in rows]
+    assert all(0 <= r["trees"] <= 1 and not math.isnan(r["bracket_f1_lo"]) for r in rows)
+    # records of a file written before the tree fields existed: the cells' row only
+    old = [{k: v for k, v in r.items() if k not in ex.TREE_FIELDS} for r in records]
+    assert len(figure_study(old, "a").axes) == 2
 
 
 def test_error_bars_are_the_aggregated_intervals(records):
