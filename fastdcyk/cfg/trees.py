@@ -11,6 +11,7 @@ A grammar made by :meth:`Grammar.to_cnf <fastdcyk.cfg.grammar.Grammar.to_cnf>` r
 where its rules came from; :func:`un_cnf` turns a tree of it into a tree of the grammar the
 user wrote (lifted terminals and binarisation symbols spliced out, unit rules and empty
 constituents put back), which is what the forest returns unless asked for ``cnf=True``.
+What "best" means and why: docs/method.md, section 8.
 
 Examples
 --------
@@ -180,7 +181,7 @@ class Tree:
         while pos < len(text.rstrip()):
             m = _TOKEN.match(text, pos)
             if m is None:
-                raise ValueError(f"cannot read a tree at character {pos}: {text[pos:pos + 20]!r}")
+                raise ValueError(f"cannot read a tree at character {pos}: {text[pos : pos + 20]!r}")
             pos = m.end()
             if done is not None:
                 raise ValueError(f"text after the tree at character {m.start()}")
@@ -748,8 +749,7 @@ class Forest:
 
     def __repr__(self) -> str:
         return (
-            f"<Forest {' '.join(self.words)!r}: {self.count} trees, "
-            f"recognized={self.recognized}>"
+            f"<Forest {' '.join(self.words)!r}: {self.count} trees, recognized={self.recognized}>"
         )
 
 

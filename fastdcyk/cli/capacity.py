@@ -118,8 +118,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--variant",
         choices=tuple(VARIANTS),
         default="trace",
-        help="'trace' (default), 'paper' or 'cleanup' (the one for grammars of thousands of "
-        "rules)",
+        help="'trace' (default), 'paper' or 'cleanup' (the one for grammars of thousands of rules)",
     )
     p.add_argument("--encoding", choices=ENCODINGS, help="override the variant's encoding")
     p.add_argument(

@@ -103,9 +103,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--k", type=positive_int, metavar="K", help="print the K best trees (implies --tree)"
     )
-    p.add_argument(
-        "--ascii", action="store_true", help="draw trees with ASCII characters only"
-    )
+    p.add_argument("--ascii", action="store_true", help="draw trees with ASCII characters only")
     p.add_argument("words", nargs="+", help="the sentence, one word per argument")
     p.set_defaults(func=_cmd_parse)
     return p
