@@ -52,6 +52,7 @@ from fastdcyk.engine import schedule as S
 from fastdcyk.engine.decode import chart_from_statistics
 from fastdcyk.engine.rules import RuleStructure, rule_structure
 from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.hrr import memory as _memory
 from fastdcyk.hrr.buffers import g_cache_slots
 from fastdcyk.options import DCYKOptions
 
@@ -391,10 +392,14 @@ class _TraceParser(_Base):
     detection of (i - 1, i) and its update share the matrix G_i (.) (i-1)^.
 
     The G_k = rows f <= d/2 of (Phi C_k Phi)~ cost one real and one complex FFT of a d x d
-    matrix each and are shared by the whole batch; they are kept in a cache of at most
-    :data:`fastdcyk.hrr.buffers.G_CACHE_BYTES` (all of them under autograd), as in the numpy
-    engine. Without autograd the cache may be the caller's (``g_cache``), so that later
-    parses with the same index vectors and permutation reuse it.
+    matrix each, and more in gathers and fresh allocations here than in the numpy engine's
+    kernel; they are shared by the whole batch and kept in a cache of up to a quarter of the
+    memory the device has free when the parse starts (at least
+    :data:`fastdcyk.hrr.buffers.G_CACHE_BYTES`, at most one per span index: all of them
+    under autograd). At d = 6000 a G_k is 144 MB: the numpy engine's 256 MB held two, and
+    nearly every cell computed one again (docs/performance.md). Without autograd the cache
+    may be the caller's (``g_cache``), so that later parses with the same index vectors and
+    permutation reuse it.
     """
 
     def __init__(self, *args: Any, g_cache: dict | None = None, **kwargs: Any) -> None:
@@ -409,7 +414,7 @@ class _TraceParser(_Base):
         self._rows = (d - 1) - self.idx(-1)
         self._g: dict[int, torch.Tensor] = {} if g_cache is None or self.grad else g_cache
         real = "float64" if self.rdtype == torch.float64 else "float32"
-        self._slots = g_cache_slots(d, real, self.n)
+        self._slots = g_cache_slots(d, real, self.n, budget=_free_bytes(self.dev) // 4)
         w = self.w.to(self.cdtype)
         self.spectra_w = self.spectra * w / d
         if len(self.st.unary):
@@ -1000,6 +1005,16 @@ def statistics_dict(
         for j in range(i + 1, n + 1):
             out.update(zip([(i, j, a) for a in nonterminals], values[i, j].tolist(), strict=True))
     return out
+
+
+def _free_bytes(device: torch.device) -> int:
+    """Bytes free on ``device`` (the CPU: what the OS has left for this process; 0 when
+    unknown)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    if device.type == "cpu":
+        return _memory.available_memory() or 0
+    return 0
 
 
 #: Per codebook, the G_k matrices of the trace gate by (device, dtype): a codebook's index

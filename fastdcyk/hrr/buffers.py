@@ -168,16 +168,19 @@ P_RIGHT = Buffer("P_right")
 SHUFFLED = Buffer("shuffled")
 
 
-#: Bytes of G_k matrices the trace-gate parsers keep (at least two are kept whatever d; the
-#: torch backend keeps all of them under autograd).
+#: Bytes of G_k matrices the numpy trace-gate parsers keep (at least two are kept whatever d);
+#: the torch backend may keep more (:func:`g_cache_slots`'s ``budget``), and keeps all of them
+#: under autograd.
 G_CACHE_BYTES = 256 << 20
 
 
-def g_cache_slots(d: int, dtype: Any, n: int) -> int:
+def g_cache_slots(d: int, dtype: Any, n: int, budget: int | None = None) -> int:
     """How many G_k the trace-gate parsers keep for a sentence of n words (accumulators of
-    ``dtype``)."""
+    ``dtype``): as many as fit in ``budget`` bytes (default, and at least,
+    :data:`G_CACHE_BYTES`), at least two, at most n + 1 (one per span index)."""
     size = g_matrix(0).nbytes(d, dtype)
-    return int(max(2, min(n + 1, G_CACHE_BYTES // size)))
+    budget = G_CACHE_BYTES if budget is None else max(G_CACHE_BYTES, int(budget))
+    return int(max(2, min(n + 1, budget // size)))
 
 
 def g_matrix(k: int) -> Buffer:

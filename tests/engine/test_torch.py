@@ -15,6 +15,7 @@ import fastdcyk as fd
 from fastdcyk.engine import default_codebook
 from fastdcyk.engine.batch import dcyk_batch
 from fastdcyk.hrr import buffers as _buffers
+from fastdcyk.hrr import memory as _memory
 from fastdcyk.options import resolve
 
 torch = pytest.importorskip("torch")
@@ -143,8 +144,25 @@ def test_small_g_cache_changes_nothing(monkeypatch):
     cb = _codebook(g, 32, "trace")
     ref = fd.dcyk(g, s, cb, variant="trace", order="sequential", backend="torch")
     monkeypatch.setattr(_buffers, "G_CACHE_BYTES", 0)  # two slots: G_k computed again
-    got = fd.dcyk(g, s, cb, variant="trace", order="sequential", backend="torch")
+    monkeypatch.setattr(_memory, "available_memory", lambda: 0)
+    T.release_caches(cb)
+    kw = {"variant": "trace", "order": "sequential", "check_memory": False}
+    got = fd.dcyk(g, s, cb, backend="torch", **kw)
     _assert_same(ref, got, 1e-12)
+
+
+def test_g_cache_is_sized_from_the_free_memory(monkeypatch):
+    """At d = 6000 a G_k is 144 MB: the 256 MB of the numpy engine hold two, the torch
+    backend keeps one per span index when a quarter of the free memory holds them."""
+    size = _buffers.g_matrix(0).nbytes(6000, "float32")
+    assert _buffers.g_cache_slots(6000, "float32", 10) == 2
+    assert _buffers.g_cache_slots(6000, "float32", 10, budget=11 * size) == 11
+    assert _buffers.g_cache_slots(6000, "float32", 10, budget=5 * size) == 5
+    assert _buffers.g_cache_slots(6000, "float32", 10, budget=0) == 2  # at least the default
+    monkeypatch.setattr(_memory, "available_memory", lambda: 44 * size)
+    assert T._free_bytes(torch.device("cpu")) // 4 == 11 * size
+    monkeypatch.setattr(_memory, "available_memory", lambda: None)  # unknown: the default
+    assert T._free_bytes(torch.device("cpu")) == 0
 
 
 def test_record_log_matches_numpy():
