@@ -1,6 +1,6 @@
 """fastdcyk: CYK parsing over distributed (holographic) representations.
 
-D-CYK (Zanzotto, Cristini, Satta) encodes the CYK table in two d x d matrices and fills it
+D-CYK (Zanzotto, Satta, Cristini) encodes the CYK table in two d x d matrices and fills it
 with matrix operations only. fastdcyk keeps every operator implicit (circulant spectra and
 one fixed permutation), applies it to the dense accumulators by FFT, and decodes the table
 back so that it can be scored against symbolic CYK.
@@ -30,7 +30,7 @@ from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import available_engines, get_engine
 from fastdcyk.hrr.operators import Operator
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Codebook",

@@ -10,8 +10,8 @@ and optional per-rule weights, so a codebook can be learned by gradient descent 
 random ones fail (docs/learning.md).
 
 PyTorch is needed (``pip install 'fastdcyk[torch]'``); ``import fastdcyk`` does not import
-this module. The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Cristini,
-Satta, 2020), which proposes D-CYK as a layer of CYK-informed neural networks.
+this module. The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Satta,
+Cristini, 2020), which proposes D-CYK as a layer of CYK-informed neural networks.
 
 Examples
 --------

@@ -28,7 +28,7 @@ an update whose gate is at most ``prune`` is skipped, as in the numpy engine (us
 
 PyTorch is imported here only: ``import fastdcyk`` works without it, and
 ``dcyk(..., backend="torch")`` tells how to install it (``pip install 'fastdcyk[torch]'``).
-The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Cristini, Satta, 2020).
+The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Satta, Cristini, 2020).
 """
 
 from __future__ import annotations
