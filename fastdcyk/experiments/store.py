@@ -447,6 +447,20 @@ def _open_results(path: Path, config: ExperimentConfig, config_hash: str) -> Res
                     "are never mixed: write to a new file (--out) or rerun with the "
                     "file's own configuration"
                 )
+            if _canonical(parsed.header["config"]) != _canonical(config.to_dict()):
+                # the hash is this run's, the configuration is not: the header was edited
+                # by hand, and records of the file's real configuration would be mixed
+                changed = sorted(
+                    k
+                    for k in {*parsed.header["config"], *config.to_dict()}
+                    if parsed.header["config"].get(k) != config.to_dict().get(k)
+                )
+                raise ResultsFileError(
+                    f"{str(path)!r}: its header's configuration does not match its hash "
+                    f"(it differs from the configuration of that hash in {changed}): the "
+                    "header was edited. Its records cannot be trusted to belong to either "
+                    "configuration; restore the header or write to a new file (--out)"
+                )
             torn = 0
             if parsed.torn:
                 torn = path.stat().st_size - parsed.good_bytes

@@ -337,6 +337,26 @@ def test_a_results_file_of_another_configuration_is_refused(tmp_path):
     assert path.read_bytes() == content  # untouched
 
 
+def test_a_header_edited_by_hand_is_refused_and_not_recomputed(tmp_path):
+    """A header whose configuration was edited (the hash kept) is refused: before, every
+    rerun recomputed the whole grid and appended another copy of it."""
+    path = tmp_path / "r.jsonl"
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=3)
+    ex.run_experiment(cfg, path, executor="serial", progress=False)
+    head, rest = path.read_text().split("\n", 1)
+    header = json.loads(head)
+    header["config"]["threshold"] = 0.9
+    path.write_text(json.dumps(header) + "\n" + rest)
+    content = path.read_bytes()
+    edited = ex.ExperimentConfig.from_dict(header["config"])
+    for config in (cfg, edited):  # the hash's configuration, and the header's
+        with pytest.raises(ex.ResultsFileError, match="header was edited|another configuration"):
+            ex.run_experiment(config, path, executor="serial", progress=False)
+    with pytest.raises(ex.ResultsFileError, match=r"\['threshold'\].*header was edited"):
+        ex.run_experiment(cfg, path, executor="serial", progress=False)
+    assert path.read_bytes() == content  # untouched, nothing appended
+
+
 def test_a_file_that_is_not_a_results_file_is_refused_and_kept(tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("my notes\n")
