@@ -44,6 +44,8 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import warnings
+import zipfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -615,8 +617,8 @@ class Codebook:
 
         A codebook built from vectors (:meth:`from_vectors`, or a learned one:
         :meth:`fastdcyk.nn.DCYK.codebook`) holds all of its vectors; a codebook drawn from a
-        seed holds those drawn so far (the seed reproduces the rest, so keep the seed).
-        :meth:`load` reads the file back as a codebook of these vectors.
+        seed holds those drawn so far, and its seed and settings, so that :meth:`load` gives
+        the same seeded codebook back (it draws the symbols a longer sentence needs).
 
         Parameters
         ----------
@@ -632,8 +634,18 @@ class Codebook:
             if syms:
                 keys[kind] = list(syms)
                 arrays[kind] = np.stack([self.vector(kind, x) for x in syms])
-        meta = {"format": "fastdcyk-codebook", "version": 1, "dtype": self.dtype.name}
-        arrays["meta"] = np.array(json.dumps(meta | {"symbols": keys}))
+        meta: dict[str, Any] = {"format": "fastdcyk-codebook", "version": 1}
+        meta |= {"dtype": self.dtype.name, "symbols": keys}
+        if not self._fixed:  # drawn from a seed: keep how, so that load can draw the rest
+            meta["seeded"] = {
+                "d": self.d,
+                "seed": self.seed,
+                "unitary": self.unitary,
+                "zero_mean": self.zero_mean,
+                "index_vectors": self.index_vectors,
+                "shifted_symbols": [list(key) for key in self.shifted_symbols],
+            }
+        arrays["meta"] = np.array(json.dumps(meta))
         path = os.fspath(path)
         tmp = f"{path}.{os.getpid()}.tmp"
         try:
@@ -652,48 +664,80 @@ class Codebook:
         engine: str | FFTEngine = "auto",
         threads: int | None = None,
     ) -> Codebook:
-        """A codebook of the vectors written by :meth:`save`.
+        """The codebook written by :meth:`save`.
+
+        A codebook drawn from a seed comes back as that seeded codebook (checked against the
+        vectors in the file); one built from vectors, as a codebook of these vectors.
 
         Raises
         ------
+        FileNotFoundError
+            When there is no file at ``path``.
         ValueError
-            When ``path`` is not a codebook file written by :meth:`save`.
+            When ``path`` is not a codebook file written by :meth:`save` (not a NumPy
+            ``.npz`` file, truncated, corrupted, or with metadata :meth:`save` does not
+            write), or was written by a newer fastdcyk.
         """
-        import json
-
+        name = os.fspath(path)
         try:
-            with np.load(os.fspath(path), allow_pickle=False) as z:
-                meta = json.loads(str(z["meta"]))
-                if meta.get("format") != "fastdcyk-codebook":
-                    raise KeyError("format")
-                found = {k: z[k] for k in (*KINDS, "perm") if k in z.files}
-        except (KeyError, ValueError, OSError) as e:
-            if isinstance(e, FileNotFoundError):
-                raise
+            meta, found = _read_codebook_file(name)
+        except FileNotFoundError:
+            raise
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError, EOFError, OSError,
+                zipfile.BadZipFile) as e:  # fmt: skip
             raise ValueError(
-                f"{os.fspath(path)!r} is not a codebook file written by Codebook.save ({e})"
+                f"{name!r} is not a codebook file written by Codebook.save "
+                f"({type(e).__name__}: {e})"
             ) from None
-        if meta.get("version", 0) > 1:
+        if meta["version"] > 1:
             raise ValueError(
-                f"{os.fspath(path)!r} was written by a newer fastdcyk (codebook format "
-                f"version {meta['version']}): upgrade fastdcyk to read it"
+                f"{name!r} was written by a newer fastdcyk (codebook format version "
+                f"{meta['version']}): upgrade fastdcyk to read it"
             )
-        symbols = meta["symbols"]
-        maps = {
-            kind: dict(zip(symbols[kind], found[kind], strict=True))
-            for kind in KINDS
-            if kind in symbols
-        }
-        return cls.from_vectors(
-            terminals=maps.get("terminal"),
-            nonterminals=maps.get("nonterminal"),
-            indices=maps.get("index"),
-            right=maps.get("right"),
-            permutation=found["perm"],
-            dtype=meta["dtype"],
-            engine=engine,
-            threads=threads,
-        )
+        try:
+            maps = {kind: dict(zip(meta["symbols"][kind], found[kind], strict=True))
+                    for kind in KINDS if kind in meta["symbols"]}  # fmt: skip
+            seeded = meta.get("seeded")
+            if seeded is not None:
+                cb = cls(
+                    seeded["d"],
+                    seeded["seed"],
+                    meta["dtype"],
+                    unitary=seeded["unitary"],
+                    zero_mean=seeded["zero_mean"],
+                    index_vectors=seeded["index_vectors"],
+                    shifted_symbols=[tuple(key) for key in seeded["shifted_symbols"]],
+                    engine=engine,
+                    threads=threads,
+                )
+                same = np.array_equal(cb.perm, found["perm"]) and all(
+                    np.array_equal(cb.vector(kind, x), v)
+                    for kind, vectors in maps.items()
+                    for x, v in vectors.items()
+                )
+                if same:
+                    return cb
+                warnings.warn(
+                    f"{name!r}: its seed no longer draws the vectors it holds (written by "
+                    "another version of fastdcyk); loaded as a codebook of these vectors, "
+                    "which cannot draw new symbols",
+                    stacklevel=2,
+                )
+            return cls.from_vectors(
+                terminals=maps.get("terminal"),
+                nonterminals=maps.get("nonterminal"),
+                indices=maps.get("index"),
+                right=maps.get("right"),
+                permutation=found["perm"],
+                dtype=meta["dtype"],
+                engine=engine,
+                threads=threads,
+            )
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as e:
+            raise ValueError(
+                f"{name!r} is not a codebook file written by Codebook.save (its contents are "
+                f"not what save writes: {type(e).__name__}: {e})"
+            ) from None
 
     def __getstate__(self) -> dict[str, Any]:
         return self.__dict__.copy()  # the workspace pickles empty
@@ -742,3 +786,19 @@ class Codebook:
     def buffer_bytes(self) -> int:
         """Bytes held in work buffers now."""
         return self.workspace.nbytes
+
+
+def _read_codebook_file(path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The metadata and the arrays of a file written by :meth:`Codebook.save`."""
+    import json
+
+    with np.load(path, allow_pickle=False) as z:
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise ValueError("a single NumPy array, not an .npz archive")
+        meta = json.loads(str(z["meta"]))
+        if not isinstance(meta, dict) or meta.get("format") != "fastdcyk-codebook":
+            raise ValueError('no "format": "fastdcyk-codebook" in its metadata')
+        if not isinstance(meta.get("version"), int) or not isinstance(meta.get("symbols"), dict):
+            raise ValueError("its metadata has no version or no symbols")
+        found = {k: np.asarray(z[k]) for k in (*KINDS, "perm") if k in z.files}
+    return meta, found

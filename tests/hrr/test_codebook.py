@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import numpy as np
@@ -529,3 +530,60 @@ def test_from_vectors_values_that_overflow_float32_name_the_symbol():
         _fixed(indices=[np.ones(5), -big])
     cb = _fixed(nonterminals={"S": big}, dtype="float64")
     assert cb.vector("nonterminal", "S")[0] == 1e39
+
+
+# -- saving and loading ---------------------------------------------------------------------
+
+
+def test_a_saved_seeded_codebook_loads_as_itself_and_draws_what_a_longer_sentence_needs(tmp_path):
+    import fastdcyk as fd
+
+    g = fd.Grammar.builtin("G0")
+    cb = fd.Codebook.for_grammar(g, 64, seed=3)
+    fd.dcyk(g, "fish swim", cb, variant="trace")  # draws the indices of 2 words only
+    cb.save(tmp_path / "cb.npz")
+    back = Codebook.load(tmp_path / "cb.npz")
+    assert (back.seed, back.d, back.unitary, back.shifted_symbols) == (
+        3, 64, True, cb.shifted_symbols,
+    )  # fmt: skip
+    long = "fish swim fish near fish"
+    assert (
+        fd.dcyk(g, long, back, variant="trace").chart == fd.dcyk(g, long, cb, variant="trace").chart
+    )
+    np.testing.assert_array_equal(back.vector("index", 5), cb.vector("index", 5))
+
+
+def test_load_refuses_what_save_did_not_write_with_a_value_error(tmp_path):
+    cb = Codebook(32, seed=1)
+    cb.vector("terminal", "a")
+    good = tmp_path / "good.npz"
+    cb.save(good)
+    data = good.read_bytes()
+    cases = {
+        "truncated.npz": data[: len(data) // 2],
+        "corrupt.npz": data[:100] + bytes(200) + data[300:],
+        "empty.npz": b"",
+        "text.npz": b"S -> NP VP\n",
+    }
+    for name, content in cases.items():
+        (tmp_path / name).write_bytes(content)
+    np.savez(tmp_path / "foreign.npz", x=np.arange(3))
+    np.save(tmp_path / "array.npy", np.arange(3))
+    meta_cases = {
+        "no_symbols": {"format": "fastdcyk-codebook", "version": 1, "dtype": "float32"},
+        "bad_symbols": {"format": "fastdcyk-codebook", "version": 1, "dtype": "float32",
+                        "symbols": {"terminal": ["a", "b"]}},  # two names, one vector
+        "bad_seeded": {"format": "fastdcyk-codebook", "version": 1, "dtype": "float32",
+                       "symbols": {}, "seeded": {"d": 32}},
+        "not_a_dict": ["fastdcyk-codebook"],
+    }  # fmt: skip
+    for name, meta in meta_cases.items():
+        arrays = {"perm": np.arange(32), "terminal": np.zeros((1, 32), np.float32)}
+        np.savez(tmp_path / f"{name}.npz", meta=np.array(json.dumps(meta)), **arrays)
+    names = [*cases, "foreign.npz", "array.npy", *(f"{n}.npz" for n in meta_cases)]
+    for name in names:
+        with pytest.raises(ValueError, match="not a codebook file written by Codebook.save"):
+            Codebook.load(tmp_path / name)
+    with pytest.raises(FileNotFoundError):
+        Codebook.load(tmp_path / "missing.npz")
+    assert Codebook.load(good).seed == 1  # the good one still loads
