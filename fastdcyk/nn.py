@@ -292,6 +292,7 @@ class DCYK(torch.nn.Module):
             codebook = default_codebook(grammar, d, seed, _DTYPES[dtype], unitary=unitary)
         elif codebook.d != d:
             raise ValueError(f"d = {d} disagrees with the codebook's dimension {codebook.d}")
+        device = _torch.check_device(device)
         self.structure = _torch.rule_structure(grammar)
         vec = _torch.symbol_vectors(
             codebook,
@@ -359,6 +360,7 @@ class DCYK(torch.nn.Module):
                 f"a sentence of {longest} words is longer than max_length = "
                 f"{self.max_length}: build the module with a larger max_length"
             )
+        self._check_tensors()
         ids = [self.structure.terminal_ids(w) for w in words]
         res = _torch.parse(
             self._vectors(longest),
@@ -378,6 +380,25 @@ class DCYK(torch.nn.Module):
             beta=self.options.beta,
             grammar=self.grammar,
         )
+
+    def _check_tensors(self) -> None:
+        """One dtype and one device for every vector and weight (a user may have replaced
+        or cast some of them), and finite values; a clear error instead of torch's."""
+        named = [(n, t) for n, t in self.named_parameters()]
+        named += [(n, t) for n, t in self.named_buffers() if t.is_floating_point()]
+        kinds = {(t.dtype, t.device) for _, t in named}
+        if len(kinds) > 1:
+            found = ", ".join(f"{n}: {t.dtype} on {t.device}" for n, t in named)
+            raise ValueError(
+                f"the layer's tensors have different dtypes or devices ({found}): move them "
+                "together, with layer.to(dtype) or layer.to(device)"
+            )
+        for n, t in named:
+            if not torch.isfinite(t).all():
+                raise ValueError(
+                    f"the layer's {n} holds NaN or infinite values (a diverged optimisation "
+                    "step?): lower the learning rate, clip the gradients, or reload a codebook"
+                )
 
     def codebook(self) -> Codebook:
         """The module's vectors as a :class:`~fastdcyk.Codebook` (copies), for

@@ -247,7 +247,9 @@ def prepare(
     """
     check_backend(backend, device)
     if backend == "torch":
-        from fastdcyk.engine import torch_backend  # noqa: F401 - ImportError with the hint
+        from fastdcyk.engine import torch_backend  # ImportError with the hint
+
+        torch_backend.check_device(device)  # one message for every entry point
     grammar = cnf_grammar(grammar)
     all_words = [words_of(grammar, s) for s in sentences]
     variant = options["variant"]

@@ -200,3 +200,25 @@ def test_the_cleanup_variant_learns():
         opt.step()
         losses.append(loss.item())
     assert all(b < a for a, b in zip(losses, losses[1:], strict=False)), losses
+
+
+def test_devices_dtypes_and_values_are_checked_with_one_clear_message():
+    g = fd.Grammar.builtin("G0")
+    bad = ["gpu"] + ([] if torch.cuda.is_available() else ["cuda"])
+    for device in bad:
+        message = "unknown device" if device == "gpu" else "CUDA is not available"
+        with pytest.raises(ValueError, match=message):
+            DCYK(g, 32, device=device)
+        with pytest.raises(ValueError, match=message):
+            fd.dcyk(g, "fish swim", d=32, backend="torch", device=device)
+        with pytest.raises(ValueError, match=message):
+            fd.dcyk_batch(g, ["fish swim"], d=32, device=device)
+    layer = DCYK(g, 32, dtype=torch.float64)
+    layer.nonterminal.data = layer.nonterminal.data.float()  # one tensor cast by hand
+    with pytest.raises(ValueError, match=r"different dtypes.*layer\.to\(dtype\)"):
+        layer(["fish swim"])
+    layer = DCYK(g, 32, dtype=torch.float64)
+    with torch.no_grad():
+        layer.terminal[0, 0] = float("nan")  # a diverged optimisation step
+    with pytest.raises(ValueError, match="terminal holds NaN"):
+        layer(["fish swim"])
