@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -481,21 +483,53 @@ def count_records(path: Path) -> int:
 
 
 def check_out_file(option: str, path: Path) -> None:
-    """A usage error unless ``path`` can be a regular file that is created or appended to."""
+    """A usage error unless ``path`` can be a regular file that is created or appended to
+    (tried: the file opened for appending, or a file created and removed beside it)."""
     if path.exists() and not path.is_file():
         raise UsageError(
             f"{option} {path}: not a regular file (give a file path, e.g. results.jsonl)"
         )
-    check_out_folder(option, path.parent)
+    if path.exists():
+        try:
+            open(path, "ab").close()  # appending nothing changes nothing
+        except OSError as exc:
+            raise UsageError(f"{option} {path}: cannot write to it ({exc.strerror})") from None
+        return
+    check_out_folder(option, path.parent, named=path)
 
 
-def check_out_folder(option: str, path: Path) -> None:
-    """A usage error when ``path`` or a folder above it exists but is not a folder."""
+def check_out_folder(option: str, path: Path, *, named: Path | None = None) -> None:
+    """A usage error unless files can be written into the folder ``path``, before any work.
+
+    Tried, not guessed: the missing folders are created, a file is created in ``path`` and
+    removed, and the folders created are removed again (nothing is left behind).
+    ``named``: the file the option names, when ``path`` is its folder (for the message).
+    """
+    label = path if named is None else named
     for folder in (path, *path.parents):
         if folder.exists():
             if not folder.is_dir():
-                raise UsageError(f"{option} {path}: {folder} exists and is not a folder")
-            return
+                raise UsageError(f"{option} {label}: {folder} exists and is not a folder")
+            break
+    created: list[Path] = []
+    try:
+        for folder in (*reversed(path.parents), path):
+            if not folder.exists():
+                folder.mkdir()
+                created.append(folder)
+        handle, probe = tempfile.mkstemp(dir=path, prefix=".fastdcyk-probe-")
+        os.close(handle)
+        os.remove(probe)
+    except OSError as exc:
+        where = "there" if named is None else f"into {path}"
+        raise UsageError(
+            f"{option} {label}: cannot write {where} ({exc.strerror or exc}); give a folder "
+            "you can write to"
+        ) from None
+    finally:
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def draw(records: list, out: Path, **kwargs) -> list[Path]:

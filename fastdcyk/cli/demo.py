@@ -13,6 +13,7 @@ from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar, GrammarError
 from fastdcyk.cli.common import (
     UsageError,
+    check_out_folder,
     dimension,
     draw,
     nonnegative_int,
@@ -67,6 +68,8 @@ def _print_charts(args: argparse.Namespace) -> None:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
+    if args.repro_sentences:  # the folder of the results and figures, before any work
+        check_out_folder("--out", Path(args.out))
     _print_charts(args)
     if args.repro_sentences == 0:
         print(f"\ndemo finished in {time.perf_counter() - t0:.1f} s")

@@ -681,3 +681,32 @@ def test_experiment_run_options_default_the_executor_by_backend(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "Default: process, but serial with --backend torch" in text
     assert "--device DEVICE" in text
+
+
+def test_output_paths_that_cannot_be_written_are_refused_before_any_work(tmp_path, capsys):
+    """Before, `experiment --figures /proc/figs` computed the whole grid, then exited 2, and
+    `demo --out FILE` printed every chart, then failed with FileExistsError."""
+
+    def refused(argv):
+        assert main(argv) == 2
+        return capsys.readouterr()
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("x")
+    out = tmp_path / "r.jsonl"
+    argv = ["experiment", *TINY, "--out", str(out), "--figures", str(blocked / "figs")]
+    assert "exists and is not a folder" in refused(argv).err
+    assert not out.exists()  # nothing computed, nothing written
+    unwritable = "/proc/fastdcyk-figures"  # /proc takes no new folders, even for root
+    argv = ["experiment", *TINY, "--out", str(out), "--figures", unwritable]
+    assert "cannot write there" in refused(argv).err
+    assert not out.exists()
+    got = refused(["demo", "--out", str(blocked)])
+    assert "exists and is not a folder" in got.err
+    assert "symbolic CYK" not in got.out  # no chart printed first
+    got = refused(["experiment", *TINY, "--out", "/proc/r.jsonl"])
+    assert "--out /proc/r.jsonl: cannot write into /proc" in got.err
+    # a folder that can be written: the probe leaves nothing behind
+    fresh = tmp_path / "new" / "figs"
+    cli_common.check_out_folder("--figures", fresh)
+    assert not (tmp_path / "new").exists()
