@@ -19,7 +19,7 @@ from fastdcyk import generate as _generate_module  # noqa: F401
 from fastdcyk import random_grammar as _random_grammar_module  # noqa: F401
 from fastdcyk.cfg.cyk import cyk, recognizes
 from fastdcyk.cfg.generate import generate
-from fastdcyk.cfg.grammar import Grammar, GrammarError
+from fastdcyk.cfg.grammar import Grammar, GrammarError, GrammarWarning
 from fastdcyk.cfg.metrics import Scores, cell_scores
 from fastdcyk.cfg.random_grammar import random_grammar
 from fastdcyk.cfg.trees import Forest, Tree, bracket_scores, is_parse, un_cnf
@@ -39,6 +39,7 @@ __all__ = [
     "Forest",
     "Grammar",
     "GrammarError",
+    "GrammarWarning",
     "Operator",
     "Scores",
     "Tree",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastdcyk.cfg.cyk import cyk, recognizes
 from fastdcyk.cfg.generate import generate
-from fastdcyk.cfg.grammar import Grammar, GrammarError
+from fastdcyk.cfg.grammar import Grammar, GrammarError, GrammarWarning
 from fastdcyk.cfg.metrics import Scores, cell_scores
 from fastdcyk.cfg.random_grammar import random_grammar
 from fastdcyk.cfg.trees import Forest, Tree, bracket_scores, is_parse, un_cnf
@@ -18,6 +18,7 @@ __all__ = [
     "Forest",
     "Grammar",
     "GrammarError",
+    "GrammarWarning",
     "Scores",
     "Tree",
     "bracket_scores",

@@ -22,12 +22,13 @@ import itertools
 import os
 import re
 import unicodedata
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib import resources
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
-__all__ = ["CnfOrigin", "Grammar", "GrammarError", "Rule", "Symbol"]
+__all__ = ["CnfOrigin", "Grammar", "GrammarError", "GrammarWarning", "Rule", "Symbol"]
 
 CnfMode = Literal["strict", "allow", "convert"]
 _CNF_MODES = ("strict", "allow", "convert")
@@ -86,6 +87,11 @@ class GrammarError(ValueError):
         if line is not None:
             where.append(f"line {line}" if column is None else f"line {line}, column {column}")
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class GrammarWarning(UserWarning):
+    """A grammar that loads but is probably not what its author meant (a nonterminal with
+    no rules, a file shadowed by a built-in grammar of the same name)."""
 
 
 class Symbol(NamedTuple):
@@ -224,7 +230,7 @@ def _parse(text: str, source: str | None) -> tuple[list[_Rule], str | None, int 
     rules: list[_Rule] = []
     start: str | None = None
     start_line: int | None = None
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    for line_no, line in _logical_lines(text.removeprefix("\ufeff")):  # a UTF-8 BOM
 
         def fail(message: str, col: int, line_no: int = line_no) -> GrammarError:
             return GrammarError(message, line_no, col + 1, source)
@@ -274,6 +280,22 @@ def _parse(text: str, source: str | None) -> tuple[list[_Rule], str | None, int 
     return rules, start, start_line
 
 
+def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of ``text``, a line that ends with a backslash joined with the
+    next as NLTK does (numbered as its first line)."""
+    first, parts = 0, []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not parts:
+            first = line_no
+        if line.endswith("\\") and "#" not in line:
+            parts.append(line[:-1])
+            continue
+        yield first, "".join(parts) + line
+        parts = []
+    if parts:
+        yield first, "".join(parts)
+
+
 def _tokens(line: str, fail: Callable[[str, int], GrammarError]) -> Iterator[tuple[str, str, int]]:
     """Yield (kind, value, 0-based column) for one line: name, terminal, ->, |, %."""
     pos, end = 0, len(line)
@@ -304,7 +326,10 @@ def _tokens(line: str, fail: Callable[[str, int], GrammarError]) -> Iterator[tup
             yield "terminal", "".join(chars), pos
             pos = cur + 1
         elif char == "%" and not line[:pos].strip():
-            match = _NAME_RE.match(line, pos + 1)
+            after = pos + 1
+            while after < end and line[after] in " \t":  # NLTK reads "% start S" too
+                after += 1
+            match = _NAME_RE.match(line, after)
             if not match:
                 raise fail("'%' must be followed by a directive name", pos)
             yield "%", match.group(), pos
@@ -315,6 +340,32 @@ def _tokens(line: str, fail: Callable[[str, int], GrammarError]) -> Iterator[tup
                 raise fail(f"unexpected character {char!r}", pos)
             yield "name", match.group(), pos
             pos = match.end()
+
+
+def _warn_ruleless(located: list[_Rule], start: str | None, source: str | None) -> None:
+    """A warning for each nonterminal that has no rules of its own (a typo, or a rule left
+    out): the rules that use it never apply, and a start symbol without rules derives
+    nothing."""
+    defined = {item.rule.lhs for item in located}
+    where = f"{source}: " if source else ""
+    if start is not None and start not in defined:
+        warnings.warn(
+            f"{where}the start symbol {start} has no rules: the grammar derives nothing",
+            GrammarWarning,
+            stacklevel=3,
+        )
+    seen: set[str] = set()
+    for item in located:
+        for sym in item.rule.rhs:
+            if not sym.terminal and sym.name not in defined and sym.name not in seen:
+                seen.add(sym.name)
+                warnings.warn(
+                    f"{where}line {item.line}: {sym.name} has no rules (undefined), so "
+                    f"'{item.rule}' never applies; define {sym.name}, or quote it if it "
+                    "is a word",
+                    GrammarWarning,
+                    stacklevel=3,
+                )
 
 
 def _fresh_namer(taken: Iterable[str]) -> Callable[[str, bool], str]:
@@ -593,6 +644,7 @@ class Grammar:
                         item.column,
                         source,
                     )
+        _warn_ruleless(located, start, source)
         return cls((item.rule for item in located), start=start, cnf=cnf)
 
     @classmethod
@@ -714,6 +766,11 @@ class Grammar:
             ) from err
         if not (hasattr(cfg, "productions") and hasattr(cfg, "start")):
             raise TypeError(f"expected an nltk.CFG, got {type(cfg).__name__}")
+        if type(cfg).__name__ == "FeatureGrammar" or type(cfg.start()) is not Nonterminal:
+            raise GrammarError(
+                f"{type(cfg).__name__} is a feature grammar (its nonterminals carry feature "
+                "structures): fastdcyk reads plain context-free grammars (nltk.CFG) only"
+            )
 
         def symbol(item: Any) -> Symbol:
             if isinstance(item, Nonterminal):
@@ -787,8 +844,9 @@ class Grammar:
         Parameters
         ----------
         spec : str or path-like
-            A name from :meth:`builtin_names` (which wins over a file of the same name) or
-            the path of a file in NLTK's text format.
+            A name from :meth:`builtin_names` (which wins over a file of the same name, with
+            a :class:`GrammarWarning`: give ``./NAME`` for the file) or the path of a file
+            in NLTK's text format.
         cnf : {"strict", "allow", "convert"}
             For a file, see :class:`Grammar`; builtin grammars are already in CNF.
         encoding : str, default "utf-8"
@@ -810,6 +868,13 @@ class Grammar:
         True
         """
         if isinstance(spec, str) and spec.lower() in {n.lower() for n in cls.builtin_names()}:
+            if os.path.isfile(spec):
+                warnings.warn(
+                    f"{spec!r} names the built-in grammar {spec}, which is used; a file of "
+                    f"that name is here too: give its path (./{spec}) to read the file",
+                    GrammarWarning,
+                    stacklevel=2,
+                )
             return cls.builtin(spec)
         if not os.path.isfile(spec):
             raise GrammarError(

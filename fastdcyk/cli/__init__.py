@@ -34,8 +34,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
+from fastdcyk.cfg.grammar import GrammarWarning
 from fastdcyk.cli import capacity, demo, experiment, parse, plot
 from fastdcyk.cli.common import (
     Interrupted,
@@ -105,6 +108,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def _show_warning(command: str) -> Any:
+    """``warnings.showwarning`` for the command line: a grammar's warning as one line
+    ("fastdcyk parse: warning: ..."), other warnings as Python shows them."""
+    default = warnings.showwarning
+
+    def show(message: Any, category: type, filename: str, lineno: int, *rest: Any) -> None:
+        if issubclass(category, GrammarWarning):
+            print(f"fastdcyk {command}: warning: {message}", file=sys.stderr)
+        else:
+            default(message, category, filename, lineno, *rest)
+
+    return show
+
+
 def _stdout_to_devnull() -> None:
     try:
         fd = sys.stdout.fileno()
@@ -119,7 +136,9 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning(args.command)
+            return args.func(args)
     except UsageError as exc:
         print(f"fastdcyk {args.command}: error: {exc}", file=sys.stderr)
         return 2

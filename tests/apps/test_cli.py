@@ -710,3 +710,12 @@ def test_output_paths_that_cannot_be_written_are_refused_before_any_work(tmp_pat
     fresh = tmp_path / "new" / "figs"
     cli_common.check_out_folder("--figures", fresh)
     assert not (tmp_path / "new").exists()
+
+
+def test_grammar_warnings_are_one_line_on_the_command_line(tmp_path, capsys):
+    path = tmp_path / "g.cfg"
+    path.write_text("S -> NP VP\nVP -> V NP | 'swim'\nNP -> 'fish'\n")
+    assert main(["parse", "--grammar", str(path), "--to-cnf", "--dim", "64", "fish", "swim"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("fastdcyk parse: warning: ")
+    assert "line 2: V has no rules" in err and "Warning" not in err  # no Python warning form

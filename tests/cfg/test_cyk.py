@@ -88,6 +88,7 @@ _nts = ["S", "A", "B", "C"]
 _terms = ["a", "b", "c"]
 
 
+@pytest.mark.filterwarnings("ignore::fastdcyk.cfg.grammar.GrammarWarning")  # random grammars
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(st.tuples(st.sampled_from(_nts), st.sampled_from(_terms)), min_size=1, max_size=6),
@@ -104,6 +105,7 @@ def test_cyk_equals_brute_force(unary, binary, words):
     assert recognizes(g, words) == ("S" in expected[0, len(words)])
 
 
+@pytest.mark.filterwarnings("ignore::fastdcyk.cfg.grammar.GrammarWarning")  # random grammars
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(st.tuples(st.sampled_from(_nts), st.sampled_from(_terms)), min_size=1, max_size=5),

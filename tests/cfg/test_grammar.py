@@ -6,6 +6,7 @@ import io
 import itertools
 import os
 import pickle
+import warnings
 
 import nltk
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastdcyk.cfg.cyk import recognizes
-from fastdcyk.cfg.grammar import Grammar, GrammarError, Rule, Symbol
+from fastdcyk.cfg.grammar import Grammar, GrammarError, GrammarWarning, Rule, Symbol
 
 EXAMPLE = "S -> D E | D S\nD -> 'a'\nE -> 'b'\n"
 
@@ -138,6 +139,7 @@ _names = st.sampled_from(["S", "A", "B_2", "NP/x", "a-b", "Z^1"])
 _words = st.text(alphabet=st.sampled_from(list("ab'\"\\# |->%x")), min_size=1, max_size=5)
 
 
+@pytest.mark.filterwarnings("ignore::fastdcyk.cfg.grammar.GrammarWarning")  # random grammars
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
@@ -479,3 +481,49 @@ def test_symbols_and_words_are_compared_in_nfc():
     assert nfc.lexical_mask(CAFE_NFD) == nfc.lexical_mask(CAFE) != 0
     assert recognizes(nfc, [CAFE_NFD, "noir"]) and recognizes(nfd, [CAFE, "noir"])
     assert pickle.loads(pickle.dumps(nfd)) == nfc
+
+
+# -- files as NLTK and editors write them ---------------------------------------------------
+
+
+def test_nltk_file_conventions_bom_spaced_start_and_continued_lines():
+    text = "\ufeff% start S\nS -> NP VP\nNP -> Det N | \\\n  'fish'\nVP -> 'swim'\n"
+    text += "Det -> 'the'\nN -> 'fish'\n"
+    g = Grammar.from_string(text, cnf="allow")
+    assert g.start == "S" and "NP" in g.nonterminals
+    assert sorted(str(r) for r in g.rules if r.lhs == "NP") == ["NP -> 'fish'", "NP -> Det N"]
+    raw = text.encode("utf-8")  # the BOM as bytes, as a file read in binary holds it
+    assert Grammar.from_string(raw, cnf="allow") == g
+    with pytest.raises(GrammarError, match="line 5"):  # numbered as in the file
+        Grammar.from_string("S -> A\nA -> 'a'\nB -> \\\n  'b'\nC 'c'", cnf="allow")
+
+
+def test_nonterminals_without_rules_warn_and_say_where():
+    with pytest.warns(GrammarWarning, match=r"line 2: V has no rules .*'VP -> V NP'"):
+        Grammar.from_string("S -> NP VP\nVP -> V NP | 'swim'\nNP -> 'fish'", cnf="allow")
+    with pytest.warns(GrammarWarning) as caught:
+        Grammar.from_string("%start X\nS -> X X\nS -> 'a'", cnf="allow")
+    assert [str(w.message)[:30] for w in caught] == [
+        "the start symbol X has no rule",
+        "line 2: X has no rules (undefi",
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in Grammar.builtin_names():  # the shipped grammars define every symbol
+            Grammar.builtin(name)
+
+
+def test_a_file_named_like_a_builtin_is_not_silently_shadowed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "G0").write_text("S -> 'mine'\n")
+    with pytest.warns(GrammarWarning, match=r"built-in grammar G0, which is used.*\./G0"):
+        assert Grammar.load("G0") == Grammar.builtin("G0")
+    assert Grammar.load("./G0").terminals == ("mine",)
+
+
+def test_from_nltk_refuses_a_feature_grammar_with_a_message():
+    nltk = pytest.importorskip("nltk")
+    text = "% start S\nS -> NP[NUM=?n] VP[NUM=?n]\nNP[NUM=sg] -> 'fish'\nVP[NUM=sg] -> 'swims'"
+    fg = nltk.grammar.FeatureGrammar.fromstring(text)
+    with pytest.raises(GrammarError, match="feature grammar"):
+        Grammar.from_nltk(fg)
