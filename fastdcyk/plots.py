@@ -19,6 +19,7 @@ raises :class:`FigureWriteError`, leaving the folder as it was.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import math
@@ -352,8 +353,10 @@ def plot_studies(
 
     Study (c) compares grammars and is skipped when the records hold a single grammar at
     its dimension. ``out_dir`` is created if absent; in an existing folder, the figures
-    replace their files of the same name and nothing else is touched. Either every figure
-    is written or none is (see the module's notes): no file is ever left half written.
+    replace their files of the same name, and the figure files of a study in ``studies``
+    that has no data this time are removed (they would show another run's results); nothing
+    else is touched. Either every figure is written or none is (see the module's notes): no
+    file is ever left half written.
 
     Parameters
     ----------
@@ -428,4 +431,10 @@ def plot_studies(
                 "some space, or choose another folder, and draw again)",
             ) from exc
         raise
+    drawn = {study for study, _ in figures}
+    for study in studies:
+        if study not in drawn:  # no data this time: a figure of it here is another run's
+            for f in ("png", "svg", "pdf"):
+                with contextlib.suppress(OSError):
+                    (out / f"{FIGURE_NAMES[study]}.{f}").unlink(missing_ok=True)
     return written

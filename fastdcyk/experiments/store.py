@@ -224,6 +224,26 @@ def _setting_default(name: str) -> Any:
     return ExperimentConfig.__dataclass_fields__[name].default
 
 
+#: The type of each record field (the others, and a field a record lacks, are not checked).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("grammar", "variant", "order", "encoding", "words"), (str,)),
+    **dict.fromkeys(("d", "seed", "index", "length", "tp", "gold", "predicted"), (int,)),
+    **dict.fromkeys(TREE_FIELDS, (int,)),
+    **dict.fromkeys(("beta", "precision", "recall", "f1", "seconds"), (int, float)),
+}
+
+
+def _wrong_field(record: dict[str, Any]) -> str | None:
+    """What is wrong with a record's field types (bools are not numbers here), or None."""
+    for name, types in _FIELD_TYPES.items():
+        if name in record:
+            value = record[name]
+            if isinstance(value, bool) or not isinstance(value, types):
+                kind = " or ".join(t.__name__ for t in types)
+                return f"field {name!r} is {value!r}, not {kind}"
+    return None
+
+
 def _parse_file(path: Path) -> _Parsed:
     try:
         data = path.read_bytes()
@@ -239,6 +259,9 @@ def _parse_file(path: Path) -> _Parsed:
         last = end < 0 or end == len(data) - 1
         line = data[pos:] if end < 0 else data[pos:end]
         line_no += 1
+        if end >= 0 and not line.strip():  # a blank line (an editor's): nothing to read
+            pos = end + 1
+            continue
         try:
             if end < 0:
                 raise ValueError("no newline")
@@ -268,6 +291,13 @@ def _parse_file(path: Path) -> _Parsed:
                 raise ResultsFileError(
                     f"{str(path)!r}: its header holds no configuration (the file is corrupt)"
                 )
+            try:
+                ExperimentConfig.from_dict(obj["config"])
+            except (ValueError, TypeError) as exc:
+                raise ResultsFileError(
+                    f"{str(path)!r}: its header's configuration is not valid ({exc}): the "
+                    "file was edited or is corrupt"
+                ) from None
             settings = {
                 name: obj["config"].get(name, _SETTINGS_BEFORE.get(name, _setting_default(name)))
                 for name in _SETTINGS
@@ -277,6 +307,12 @@ def _parse_file(path: Path) -> _Parsed:
             missing = [f for f in RECORD_FIELDS if f not in obj and f not in _OPTIONAL_FIELDS]
             if missing:
                 raise ResultsFileError(f"{str(path)!r}, line {line_no}: record lacks {missing}")
+            wrong = _wrong_field(obj)
+            if wrong:
+                raise ResultsFileError(
+                    f"{str(path)!r}, line {line_no}: {wrong} (the file was edited or is "
+                    "corrupt)"
+                )
             if "order" not in obj:  # written before records named their order
                 obj["order"] = record_order(obj)
             if "encoding" not in obj:  # written before records named their encoding

@@ -1135,3 +1135,31 @@ def test_torch_backend_errors_touch_no_file(tmp_path, monkeypatch, torch_one_thr
     assert _torch.check_device(None) == torch.device("cpu")
     with pytest.raises(ValueError, match="meta"):
         _torch.check_device("meta")
+
+
+def test_edited_results_files_are_errors_that_name_the_line_and_blank_lines_are_skipped(
+    tmp_path,
+):
+    path = tmp_path / "r.jsonl"
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16,), sentences=3, max_len=4)
+    ex.run_experiment(cfg, path, executor="serial", progress=False)
+    head, *lines = path.read_text().splitlines()
+    expected = ex.load_records(path)
+
+    def variant(name, text):
+        p = tmp_path / name
+        p.write_text(text)
+        return p
+
+    blank = variant("blank.jsonl", "\n".join([head, lines[0], "", "  ", *lines[1:]]) + "\n")
+    assert ex.load_records(blank) == expected  # an editor's blank lines are nothing
+    header = json.loads(head)
+    header["config"]["max_len"] = "five"
+    bad = variant("header.jsonl", "\n".join([json.dumps(header), *lines]) + "\n")
+    with pytest.raises(ex.ResultsFileError, match="header's configuration is not valid.*five"):
+        ex.load_records(bad)
+    for field, value in (("d", "abc"), ("tp", 1.5), ("words", 3), ("f1", True)):
+        record = json.loads(lines[1]) | {field: value}
+        bad = variant("record.jsonl", "\n".join([head, lines[0], json.dumps(record)]) + "\n")
+        with pytest.raises(ex.ResultsFileError, match=f"line 3: field '{field}' is"):
+            ex.load_records(bad)

@@ -215,3 +215,13 @@ def test_a_file_in_place_of_the_folder_is_an_error(records, tmp_path):
     with pytest.raises(FigureWriteError, match="cannot create the figures folder"):
         plot_studies(records, path / "sub")
     assert path.read_text() == "not a folder"
+
+
+def test_a_reused_folder_keeps_no_stale_figure_of_another_run(records, tmp_path):
+    out = tmp_path / "figs"
+    plot_studies(records, out, formats=("png",))  # three grammars: study (c) drawn
+    assert (out / f"{FIGURE_NAMES['c']}.png").exists()
+    (out / "notes.txt").write_text("mine")
+    g0 = [r for r in records if r["grammar"] == "G0"]
+    paths = plot_studies(g0, out, formats=("png",))  # one grammar: no study (c)
+    assert {p.name for p in out.iterdir()} == {p.name for p in paths} | {"notes.txt"}
