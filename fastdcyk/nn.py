@@ -47,7 +47,7 @@ from fastdcyk.engine import torch_backend as _torch
 from fastdcyk.engine.decode import decision_boundary, item_scores
 from fastdcyk.engine.plan import cnf_grammar, default_codebook, words_of
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import VARIANTS, check_choice, check_int, resolve
+from fastdcyk.options import VARIANTS, check_choice, check_dim, check_int, resolve
 
 __all__ = ["LEARNABLE", "DCYK", "DCYKOutput"]
 
@@ -272,6 +272,7 @@ class DCYK(torch.nn.Module):
     ) -> None:
         super().__init__()
         grammar = cnf_grammar(grammar)
+        d = check_dim(d)  # 2.5 or "64" are refused, not truncated or parsed
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
         if isinstance(learn, str):

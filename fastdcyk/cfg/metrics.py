@@ -101,6 +101,21 @@ def cell_scores(gold: Chart, predicted: Chart) -> Scores:
     >>> cell_scores({(0, 1): {"D"}}, {(0, 1): {"D", "E"}}).precision
     0.5
     """
+    n_gold, n_pred = _complete_length(gold), _complete_length(predicted)
+    if n_gold is not None and n_pred is not None and n_gold != n_pred:
+        raise ValueError(
+            f"the charts are of sentences of different lengths ({n_gold} and {n_pred} "
+            "words): score a parse against the chart of its own sentence"
+        )
     g = chart_triples(gold)
     p = chart_triples(predicted)
     return Scores(tp=len(g & p), gold=len(g), predicted=len(p))
+
+
+def _complete_length(chart: Chart) -> int | None:
+    """n when ``chart`` holds every cell (i, j), 0 <= i < j <= n, of an n-word sentence (as
+    cyk's and dcyk's charts do), else None."""
+    if not chart:
+        return None
+    n = max(j for _, j in chart)
+    return n if len(chart) == n * (n + 1) // 2 else None

@@ -440,8 +440,13 @@ def run_options(args: argparse.Namespace) -> dict:
     return {"executor": executor, "backend": backend, "device": device}
 
 
-def run_grid(config: ExperimentConfig, out: Path, args: argparse.Namespace) -> None:
-    """Run a grid for a subcommand, turning failures into the CLI's exit statuses."""
+def run_grid(
+    config: ExperimentConfig, out: Path, args: argparse.Namespace, dims_option: str = "--dims"
+) -> None:
+    """Run a grid for a subcommand, turning failures into the CLI's exit statuses.
+
+    ``dims_option``: the subcommand's option for the dimensions, which a memory error names.
+    """
     how = run_options(args)
     try:
         summary = run_experiment(
@@ -461,6 +466,8 @@ def run_grid(config: ExperimentConfig, out: Path, args: argparse.Namespace) -> N
         ) from None
     except ResultsWriteError as exc:
         raise RunError(str(exc.strerror)) from exc
+    except MemoryError as exc:
+        raise MemoryError(f"{exc} (the dimensions: {dims_option})") from None
     except OSError as exc:  # a dask scheduler that cannot be reached, for instance
         raise RunError(f"{type(exc).__name__}: {exc}") from exc
     except ImportError as exc:

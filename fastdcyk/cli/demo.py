@@ -92,7 +92,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         f"sentences of length {config.min_len}..{config.max_len}, d in {list(config.dims)}, "
         f"variants {', '.join(config.variants)}"
     )
-    run_grid(config, results, args)
+    run_grid(config, results, args, dims_option="--repro-dims")
     records = load_records(results)
     print()
     print(summary_table(records))

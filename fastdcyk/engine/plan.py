@@ -45,6 +45,11 @@ __all__ = [
 
 
 def words_of(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
+    if isinstance(words, bytes | bytearray | memoryview):
+        raise TypeError(
+            "the sentence is bytes: decode it to a str first (for example "
+            "data.decode('utf-8')), or give a sequence of str"
+        )
     ws = tuple(words.split()) if isinstance(words, str) else tuple(words)
     if not ws:
         raise ValueError("empty sentence: D-CYK needs at least one word")
@@ -57,6 +62,8 @@ def words_of(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
         if w not in known:
             some = ", ".join(repr(t) for t in list(grammar.terminals)[:12])
             nfc = "" if w.isascii() else " (words and terminals compared in Unicode NFC)"
+            if len(w.split()) > 1:  # a whole sentence given as one word (one CLI argument)
+                nfc += " (it holds spaces: give the sentence one word per argument)"
             raise ValueError(
                 f"word {w!r} at position {pos} is not a terminal of the grammar{nfc}; "
                 f"its terminals are {some}{' ...' if len(known) > 12 else ''}"

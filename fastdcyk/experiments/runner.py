@@ -63,7 +63,7 @@ def _check_grid_memory(
         for _, v, o, n in cells
     )
     hint = (
-        f"run the dimensions d <= {fits} only (--dims)"
+        f"run the dimensions d <= {fits} only"
         if fits >= 2
         else "free some memory (not even d = 2 fits)"
     )

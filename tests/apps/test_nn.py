@@ -222,3 +222,9 @@ def test_devices_dtypes_and_values_are_checked_with_one_clear_message():
         layer.terminal[0, 0] = float("nan")  # a diverged optimisation step
     with pytest.raises(ValueError, match="terminal holds NaN"):
         layer(["fish swim"])
+
+
+def test_the_dimension_must_be_an_integer():
+    for d in (2.5, "64", 1, True):
+        with pytest.raises(ValueError, match="dimension d must be an integer"):
+            DCYK(fd.Grammar.builtin("G0"), d)

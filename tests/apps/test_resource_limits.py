@@ -82,6 +82,8 @@ for command in (
     ["parse", "--dim", "1000000000", "a", "a", "b"],
     ["experiment", "--grammars", "G0", "--dims", "64", "1000000000", "--sentences", "2",
      "--max-len", "3", "--executor", "serial", "--no-progress", "--out", sys.argv[1]],
+    ["demo", "--sentences", "0", "--repro-dims", "1000000000", "--no-progress", "--out",
+     sys.argv[1] + ".demo"],
 ):
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
@@ -127,9 +129,11 @@ def test_a_huge_d_fails_at_once_under_ulimit_v(tmp_path):
     assert err.startswith(
         "fastdcyk experiment: error: the grid's largest parse (d = 1000000000, variant 'paper'"
     )
-    assert "run the dimensions d <= " in err and "(--dims)" in err
+    assert "run the dimensions d <= " in err and "(the dimensions: --dims)" in err
     assert err.count("\n") == 1
     assert not results.exists()  # refused before the results file was created
+    status, err = out["demo"]  # the demo's option for its dimensions is --repro-dims
+    assert status == 1 and "(the dimensions: --repro-dims)" in err and "--dims)" not in err
 
 
 def test_dcyk_checks_memory_before_building_its_codebook(example, monkeypatch):

@@ -186,3 +186,12 @@ def test_bad_inputs():
     with pytest.raises(GrammarError, match="to_cnf"):
         cyk(general, "a")
     assert recognizes(general.to_cnf(), "a")
+
+
+def test_cell_scores_refuses_charts_of_sentences_of_different_lengths():
+    from fastdcyk.cfg.metrics import cell_scores
+
+    g = Grammar.builtin("G0")
+    with pytest.raises(ValueError, match="different lengths \\(2 and 3 words\\)"):
+        cell_scores(cyk(g, "fish swim"), cyk(g, "fish swim fish"))
+    assert cell_scores({(0, 1): {"D"}}, {(0, 1): {"D"}, (1, 2): {"E"}}).precision == 0.5

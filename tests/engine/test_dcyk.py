@@ -699,3 +699,11 @@ def test_cleanup_counts_and_log(large_grammar):
     cells = n * (n - 1) // 2
     assert r.counts["detections"] == n * len(st.unary) + cells * len(st.binary)
     assert r.counts["detections"] == r.counts["updates"] + r.counts["pruned"] == len(r.log)
+
+
+def test_sentences_given_the_wrong_way_get_a_message_that_says_how():
+    g = fd.Grammar.builtin("G0")
+    with pytest.raises(TypeError, match="the sentence is bytes: decode it"):
+        fd.dcyk(g, b"fish swim", d=32)  # said "word 0 is 102"
+    with pytest.raises(ValueError, match="holds spaces: give the sentence one word per"):
+        fd.dcyk(g, ["fish swim"], d=32)  # a whole sentence as one word (one CLI argument)
