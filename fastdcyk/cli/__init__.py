@@ -46,6 +46,7 @@ from fastdcyk.cli.common import (
     UsageError,
     add_grid_options,
     add_run_options,
+    is_interrupt,
     run_options,
 )
 from fastdcyk.cli.demo import DEMO_GRID
@@ -148,7 +149,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except Interrupted as exc:
         print(f"fastdcyk {args.command}: {exc}", file=sys.stderr)
         return 130
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as exc:
+        if not is_interrupt(exc):  # a SystemError of another cause is a bug: show it
+            raise
         print(f"fastdcyk {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:

@@ -459,7 +459,9 @@ def run_grid(
             echo=echo,
             **how,
         )
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as exc:
+        if not is_interrupt(exc):
+            raise
         done = count_records(out)
         raise Interrupted(
             f"interrupted: {done} records are safe in {out}; rerun the same command to resume"
@@ -480,6 +482,19 @@ def run_grid(
         f"({summary.resumed} were already there); {out}: "
         f"{summary.resumed + summary.written}/{summary.total} records"
     )
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is Ctrl-C: a KeyboardInterrupt, or the SystemError that CPython raises
+    when the interrupt lands inside a compiled (Numba) kernel ("returned a result with an
+    exception set"), which carries the KeyboardInterrupt as its cause or context."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return False
 
 
 def count_records(path: Path) -> int:

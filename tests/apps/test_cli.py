@@ -286,6 +286,31 @@ def test_experiment_ctrl_c_exits_130_and_says_how_to_resume(tmp_path, monkeypatc
     assert "interrupted" in err and "rerun the same command to resume" in err
 
 
+def _ctrl_c_in_a_kernel(*args, **kwargs):
+    """What CPython raises when Ctrl-C lands inside a Numba kernel."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as exc:
+        raise SystemError("CPUDispatcher(...) returned a result with an exception set") from exc
+
+
+def test_ctrl_c_inside_a_numba_kernel_is_an_interrupt_too(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli_common, "run_experiment", _ctrl_c_in_a_kernel)
+    assert main(["experiment", *TINY, "--out", str(tmp_path / "r.jsonl")]) == 130
+    err = capsys.readouterr().err
+    assert "rerun the same command to resume" in err and "SystemError" not in err
+    monkeypatch.setattr(cli_parse, "dcyk", _ctrl_c_in_a_kernel)
+    assert main(["parse", "--grammar", "G0", "--dim", "16", "fish", "swim"]) == 130
+    assert capsys.readouterr().err == "fastdcyk parse: interrupted\n"
+
+    def bug(*args, **kwargs):
+        raise SystemError("a real bug")
+
+    monkeypatch.setattr(cli_parse, "dcyk", bug)  # another SystemError is not hidden
+    with pytest.raises(SystemError, match="a real bug"):
+        main(["parse", "--grammar", "G0", "--dim", "16", "fish", "swim"])
+
+
 def test_experiment_write_failure_exits_1(tmp_path, monkeypatch, capsys):
     def full(*args, **kwargs):
         raise ex.ResultsWriteError(28, "cannot write records to 'r.jsonl' (disk full)")
