@@ -56,10 +56,11 @@ from fastdcyk.engine.rules import (
     rule_tables,
 )
 from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.hrr import memory as _memory
 from fastdcyk.hrr.codebook import Codebook, sidon_offsets
 from fastdcyk.options import VARIANTS, check_dim, check_int, resolve
 
-__all__ = ["DIM_GRID", "Prediction", "predict", "required_dim"]
+__all__ = ["DIM_GRID", "Prediction", "estimate_memory", "predict", "required_dim"]
 
 #: Dimensions required_dim tries: 64 * 2 ** (k / 4), rounded to a multiple of 16, to 16384.
 DIM_GRID = tuple(sorted({int(round(64 * 2 ** (k / 4) / 16)) * 16 for k in range(0, 33)}))
@@ -630,6 +631,56 @@ def _sentences(grammar: Grammar, sentences_or_length: Any, n_sentences: int, see
     return sents
 
 
+def estimate_memory(grammar: Grammar | str, length: int, d: int, variant: str = "trace") -> int:
+    """Peak bytes the capacity model needs for sentences of ``length`` words at ``d``.
+
+    The model's arrays grow with the sentence length n: every variant keeps a weight per
+    (cell, nonterminal) and the spectra of the span sums; the trace model draws, for each
+    cell, a value for every (i1, k1, k2, j2) of spans, (n + 1)^4 of them, and gathers the
+    rules' pairs over (n + 1)^2 spans; the paper variant's model keeps a length-d mask per
+    (cell, nonterminal); the clean-up model a nonterminal x nonterminal matrix of overlaps.
+    Its time grows likewise: about (n + 1)^6 for the trace model.
+
+    Examples
+    --------
+    >>> estimate_memory("G0", 7, 1024) < 2**27
+    True
+    """
+    grammar = _grammar(grammar)
+    n1 = check_int("length", length, 1) + 1
+    d = check_dim(d)
+    gate = resolve(variant).gate
+    nn, rules = len(grammar.nonterminals), len(grammar.binary_rules)
+    h = d // 2 + 1
+    need = 3 * nn * h * 16 + 8 * n1 * n1 * nn * 4 + 2 * n1 * n1 * h * 16  # spectra, weights
+    if gate == "trace":
+        need += 4 * 8 * n1**4 + 2 * 8 * n1 * n1 * rules  # span values, gathered rule pairs
+    elif gate == "entrywise":
+        need += 8 * n1 * n1 * nn * d  # masks
+    else:
+        need += 8 * nn * nn  # overlaps of the written symbols
+    return int(need)
+
+
+def _check_memory(grammar: Grammar, length: int, d: int, variant: str) -> None:
+    """MemoryError, before anything is computed, when :func:`estimate_memory` exceeds what
+    the system has available; the message names the longest sentences that fit."""
+    need = estimate_memory(grammar, length, d, variant)
+    avail = _memory.available_memory()
+    if avail is None or need <= avail:
+        return
+    fits = length - 1
+    while fits >= 1 and estimate_memory(grammar, fits, d, variant) > 0.9 * avail:
+        fits -= 1
+    hint = f"sentences of at most {fits} words fit" if fits >= 1 else "free some memory"
+    raise MemoryError(
+        f"the capacity model ({variant}) for sentences of {length} words at d = {d} needs "
+        f"about {_memory.format_bytes(need)}, but only {_memory.format_bytes(avail)} of "
+        f"memory is available: {hint}. (Its memory grows as (n + 1)^4 and its time as "
+        "(n + 1)^6 with the sentence length n for the trace variant.)"
+    )
+
+
 def predict(
     grammar: Grammar | str,
     sentences_or_length: int | Sequence[str | Sequence[str]],
@@ -674,6 +725,12 @@ def predict(
     -------
     Prediction
 
+    Raises
+    ------
+    MemoryError
+        Before anything is computed, when the model's arrays for the longest sentence
+        (:func:`estimate_memory`) do not fit in the memory available.
+
     Examples
     --------
     >>> import fastdcyk
@@ -693,6 +750,7 @@ def predict(
         opt.threshold,
     )
     sents = _sentences(grammar, sentences_or_length, sentences, seed)
+    _check_memory(grammar, max(len(s) for s in sents), d, variant)
     golds = [cyk(grammar, s, strict=True) for s in sents]
     total, exact = Scores(0, 0, 0), 0
     unitary = VARIANTS[variant]["unitary"]

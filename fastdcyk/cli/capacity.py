@@ -16,6 +16,7 @@ from fastdcyk.cli.common import (
     nonnegative_int,
     positive_int,
 )
+from fastdcyk.hrr.memory import format_bytes
 from fastdcyk.options import (
     ENCODINGS,
     VARIANTS,
@@ -49,10 +50,14 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
     )
     t0 = time.perf_counter()
     enc = args.encoding or VARIANTS[args.variant]["encoding"]
+    memory = format_bytes(
+        capacity.estimate_memory(grammar, args.length, max(args.dims), args.variant)
+    )
     print(
         f"capacity model: {args.grammar}, {args.sentences} sentences of length {args.length}, "
         f"variant={args.variant}, encoding={enc}, {args.samples} "
-        + ("codebook" if args.samples == 1 else "codebooks"),
+        + ("codebook" if args.samples == 1 else "codebooks")
+        + f"; about {memory} of memory",
         flush=True,
     )
     made: dict = {}
@@ -85,6 +90,11 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
             else ""
         )
         print(f"no d up to {top} is predicted to reach F1 >= {args.target_f1:g}{further}")
+        if args.variant != "cleanup":
+            print(
+                "(on a grammar of many rules per nonterminal the trace detection's noise "
+                "grows with the grammar: --variant cleanup, docs/method.md section 6)"
+            )
     else:
         print(
             f"d needed for F1 >= {args.target_f1:g}: {need} (the smallest of the grid "

@@ -125,3 +125,25 @@ def test_non_cnf_grammar_is_refused():
     g = fd.Grammar.from_string("S -> 'a' B\nB -> 'b'", cnf="allow")
     with pytest.raises(ValueError, match="Chomsky normal form: use grammar.to_cnf"):
         capacity.predict(g, 2, 64)
+
+
+def test_long_sentences_that_cannot_fit_are_refused_before_any_work(monkeypatch, capsys):
+    """`--length 200 --dims 256` was killed by the kernel at 23.9 GB: the trace model draws
+    (n + 1)^4 span values per cell. Now the estimate refuses it at once."""
+    import time
+
+    from fastdcyk.cli import main
+    from fastdcyk.hrr import memory
+
+    need = capacity.estimate_memory("G0", 200, 256)
+    assert need > 24 * 2**30  # measured: over the 24 GB of the machine
+    assert capacity.estimate_memory("G0", 40, 256) < 2**28  # length 40 ran (for minutes)
+    assert capacity.estimate_memory("G0", 8, 256) < capacity.estimate_memory("G0", 9, 256)
+    monkeypatch.setattr(memory, "available_memory", lambda: 24 * 2**30)
+    t0 = time.perf_counter()
+    with pytest.raises(MemoryError, match=r"sentences of 200 words.*at most \d+ words fit"):
+        capacity.predict("G0", 200, 256, samples=1, sentences=2)
+    assert time.perf_counter() - t0 < 10  # nothing simulated
+    assert main(["capacity", "--grammar", "G0", "--length", "200", "--dims", "256"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("fastdcyk capacity: error: the capacity model") and err.count("\n") == 1
