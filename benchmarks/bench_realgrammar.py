@@ -38,14 +38,6 @@ COST_TARGET = 5.0
 RSS_TARGET = 1.5e9
 
 
-def _grammar(timing: bool) -> tuple[fd.Grammar, str]:
-    if ATIS:
-        return fd.Grammar.from_file(ATIS, cnf="allow").to_cnf(), "ATIS"
-    if not timing:
-        return fd.random_grammar(400, 100, 1000, ambiguity=2, seed=0), "random-400"
-    return fd.random_grammar(4000, 1000, 10000, ambiguity=2, seed=0), "random-4000"
-
-
 def _best(fn, rounds: int) -> float:
     ts = []
     for _ in range(rounds):
@@ -56,9 +48,9 @@ def _best(fn, rounds: int) -> float:
 
 
 @pytest.mark.benchmark(group="cleanup variant on a real-size grammar")
-def test_cleanup_cost_against_g0_trace(benchmark, timing):
+def test_cleanup_cost_against_g0_trace(benchmark, timing, real_size_grammar):
     d = 1024 if timing else 64
-    g, name = _grammar(timing)
+    g, name = real_size_grammar
     (s,) = fd.generate(g, 1, min_len=7, max_len=7, seed=3)
     g0 = fd.Grammar.builtin("G0")
     (s0,) = fd.generate(g0, 1, min_len=7, max_len=7, seed=3)

@@ -21,7 +21,6 @@ grammar, as a smoke test.
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -30,21 +29,12 @@ import fastdcyk as fd
 from fastdcyk.cfg.trees import Forest
 from fastdcyk.engine.decode import item_scores
 
-ATIS = os.environ.get("FASTDCYK_ATIS")
 TREE_TARGET_S = 0.050
 
 
-def _grammar(timing: bool) -> tuple[fd.Grammar, str]:
-    if ATIS:
-        return fd.Grammar.from_file(ATIS, cnf="allow").to_cnf(), "ATIS"
-    if not timing:
-        return fd.random_grammar(400, 100, 1000, ambiguity=2, seed=0), "random-400"
-    return fd.random_grammar(4000, 1000, 10000, ambiguity=2, seed=0), "random-4000"
-
-
 @pytest.mark.benchmark(group="trees")
-def test_best_tree_of_a_10_word_sentence(benchmark, timing):
-    g, name = _grammar(timing)
+def test_best_tree_of_a_10_word_sentence(benchmark, timing, real_size_grammar):
+    g, name = real_size_grammar
     d = 1024 if timing else 64
     (words,) = fd.generate(g, 1, min_len=10, max_len=10, seed=3)
     t0 = time.perf_counter()

@@ -10,6 +10,7 @@ d = 2048 and the scaling with the grammar (``d_scaling``) at d = 256.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
@@ -59,3 +60,22 @@ def large_or_smoke(request: pytest.FixtureRequest) -> None:
 def timing(request: pytest.FixtureRequest) -> bool:
     """Whether this run times the benchmarks (targets are asserted only then)."""
     return not benchmarks_disabled(request.config)
+
+
+#: NLTK's ATIS grammar (its atis.cfg, given by path: fastdcyk does not ship it) for the
+#: real-size benchmarks; without it they use the random grammar of its size.
+ATIS = os.environ.get("FASTDCYK_ATIS")
+
+
+@pytest.fixture
+def real_size_grammar(timing: bool) -> tuple[Any, str]:
+    """(grammar, name): ATIS when ``FASTDCYK_ATIS`` gives its path (converted to CNF: 3,965
+    nonterminals), else ``random_grammar(4000, 1000, 10000, ambiguity=2)``; a smaller random
+    grammar in smoke runs."""
+    import fastdcyk as fd
+
+    if ATIS:
+        return fd.Grammar.from_file(ATIS, cnf="allow").to_cnf(), "ATIS"
+    if not timing:
+        return fd.random_grammar(400, 100, 1000, ambiguity=2, seed=0), "random-400"
+    return fd.random_grammar(4000, 1000, 10000, ambiguity=2, seed=0), "random-4000"

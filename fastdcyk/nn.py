@@ -394,6 +394,8 @@ class DCYK(torch.nn.Module):
                 f"the layer's tensors have different dtypes or devices ({found}): move them "
                 "together, with layer.to(dtype) or layer.to(device)"
             )
+        if bool(torch.stack([torch.isfinite(t).all() for _, t in named]).all()):
+            return  # one device synchronisation for all of them
         for n, t in named:
             if not torch.isfinite(t).all():
                 raise ValueError(
