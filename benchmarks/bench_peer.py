@@ -20,6 +20,8 @@ agree: torch-struct's tree count equals the symbolic forest's, and fastdcyk's ch
 CYK's. The table of the issue is a script:
 
     python benchmarks/bench_peer.py [--atis PATH] [--device cuda] [--cap SECONDS] [--memory GB]
+        [--sizes N ...] [--builtin G0 ...] [--variant V] [--dim D] [--lengths L ...]
+        [--batches B ...] [--systems S ...]
 
 For every grammar (random grammars of 20, 100, 500, 1,000 and 4,000 nonterminals:
 ``random_grammar(n, max(8, n // 4), round(2.5 n), ambiguity=2, seed=0)``; and NLTK's ATIS
@@ -60,11 +62,20 @@ ZERO = -1e9  # torch-struct's semiring zero (log 0)
 
 
 def peer_grammar(spec: str) -> fd.Grammar:
-    """A random grammar of ``spec`` nonterminals, or the ATIS grammar at the path ``spec``."""
+    """A random grammar of ``spec`` nonterminals, a built-in grammar (``"G0"``), or the
+    grammar file at the path ``spec`` (converted to CNF)."""
     if spec.isdigit():
         n = int(spec)
         return fd.random_grammar(n, max(8, n // 4), round(2.5 * n), ambiguity=2, seed=0)
+    if spec in fd.Grammar.builtin_names():
+        return fd.Grammar.builtin(spec)
     return fd.Grammar.from_file(spec, cnf="allow").to_cnf()
+
+
+def grammar_name(spec: str) -> str:
+    if spec.isdigit():
+        return f"random {spec}"
+    return spec if spec in fd.Grammar.builtin_names() else "ATIS"
 
 
 def sentences(g: fd.Grammar, length: int, batch: int) -> list[tuple[str, ...]]:
@@ -123,7 +134,15 @@ def struct_log_counts(potentials: tuple, lengths: Any) -> Any:
 
 
 def run_case(
-    system: str, spec: str, length: int, batch: int, *, d: int, device: str, cap: float
+    system: str,
+    spec: str,
+    length: int,
+    batch: int,
+    *,
+    d: int,
+    device: str,
+    cap: float,
+    variant: str = VARIANT,
 ) -> dict[str, Any]:
     """Parse one batch with one system in this process: sentences per second and memory."""
     g = peer_grammar(spec)
@@ -140,7 +159,7 @@ def run_case(
         _sync(device)
     elif system == "fastdcyk-torch":
         cb = fd.engine.default_codebook(g, d, 0, unitary=True)
-        kw = {"variant": VARIANT, "backend": "torch", "device": device, "batch_size": batch}
+        kw = {"variant": variant, "backend": "torch", "device": device, "batch_size": batch}
         fd.dcyk_batch(g, sents, cb, **kw)  # warm-up
         _sync(device)
         t0 = time.perf_counter()
@@ -150,7 +169,7 @@ def run_case(
         cb = fd.engine.default_codebook(g, d, 0, unitary=True) if system != "cyk" else None
 
         def one(words: tuple[str, ...]) -> Any:
-            return fd.cyk(g, words) if cb is None else fd.dcyk(g, words, cb, variant=VARIANT)
+            return fd.cyk(g, words) if cb is None else fd.dcyk(g, words, cb, variant=variant)
 
         one(sents[0])  # warm-up
         t0 = time.perf_counter()
@@ -178,11 +197,20 @@ def _sync(device: str) -> None:
 
 
 def measure(
-    system: str, spec: str, length: int, batch: int, *, d: int, device: str, cap: float, gb: float
+    system: str,
+    spec: str,
+    length: int,
+    batch: int,
+    *,
+    d: int,
+    device: str,
+    cap: float,
+    gb: float,
+    variant: str = VARIANT,
 ) -> dict[str, Any]:
     """:func:`run_case` in a fresh process limited to ``gb`` GB of address space."""
     case = {"system": system, "spec": spec, "length": length, "batch": batch, "d": d}
-    case |= {"device": device, "cap": cap}
+    case |= {"device": device, "cap": cap, "variant": variant}
 
     def limit() -> None:
         if not device.startswith("cuda"):  # CUDA maps far more address space than it uses
@@ -223,33 +251,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dim", type=int, default=1024, help="fastdcyk's d (default 1024)")
     p.add_argument("--cap", type=float, default=120.0, help="seconds per case (default 120)")
     p.add_argument("--memory", type=float, default=22.0, help="GB per case (default 22)")
-    p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES),
+                   help="nonterminals of the random grammars (0: none)")  # fmt: skip
+    p.add_argument("--builtin", nargs="+", default=[], help="built-in grammars too (G0 ...)")
+    p.add_argument("--variant", default=VARIANT, help=f"fastdcyk's variant (default {VARIANT})")
     p.add_argument("--lengths", type=int, nargs="+", default=list(LENGTHS))
     p.add_argument("--batches", type=int, nargs="+", default=list(BATCHES))
     p.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     args = p.parse_args(argv)
     if args.case:
         case = json.loads(args.case)
-        print(
-            json.dumps(
-                run_case(
-                    **{k: case[k] for k in ("system", "spec", "length", "batch")},
-                    d=case["d"],
-                    device=case["device"],
-                    cap=case["cap"],
-                )
-            )
-        )
+        keys = ("system", "spec", "length", "batch")
+        kw = {k: case[k] for k in ("d", "device", "cap", "variant")}
+        print(json.dumps(run_case(*(case[k] for k in keys), **kw)))
         return 0
-    specs = [str(n) for n in args.sizes] + ([args.atis] if args.atis else [])
+    specs = [str(n) for n in args.sizes if n] + args.builtin + ([args.atis] if args.atis else [])
     print(
-        f"d = {args.dim}, variant {VARIANT}, device {args.device}, float32; "
+        f"d = {args.dim}, variant {args.variant}, device {args.device}, float32; "
         f"{args.memory:g} GB and {args.cap:g} s per case; sentences/s, peak memory"
     )
     print("| grammar | words | batch | " + " | ".join(args.systems) + " |")
     print("|---|---:|---:|" + "---|" * len(args.systems))
     for spec in specs:
-        name = f"random {spec}" if spec.isdigit() else "ATIS"
         for length in args.lengths:
             for batch in args.batches:
                 row = []
@@ -263,9 +286,11 @@ def main(argv: list[str] | None = None) -> int:
                         device=args.device,
                         cap=args.cap,
                         gb=args.memory,
+                        variant=args.variant,
                     )
                     row.append(cell(r))
-                print(f"| {name} | {length} | {batch} | " + " | ".join(row) + " |", flush=True)
+                head = f"| {grammar_name(spec)} | {length} | {batch} | "
+                print(head + " | ".join(row) + " |", flush=True)
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from fastdcyk.cfg.cyk import UnknownWordError, cyk
@@ -12,6 +13,7 @@ from fastdcyk.cli.common import (
     UsageError,
     add_grammar_file_options,
     add_parse_options,
+    check_out_file,
     dimension,
     load_grammar,
     parse_kwargs,
@@ -26,12 +28,18 @@ PARSE_PROGRESS_DELAY = 2.0
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
+    if args.plot is not None:  # before any work: a figure format and a file that can be written
+        if Path(args.plot).suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise UsageError(f"--plot {args.plot}: give a file ending in .png, .svg or .pdf")
+        check_out_file("--plot", Path(args.plot))
     grammar = load_grammar(args.grammar, encoding=args.grammar_encoding, to_cnf=args.to_cnf)
     words = Grammar.normalize_words(args.words)
     try:
         gold = cyk(grammar, words, strict=True)
     except UnknownWordError as exc:
         nfc = "" if exc.word.isascii() else " (words and terminals compared in Unicode NFC)"
+        if len(exc.word.split()) > 1:  # the whole sentence quoted as one argument
+            nfc += " (it holds spaces: give the sentence one word per argument, unquoted)"
         raise UsageError(f"{exc}{nfc}") from exc
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
@@ -49,6 +57,14 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     print("(+A: decoded but not in the CYK chart; -A: in the CYK chart but not decoded)")
     if args.tree or args.k is not None:
         _print_trees(result, gold, args.k or 1, ascii=args.ascii)
+    if args.plot is not None:
+        from fastdcyk.plots import FigureWriteError, figure_parse, save_figure
+
+        try:
+            path = save_figure(figure_parse(result, gold), args.plot)
+        except FigureWriteError as exc:
+            raise UsageError(exc.strerror) from exc
+        print(f"\nfigure written to {path.resolve()}")
     return 0
 
 
@@ -104,6 +120,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--k", type=positive_int, metavar="K", help="print the K best trees (implies --tree)"
     )
     p.add_argument("--ascii", action="store_true", help="draw trees with ASCII characters only")
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw the parse into FILE (.png, .svg or .pdf): the chart, each symbol's "
+        "statistic against the decision boundary, and P_left and P_right as images",
+    )
     p.add_argument("words", nargs="+", help="the sentence, one word per argument")
     p.set_defaults(func=_cmd_parse)
     return p

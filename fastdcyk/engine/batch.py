@@ -12,8 +12,9 @@ and options.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -24,7 +25,10 @@ from fastdcyk.engine.result import DCYKResult
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions, check_int
 
-__all__ = ["dcyk_batch", "default_batch_size"]
+__all__ = ["dcyk_batch", "default_batch_size", "in_batches"]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: Bytes of accumulator spectra (two per sentence) a default torch batch holds: on a CPU
 #: about a cache's worth (measured at d = 1024, float32, one thread: 9.7 sentences per
@@ -61,6 +65,43 @@ def default_batch_size(d: int, dtype: Any, device: Any = None) -> int:
     gpu = device is not None and "cuda" in str(device)
     spectra = 2 * (d // 2 + 1) * d * 2 * np.dtype(dtype).itemsize
     return max(1, min(MAX_BATCH, (GPU_BATCH_BYTES if gpu else CPU_BATCH_BYTES) // spectra))
+
+
+def in_batches(
+    items: Sequence[T],
+    size: int,
+    parse: Callable[[list[T]], list[R]],
+    device: Any,
+    too_large: Callable[[T], str],
+) -> Iterator[tuple[list[T], list[R], float]]:
+    """``(chunk, parse(chunk), seconds)`` over ``items``, in order, in chunks of at most
+    ``size``: the torch backend's batches.
+
+    When the torch device runs out of memory on a chunk, the free blocks of its caching
+    allocator are given back and the chunk is tried again at half the size.
+
+    Raises
+    ------
+    MemoryError
+        When a chunk of one item does not fit: the message is ``too_large(item)``.
+    """
+    import torch
+
+    start = 0
+    while start < len(items):
+        chunk = list(items[start : start + size])
+        t0 = time.perf_counter()
+        try:
+            got = parse(chunk)
+        except torch.cuda.OutOfMemoryError:
+            if torch.cuda.is_available() and "cuda" in str(device):
+                torch.cuda.empty_cache()
+            if size == 1:
+                raise MemoryError(too_large(chunk[0])) from None
+            size = max(1, size // 2)
+            continue
+        yield chunk, got, time.perf_counter() - t0
+        start += len(chunk)
 
 
 def dcyk_batch(
@@ -150,11 +191,19 @@ def dcyk_batch(
     words = plan.sentences
     order_by_length = sorted(range(len(words)), key=lambda k: len(words[k]))
     results: list[DCYKResult | None] = [None] * len(words)
-    for start in range(0, len(order_by_length), batch_size):
-        chunk = order_by_length[start : start + batch_size]
+
+    def parse(chunk: list[int]) -> list[DCYKResult]:
         part = Plan(plan.grammar, [words[k] for k in chunk], plan.options, plan.codebook)
-        for k, r in zip(
-            chunk, parse_plan(part, backend, device=device, decode=decode), strict=True
-        ):
+        return parse_plan(part, backend, device=device, decode=decode)
+
+    def too_large(k: int) -> str:
+        return (
+            f"the torch device {str(device)!r} ran out of memory parsing one sentence of "
+            f"{len(words[k])} words at d = {plan.codebook.d} ({plan.codebook.dtype}): use a "
+            "smaller d, float32, or a device with more memory"
+        )
+
+    for chunk, got, _ in in_batches(order_by_length, batch_size, parse, device, too_large):
+        for k, r in zip(chunk, got, strict=True):
             results[k] = r
     return results  # type: ignore[return-value]

@@ -310,8 +310,7 @@ def _parse_file(path: Path) -> _Parsed:
             wrong = _wrong_field(obj)
             if wrong:
                 raise ResultsFileError(
-                    f"{str(path)!r}, line {line_no}: {wrong} (the file was edited or is "
-                    "corrupt)"
+                    f"{str(path)!r}, line {line_no}: {wrong} (the file was edited or is corrupt)"
                 )
             if "order" not in obj:  # written before records named their order
                 obj["order"] = record_order(obj)

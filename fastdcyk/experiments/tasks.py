@@ -429,10 +429,9 @@ def tree_fields(
 def _run_task_torch(task: Task, device: Any) -> list[dict[str, Any]]:
     """:func:`run_task` with the torch backend: the task's sentences by length, in batches
     on ``device``, charts only (no P_left or P_right is copied back)."""
-    import torch
 
     from fastdcyk.engine import torch_backend as _torch
-    from fastdcyk.engine.batch import default_batch_size
+    from fastdcyk.engine.batch import default_batch_size, in_batches
 
     grammar = _worker_grammar(task.grammar_text)
     cb, fresh = _worker_codebook(task)
@@ -451,38 +450,31 @@ def _run_task_torch(task: Task, device: Any) -> list[dict[str, Any]]:
     items = sorted(task.items, key=lambda item: len(item[0]))  # similar lengths per batch
     if fresh and items:
         charts([items[0][0][:2]])  # untimed warm-up: kernels, FFT plans, the device's caches
+
+    def too_large(item: tuple[tuple[str, ...], Any]) -> str:
+        return (
+            f"the torch device {str(device)!r} ran out of memory parsing one sentence "
+            f"of {len(item[0])} words at d = {task.d} ({task.variant}, {task.dtype}): run "
+            "the smaller dimensions (--dims), or use a device with more memory"
+        )
+
     size = default_batch_size(task.d, task.dtype, device)
     records: list[dict[str, Any]] = []
-    start = 0
-    while start < len(items):
-        chunk = items[start : start + size]
-        t0 = time.perf_counter()
-        try:
-            got = charts([words for words, _ in chunk])
-        except torch.cuda.OutOfMemoryError:
-            _release_device_memory(device)
-            if size == 1:
-                raise MemoryError(
-                    f"the torch device {str(device)!r} ran out of memory parsing one sentence "
-                    f"of {len(chunk[0][0])} words at d = {task.d} ({task.variant}, "
-                    f"{task.dtype}): run the smaller dimensions (--dims), or use a device "
-                    "with more memory"
-                ) from None
-            size = max(1, size // 2)
-            continue
-        seconds = (time.perf_counter() - t0) / len(chunk)
+
+    def parse(chunk: list[tuple[tuple[str, ...], Any]]) -> list[dict[str, Any]]:
+        return charts([words for words, _ in chunk])
+
+    for chunk, got, seconds in in_batches(items, size, parse, device, too_large):
         for (words, indices), f in zip(chunk, got, strict=True):
             records += _records(
-                task, grammar, words, indices, f["chart"], f["statistics"], seconds, "torch"
+                task,
+                grammar,
+                words,
+                indices,
+                f["chart"],
+                f["statistics"],
+                seconds / len(chunk),
+                "torch",
             )
-        start += len(chunk)
     records.sort(key=lambda r: r["index"])
     return records
-
-
-def _release_device_memory(device: Any) -> None:
-    """Give the CUDA caching allocator's free blocks back after an out-of-memory error."""
-    import torch
-
-    if torch.cuda.is_available() and "cuda" in str(device):
-        torch.cuda.empty_cache()

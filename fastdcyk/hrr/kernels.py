@@ -118,7 +118,7 @@ def gather_cols_numpy(x, idx, out):
 
 
 def _spec_mul_axis0_py(s, spec):  # pragma: no cover - compiled
-    """s[f, :] *= spec[f], in place (a spectrum taken along axis 0)."""
+    """``s[f, :] *= spec[f]``, in place (a spectrum taken along axis 0)."""
     for f in prange(s.shape[0]):
         c = spec[f]
         row = s[f]
@@ -132,7 +132,7 @@ def spec_mul_axis0_numpy(s, spec):
 
 
 def _spec_mul_axis1_py(s, spec):  # pragma: no cover - compiled
-    """s[:, f] *= spec[f], in place (a spectrum taken along axis 1)."""
+    """``s[:, f] *= spec[f]``, in place (a spectrum taken along axis 1)."""
     for r in prange(s.shape[0]):
         row = s[r]
         for f in range(row.shape[0]):

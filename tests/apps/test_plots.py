@@ -225,3 +225,60 @@ def test_a_reused_folder_keeps_no_stale_figure_of_another_run(records, tmp_path)
     g0 = [r for r in records if r["grammar"] == "G0"]
     paths = plot_studies(g0, out, formats=("png",))  # one grammar: no study (c)
     assert {p.name for p in out.iterdir()} == {p.name for p in paths} | {"notes.txt"}
+
+
+# -- one parse ------------------------------------------------------------------------------
+
+
+def test_figure_parse_colours_each_symbol_against_the_symbolic_chart(tmp_path):
+    from matplotlib.patches import Rectangle
+    from PIL import Image
+
+    import fastdcyk as fd
+    from fastdcyk.plots import PARSE_COLOURS, figure_parse, save_figure
+
+    g = fd.Grammar.builtin("G0")
+    words = "fish swim fish near fish"
+    r = fd.dcyk(g, words, d=64, variant="paper")  # small d: false triples and misses
+    gold = fd.cyk(g, words)
+    triples = {"true": 0, "false": 0, "missed": 0}
+    for (i, j), cell in r.chart.items():
+        for a in set(cell) | set(gold[(i, j)]):
+            kind = "true" if a in cell and a in gold[(i, j)] else "false" if a in cell else "missed"
+            triples[kind] += 1
+    assert triples["false"] and triples["missed"] and triples["true"]  # every colour drawn
+    fig = figure_parse(r, gold, max_symbols=20)
+    chart, p_left, p_right = fig.axes[:3]
+    colours = {v: k for k, v in PARSE_COLOURS.items()}
+    bars = {"true": 0, "false": 0, "missed": 0}
+    for patch in chart.patches:
+        if isinstance(patch, Rectangle) and patch.get_fill():
+            hexa = "#{:02x}{:02x}{:02x}".format(
+                *(round(255 * c) for c in patch.get_facecolor()[:3])
+            )
+            bars[colours[hexa]] += 1
+    assert bars == triples  # one bar per symbol of a cell, in its colour
+    assert p_left.get_title() == "P_left" and p_right.get_title() == "P_right"
+    assert p_left.images[0].get_array().shape == (64, 64)
+    path = save_figure(fig, tmp_path / "parse.png", dpi=50)
+    with Image.open(path) as im:
+        w, h = fig.get_size_inches()
+        assert abs(im.size[0] - w * 50) <= 1 and abs(im.size[1] - h * 50) <= 1  # rounding
+    big = fd.dcyk(g, "fish swim", d=512, variant="trace")
+    assert figure_parse(big, matrix_size=128).axes[1].get_title() == "P_left [:128, :128]"
+    with pytest.raises(ValueError, match="not decoded"):
+        figure_parse(fd.dcyk(g, "fish swim", d=32, decode=False))
+    with pytest.raises(ValueError, match=".png, .svg or .pdf"):
+        save_figure(fig, tmp_path / "parse.gif")
+
+
+def test_parse_plot_writes_the_figure_and_checks_the_path_first(tmp_path, capsys):
+    from fastdcyk.cli import main
+
+    out = tmp_path / "parse.svg"
+    argv = ["parse", "--grammar", "G0", "--dim", "256", "--variant", "trace", "--plot"]
+    assert main([*argv, str(out), "fish", "swim"]) == 0
+    assert out.read_bytes().startswith(b"<?xml") and "figure written to" in capsys.readouterr().out
+    assert main([*argv, str(tmp_path / "parse.gif"), "fish", "swim"]) == 2
+    got = capsys.readouterr()
+    assert "give a file ending in .png, .svg or .pdf" in got.err and "symbolic CYK" not in got.out

@@ -345,3 +345,31 @@ def test_parse_sentences_without_dense_matrices_gives_the_same_charts():
     for a, b in zip(dense, lean, strict=True):
         assert b["p_left"] is None and b["p_right"] is None
         assert a["chart"] == b["chart"] and a["statistics"] == b["statistics"]
+
+
+def test_dcyk_batch_halves_its_batches_when_the_device_is_full(monkeypatch):
+    from fastdcyk.engine import batch as _batch
+
+    g = fd.Grammar.builtin("G0")
+    sents = ["fish swim", "fish swim fish", "fish near fish swim", "fish swim near fish swim"]
+    cb = _codebook(g, 32, "trace")
+    expected = [r.chart for r in dcyk_batch(g, sents, cb, variant="trace", batch_size=4)]
+    parse, sizes = _batch.parse_plan, []
+
+    def small_device(plan, *args, **kwargs):
+        sizes.append(len(plan.sentences))
+        if len(plan.sentences) > 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (a test)")
+        return parse(plan, *args, **kwargs)
+
+    monkeypatch.setattr(_batch, "parse_plan", small_device)
+    got = dcyk_batch(g, sents, cb, variant="trace", batch_size=4)
+    assert [r.chart for r in got] == expected  # the same results, in the caller's order
+    assert sizes == [4, 2, 1, 1, 1, 1]
+
+    def full_device(*args, **kwargs):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory (a test)")
+
+    monkeypatch.setattr(_batch, "parse_plan", full_device)
+    with pytest.raises(MemoryError, match=r"ran out of memory parsing one sentence of \d+ words"):
+        dcyk_batch(g, sents, cb, variant="trace", batch_size=4)
