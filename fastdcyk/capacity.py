@@ -707,7 +707,7 @@ def predict(
         sentences of that length are drawn from the grammar (seed ``seed``).
     d : int
         The dimension.
-    variant : {"trace", "paper"}, default "trace"
+    variant : {"trace", "paper", "cleanup"}, default "trace"
         Note the default: the trace variant (:func:`fastdcyk.dcyk` defaults to "paper").
     encoding, order, beta, threshold :
         As in :func:`fastdcyk.dcyk` (the variant's defaults where None).

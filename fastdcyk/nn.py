@@ -217,7 +217,7 @@ class DCYK(torch.nn.Module):
         A CNF grammar (or the name of a built-in one).
     d : int
         The dimension.
-    variant : {"trace", "paper"}, default "trace"
+    variant : {"trace", "paper", "cleanup"}, default "trace"
         As for :func:`fastdcyk.dcyk`; the other options (``gate``, ``decoder``,
         ``unary_mask``, ``order``, ``encoding``, ``beta``, ``threshold``) can be given as
         keywords. ``prune`` defaults to 0 here (every update is applied, so the output is

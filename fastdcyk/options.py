@@ -233,7 +233,7 @@ def resolve(
 
     Parameters
     ----------
-    variant : {"paper", "trace"}
+    variant : {"paper", "trace", "cleanup"}
     gate, decoder, unary_mask, order, encoding
         Override the variant's choice.
     beta, threshold

@@ -119,13 +119,15 @@ def dcyk(
         Codebook seed (ignored when a codebook is given).
     dtype : {"float32", "float64"}, optional
         Default float32; must match the codebook's if both are given.
-    variant : {"paper", "trace"}, optional
+    variant : {"paper", "trace", "cleanup"}, optional
         Default ``"paper"`` (:data:`fastdcyk.options.DEFAULT_VARIANT`). ``"paper"``: the
         faithful algorithm (entrywise gate, entry (0, 0) decoder), with the
         corrections of docs/method.md, section 2. ``"trace"``: the improved preset (trace gate
-        and trace decoder, docs/method.md, section 3).
+        and trace decoder, docs/method.md, section 3). ``"cleanup"``: the trace variant's
+        codebook and decoder with the clean-up detection, for grammars of thousands of rules
+        (docs/method.md, section 6; P_left only).
     gate, decoder, unary_mask : optional
-        Override one ingredient of the preset: ``gate`` in {"entrywise", "trace"},
+        Override one ingredient of the preset: ``gate`` in {"entrywise", "trace", "cleanup"},
         ``decoder`` in {"entry", "trace"}, ``unary_mask`` (mask the unary P_A to its diagonal).
     beta : float, optional
         Slope of sigma(x) = 1 / (1 + exp(-(x - 0.5) beta)); default :data:`DEFAULT_BETA`.
