@@ -47,6 +47,7 @@ import resource
 import subprocess
 import sys
 import time
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pytest
@@ -133,20 +134,25 @@ def struct_log_counts(potentials: tuple, lengths: Any) -> Any:
 # -- one case -------------------------------------------------------------------------------
 
 
-def run_case(
-    system: str,
-    spec: str,
-    length: int,
-    batch: int,
-    *,
-    d: int,
-    device: str,
-    cap: float,
-    variant: str = VARIANT,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Case:
+    """One cell of the table: a system, a grammar, a sentence length and a batch size."""
+
+    system: str
+    spec: str
+    length: int
+    batch: int
+    d: int = 1024
+    device: str = "cpu"
+    cap: float = 120.0
+    variant: str = VARIANT
+
+
+def run_case(case: Case) -> dict[str, Any]:
     """Parse one batch with one system in this process: sentences per second and memory."""
-    g = peer_grammar(spec)
-    sents = sentences(g, length, batch)
+    system, device, variant, d = case.system, case.device, case.variant, case.d
+    g = peer_grammar(case.spec)
+    sents = sentences(g, case.length, case.batch)
     done = len(sents)
     if system == "torch-struct":
         import torch
@@ -159,7 +165,7 @@ def run_case(
         _sync(device)
     elif system == "fastdcyk-torch":
         cb = fd.engine.default_codebook(g, d, 0, unitary=True)
-        kw = {"variant": variant, "backend": "torch", "device": device, "batch_size": batch}
+        kw = {"variant": variant, "backend": "torch", "device": device, "batch_size": case.batch}
         fd.dcyk_batch(g, sents, cb, **kw)  # warm-up
         _sync(device)
         t0 = time.perf_counter()
@@ -177,7 +183,7 @@ def run_case(
         for words in sents:
             one(words)
             done += 1
-            if time.perf_counter() - t0 > cap / 2:
+            if time.perf_counter() - t0 > case.cap / 2:
                 break
     seconds = time.perf_counter() - t0
     out = {"sentences": done, "of": len(sents), "seconds": seconds}
@@ -196,21 +202,10 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def measure(
-    system: str,
-    spec: str,
-    length: int,
-    batch: int,
-    *,
-    d: int,
-    device: str,
-    cap: float,
-    gb: float,
-    variant: str = VARIANT,
-) -> dict[str, Any]:
-    """:func:`run_case` in a fresh process limited to ``gb`` GB of address space."""
-    case = {"system": system, "spec": spec, "length": length, "batch": batch, "d": d}
-    case |= {"device": device, "cap": cap, "variant": variant}
+def measure(case: Case, gb: float) -> dict[str, Any]:
+    """:func:`run_case` in a fresh process limited to ``gb`` GB of address space and to the
+    case's ``cap`` seconds."""
+    device, cap = case.device, case.cap
 
     def limit() -> None:
         if not device.startswith("cuda"):  # CUDA maps far more address space than it uses
@@ -219,7 +214,7 @@ def measure(
 
     try:
         proc = subprocess.run(
-            [sys.executable, __file__, "--case", json.dumps(case)],
+            [sys.executable, __file__, "--case", json.dumps(asdict(case))],
             capture_output=True,
             text=True,
             timeout=cap,
@@ -260,10 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     args = p.parse_args(argv)
     if args.case:
-        case = json.loads(args.case)
-        keys = ("system", "spec", "length", "batch")
-        kw = {k: case[k] for k in ("d", "device", "cap", "variant")}
-        print(json.dumps(run_case(*(case[k] for k in keys), **kw)))
+        print(json.dumps(run_case(Case(**json.loads(args.case)))))
         return 0
     specs = [str(n) for n in args.sizes if n] + args.builtin + ([args.atis] if args.atis else [])
     print(
@@ -277,17 +269,9 @@ def main(argv: list[str] | None = None) -> int:
             for batch in args.batches:
                 row = []
                 for system in args.systems:
-                    r = measure(
-                        system,
-                        spec,
-                        length,
-                        batch,
-                        d=args.dim,
-                        device=args.device,
-                        cap=args.cap,
-                        gb=args.memory,
-                        variant=args.variant,
-                    )
+                    case = Case(system, spec, length, batch, args.dim, args.device, args.cap,
+                                args.variant)  # fmt: skip
+                    r = measure(case, args.memory)
                     row.append(cell(r))
                 head = f"| {grammar_name(spec)} | {length} | {batch} | "
                 print(head + " | ".join(row) + " |", flush=True)
