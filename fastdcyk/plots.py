@@ -36,6 +36,7 @@ from typing import Any
 from fastdcyk.experiments.aggregate import default_study_c_dim, study_rows
 
 __all__ = [
+    "FIGURE_FORMATS",
     "FIGURE_NAMES",
     "FigureWriteError",
     "figure_parse",
@@ -51,6 +52,9 @@ class FigureWriteError(OSError):
     Nothing half written is left; the message names the path, the cause and what was kept.
     """
 
+
+#: The formats a figure is written in.
+FIGURE_FORMATS = ("png", "svg", "pdf")
 
 #: File stem of each study's figure.
 FIGURE_NAMES = {
@@ -394,7 +398,7 @@ def plot_studies(
         On an unknown format or average.
     """
     for f in formats:
-        if f not in ("png", "svg", "pdf"):
+        if f not in FIGURE_FORMATS:
             raise ValueError(f"unknown figure format {f!r}: choose from png, svg, pdf")
     out = Path(out_dir)
     figures = []
@@ -445,7 +449,7 @@ def plot_studies(
     drawn = {study for study, _ in figures}
     for study in studies:
         if study not in drawn:  # no data this time: a figure of it here is another run's
-            for f in ("png", "svg", "pdf"):
+            for f in FIGURE_FORMATS:
                 with contextlib.suppress(OSError):
                     (out / f"{FIGURE_NAMES[study]}.{f}").unlink(missing_ok=True)
     return written
@@ -592,6 +596,20 @@ def _draw_cell(
                 va="center", color="0.4")  # fmt: skip
 
 
+def figure_format(path: str | os.PathLike[str]) -> str:
+    """The format of a figure file, from its suffix (one of :data:`FIGURE_FORMATS`).
+
+    Raises
+    ------
+    ValueError
+        On another suffix.
+    """
+    fmt = Path(path).suffix.lower().lstrip(".")
+    if fmt not in FIGURE_FORMATS:
+        raise ValueError(f"{os.fspath(path)!r}: give a file ending in .png, .svg or .pdf")
+    return fmt
+
+
 def save_figure(fig: Any, path: str | os.PathLike[str], *, dpi: int = 110) -> Path:
     """Write a figure to ``path`` in the format its suffix names (.png, .svg, .pdf), whole or
     not at all (a temporary file renamed into place).
@@ -604,9 +622,7 @@ def save_figure(fig: Any, path: str | os.PathLike[str], *, dpi: int = 110) -> Pa
         When the file cannot be written (the message names it and the cause).
     """
     path = Path(path)
-    fmt = path.suffix.lower().lstrip(".")
-    if fmt not in ("png", "svg", "pdf"):
-        raise ValueError(f"{str(path)!r}: a figure is written as .png, .svg or .pdf")
+    fmt = figure_format(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         _save(fig, fmt, tmp, dpi)

@@ -29,8 +29,12 @@ PARSE_PROGRESS_DELAY = 2.0
 
 def _cmd_parse(args: argparse.Namespace) -> int:
     if args.plot is not None:  # before any work: a figure format and a file that can be written
-        if Path(args.plot).suffix.lower() not in (".png", ".svg", ".pdf"):
-            raise UsageError(f"--plot {args.plot}: give a file ending in .png, .svg or .pdf")
+        from fastdcyk.plots import figure_format
+
+        try:
+            figure_format(args.plot)
+        except ValueError as exc:
+            raise UsageError(f"--plot {exc}") from None
         check_out_file("--plot", Path(args.plot))
     grammar = load_grammar(args.grammar, encoding=args.grammar_encoding, to_cnf=args.to_cnf)
     words = Grammar.normalize_words(args.words)

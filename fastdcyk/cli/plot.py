@@ -19,6 +19,7 @@ from fastdcyk.experiments import (
     load_records,
     study_rows,
 )
+from fastdcyk.plots import FIGURE_FORMATS
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
@@ -115,7 +116,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=beta,
         help="beta to draw (default: the engine's, or the smallest of the results without it)",
     )
-    p.add_argument("--formats", nargs="+", choices=("png", "svg", "pdf"), default=["png", "svg"])
+    p.add_argument("--formats", nargs="+", choices=FIGURE_FORMATS, default=["png", "svg"])
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     p.set_defaults(func=_cmd_plot)
     return p
