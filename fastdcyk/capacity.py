@@ -48,6 +48,7 @@ from fastdcyk.engine import schedule as S
 from fastdcyk.engine.decode import decision_boundary, sigmoid
 from fastdcyk.engine.plan import default_codebook
 from fastdcyk.engine.progress import check_progress, progress_bar
+from fastdcyk.engine.readback import candidates, solve
 from fastdcyk.engine.rules import (
     lexical_layer,
     parseval_weights,
@@ -458,9 +459,15 @@ _EXACT_MIN = 1e-6
 
 class _CleanSim(_Sim):
     """The clean-up gate (docs/method.md, section 6): every completed cell read once into
-    clean scores sigma(readout), whose readout is the trace decoder's (its exact part from
-    the codebook's spectra, its span part the decoder's modelled noise); a detection is the
-    grammar's rules over the children's scores, gated; P_left only.
+    clean scores sigma(a); a detection is the grammar's rules over the children's scores,
+    gated; P_left only.
+
+    With the matched read-back a_X is the trace decoder's readout (its exact part from the
+    codebook's spectra, its span part the decoder's modelled noise). With the least-squares
+    read-back (docs/method.md, section 7) only the candidates are written, and their
+    amplitudes solve G_C a = x_C, with x_C the exact readouts plus the modelled noise,
+    drawn with the covariance the readouts of the candidates share (their Gram matrix
+    times the per-symbol variance): a = g + G_C^-1 e, as in the engine.
 
     A cell's exact readouts are sums over the terms written into it of their overlaps with
     every symbol: one column of overlaps per symbol that is ever written (computed once per
@@ -468,10 +475,13 @@ class _CleanSim(_Sim):
     noise model keeps running sums of the squared gates.
     """
 
+    def __init__(self, *args: Any, readback: str = "matched", level: float = 0.25) -> None:
+        super().__init__(*args)
+        self.lstsq, self.level = readback == "lstsq", level
+
     def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
         """The decoded chart of one sentence, simulated."""
         d, n, t = self.d, len(words), self.t
-        self.shifted = self.cb.index_vectors == "shifted" and len(sidon_offsets(d, n + 1)) == n + 1
         self.words, self.rng = words, rng
         nn = len(t.nonterminals)
         if not hasattr(self, "st"):
@@ -486,13 +496,21 @@ class _CleanSim(_Sim):
             self.cols: dict[tuple[str, int], np.ndarray] = {}
             self.gram: np.ndarray | None = None
         self.gl = np.zeros((n + 1, n + 1, nn))
-        self.sq_total, self.sq_symbol = 0.0, np.zeros(nn)  # running sums of gl ** 2
+        self.sq_total = 0.0  # the running sum of gl ** 2
         self.term = np.zeros((n + 1, n + 1))
         self.exact = np.zeros((n + 1, n + 1, nn))
         self.scores = np.zeros((n + 1, n + 1, nn))
+        self.stats = np.zeros((n + 1, n + 1, nn))
         self.terms: dict[tuple[int, int], list] = {}
+        self.cands: dict[tuple[int, int], list] = {}
         for i in range(1, n + 1):
             self.term[i - 1, i] = 1.0
+        # near[a, b]: the variance a near match across span indices a != b adds
+        shifted = np.zeros(n + 1, bool)
+        if self.cb.index_vectors == "shifted":
+            shifted[: len(sidon_offsets(d, n + 1))] = True
+        self.near = np.where(shifted[:, None] & shifted[None, :], 2.0 / d**2, 1.0 / d)
+        np.fill_diagonal(self.near, 0.0)
         S.run(self, n, self.order, S.Ledger(_OPS, t.nonterminals, [n], self.prune))
         return self.decode(n)
 
@@ -513,13 +531,23 @@ class _CleanSim(_Sim):
             self.cols[(kind, k)] = col
         return col
 
-    def _noise(self, i: int, j: int, size: int, same: np.ndarray) -> np.ndarray:
-        """The span part of readouts at cell (i, j) (as :meth:`_Sim._noise_decoder`): the
-        same symbol elsewhere is a near match, every other term adds 1/d^2."""
-        d = self.d
-        cell = self.gl[i, j] ** 2
-        total = self.sq_total - cell.sum() + self.term.sum() - self.term[i, j]
-        var = (2.0 * same / d**2 if self.shifted else same / d) + total / d**2
+    def _variance(self, i: int, j: int, rows: Any = slice(None)) -> np.ndarray:
+        """The variance of the span part of the readouts of nonterminals ``rows`` at cell
+        (i, j). A term of the same symbol in a cell that shares one span slot with (i, j)
+        ((i, j') or (i', j)) is a near match: it reads the overlap of the two other index
+        vectors, N(0, 1/d) unless both are shifted (2/d^2, section 3); every other term adds
+        1/d^2, its gate squared weighing each."""
+        near = self.near[j] @ (self.gl[i][:, rows] ** 2)
+        near += self.near[i] @ (self.gl[:, j][:, rows] ** 2)
+        return near + self._other(i, j)
+
+    def _other(self, i: int, j: int) -> float:
+        """The variance the terms of other cells add to any readout at (i, j), near matches
+        aside: 1/d^2 times their squared gates (the words' weigh 1)."""
+        total = self.sq_total - float((self.gl[i, j] ** 2).sum()) + self.term.sum()
+        return (total - self.term[i, j]) / self.d**2
+
+    def _noise(self, i: int, j: int, size: int, var: Any) -> np.ndarray:
         return self.rng.normal(0.0, 1.0, size) * np.sqrt(var)
 
     def read(self, i: int, j: int, step: Step) -> None:
@@ -527,17 +555,21 @@ class _CleanSim(_Sim):
         if step == S.UNARY:
             word = self.words[i]
             x = self._column("tt", self.term_index[word])  # the cell holds the word only
-            same = np.array([self.words.count(t) for t in self.term_index]) - (
-                np.arange(len(self.term_index)) == self.term_index[word]
-            )
-            x = x + self._noise(i, j, len(x), same)
-            self.tvals = lexical_layer(st, sigmoid(x, self.beta), self.term_rows)
+            # a word elsewhere shares no span slot with (i, j): no near match
+            self.unary_var = self._other(i, j)
+            c = sigmoid(x + self._noise(i, j, len(x), self.unary_var), self.beta)
+            self.tvals = lexical_layer(st, c, self.term_rows)
+            self.term_read = np.flatnonzero(c > self.level)
         else:
             self.tvals = rule_layer(st, self.scores, i, j)
 
     def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
         t = self.tvals[ks]
         g = self.gate(t)
+        if self.lstsq:  # only the candidates are written
+            cand = candidates(t, g, self.level, self.prune)
+            self.cands.setdefault((i, j), []).append(self.rows(step)[ks][cand])
+            g = np.where(cand, g, 0.0)
         return Detections(t[None], g[None], g[None], g)
 
     def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
@@ -546,7 +578,6 @@ class _CleanSim(_Sim):
         rows, g = rows[on], g[on]
         self.gl[i, j, rows] = g
         self.sq_total += float(g @ g)
-        self.sq_symbol[rows] += g * g
         # the exact part of a term of gate below EXACT_MIN is below EXACT_MIN in every readout
         big = g >= _EXACT_MIN
         self.terms.setdefault((i, j), []).append((rows[big], g[big]))
@@ -566,6 +597,9 @@ class _CleanSim(_Sim):
         return self.gram[rows]
 
     def end(self, i: int, j: int, step: Step) -> None:
+        if self.lstsq:
+            self._end_lstsq(i, j, step)
+            return
         x = np.zeros(len(self.t.nonterminals))
         if j == i + 1:
             x += self._column("nt", self.term_index[self.words[i]])
@@ -575,19 +609,60 @@ class _CleanSim(_Sim):
             elif len(rows):
                 x += g @ self._overlaps(rows)
         self.exact[i, j] = x
-        same = self.sq_symbol - self.gl[i, j] ** 2
-        self.scores[i, j] = sigmoid(x + self._noise(i, j, len(x), same), self.beta)
+        self.scores[i, j] = sigmoid(x + self._noise(i, j, len(x), self._variance(i, j)), self.beta)
+
+    def _end_lstsq(self, i: int, j: int, step: Step) -> None:
+        """The least-squares read-back of cell (i, j) over its candidates (and, in a unary
+        cell, the terminals read there), the written items' overlaps exact."""
+        rows = np.concatenate(self.cands.pop((i, j), [np.zeros(0, np.intp)]))
+        k = len(rows)
+        g_nn = self._overlaps(rows)[:, rows] if k else np.zeros((0, 0))
+        g_rows = self.gl[i, j, rows]
+        written = g_nn @ g_rows  # the cell's items: exactly its candidates (and the word)
+        var = self._variance(i, j, rows)
+        if step == S.UNARY:
+            word = self.term_index[self.words[i]]
+            terms = self.term_read
+            g_nt = np.stack([self._column("nt", r)[rows] for r in terms], axis=1)
+            g_tt = np.stack([self._column("tt", r)[terms] for r in terms], axis=1)
+            g_nn = np.block([[g_nn, g_nt], [g_nt.T, g_tt]]) if len(terms) else g_nn
+            written = np.concatenate([written, g_nt.T @ g_rows]) if len(terms) else written
+            written[:k] += self._column("nt", word)[rows]
+            if len(terms):
+                written[k:] += self._column("tt", word)[terms]
+                var = np.concatenate([var, np.full(len(terms), self.unary_var)])
+        if not len(written):
+            self.scores[i, j] = sigmoid(self.stats[i, j], self.beta)
+            return
+        e = np.sqrt(var) * _correlated(g_nn, self.rng.normal(0.0, 1.0, len(written)))
+        a = solve(g_nn, written + e)
+        self.stats[i, j, rows] = a[:k]
+        self.scores[i, j] = sigmoid(self.stats[i, j], self.beta)
 
     def decode(self, n: int) -> dict:
-        """The trace decoder over the finished simulated chart, with its modelled noise."""
+        """The final chart: the read-back's amplitudes (least squares), or the trace
+        decoder over the finished simulated chart, with its modelled noise (matched)."""
         names = self.t.nonterminals
         chart = {}
         for i in range(n):
             for j in range(i + 1, n + 1):
-                same = self.sq_symbol - self.gl[i, j] ** 2
-                stats = self.exact[i, j] + self._noise(i, j, len(names), same)
+                if self.lstsq:
+                    stats = self.stats[i, j]
+                else:
+                    var = self._variance(i, j)
+                    stats = self.exact[i, j] + self._noise(i, j, len(names), var)
                 chart[(i, j)] = frozenset(names[k] for k in np.flatnonzero(stats > self.bound))
         return chart
+
+
+def _correlated(g: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """L z with L L^T = g (g's square root where it is not positive definite): standard
+    normal draws z given the covariance of the readouts of vectors with Gram matrix g."""
+    try:
+        return np.linalg.cholesky(g) @ z
+    except np.linalg.LinAlgError:
+        w, u = np.linalg.eigh(g)
+        return u @ (np.sqrt(np.maximum(w, 0.0)) * (u.T @ z))
 
 
 def _grammar(grammar: Any) -> Grammar:
@@ -691,6 +766,8 @@ def predict(
     order: str | None = None,
     beta: float | None = None,
     threshold: float | None = None,
+    readback: str | None = None,
+    candidate_level: float | None = None,
     samples: int = 3,
     sentences: int = 100,
     seed: int = 0,
@@ -709,7 +786,7 @@ def predict(
         The dimension.
     variant : {"trace", "paper", "cleanup"}, default "trace"
         Note the default: the trace variant (:func:`fastdcyk.dcyk` defaults to "paper").
-    encoding, order, beta, threshold :
+    encoding, order, beta, threshold, readback, candidate_level :
         As in :func:`fastdcyk.dcyk` (the variant's defaults where None).
     samples : int, default 3
         Codebook draws (seeds ``seed``, ``seed + 1``, ...): the same codebooks that
@@ -741,7 +818,15 @@ def predict(
     grammar = _grammar(grammar)
     d = check_dim(d)
     samples, sentences = check_int("samples", samples, 1), check_int("sentences", sentences, 1)
-    opt = resolve(variant, order=order, encoding=encoding, beta=beta, threshold=threshold)
+    opt = resolve(
+        variant,
+        order=order,
+        encoding=encoding,
+        beta=beta,
+        threshold=threshold,
+        readback=readback,
+        candidate_level=candidate_level,
+    )
     gate, order, encoding, beta, threshold = (
         opt.gate,
         opt.order,
@@ -759,8 +844,11 @@ def predict(
     try:
         for k in range(samples):
             cb = default_codebook(grammar, int(d), seed + k, "float64", unitary=unitary, threads=1)
-            model = {"trace": _Sim, "cleanup": _CleanSim, "entrywise": _MaskSim}[gate]
-            sim = model(grammar, cb, encoding, order, float(beta), float(threshold))
+            args = (grammar, cb, encoding, order, float(beta), float(threshold))
+            if gate == "cleanup":
+                sim = _CleanSim(*args, readback=opt.readback, level=opt.candidate_level)
+            else:
+                sim = {"trace": _Sim, "entrywise": _MaskSim}[gate](*args)
             rng = np.random.default_rng(np.random.SeedSequence(seed + k, spawn_key=(0xCA9,)))
             for s, gold in zip(sents, golds, strict=True):
                 chart = sim.run(s, rng)

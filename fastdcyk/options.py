@@ -34,17 +34,20 @@ __all__ = [
     "DEFAULT_BETA",
     "DEFAULT_VARIANT",
     "DEFAULT_THRESHOLD",
+    "DEFAULT_CANDIDATE_LEVEL",
     "DTYPES",
     "ENCODINGS",
     "EXECUTORS",
     "GATES",
     "SCALAR_GATES",
     "ORDERS",
+    "READBACKS",
     "VARIANTS",
     "DCYKOptions",
     "check_backend",
     "check_beta",
     "check_beta_threshold",
+    "check_candidate_level",
     "check_choice",
     "check_dim",
     "check_dtype",
@@ -56,8 +59,9 @@ __all__ = [
 
 #: The variants and what each chooses: ``"paper"`` is the faithful algorithm, ``"trace"``
 #: the improved one (docs/method.md, sections 2 and 3), ``"cleanup"`` the trace variant's
-#: codebook and decoder with a detection whose noise does not grow with the grammar
-#: (clean-up memory, docs/method.md, section 6): the one for real grammars.
+#: codebook with a detection whose noise does not grow with the grammar (clean-up memory,
+#: docs/method.md, section 6) and a read-back that separates the symbols of a cell (least
+#: squares over the cell's candidates, section 7): the one for real grammars.
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {
         "gate": "entrywise",
@@ -98,6 +102,16 @@ GATES = ("entrywise", "trace", "cleanup")
 SCALAR_GATES = ("trace", "cleanup")
 #: ``"entry"``: entry (0, 0) of the readout (the paper); ``"trace"``: its trace over d.
 DECODERS = ("entry", "trace")
+#: How the clean-up gate reads a completed cell (docs/method.md, section 7): ``"lstsq"``
+#: solves for the amplitudes of the cell's candidates (the nonterminals its detections
+#: proposed) by least squares, every other nonterminal reads 0; ``"matched"`` reads every
+#: nonterminal with its own matched filter, the decoder's readout. The other gates read
+#: with their decoder (``"matched"``).
+READBACKS = ("lstsq", "matched")
+#: The detection t_A above which a nonterminal is a candidate of its cell under the
+#: least-squares read-back (written, and solved for): a quarter of one derivation whose
+#: children both read clean (docs/method.md, section 7).
+DEFAULT_CANDIDATE_LEVEL = 0.25
 #: ``"sequential"``: the paper's order (each update applied before the next detection of the
 #: same cell); ``"cell"``: every detection of a cell reads the table as it was before the cell.
 ORDERS = ("sequential", "cell")
@@ -213,6 +227,16 @@ class DCYKOptions:
     prune: float
     order: str = "sequential"
     encoding: str = "paper"
+    readback: str = "matched"
+    candidate_level: float = DEFAULT_CANDIDATE_LEVEL
+
+
+def check_candidate_level(level: Any) -> float:
+    """The least-squares read-back's candidate level: a finite number >= 0."""
+    ok = isinstance(level, int | float | np.integer | np.floating) and not isinstance(level, bool)
+    if not (ok and math.isfinite(level) and level >= 0):
+        raise ValueError(f"candidate_level must be a finite number >= 0, got {level!r}")
+    return float(level)
 
 
 def resolve(
@@ -226,6 +250,8 @@ def resolve(
     prune: float | None = None,
     order: str | None = None,
     encoding: str | None = None,
+    readback: str | None = None,
+    candidate_level: float | None = None,
     dtype: Any = "float32",
 ) -> DCYKOptions:
     """The options of a parse: the variant's preset (:data:`VARIANTS`) where None, each
@@ -236,6 +262,12 @@ def resolve(
     variant : {"paper", "trace", "cleanup"}
     gate, decoder, unary_mask, order, encoding
         Override the variant's choice.
+    readback : {"lstsq", "matched"}, optional
+        How the clean-up gate reads a completed cell (:data:`READBACKS`); default
+        ``"lstsq"`` with the clean-up gate, ``"matched"`` with the others (which accept
+        nothing else).
+    candidate_level : float, optional
+        Default :data:`DEFAULT_CANDIDATE_LEVEL` (used by ``readback="lstsq"`` only).
     beta, threshold
         Default :data:`DEFAULT_BETA` and :data:`DEFAULT_THRESHOLD`.
     prune : float, optional
@@ -261,6 +293,24 @@ def resolve(
         ("encoding", encoding, ENCODINGS),
     ):
         chosen[name] = check_choice(name, preset[name] if value is None else value, allowed)
+    if readback is None:  # the clean-up gate reads by least squares unless told otherwise
+        readback = "lstsq" if chosen["gate"] == "cleanup" else "matched"
+    chosen["readback"] = check_choice("readback", readback, READBACKS)
+    if chosen["readback"] == "lstsq":
+        if chosen["gate"] != "cleanup":
+            raise ValueError(
+                f"readback='lstsq' reads the candidates of the clean-up gate; gate "
+                f"{chosen['gate']!r} reads with its decoder: leave readback out, or use "
+                "gate='cleanup' (variant='cleanup')"
+            )
+        if decoder is not None and decoder != "trace":
+            raise ValueError(
+                f"decoder={decoder!r} does not apply to readback='lstsq', which reads the "
+                "chart itself: use readback='matched' to decode with the entry decoder"
+            )
+        chosen["decoder"] = "trace"  # its readouts are the trace decoder's
+    level = DEFAULT_CANDIDATE_LEVEL if candidate_level is None else candidate_level
+    chosen["candidate_level"] = check_candidate_level(level)
     beta, threshold = check_beta_threshold(beta, threshold)
     return DCYKOptions(
         variant=variant,

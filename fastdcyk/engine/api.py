@@ -90,6 +90,8 @@ def dcyk(
     prune: float | None = None,
     order: str | None = None,
     encoding: str | None = None,
+    readback: str | None = None,
+    candidate_level: float | None = None,
     unitary: bool | None = None,
     engine: Any = "auto",
     decode: bool = True,
@@ -124,8 +126,9 @@ def dcyk(
         faithful algorithm (entrywise gate, entry (0, 0) decoder), with the
         corrections of docs/method.md, section 2. ``"trace"``: the improved preset (trace gate
         and trace decoder, docs/method.md, section 3). ``"cleanup"``: the trace variant's
-        codebook and decoder with the clean-up detection, for grammars of thousands of rules
-        (docs/method.md, section 6; P_left only).
+        codebook with the clean-up detection and the least-squares read-back, for grammars
+        of thousands of rules and cells of hundreds of symbols (docs/method.md, sections 6
+        and 7; P_left only).
     gate, decoder, unary_mask : optional
         Override one ingredient of the preset: ``gate`` in {"entrywise", "trace", "cleanup"},
         ``decoder`` in {"entry", "trace"}, ``unary_mask`` (mask the unary P_A to its diagonal).
@@ -150,6 +153,19 @@ def dcyk(
         namespace ``"right"``): P_right holds [X']+ [i]+ [j]+ and R_b^A = sum [B]+ [C']-
         (docs/method.md, section 3). Default: the variant's choice (paper: ``"paper"``,
         trace: ``"roles"``).
+    readback : {"lstsq", "matched"}, optional
+        How the clean-up gate reads a completed cell, both for its parents and for the
+        chart (docs/method.md, section 7). ``"lstsq"`` (its default): the cell's candidates
+        (the nonterminals whose detection t_A exceeds ``candidate_level``, the only updates
+        written) are read together by least squares over their vectors, so that the
+        symbols of a cell no longer blur each other; every other nonterminal reads 0.
+        ``"matched"``: every nonterminal is read with its own matched filter (the trace
+        decoder), as before 0.3; the final chart is then the trace decoder's (or with
+        ``decoder="entry"`` the entry decoder's). Other gates read with their decoder and
+        accept ``"matched"`` only.
+    candidate_level : float, optional
+        The detection t_A above which a nonterminal is a candidate of its cell under
+        ``readback="lstsq"`` (default 0.25, :data:`fastdcyk.options.DEFAULT_CANDIDATE_LEVEL`).
     unitary : bool, optional
         Unitary zero-mean symbol vectors, with the grammar's symbols and the span indices
         shifted by Sidon sets (only when the codebook is built here; see :class:`Codebook`

@@ -121,6 +121,8 @@ def dcyk_batch(
     prune: float | None = None,
     order: str | None = None,
     encoding: str | None = None,
+    readback: str | None = None,
+    candidate_level: float | None = None,
     unitary: bool | None = None,
     engine: Any = "auto",
     decode: bool = True,
@@ -139,7 +141,7 @@ def dcyk_batch(
         The sentences (a str is split on whitespace), each checked as :func:`fastdcyk.dcyk`
         checks one.
     codebook, d, seed, dtype, variant, gate, decoder, unary_mask, beta, threshold, prune,
-    order, encoding, unitary, engine, decode, check_memory
+    order, encoding, readback, candidate_level, unitary, engine, decode, check_memory
         As for :func:`fastdcyk.dcyk`; one codebook (given or built here) serves every
         sentence.
     backend : {"torch", "numpy"}, default "torch"

@@ -70,6 +70,7 @@ def estimate_memory(
     gate: str | None = None,
     order: str | None = None,
     decoder: str | None = None,
+    readback: str | None = None,
     n: int = 10,
 ) -> int:
     """Peak bytes of the d x d arrays one parse needs (accumulators, work buffers, results).
@@ -80,7 +81,7 @@ def estimate_memory(
     dtype : {"float32", "float64"}
     engine, threads
         As for :class:`Codebook`: the FFT engine and its threads.
-    variant, gate, order, decoder
+    variant, gate, order, decoder, readback
         As for :func:`dcyk`: the options change which buffers a parse holds.
     n : int, default 10
         Sentence length (the trace gate keeps up to n + 1 index matrices, within
@@ -91,7 +92,7 @@ def estimate_memory(
     int
         Bytes; the larger of the figure during the parse and at its end.
     """
-    opt = resolve(variant, gate=gate, order=order, decoder=decoder)
+    opt = resolve(variant, gate=gate, order=order, decoder=decoder, readback=readback)
     gate, order, decoder = opt.gate, opt.order, opt.decoder
     check_int("the sentence length n", n, 1)
     eng = get_engine(engine, threads)
@@ -119,7 +120,7 @@ def largest_fitting_d(
         Look no higher than this d.
     **options
         The other keywords of :func:`estimate_memory` (threads, variant, gate, order,
-        decoder, n).
+        decoder, readback, n).
 
     Returns
     -------
@@ -149,6 +150,7 @@ def check_parse_memory(
     ``held``: bytes of work buffers the codebook already holds (they are reused).
     """
     kw = {"gate": opt.gate, "order": opt.order, "decoder": opt.decoder, "n": n}
+    kw["readback"] = opt.readback
     need = estimate_memory(d, dtype, engine, **kw) - held
     avail = _memory.available_memory()
     if avail is None or need <= avail:

@@ -27,6 +27,7 @@ from fastdcyk.engine.decode import (
     sigmoid,
     statistics_from_spectrum,
 )
+from fastdcyk.engine.readback import candidates, gram, solve
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.engine.rules import (
     lexical_layer,
@@ -43,7 +44,13 @@ from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.operators import Operator
 from fastdcyk.options import SCALAR_GATES, DCYKOptions
 
-__all__ = ["CleanupParser", "EntrywiseParser", "TraceParser", "parse_numpy"]
+__all__ = [
+    "CleanupParser",
+    "EntrywiseParser",
+    "TraceParser",
+    "parse_numpy",
+    "readback_statistics",
+]
 
 _OPS = S.NumpyOps()
 
@@ -493,27 +500,46 @@ class CleanupParser(TraceParser):
     """The clean-up detection (docs/method.md, section 6): P_left as in :class:`TraceParser`,
     P_right neither read nor written.
 
-    When a cell is complete it is read once, with the trace decoder's readout
-    x(i, j, X) = tr([X]+ [j]+ [i]+ P_left) / d of every nonterminal X (one shared pass), into
-    a clean score c(i, j, X) = sigma(x): near 1 or near 0. A binary cell's detection is the
-    grammar's rules applied to its children's scores,
+    When a cell is complete it is read once into a clean score c(i, j, X) = sigma(a_X) of
+    every nonterminal X: near 1 or near 0. A binary cell's detection is the grammar's rules
+    applied to its children's scores,
 
         t_A(i, j) = sum over splits k and rules A -> B C of c(i, k, B) c(k, j, C),
 
     a unary cell's t_A = sum over rules A -> a of sigma(tr([a]+ [j]+ [i]+ P_left) / d), the
-    word's terminal read from P_left the same way. The gate is sigma(t_A) I and the update of
-    P_left the trace variant's. A detection's noise is then the decoder's noise on a child
-    (a misread needs a readout off by about 1/2), however many rules A has.
+    word's terminal read from P_left. The gate is sigma(t_A) I and the update of P_left the
+    trace variant's. A detection's noise is then the read-back's noise on a child, however
+    many rules A has.
+
+    The read-back (``opt.readback``, docs/method.md, section 7): ``"lstsq"`` writes only
+    the cell's candidates (t_A above ``opt.candidate_level``) and reads their amplitudes a
+    by least squares (:mod:`fastdcyk.engine.readback`), every other nonterminal 0; the
+    same amplitudes are the decoder statistics of the final chart. ``"matched"`` writes
+    every update above the prune level and reads a_X = tr([X]+ [j]+ [i]+ P_left) / d for
+    every X (the trace decoder's matched filter); the final chart is then the trace
+    decoder's over the finished table.
+
+    With ``p_left`` the parser reads a given P_left instead of filling one: nothing is
+    written, and the unary cells take the words as read (:func:`readback_statistics`).
     """
 
-    def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
+    def __init__(
+        self,
+        grammar: Grammar,
+        words: tuple[str, ...],
+        cb: Codebook,
+        opt: DCYKOptions,
+        p_left: np.ndarray | None = None,
+    ):
         self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
         self.d = d = cb.d
         self.t = rule_tables(cb, grammar, opt.encoding, rules=False)  # the rules act on scores
         self._weights = parseval_weights(d)
-        self.zt = B.ZT.new(cb)
         self.pr = None
         self.w = B.W.get(cb)
+        self.zt = B.ZT.new(cb) if p_left is None else self._spectrum_of(p_left)
+        self.frozen = p_left is not None
+        self.lstsq = opt.readback == "lstsq"
         self._q = np.empty(d // 2 + 1, np.complex128)
         self._full: dict[tuple[str, Any], np.ndarray] = {}
         self._g: OrderedDict[int, np.ndarray] = OrderedDict()
@@ -522,15 +548,33 @@ class CleanupParser(TraceParser):
         self.st = st
         n = len(words)
         self.scores = np.zeros((n + 1, n + 1, len(st.nonterminals)))
+        # the read-back's amplitudes (the decoder statistics) and each cell's candidates
+        self.stats = np.zeros((n + 1, n + 1, len(st.nonterminals))) if self.lstsq else None
+        self._cands: dict[tuple[int, int], list[np.ndarray]] = {}
         used = np.unique(st.unary_rule_terminal)
         # the terminals of the grammar's rules A -> a, as rows of a table of their spectra
         self._term_rows = np.full(len(st.terminals), -1, np.intp)
         self._term_rows[used] = np.arange(len(used))
+        self._term_ids = used
         self._term_spectra = (
             np.stack([cb.spectrum("terminal", st.terminals[k]) for k in used]).astype(np.complex128)
             if len(used)
             else np.zeros((0, d // 2 + 1), np.complex128)
         )
+        self._term_read = np.zeros(0, np.intp)
+
+    def _spectrum_of(self, p_left: np.ndarray) -> np.ndarray:
+        """ZT of a given P_left: the inverse of :meth:`_dense_left`."""
+        cb, d = self.cb, self.d
+        # Z^T = P_left^T Phi^-1 (columns gathered), rfft along axis 0, then the inverse
+        # complex FFT along axis 1, conjugated: ZT = conj(ifft(rfft(Z^T, axis 0), axis 1)) d
+        y = B.Y.get(cb)
+        K.gather_cols(np.ascontiguousarray(p_left.T), cb.perm, y)
+        zt = B.ZT.new(cb, zero=False)
+        cb.engine.rfft(y, 0, out=zt)
+        cb.engine.cfft(zt, 1, forward=False)
+        np.conjugate(zt, out=zt)
+        return zt
 
     def _clean(self, x: np.ndarray) -> np.ndarray:
         return sigmoid(x, self.opt.beta)
@@ -543,15 +587,33 @@ class CleanupParser(TraceParser):
 
     def read(self, i: int, j: int, step: Step) -> None:
         if step == S.UNARY:
-            x = self._trace(self._term_spectra, self._q_lift(j, i))
-            self._t = lexical_layer(self.st, self._clean(x), self._term_rows)
+            if self.frozen:  # decoding a given P_left: the word as read
+                c = np.zeros(len(self._term_ids))
+                row = self._term_rows[self.st.terminal_ids([self.words[i]])[0]]
+                if row >= 0:
+                    c[row] = 1.0
+            else:
+                c = self._clean(self._trace(self._term_spectra, self._q_lift(j, i)))
+            self._t = lexical_layer(self.st, c, self._term_rows)
+            # the terminals read in the cell (in the sequential order, by any of its reads)
+            read = np.flatnonzero(c > self.opt.candidate_level)
+            self._term_read = np.union1d(self._term_read, read)
         else:
             self._t = rule_layer(self.st, self.scores, i, j)
 
     def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
         t = self._t[ks]
         gates = self._clean(t)
-        return Detections(t[None], gates[None], gates[None], gates)
+        if not self.lstsq:
+            return Detections(t[None], gates[None], gates[None], gates)
+        cand = candidates(t, gates, self.opt.candidate_level, self.opt.prune)
+        self._cands.setdefault((i, j), []).append(self.rows(step)[ks][cand])
+        peaks = np.where(cand, gates, 0.0)  # only the candidates are written
+        return Detections(t[None], gates[None], peaks[None], gates)
+
+    def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
+        if not self.frozen:
+            super().write(i, j, step, ks, det, keep)
 
     def update(self, i: int, j: int, gates: np.ndarray, rows: np.ndarray) -> None:
         """sum_A g_A [i]- [j]- [A]- into P_left: the operator C_S^T, S^ = sum_A g_A A^."""
@@ -560,12 +622,62 @@ class CleanupParser(TraceParser):
         K.outer_madd(self.zt, np.conj(left), self.gmat(j), np.conj(self.full("index", i)), True)
 
     def end(self, i: int, j: int, step: Step) -> None:
-        """Read the completed cell once into its clean scores."""
-        self.scores[i, j] = self._clean(self._trace(self.t.spectra, self._q_lift(j, i)))
+        """Read the completed cell once into its clean scores (and, with the least-squares
+        read-back, its statistics)."""
+        q = self._q_lift(j, i)
+        if not self.lstsq:
+            self.scores[i, j] = self._clean(self._trace(self.t.spectra, q))
+            return
+        rows = np.concatenate(self._cands.pop((i, j), [np.zeros(0, np.intp)]))
+        spectra, vectors = self.t.spectra[rows], self.t.vectors[rows]
+        if step == S.UNARY and len(self._term_read):
+            # the word's terminal is an item of the cell too: solve for it alongside
+            terms = self._term_ids[self._term_read]
+            spectra = np.concatenate([spectra, self._term_spectra[self._term_read]])
+            words = [self.cb.vector("terminal", self.st.terminals[k]) for k in terms]
+            vectors = np.concatenate([vectors, np.stack(words)])
+        self._term_read = np.zeros(0, np.intp)
+        a = solve(gram(vectors), self._trace(spectra, q))
+        self.stats[i, j, rows] = a[: len(rows)]
+        self.scores[i, j] = self._clean(self.stats[i, j])
+
+    def statistics(self) -> dict[tuple[int, int, str], float]:
+        """The decoder statistic of every triple: the read-back's amplitudes (``"lstsq"``),
+        or the trace decoder's readouts of the finished table (``"matched"``)."""
+        if not self.lstsq:
+            return super().statistics()
+        n, nts = len(self.words), self.t.nonterminals
+        stats: dict[tuple[int, int, str], float] = {}
+        for j in range(1, n + 1):
+            for i in range(j):
+                values = self.stats[i, j].tolist()
+                stats.update(zip([(i, j, a) for a in nts], values, strict=True))
+        return stats
 
     def dense(self) -> tuple[np.ndarray, np.ndarray]:
         """P_left as a new d x d array, and P_right, never written: zeros."""
         return self._dense_left(), B.P_RIGHT.new(self.cb)
+
+
+def readback_statistics(
+    p_left: np.ndarray,
+    grammar: Grammar,
+    words: tuple[str, ...],
+    cb: Codebook,
+    opt: DCYKOptions,
+) -> dict[tuple[int, int, str], float]:
+    """The least-squares read-back of a given P_left, bottom-up (docs/method.md, section 7).
+
+    The clean-up parse without its writes: each unary cell's candidates are the
+    nonterminals of the word's rules (its terminal solved for beside them), each binary
+    cell's those whose rules fire on the clean scores of the cells read before it; every
+    cell is read by least squares over its candidates. ``words`` are terminals of the
+    grammar (checked); ``opt`` has the clean-up gate. The caller holds the codebook's lock.
+    """
+    parser = CleanupParser(grammar, words, cb, opt, p_left=p_left)
+    n = len(words)
+    S.run(parser, n, "cell", S.Ledger(_OPS, parser.t.nonterminals, [n], opt.prune))
+    return parser.statistics()
 
 
 def row_block(d: int, k: int) -> int:

@@ -176,6 +176,8 @@ OPTION_KEYWORDS = (
     "prune",
     "order",
     "encoding",
+    "readback",
+    "candidate_level",
 )
 
 
