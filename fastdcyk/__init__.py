@@ -24,8 +24,9 @@ from fastdcyk.cfg.metrics import Scores, cell_scores
 from fastdcyk.cfg.random_grammar import random_grammar
 from fastdcyk.cfg.trees import Forest, Tree, bracket_scores, is_parse, un_cnf
 from fastdcyk.engine import DCYKOptions, DCYKResult, dcyk, estimate_memory
+from fastdcyk.engine.api import decode
 from fastdcyk.engine.batch import dcyk_batch
-from fastdcyk.engine.decode import decode, decode_statistics
+from fastdcyk.engine.decode import decode_statistics
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import available_engines, get_engine
 from fastdcyk.hrr.operators import Operator

@@ -17,6 +17,7 @@ in how an accented letter is encoded (``"\\u00e9"`` or ``"e\\u0301"``) are the s
 from __future__ import annotations
 
 import codecs
+import gzip
 import io
 import itertools
 import os
@@ -667,7 +668,8 @@ class Grammar:
             See :class:`Grammar`.
         encoding : str, default "utf-8"
             The file's encoding (ignored for a file object open in text mode). Grammars that
-            come with NLTK, such as its ATIS grammar, are often ``"latin-1"``.
+            come with NLTK, such as its ATIS grammar, are often ``"latin-1"``. A gzipped
+            file (``.cfg.gz``) is decompressed first.
 
         Returns
         -------
@@ -725,6 +727,11 @@ class Grammar:
             )
         if not isinstance(data, bytes | bytearray):
             raise TypeError(f"reading {source or 'the file'} gave {type(data).__name__}, not text")
+        if data[:2] == b"\x1f\x8b":  # gzip's magic number: a compressed grammar
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError) as exc:
+                raise GrammarError(f"is not a readable gzip file ({exc})", source=source) from None
         return cls.from_string(_decode(bytes(data), encoding, source), cnf=cnf, source=source)
 
     @classmethod

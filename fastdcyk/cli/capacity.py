@@ -11,16 +11,14 @@ from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cli.common import (
     UsageError,
     add_grammar_file_options,
+    add_readback_option,
     dimension,
     load_grammar,
     nonnegative_int,
     positive_int,
 )
 from fastdcyk.hrr.memory import format_bytes
-from fastdcyk.options import (
-    ENCODINGS,
-    VARIANTS,
-)
+from fastdcyk.options import ENCODINGS, VARIANTS, resolve
 
 
 def _probability_or_one(text: str) -> float:
@@ -44,18 +42,25 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
     kw = dict(
         variant=args.variant,
         encoding=args.encoding,
+        readback=args.readback,
         samples=args.samples,
         sentences=args.sentences,
         seed=args.seed,
     )
     t0 = time.perf_counter()
-    enc = args.encoding or VARIANTS[args.variant]["encoding"]
+    try:
+        opt = resolve(args.variant, encoding=args.encoding, readback=args.readback)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    how = f"encoding={opt.encoding}"
+    if opt.gate == "cleanup":
+        how += f", readback={opt.readback}"
     memory = format_bytes(
         capacity.estimate_memory(grammar, args.length, max(args.dims), args.variant)
     )
     print(
         f"capacity model: {args.grammar}, {args.sentences} sentences of length {args.length}, "
-        f"variant={args.variant}, encoding={enc}, {args.samples} "
+        f"variant={args.variant}, {how}, {args.samples} "
         + ("codebook" if args.samples == 1 else "codebooks")
         + f"; about {memory} of memory",
         flush=True,
@@ -131,6 +136,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="'trace' (default), 'paper' or 'cleanup' (the one for grammars of thousands of rules)",
     )
     p.add_argument("--encoding", choices=ENCODINGS, help="override the variant's encoding")
+    add_readback_option(p)
     p.add_argument(
         "--dims",
         nargs="+",

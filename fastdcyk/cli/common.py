@@ -34,6 +34,7 @@ from fastdcyk.options import (
     EXECUTORS,
     GATES,
     ORDERS,
+    READBACKS,
     VARIANTS,
 )
 
@@ -130,6 +131,7 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
         help="'paper': the paper's encoding; 'roles': right children under their own "
         "vectors, so that rules A -> B B stay distinct (default: paper)",
     )
+    add_readback_option(p)
     p.add_argument(
         "--unary-mask",
         action=argparse.BooleanOptionalAction,
@@ -152,6 +154,16 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="unitary symbol vectors (default: the variant's choice)",
+    )
+
+
+def add_readback_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--readback",
+        choices=READBACKS,
+        help="how the cleanup variant reads a finished cell: 'lstsq' (its default: its "
+        "candidates solved for by least squares) or 'matched' (one matched filter per "
+        "nonterminal); docs/method.md, section 7",
     )
 
 
@@ -214,6 +226,7 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> 
         + ", ".join(f"{v!r} uses {VARIANTS[v]['encoding']!r}" for v in VARIANTS)
         + ")",
     )
+    add_readback_option(g)
     g.add_argument(
         "--codebooks",
         choices=CODEBOOKS,
@@ -382,6 +395,7 @@ def parse_kwargs(args: argparse.Namespace) -> dict:
         "decoder": args.decoder,
         "order": args.order,
         "encoding": args.encoding,
+        "readback": args.readback,
         "unary_mask": args.unary_mask,
         "beta": args.beta,
         "threshold": args.threshold,
@@ -397,8 +411,11 @@ def report(grammar: Grammar, words: Sequence[str], result, out) -> None:
     sc = cell_scores(gold, result.chart)
     t = sum(result.timings.values())
     print(
-        f"D-CYK, variant={o.variant} (gate={o.gate}, decoder={o.decoder}, order={o.order}, "
-        f"encoding={o.encoding}, beta={o.beta:g}, threshold={o.threshold:g}), "
+        f"D-CYK, variant={o.variant} (gate={o.gate}, "
+        + (f"readback={o.readback}, " if o.gate == "cleanup" else "")
+        + (f"decoder={o.decoder}, " if o.readback == "matched" else "")
+        + f"order={o.order}, encoding={o.encoding}, beta={o.beta:g}, "
+        f"threshold={o.threshold:g}), "
         f"d={result.codebook.d}, "
         f"{result.codebook.dtype}: {t:.2f} s",
         file=out,

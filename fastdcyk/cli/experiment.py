@@ -38,6 +38,7 @@ def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
             codebooks=args.codebooks,
             grammar_encoding=args.grammar_encoding,
             to_cnf=args.to_cnf,
+            readback=args.readback,
             betas=tuple(args.betas),
             seeds=tuple(args.seeds),
             sentences=args.sentences,

@@ -33,14 +33,21 @@ from typing import Any
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine.numpy_backend import parse_numpy
-from fastdcyk.engine.plan import Plan, prepare_from
+from fastdcyk.engine.decode import chart_from_statistics, check_matrix, decode_statistics
+from fastdcyk.engine.numpy_backend import parse_numpy, readback_statistics
+from fastdcyk.engine.plan import Plan, cnf_grammar, prepare_from, words_of
 from fastdcyk.engine.progress import check_progress, progress_bar
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import DCYKOptions
+from fastdcyk.options import (
+    READBACKS,
+    DCYKOptions,
+    check_beta_threshold,
+    check_choice,
+    resolve,
+)
 
-__all__ = ["dcyk", "parse_plan"]
+__all__ = ["dcyk", "decode", "parse_plan"]
 
 
 def parse_plan(
@@ -237,3 +244,138 @@ def dcyk(
     finally:
         if bar is not None:
             bar.close()
+
+
+def decode(
+    result_or_p_left: Any,
+    grammar: Grammar | None = None,
+    n: int | None = None,
+    codebook: Codebook | None = None,
+    *,
+    words: str | Sequence[str] | None = None,
+    decoder: str | None = None,
+    readback: str | None = None,
+    beta: float | None = None,
+    threshold: float | None = None,
+    candidate_level: float | None = None,
+) -> dict[tuple[int, int], frozenset[str]]:
+    """Decode a chart from a parse, or from any P_left, at any threshold.
+
+    Two ways to read a table back:
+
+    - the decoders of the paper's Algorithm 4 (``readback="matched"``): every nonterminal
+      of every cell read with its own readout of P_left, ``decoder="entry"`` (entry (0, 0),
+      the paper's) or ``"trace"`` (the mean diagonal);
+    - the least-squares read-back of the cleanup variant (``readback="lstsq"``,
+      docs/method.md, section 7): bottom-up from the words, each cell's candidates (the
+      nonterminals the grammar's rules propose over the cells read before it) read together
+      by least squares over their vectors. It needs the words and the grammar, and decodes a
+      P_left made elsewhere (by a network) to a chart.
+
+    Parameters
+    ----------
+    result_or_p_left : DCYKResult or ndarray
+        A :func:`fastdcyk.dcyk` result (its grammar, words, codebook and options are used
+        unless given here), or a P_left matrix (then grammar and codebook are required, and
+        n or words).
+    grammar, n, codebook : optional
+        Needed with a bare P_left. With a result, each one given here replaces the
+        result's own: the result's P_left is then decoded again with them (the statistics
+        the result keeps are reused only when the grammar, length, codebook, decoder and
+        read-back are its own).
+    words : str or sequence of str, optional
+        The sentence: needed by ``readback="lstsq"`` with a bare P_left (its length is n).
+    decoder : {"entry", "trace"}, optional
+        With ``readback="matched"``. Default: the result's decoder, else "entry".
+    readback : {"matched", "lstsq"}, optional
+        Default: the result's, else "matched".
+    beta, threshold, candidate_level : float, optional
+        Default: the result's, else the library defaults.
+
+    Returns
+    -------
+    dict
+        ``{(i, j): frozenset of nonterminals}`` for every 0 <= i < j <= n.
+
+    Raises
+    ------
+    ValueError
+        A bare P_left without grammar or codebook (or without n and words); the
+        least-squares read-back without words, or with a decoder; words that are not
+        terminals of the grammar.
+
+    Examples
+    --------
+    >>> import fastdcyk
+    >>> g = fastdcyk.Grammar.builtin("example")
+    >>> r = fastdcyk.dcyk(g, "a a b", d=256, variant="trace")
+    >>> decode(r, threshold=0.9) == r.chart_at(threshold=0.9)
+    True
+    >>> c = fastdcyk.dcyk(g, "a a b", d=256, variant="cleanup")
+    >>> decode(c.p_left, g, codebook=c.codebook, words="a a b", readback="lstsq") == c.chart
+    True
+    """
+    if hasattr(result_or_p_left, "options") and hasattr(result_or_p_left, "p_left"):
+        r = result_or_p_left
+        o = r.options
+        own = (
+            (grammar is None or grammar is r.grammar or grammar == r.grammar)
+            and (n is None or n == len(r.words))
+            and (codebook is None or codebook is r.codebook)
+            and (decoder is None or decoder == o.decoder)
+            and (readback is None or readback == o.readback)
+            and (candidate_level is None or candidate_level == o.candidate_level)
+            and (words is None or tuple(words_split(words)) == r.words)
+        )
+        grammar = r.grammar if grammar is None else grammar
+        codebook = r.codebook if codebook is None else codebook
+        words = r.words if words is None else words
+        n = len(r.words) if n is None else n
+        readback = readback or o.readback
+        decoder = decoder or (o.decoder if readback == "matched" else None)
+        beta = o.beta if beta is None else beta
+        threshold = o.threshold if threshold is None else threshold
+        if candidate_level is None:
+            candidate_level = o.candidate_level
+        if own and r.statistics is not None:
+            return chart_from_statistics(r.statistics, n, beta=beta, threshold=threshold)
+        p_left = r.p_left
+    else:
+        p_left = np.asarray(result_or_p_left)
+        if grammar is None or codebook is None or (n is None and words is None):
+            raise ValueError(
+                "decoding a bare P_left needs grammar= and codebook=, and n= (or words=)"
+            )
+    readback = check_choice("readback", readback or "matched", READBACKS)
+    beta, threshold = check_beta_threshold(beta, threshold)
+    if readback == "matched":
+        n = len(words_split(words)) if n is None else n
+        stats = decode_statistics(p_left, grammar, n, codebook, decoder=decoder or "entry")
+        return chart_from_statistics(stats, n, beta=beta, threshold=threshold)
+    if words is None:
+        raise ValueError(
+            "readback='lstsq' reads the table bottom-up from the words: pass words= (the "
+            "sentence whose table P_left holds)"
+        )
+    grammar = cnf_grammar(grammar)
+    ws = words_of(grammar, words)
+    if n is not None and n != len(ws):
+        raise ValueError(f"n = {n} but the sentence has {len(ws)} words")
+    if decoder not in (None, "trace"):
+        raise ValueError(f"decoder={decoder!r} does not apply to readback='lstsq'")
+    opt = resolve(
+        "cleanup",
+        beta=beta,
+        threshold=threshold,
+        candidate_level=candidate_level,
+        dtype=codebook.dtype,
+    )
+    check_matrix(p_left, codebook)
+    with codebook.lock:  # the read-back uses the codebook's work buffers
+        stats = readback_statistics(p_left, grammar, ws, codebook, opt)
+    return chart_from_statistics(stats, len(ws), beta=beta, threshold=threshold)
+
+
+def words_split(words: str | Sequence[str]) -> Sequence[str]:
+    """A sentence's words (a str split on whitespace)."""
+    return words.split() if isinstance(words, str) else words

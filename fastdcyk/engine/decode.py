@@ -12,7 +12,10 @@ For every cell (i, j) and nonterminal A the decoder computes a statistic of
 A is put in cell (i, j) iff ``sigma(statistic) > threshold`` with
 ``sigma(x) = 1 / (1 + exp(-(x - 0.5) * beta))``, that is iff
 ``statistic > 0.5 + logit(threshold) / beta``. The statistics are kept, so one parse can be
-decoded at many thresholds (:func:`chart_from_statistics`).
+decoded at many thresholds (:func:`chart_from_statistics`). The cleanup variant's
+least-squares read-back (docs/method.md, section 7) reads the chart bottom-up instead:
+:func:`fastdcyk.engine.numpy_backend.readback_statistics`; :func:`fastdcyk.decode` offers
+every decoder.
 """
 
 from __future__ import annotations
@@ -43,8 +46,8 @@ __all__ = [
     "DEFAULT_BETA",
     "DEFAULT_THRESHOLD",
     "chart_from_statistics",
+    "check_matrix",
     "decision_boundary",
-    "decode",
     "decode_statistics",
     "item_scores",
     "sigmoid",
@@ -93,18 +96,24 @@ def decode_statistics(
     dict
         ``{(i, j, A): statistic}``; ~1 for triples in the table, ~0 otherwise.
     """
-    d = codebook.d
     check_choice("decoder", decoder, DECODERS)
-    if p_left.shape != (d, d):
-        raise ValueError(f"p_left has shape {p_left.shape}; the codebook has d = {d}")
-    if p_left.dtype != codebook.dtype:
-        raise TypeError(f"p_left is {p_left.dtype} but the codebook is {codebook.dtype}")
+    check_matrix(p_left, codebook)
     # Every decoder operator ends in C Phi: work from the spectrum of (Phi P_left)^T.
     shuffled_t = B.SHUFFLED.new(codebook, zero=False)
     shuffled_t[...] = codebook.phi().apply(p_left).T
     fl = codebook.engine.rfft(shuffled_t, 1)
     del shuffled_t
     return statistics_from_spectrum(fl, grammar, n, codebook, decoder=decoder)
+
+
+def check_matrix(p_left: np.ndarray, codebook: Codebook) -> None:
+    """ValueError (shape) or TypeError (dtype) when ``p_left`` is not a d x d matrix of the
+    codebook's dtype."""
+    d = codebook.d
+    if p_left.shape != (d, d):
+        raise ValueError(f"p_left has shape {p_left.shape}; the codebook has d = {d}")
+    if p_left.dtype != codebook.dtype:
+        raise TypeError(f"p_left is {p_left.dtype} but the codebook is {codebook.dtype}")
 
 
 def statistics_from_spectrum(
@@ -231,70 +240,3 @@ def item_scores(
 def _softplus(x: float) -> float:
     """log(1 + e^x), without overflow."""
     return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
-
-
-def decode(
-    result_or_p_left: Any,
-    grammar: Grammar | None = None,
-    n: int | None = None,
-    codebook: Codebook | None = None,
-    *,
-    decoder: str | None = None,
-    beta: float | None = None,
-    threshold: float | None = None,
-) -> dict[tuple[int, int], frozenset[str]]:
-    """Decode a chart from a parse (the paper's Algorithm 4), at any threshold.
-
-    Parameters
-    ----------
-    result_or_p_left : DCYKResult or ndarray
-        A :func:`fastdcyk.dcyk` result (its grammar, length, codebook and options are used
-        unless given here), or a P_left matrix (then grammar, n and codebook are required).
-    grammar, n, codebook : optional
-        Needed with a bare P_left. With a result, each one given here replaces the
-        result's own: the result's P_left is then decoded again with them (the statistics
-        the result keeps are reused only when the grammar, length, codebook and decoder
-        are its own).
-    decoder : {"entry", "trace"}, optional
-        Default: the result's decoder, else "entry".
-    beta, threshold : float, optional
-        Default: the result's, else the library defaults.
-
-    Returns
-    -------
-    dict
-        ``{(i, j): frozenset of nonterminals}`` for every 0 <= i < j <= n.
-
-    Examples
-    --------
-    >>> import fastdcyk
-    >>> g = fastdcyk.Grammar.builtin("example")
-    >>> r = fastdcyk.dcyk(g, "a a b", d=256, variant="trace")
-    >>> decode(r, threshold=0.9) == r.chart_at(threshold=0.9)
-    True
-    """
-    # A DCYKResult (of fastdcyk.engine, which imports this module) carries its options.
-    if hasattr(result_or_p_left, "options") and hasattr(result_or_p_left, "p_left"):
-        r = result_or_p_left
-        own = (
-            (grammar is None or grammar is r.grammar or grammar == r.grammar)
-            and (n is None or n == len(r.words))
-            and (codebook is None or codebook is r.codebook)
-            and (decoder is None or decoder == r.options.decoder)
-        )
-        grammar = r.grammar if grammar is None else grammar
-        n = len(r.words) if n is None else n
-        codebook = r.codebook if codebook is None else codebook
-        decoder = decoder or r.options.decoder
-        beta = beta if beta is not None else r.options.beta
-        threshold = threshold if threshold is not None else r.options.threshold
-        if own and r.statistics is not None:
-            return chart_from_statistics(r.statistics, n, beta=beta, threshold=threshold)
-        p_left = r.p_left
-    else:
-        p_left = np.asarray(result_or_p_left)
-        if grammar is None or n is None or codebook is None:
-            raise ValueError("decoding a bare P_left needs grammar=, n= and codebook=")
-    beta, threshold = check_beta_threshold(beta, threshold)
-    stats = decode_statistics(p_left, grammar, n, codebook, decoder=decoder or "entry")
-    return chart_from_statistics(stats, n, beta=beta, threshold=threshold)

@@ -565,9 +565,9 @@ class CleanupParser(TraceParser):
 
     def _spectrum_of(self, p_left: np.ndarray) -> np.ndarray:
         """ZT of a given P_left: the inverse of :meth:`_dense_left`."""
-        cb, d = self.cb, self.d
-        # Z^T = P_left^T Phi^-1 (columns gathered), rfft along axis 0, then the inverse
-        # complex FFT along axis 1, conjugated: ZT = conj(ifft(rfft(Z^T, axis 0), axis 1)) d
+        cb = self.cb
+        # Z^T = P_left^T with its columns gathered by the permutation; then
+        # ZT = conj(ifft(rfft(Z^T, axis 0), axis 1))
         y = B.Y.get(cb)
         K.gather_cols(np.ascontiguousarray(p_left.T), cb.perm, y)
         zt = B.ZT.new(cb, zero=False)

@@ -50,6 +50,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
 
 from fastdcyk.engine import schedule as S
 from fastdcyk.engine.decode import chart_from_statistics
+from fastdcyk.engine.readback import RIDGE
 from fastdcyk.engine.rules import RuleStructure, rule_structure
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.hrr import memory as _memory
@@ -568,9 +569,17 @@ class _TraceParser(_Base):
 class _CleanupParser(_TraceParser):
     """The clean-up gate (docs/method.md, section 6), batched and differentiable: the trace
     parser's ``zt`` for P_left, no P_right; every completed cell read once into clean scores
-    c = sigma(readout) of every nonterminal, and a detection t_A = the grammar's rules over
-    the children's scores (weighted by the per-rule weights when given), as in
-    :class:`fastdcyk.engine.numpy_backend.CleanupParser`."""
+    c = sigma(a), and a detection t_A = the grammar's rules over the children's scores
+    (weighted by the per-rule weights when given), as in
+    :class:`fastdcyk.engine.numpy_backend.CleanupParser`.
+
+    The read-back (docs/method.md, section 7): with ``"lstsq"`` only the candidates are
+    written (t_A above the candidate level) and a cell's amplitudes a solve the ridge
+    system of their Gram matrix (:mod:`fastdcyk.engine.readback`), batched over sentences
+    whose candidate sets differ (padded with identity rows); the solve is part of the
+    autograd graph, and the amplitudes are the decoder statistics. With ``"matched"`` a is
+    the trace decoder's readout of every nonterminal.
+    """
 
     def __init__(self, *args: Any, g_cache: dict | None = None, **kwargs: Any) -> None:
         super().__init__(*args, g_cache=g_cache, **kwargs)
@@ -583,6 +592,19 @@ class _CleanupParser(_TraceParser):
         self._u_row, self._u_term = ix(st.unary_rule_row), ix(st.unary_rule_terminal)
         self._b_row, self._b_left = ix(st.binary_rule_row), ix(st.binary_rule_left)
         self._b_right = ix(st.binary_rule_right)
+        self.lstsq = self.opt.readback == "lstsq"
+        if self.lstsq:
+            nn, nt = len(st.nonterminals), len(st.terminals)
+            # the regressors of a read: nonterminals, then terminals (unary cells), whose
+            # amplitudes land in a scratch column past them when padding
+            self._reg_vectors = torch.cat((self.vec.nonterminal, self.vec.terminal))
+            self._reg_spectra = torch.cat((self.spectra_w, self.terminal_w))
+            self._lexicon = torch.zeros(nt, dtype=torch.bool, device=dev)
+            self._lexicon[self._u_term] = True
+            self._nn, self._nt = nn, nt
+            self.stats: dict[tuple[int, int], torch.Tensor] = {}
+            self._cands: dict[tuple[int, int], torch.Tensor] = {}
+            self._terms = torch.zeros((self.B, nt), dtype=torch.bool, device=dev)
 
     def _weights(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         return self._uw, self._bw
@@ -595,7 +617,10 @@ class _CleanupParser(_TraceParser):
     def read(self, i: int, j: int, step: Step) -> None:
         uw, bw = self._weights()
         if step == S.UNARY:
-            c = self.sigmoid(self._readout(i, j, self.terminal_w))[:, self._u_term]
+            clean = self.sigmoid(self._readout(i, j, self.terminal_w))
+            if self.lstsq:  # the terminals read in the cell (by any of its reads)
+                self._terms |= (clean > self.opt.candidate_level) & self._lexicon
+            c = clean[:, self._u_term]
             if uw is not None:
                 c = c * uw.to(self.rdtype)
             zero = torch.zeros((self.B, len(self.st.unary)), dtype=self.rdtype, device=self.dev)
@@ -612,7 +637,16 @@ class _CleanupParser(_TraceParser):
     def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
         t = self._t[:, ks]
         gates = self.sigmoid(t)
-        return Detections(t, gates, gates, gates)
+        if not self.lstsq:
+            return Detections(t, gates, gates, gates)
+        level, prune = self.opt.candidate_level, self.opt.prune
+        cand = (t > level) & (gates > prune) & self.active(j)[:, None]
+        rows = (self.unary_rows if step == S.UNARY else self.binary_rows)[ks]
+        mask = self._cands.get((i, j))
+        if mask is None:
+            mask = torch.zeros((self.B, self._nn), dtype=torch.bool, device=self.dev)
+        self._cands[(i, j)] = mask.index_copy(1, rows, mask[:, rows] | cand)
+        return Detections(t, gates, gates * cand, gates)  # only the candidates are written
 
     def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
         rows = (self.unary_rows if step == S.UNARY else self.binary_rows)[ks]
@@ -620,13 +654,73 @@ class _CleanupParser(_TraceParser):
         self._madd("zt", torch.conj(g @ self.spectra[rows]), self._conj(self._outer(j, i)))
 
     def end(self, i: int, j: int, step: Step) -> None:
-        self.scores[(i, j)] = self.sigmoid(self._readout(i, j, self.spectra_w))
+        q = self._rowdot(self.zt, self._outer(j, i))
+        if not self.lstsq:
+            self.scores[(i, j)] = self.sigmoid((q @ self.spectra_w.T).real)
+            return
+        cands = self._cands.pop((i, j), None)
+        if cands is None:
+            cands = torch.zeros((self.B, self._nn), dtype=torch.bool, device=self.dev)
+        if step == S.UNARY:
+            cands = torch.cat((cands, self._terms), dim=1)
+            self._terms = torch.zeros_like(self._terms)
+        a = self._solve(cands, q)
+        self.stats[(i, j)] = a
+        self.scores[(i, j)] = self.sigmoid(a)
+
+    def _solve(self, cands: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """The least-squares amplitudes of every nonterminal, (B, N): the candidates'
+        (``cands``, (B, N or N + T), the terminals read in a unary cell after the
+        nonterminals) solved for together, the others 0."""
+        nn, width, dev = self._nn, cands.shape[1], self.dev
+        counts = cands.sum(1)
+        k = int(counts.max()) if self.B else 0
+        if k == 0:
+            return torch.zeros((self.B, nn), dtype=self.rdtype, device=dev)
+        b, r = cands.nonzero(as_tuple=True)  # ordered by sentence, then row
+        offsets = torch.cumsum(counts, 0) - counts
+        pos = torch.arange(len(b), device=dev) - offsets[b]
+        idx = torch.full((self.B, k), width, dtype=torch.int64, device=dev)  # padding: scratch
+        idx[b, pos] = r
+        valid = idx < width
+        safe = torch.where(valid, idx, 0)
+        vecs = self._reg_vectors[safe] * valid[..., None]  # (B, k, d)
+        gram = vecs @ vecs.transpose(1, 2)
+        spec = self._reg_spectra[safe]  # (B, k, h)
+        x = (spec @ q[:, :, None]).real.squeeze(-1) * valid
+        eye = torch.eye(k, dtype=self.rdtype, device=dev)
+        diag = torch.diagonal(gram, dim1=1, dim2=2)
+        scale = (diag.sum(1) / counts.clamp(min=1)).clamp(min=torch.finfo(self.rdtype).tiny)
+        ridge = RIDGE * scale[:, None, None] * eye + (~valid)[:, :, None] * eye
+        a = _ridge_solve(gram + ridge, x)
+        full = torch.zeros((self.B, width + 1), dtype=self.rdtype, device=dev)
+        return full.scatter(1, idx, a * valid)[:, :nn]
+
+    def statistics(self) -> torch.Tensor:
+        if not self.lstsq:
+            return super().statistics()
+        nn = len(self.st.nonterminals)
+        out = torch.zeros((self.B, self.n, self.n + 1, nn), dtype=self.rdtype, device=self.dev)
+        for (i, j), a in self.stats.items():
+            out[:, i, j] = a
+        return out
 
     def dense(self) -> tuple[torch.Tensor, torch.Tensor]:
         d, inv = self.d, self.idx(-1)
         z = torch.fft.fft(torch.conj(self.zt), dim=-1).transpose(-1, -2)
         z = torch.fft.irfft(z, n=d, dim=-1)
         return z[:, inv], torch.zeros_like(z)
+
+
+def _ridge_solve(m: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """m a = x for a batch of symmetric positive definite m (B, k, k) and x (B, k): by
+    Cholesky, or through the eigenvalues (floored) where rounding defeats it."""
+    chol, info = torch.linalg.cholesky_ex(m)
+    if not bool((info != 0).any()):
+        return torch.cholesky_solve(x[..., None], chol).squeeze(-1)
+    w, u = torch.linalg.eigh(m)
+    w = w.clamp(min=RIDGE * float(w.abs().max()) * 1e-3)
+    return (u @ ((u.transpose(1, 2) @ x[..., None]) / w[..., None])).squeeze(-1)
 
 
 # -- the entrywise gate: accumulators as row spectra -----------------------------------------

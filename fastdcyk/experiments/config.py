@@ -20,6 +20,7 @@ from fastdcyk.options import (
     DEFAULT_THRESHOLD,
     ENCODINGS,
     ORDERS,
+    READBACKS,
     VARIANTS,
     check_beta,
     check_choice,
@@ -120,6 +121,12 @@ class ExperimentConfig:
     to_cnf : bool
         Convert grammars that are not in Chomsky normal form (:meth:`Grammar.to_cnf`)
         instead of refusing them.
+    readback : {None, "lstsq", "matched"}
+        The cleanup variant's read-back (:data:`fastdcyk.options.READBACKS`); None (the
+        default) is its own, ``"lstsq"``. Normalised to ``"matched"`` when the grid has no
+        cleanup variant (the other variants read with their decoders). In :meth:`to_dict`
+        only when it is ``"lstsq"``: files of the cleanup variant written before the
+        least-squares read-back existed read as ``"matched"``, which they were.
 
     Raises
     ------
@@ -145,6 +152,7 @@ class ExperimentConfig:
     codebooks: str = "grammar"
     grammar_encoding: str = "utf-8"
     to_cnf: bool = False
+    readback: str | None = None
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -202,6 +210,16 @@ class ExperimentConfig:
         if not isinstance(self.to_cnf, bool | np.bool_):
             raise ValueError(f"to_cnf must be True or False, got {self.to_cnf!r}")
         put("to_cnf", bool(self.to_cnf))
+        check_choice("readback", self.readback, READBACKS, none="the cleanup variant's own")
+        if "cleanup" in self.variants:
+            put("readback", self.readback or "lstsq")
+        elif self.readback not in (None, "matched"):
+            raise ValueError(
+                f"readback={self.readback!r} applies to the cleanup variant only: add it to "
+                "the variants, or leave readback out"
+            )
+        else:
+            put("readback", "matched")
 
     # -- serialisation ------------------------------------------------------------------
 
@@ -218,7 +236,11 @@ class ExperimentConfig:
         # how grammar files are read: left out at their defaults, so that the hash of every
         # grid that reads UTF-8 files in CNF is the one it had before these options existed
         # (the hash covers the grammars' text as read in any case)
-        for name, default in (("grammar_encoding", "utf-8"), ("to_cnf", False)):
+        for name, default in (
+            ("grammar_encoding", "utf-8"),
+            ("to_cnf", False),
+            ("readback", "matched"),
+        ):
             if out[name] == default:
                 del out[name]
         return out
@@ -231,6 +253,7 @@ class ExperimentConfig:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown configuration keys: {sorted(unknown)}")
+        data = {"readback": "matched", **data}  # to_dict leaves "matched" out
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
     def load_grammars(self) -> dict[str, Grammar]:

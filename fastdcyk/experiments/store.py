@@ -72,11 +72,21 @@ def record_backend(record: dict[str, Any]) -> str:
 #: so that :func:`record_key` tells apart records of files of other thresholds, dtypes,
 #: codebooks or sentence samples. The sample is named by its source, lengths and seed, not
 #: its size: the first k sentences of a sample are the sample of k sentences.
-_SETTINGS = ("threshold", "dtype", "codebooks", "source", "min_len", "max_len", "sentence_seed")
+_SETTINGS = (
+    "threshold",
+    "dtype",
+    "codebooks",
+    "source",
+    "min_len",
+    "max_len",
+    "sentence_seed",
+    "readback",
+)
 #: A header's configuration without a setting was written before the setting existed, and
 #: is read as the value of that time: ``codebooks`` "plain" (random symbol vectors for every
-#: variant); every other setting has always been in the header.
-_SETTINGS_BEFORE = {"codebooks": "plain"}
+#: variant), ``readback`` "matched" (the cleanup variant's only read-back then, and the
+#: configuration leaves it out); every other setting has always been in the header.
+_SETTINGS_BEFORE = {"codebooks": "plain", "readback": "matched"}
 
 
 class ResultsFileError(ValueError):
@@ -111,7 +121,8 @@ def record_encoding(record: dict[str, Any]) -> str:
 
 
 def settings_key(get: Callable[[str], Any]) -> tuple:
-    """(threshold, dtype, codebooks, source, min_len, max_len, sentence_seed), normalised."""
+    """(threshold, dtype, codebooks, source, min_len, max_len, sentence_seed, readback),
+    normalised."""
     return (
         float(get("threshold")),
         str(get("dtype")),
@@ -120,6 +131,7 @@ def settings_key(get: Callable[[str], Any]) -> tuple:
         int(get("min_len")),
         int(get("max_len")),
         int(get("sentence_seed")),
+        str(get("readback") or "matched"),
     )
 
 
@@ -127,12 +139,12 @@ def record_key(record: dict[str, Any], config: ExperimentConfig | None = None) -
     """What identifies a record: no two records of one key are kept (:func:`load_records`).
 
     The key is (grammar, variant, order, encoding, beta, d, seed, threshold, dtype,
-    codebooks, source, min_len, max_len, sentence_seed, index, words): the grid cell, the
-    configuration's settings that change a record (the decoder threshold, the precision,
-    how unitary codebooks are built, and the sentence sample: its source, lengths and seed)
-    and the sentence. Records read from a results file hold their file's settings
-    (:func:`read_results`), so the records of two files of other settings never share a
-    key.
+    codebooks, source, min_len, max_len, sentence_seed, readback, index, words): the grid
+    cell, the configuration's settings that change a record (the decoder threshold, the
+    precision, how unitary codebooks are built, the sentence sample: its source, lengths and
+    seed, and the cleanup variant's read-back) and the sentence. Records read from a
+    results file hold their file's settings (:func:`read_results`), so the records of two
+    files of other settings never share a key.
 
     Parameters
     ----------

@@ -76,6 +76,8 @@ class Task:
         variant's own.
     codebooks : {"grammar", "plain"}, default "grammar"
         As :attr:`ExperimentConfig.codebooks`.
+    readback : {"lstsq", "matched"}, optional
+        The cleanup variant's read-back (None: its own); other variants read "matched".
 
     Raises
     ------
@@ -95,12 +97,15 @@ class Task:
     order: str | None = None
     encoding: str | None = None
     codebooks: str = "grammar"
+    readback: str | None = None
 
     def __post_init__(self) -> None:
         check_choice("codebooks", self.codebooks, CODEBOOKS)
-        opt = resolve(self.variant, order=self.order, encoding=self.encoding)
+        readback = self.readback if self.variant == "cleanup" else None
+        opt = resolve(self.variant, order=self.order, encoding=self.encoding, readback=readback)
         object.__setattr__(self, "order", opt.order)
         object.__setattr__(self, "encoding", opt.encoding)
+        object.__setattr__(self, "readback", opt.readback)
 
     @property
     def n_records(self) -> int:
@@ -199,6 +204,7 @@ def plan_tasks(
                                     order,
                                     encoding,
                                     config.codebooks,
+                                    config.readback,
                                 )
                             )
     return tasks
@@ -337,6 +343,7 @@ def _run_task(task: Task) -> list[dict[str, Any]]:
             beta=task.beta,
             order=task.order,
             encoding=task.encoding,
+            readback=task.readback,
         )
     records = []
     for words, indices in task.items:
@@ -350,6 +357,7 @@ def _run_task(task: Task) -> list[dict[str, Any]]:
             threshold=task.threshold,
             order=task.order,
             encoding=task.encoding,
+            readback=task.readback,
         )
         seconds = time.perf_counter() - t0
         records += _records(task, grammar, words, indices, result.chart, result.statistics, seconds)
@@ -441,6 +449,7 @@ def _run_task_torch(task: Task, device: Any) -> list[dict[str, Any]]:
         threshold=task.threshold,
         order=task.order,
         encoding=task.encoding,
+        readback=task.readback,
         dtype=cb.dtype,
     )
 

@@ -813,6 +813,52 @@ def test_records_without_an_encoding_read_as_paper_and_aggregate_apart():
     assert md.startswith("| variant | encoding | d | n |")
 
 
+# -- the cleanup variant's read-back -------------------------------------------------------------
+
+
+def test_config_readback_in_the_hash_only_for_the_least_squares_read_back(tmp_path):
+    kw = dict(grammars=("G1",), dims=(32,), sentences=3, max_len=4)
+    lstsq = ex.ExperimentConfig(variants=("cleanup",), **kw)
+    matched = ex.ExperimentConfig(variants=("cleanup",), readback="matched", **kw)
+    assert lstsq.readback == "lstsq" and lstsq.to_dict()["readback"] == "lstsq"
+    # "matched" (what the cleanup variant read with before) is left out: a file written
+    # before the read-back existed keeps its hash, and is not resumed with least squares
+    assert "readback" not in matched.to_dict() and lstsq.hash() != matched.hash()
+    assert ex.ExperimentConfig.from_dict(matched.to_dict()) == matched
+    assert ex.ExperimentConfig.from_dict(lstsq.to_dict()) == lstsq
+    paper = ex.ExperimentConfig(**kw)  # no cleanup variant: nothing to choose
+    assert paper.readback == "matched" and "readback" not in paper.to_dict()
+    with pytest.raises(ValueError, match="cleanup variant only"):
+        ex.ExperimentConfig(readback="lstsq", **kw)
+    with pytest.raises(ValueError, match="unknown readback"):
+        ex.ExperimentConfig(variants=("cleanup",), readback="ols", **kw)
+    # the records of two read-backs never share a key, and aggregate apart
+    path_a, path_b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    ex.run_experiment(lstsq, path_a, executor="serial", progress=False)
+    ex.run_experiment(matched, path_b, executor="serial", progress=False)
+    a, b = ex.load_records(path_a), ex.load_records(path_b)
+    assert {ex.record_key(r) for r in a}.isdisjoint(ex.record_key(r) for r in b)
+    rows = ex.aggregate(a + b)
+    assert sorted(r["readback"] for r in rows) == ["lstsq", "matched"]
+
+
+def test_tasks_parse_with_the_configured_read_back(monkeypatch):
+    calls = []
+    real = ex_tasks.dcyk
+
+    def spy(*args, **kwargs):
+        calls.append((kwargs.get("variant"), kwargs.get("readback")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ex_tasks, "dcyk", spy)
+    monkeypatch.setattr(ex_tasks, "_local", threading.local())
+    cfg = ex.ExperimentConfig(grammars=("G1",), dims=(32,), sentences=2, max_len=3,
+                              variants=("paper", "cleanup"), readback="matched")  # fmt: skip
+    for task in ex.plan_tasks(cfg):
+        ex.run_task(task)
+    assert set(calls) == {("paper", "matched"), ("cleanup", "matched")}
+
+
 # -- codebooks --------------------------------------------------------------------------------
 
 

@@ -103,12 +103,19 @@ def test_float64_matches_numpy_engine(case, options):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize(
-    ("decoder", "order"), [("trace", "cell"), ("trace", "sequential"), ("entry", "cell")]
+    ("readback", "decoder", "order"),
+    [
+        ("lstsq", None, "cell"),
+        ("lstsq", None, "sequential"),
+        ("matched", "trace", "cell"),
+        ("matched", "trace", "sequential"),
+        ("matched", "entry", "cell"),
+    ],
 )
-def test_cleanup_float64_matches_numpy_engine(case, decoder, order):
+def test_cleanup_float64_matches_numpy_engine(case, readback, decoder, order):
     grammar, sentence, d = CASES[case]
     cb = _codebook(grammar, d, "trace")
-    kw = dict(variant="cleanup", decoder=decoder, order=order)
+    kw = dict(variant="cleanup", readback=readback, decoder=decoder, order=order)
     ref = fd.dcyk(grammar, sentence, cb, **kw)
     got = fd.dcyk(grammar, sentence, cb, backend="torch", **kw)
     _assert_same(ref, got, 1e-8)
@@ -183,7 +190,7 @@ def test_record_log_matches_numpy():
 # -- batches ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("variant", ["paper", "trace"])
+@pytest.mark.parametrize("variant", ["paper", "trace", "cleanup"])
 def test_batch_equals_single_sentences(variant):
     g = fd.Grammar.builtin("G0")
     sents = ["fish swim", "fish swim fish near fish", "fish", "fish swim fish"]
@@ -228,23 +235,30 @@ def test_parse_core_masks_and_shapes():
         ("entrywise", "trace", "cell", "roles"),
         ("cleanup", "trace", "cell", "paper"),
         ("cleanup", "entry", "sequential", "roles"),
+        ("cleanup", "lstsq", "cell", "paper"),
+        ("cleanup", "lstsq", "sequential", "roles"),
     ],
 )
 def test_gradcheck_readouts(gate, decoder, order, encoding):
     """The decoder statistics and the gates' readouts, differentiated with respect to every
-    symbol vector and the rule weights (prune=0: no update is cut; beta = 2: smooth)."""
+    symbol vector and the rule weights (prune=0: no update is cut; beta = 2: smooth). With
+    the least-squares read-back ("lstsq" in the decoder's place) through its solve; the
+    candidate level 0 makes every detection a candidate, so that no small change of the
+    vectors changes the candidate sets (a piecewise choice, as pruning is)."""
     g = fd.Grammar.builtin("example")
     st = T.rule_structure(g)
     cb = fd.Codebook(16, seed=1, dtype="float64")
+    readback = {"readback": "lstsq", "candidate_level": 0.0} if decoder == "lstsq" else {}
     opt = resolve(
         "paper",
         gate=gate,
-        decoder=decoder,
+        decoder=None if readback else decoder,
         beta=2.0,
         prune=0.0,
         order=order,
         encoding=encoding,
         dtype=np.float64,
+        **(readback or {"readback": "matched"}),
     )
     base = T.symbol_vectors(cb, st, 3, encoding="roles")
     sents = [st.terminal_ids("a a b".split()), st.terminal_ids(["a", "b"])]
