@@ -11,7 +11,7 @@ A grammar made by :meth:`Grammar.to_cnf <fastdcyk.cfg.grammar.Grammar.to_cnf>` r
 where its rules came from; :func:`un_cnf` turns a tree of it into a tree of the grammar the
 user wrote (lifted terminals and binarisation symbols spliced out, unit rules and empty
 constituents put back), which is what the forest returns unless asked for ``cnf=True``.
-What "best" means and why: docs/method.md, section 8.
+What "best" means and why: docs/method.md, section 9.
 
 Examples
 --------

@@ -1,12 +1,14 @@
 """The D-CYK engine: the schedule, its backends, the rule structure, the decoder, memory.
 
-- :mod:`.api`: :func:`dcyk`, the front door, and :func:`~.api.parse_plan`, the one place a
-  backend is chosen; :mod:`.batch`: :func:`~.batch.dcyk_batch`;
+- :mod:`.api`: :func:`dcyk` and :func:`~.api.decode`, the front doors, and
+  :func:`~.api.parse_plan`, the one place a backend is chosen; :mod:`.batch`:
+  :func:`~.batch.dcyk_batch`;
 - :mod:`.plan`: a parse prepared once (grammar, words, options, codebook) for any backend;
 - :mod:`.schedule`: the order of cells and detections and its bookkeeping, written once;
 - :mod:`.numpy_backend`, :mod:`.torch_backend`: the arithmetic of each backend;
 - :mod:`.rules`: the grammar's rule structure and the rule spectra;
 - :mod:`.decode`: reading the table back (the paper's Algorithm 4 and the trace decoder);
+- :mod:`.readback`: the cleanup variant's least-squares read-back of a cell (its solve);
 - :mod:`.memory`: the memory a parse needs, checked before it starts;
 - :mod:`.result`: :class:`DCYKResult`.
 

@@ -213,7 +213,7 @@ def item_scores(
 
     ``log sigma(beta (s - 1/2))`` of the item's decoder statistic s: the log of the value
     that the decoder compares with the threshold. A tree's score is the sum over its items
-    (docs/method.md, section 8).
+    (docs/method.md, section 9).
 
     Parameters
     ----------

@@ -1,0 +1,78 @@
+"""The cleanup variant's two read-backs side by side: a long CommandTalk sentence.
+
+CommandTalk (tests/data/commandtalk.cfg.gz, SRI's grammar: 7,984 nonterminals in CNF, cells
+of up to about 250 symbols) is where the read-back decides: the matched filter reads every
+nonterminal of every cell, the least-squares read-back (docs/method.md, section 7) the
+cell's candidates only, and solves for them together. Target (docs/performance.md), a
+ratio to a baseline of the same run:
+
+- a 15-word CommandTalk sentence at d = 1024, float32, one thread: the least-squares
+  read-back (the cleanup variant's default) no slower than the matched filter
+  (``readback="matched"``), each the best of 3 parses, timed interleaved.
+
+Run for real with
+
+    python -m pytest benchmarks/bench_readback.py --benchmark-enable -p no:cacheprovider
+
+Under ``--benchmark-disable`` (the default) the body runs once at d = 64 on a 5-word
+sentence as a smoke test.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+import fastdcyk as fd
+from fastdcyk import threads
+
+COMMANDTALK = Path(__file__).parents[1] / "tests" / "data" / "commandtalk.cfg.gz"
+RATIO_TARGET = 1.0
+
+
+def commandtalk() -> fd.Grammar:
+    with warnings.catch_warnings():  # its few undefined symbols
+        warnings.simplefilter("ignore", fd.GrammarWarning)
+        return fd.Grammar.from_file(COMMANDTALK, cnf="allow", encoding="latin-1").to_cnf()
+
+
+@pytest.mark.benchmark(group="cleanup read-backs on CommandTalk")
+def test_lstsq_readback_against_matched(benchmark, timing):
+    d, n = (1024, 15) if timing else (64, 5)
+    g = commandtalk()
+    (s,) = fd.generate(g, 1, min_len=n, max_len=n, seed=7)
+    rounds = 3 if timing else 1
+    with threads.limit(1):
+        cb = fd.Codebook.for_grammar(g, d, 0, threads=1)
+        for rb in ("lstsq", "matched"):  # warm: rule tables, G_k, kernels
+            fd.dcyk(g, s[:4], cb, variant="cleanup", readback=rb)
+        best = {"lstsq": float("inf"), "matched": float("inf")}
+
+        def both() -> float:
+            for _ in range(rounds):  # interleaved: both see the same load
+                for rb in best:
+                    t0 = time.perf_counter()
+                    r = fd.dcyk(g, s, cb, variant="cleanup", readback=rb)
+                    best[rb] = min(best[rb], time.perf_counter() - t0)
+                    if rb == "lstsq":
+                        f1 = fd.cell_scores(fd.cyk(g, s), r.chart).f1
+            return f1
+
+        f1 = benchmark.pedantic(both, rounds=1, iterations=1)
+    ratio = best["lstsq"] / best["matched"]
+    benchmark.extra_info.update(
+        {
+            "d": d,
+            "words": n,
+            "lstsq_s": best["lstsq"],
+            "matched_s": best["matched"],
+            "ratio": ratio,
+            "lstsq_f1": f1,
+        }
+    )
+    if timing:
+        assert f1 == 1.0, f"the least-squares read-back's chart has F1 {f1}"
+        assert ratio <= RATIO_TARGET, f"least squares costs {ratio:.2f}x the matched filter"
