@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 
 from fastdcyk.cfg.cyk import cyk
 from fastdcyk.cfg.generate import generate
@@ -48,8 +49,9 @@ from fastdcyk.engine import schedule as S
 from fastdcyk.engine.decode import decision_boundary, sigmoid
 from fastdcyk.engine.plan import default_codebook
 from fastdcyk.engine.progress import check_progress, progress_bar
-from fastdcyk.engine.readback import candidates, solve
+from fastdcyk.engine.readback import candidates, ridge_matrix, solve
 from fastdcyk.engine.rules import (
+    candidate_rule_layer,
     lexical_layer,
     parseval_weights,
     rule_layer,
@@ -489,10 +491,12 @@ class _CleanSim(_Sim):
             used = np.unique(st.unary_rule_terminal)
             self.term_rows = np.full(len(st.terminals), -1, np.intp)
             self.term_rows[used] = np.arange(len(used))
-            self.term_spectra = np.stack(
-                [self.cb.spectrum("terminal", st.terminals[k]) for k in used]
-            ).astype(np.complex128)
-            self.term_index = {st.terminals[k]: r for r, k in enumerate(used)}
+            lexicon = [st.terminals[k] for k in used]
+            self.term_spectra = self.cb.spectra("terminal", lexicon).astype(np.complex128)
+            self.term_index = {t: r for r, t in enumerate(lexicon)}
+            if self.lstsq:  # the symbol vectors, for the read-back's Gram matrices
+                self.vec64 = self.t.vectors.astype(np.float64)
+                self.term_vec64 = self.cb.vectors("terminal", lexicon).astype(np.float64)
             self.cols: dict[tuple[str, int], np.ndarray] = {}
             self.gram: np.ndarray | None = None
         self.gl = np.zeros((n + 1, n + 1, nn))
@@ -503,6 +507,8 @@ class _CleanSim(_Sim):
         self.stats = np.zeros((n + 1, n + 1, nn))
         self.terms: dict[tuple[int, int], list] = {}
         self.cands: dict[tuple[int, int], list] = {}
+        self.read_cells: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self.base = float(sigmoid(0.0, self.beta))
         for i in range(1, n + 1):
             self.term[i - 1, i] = 1.0
         # near[a, b]: the variance a near match across span indices a != b adds
@@ -560,6 +566,8 @@ class _CleanSim(_Sim):
             c = sigmoid(x + self._noise(i, j, len(x), self.unary_var), self.beta)
             self.tvals = lexical_layer(st, c, self.term_rows)
             self.term_read = np.flatnonzero(c > self.level)
+        elif self.lstsq:  # every non-candidate scores sigma(0): the candidates' rules only
+            self.tvals = candidate_rule_layer(st, self.read_cells, i, j, self.base)
         else:
             self.tvals = rule_layer(st, self.scores, i, j)
 
@@ -613,31 +621,28 @@ class _CleanSim(_Sim):
 
     def _end_lstsq(self, i: int, j: int, step: Step) -> None:
         """The least-squares read-back of cell (i, j) over its candidates (and, in a unary
-        cell, the terminals read there), the written items' overlaps exact."""
+        cell, the terminals read there), the written items' overlaps exact: inner products
+        of the symbol vectors (equal, by Parseval, to the trace readouts' symbol part)."""
         rows = np.concatenate(self.cands.pop((i, j), [np.zeros(0, np.intp)]))
         k = len(rows)
-        g_nn = self._overlaps(rows)[:, rows] if k else np.zeros((0, 0))
-        g_rows = self.gl[i, j, rows]
-        written = g_nn @ g_rows  # the cell's items: exactly its candidates (and the word)
         var = self._variance(i, j, rows)
-        if step == S.UNARY:
-            word = self.term_index[self.words[i]]
-            terms = self.term_read
-            g_nt = np.stack([self._column("nt", r)[rows] for r in terms], axis=1)
-            g_tt = np.stack([self._column("tt", r)[terms] for r in terms], axis=1)
-            g_nn = np.block([[g_nn, g_nt], [g_nt.T, g_tt]]) if len(terms) else g_nn
-            written = np.concatenate([written, g_nt.T @ g_rows]) if len(terms) else written
-            written[:k] += self._column("nt", word)[rows]
-            if len(terms):
-                written[k:] += self._column("tt", word)[terms]
-                var = np.concatenate([var, np.full(len(terms), self.unary_var)])
-        if not len(written):
+        vecs = self.vec64[rows]
+        if step == S.UNARY and len(self.term_read):
+            vecs = np.concatenate([vecs, self.term_vec64[self.term_read]])
+            var = np.concatenate([var, np.full(len(self.term_read), self.unary_var)])
+        if not len(vecs):
             self.scores[i, j] = sigmoid(self.stats[i, j], self.beta)
+            self.read_cells[(i, j)] = (rows, np.zeros(0))
             return
-        e = np.sqrt(var) * _correlated(g_nn, self.rng.normal(0.0, 1.0, len(written)))
-        a = solve(g_nn, written + e)
-        self.stats[i, j, rows] = a[:k]
+        g = vecs @ vecs.T
+        written = g[:, :k] @ self.gl[i, j, rows]  # the cell's items: its candidates ...
+        if step == S.UNARY:  # ... and the word
+            written += vecs @ self.term_vec64[self.term_index[self.words[i]]]
+        z = self.rng.normal(0.0, 1.0, len(written))
+        a = _solve_with_noise(g, written, np.sqrt(var), z)[:k]
+        self.stats[i, j, rows] = a
         self.scores[i, j] = sigmoid(self.stats[i, j], self.beta)
+        self.read_cells[(i, j)] = (rows, sigmoid(a, self.beta) - self.base)
 
     def decode(self, n: int) -> dict:
         """The final chart: the read-back's amplitudes (least squares), or the trace
@@ -655,14 +660,18 @@ class _CleanSim(_Sim):
         return chart
 
 
-def _correlated(g: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """L z with L L^T = g (g's square root where it is not positive definite): standard
-    normal draws z given the covariance of the readouts of vectors with Gram matrix g."""
+def _solve_with_noise(g: np.ndarray, x: np.ndarray, scale: np.ndarray, z: np.ndarray):
+    """:func:`~fastdcyk.engine.readback.solve` of ``x`` plus noise ``scale * (L z)``, with
+    L L^T the regularised Gram matrix (standard normal draws z given the covariance of the
+    readouts of vectors of Gram matrix g): one Cholesky factor serves both."""
+    m = ridge_matrix(g)
     try:
-        return np.linalg.cholesky(g) @ z
-    except np.linalg.LinAlgError:
+        chol = np.linalg.cholesky(m)
+    except np.linalg.LinAlgError:  # rounding: through the eigenvalues, as solve does
         w, u = np.linalg.eigh(g)
-        return u @ (np.sqrt(np.maximum(w, 0.0)) * (u.T @ z))
+        e = scale * (u @ (np.sqrt(np.maximum(w, 0.0)) * (u.T @ z)))
+        return solve(g, x + e)
+    return scipy.linalg.cho_solve((chol, True), x + scale * (chol @ z))
 
 
 def _grammar(grammar: Any) -> Grammar:

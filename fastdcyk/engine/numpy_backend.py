@@ -30,6 +30,7 @@ from fastdcyk.engine.decode import (
 from fastdcyk.engine.readback import candidates, gram, solve
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.engine.rules import (
+    candidate_rule_layer,
     lexical_layer,
     parseval_weights,
     rule_layer,
@@ -551,16 +552,16 @@ class CleanupParser(TraceParser):
         # the read-back's amplitudes (the decoder statistics) and each cell's candidates
         self.stats = np.zeros((n + 1, n + 1, len(st.nonterminals))) if self.lstsq else None
         self._cands: dict[tuple[int, int], list[np.ndarray]] = {}
+        # the read cells' candidates and their clean scores less sigma(0), every other's
+        self._read: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._base = float(self._clean(0.0))
         used = np.unique(st.unary_rule_terminal)
         # the terminals of the grammar's rules A -> a, as rows of a table of their spectra
         self._term_rows = np.full(len(st.terminals), -1, np.intp)
         self._term_rows[used] = np.arange(len(used))
         self._term_ids = used
-        self._term_spectra = (
-            np.stack([cb.spectrum("terminal", st.terminals[k]) for k in used]).astype(np.complex128)
-            if len(used)
-            else np.zeros((0, d // 2 + 1), np.complex128)
-        )
+        lexicon = [st.terminals[k] for k in used]
+        self._term_spectra = cb.spectra("terminal", lexicon).astype(np.complex128)
         self._term_read = np.zeros(0, np.intp)
 
     def _spectrum_of(self, p_left: np.ndarray) -> np.ndarray:
@@ -598,6 +599,8 @@ class CleanupParser(TraceParser):
             # the terminals read in the cell (in the sequential order, by any of its reads)
             read = np.flatnonzero(c > self.opt.candidate_level)
             self._term_read = np.union1d(self._term_read, read)
+        elif self.lstsq:  # every non-candidate scores sigma(0): the candidates' rules only
+            self._t = candidate_rule_layer(self.st, self._read, i, j, self._base)
         else:
             self._t = rule_layer(self.st, self.scores, i, j)
 
@@ -632,14 +635,14 @@ class CleanupParser(TraceParser):
         spectra, vectors = self.t.spectra[rows], self.t.vectors[rows]
         if step == S.UNARY and len(self._term_read):
             # the word's terminal is an item of the cell too: solve for it alongside
-            terms = self._term_ids[self._term_read]
+            terms = [self.st.terminals[k] for k in self._term_ids[self._term_read]]
             spectra = np.concatenate([spectra, self._term_spectra[self._term_read]])
-            words = [self.cb.vector("terminal", self.st.terminals[k]) for k in terms]
-            vectors = np.concatenate([vectors, np.stack(words)])
+            vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
         self._term_read = np.zeros(0, np.intp)
-        a = solve(gram(vectors), self._trace(spectra, q))
-        self.stats[i, j, rows] = a[: len(rows)]
+        a = solve(gram(vectors), self._trace(spectra, q))[: len(rows)]
+        self.stats[i, j, rows] = a
         self.scores[i, j] = self._clean(self.stats[i, j])
+        self._read[(i, j)] = (rows, self._clean(a) - self._base)
 
     def statistics(self) -> dict[tuple[int, int, str], float]:
         """The decoder statistic of every triple: the read-back's amplitudes (``"lstsq"``),

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-__all__ = ["RIDGE", "candidates", "gram", "solve"]
+__all__ = ["RIDGE", "candidates", "gram", "ridge_matrix", "solve"]
 
 #: The ridge lambda of :func:`solve`, relative to the mean diagonal of the Gram matrix: the
 #: amplitudes of well-separated candidates move by about lambda / (smallest eigenvalue of
@@ -50,6 +50,20 @@ def gram(vectors: np.ndarray) -> np.ndarray:
     """The Gram matrix of the rows of ``vectors`` (k, d), in float64 (k x k)."""
     v = np.asarray(vectors, dtype=np.float64)
     return v @ v.T
+
+
+def ridge_matrix(g: np.ndarray, ridge: float = RIDGE) -> np.ndarray:
+    """G + ridge mean(diag G) I, a new float64 array (the matrix :func:`solve` factors)."""
+    m = np.array(g, dtype=np.float64)
+    m[np.diag_indices(g.shape[0])] += ridge * _scale(g)
+    return m
+
+
+def _scale(g: np.ndarray) -> float:
+    """The mean diagonal of g (1 where it is not positive): what the ridge is relative to."""
+    k = g.shape[0]
+    scale = float(np.trace(g)) / k if k else 1.0
+    return scale if scale > 0 else 1.0
 
 
 def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE) -> np.ndarray:
@@ -82,13 +96,10 @@ def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE) -> np.ndarray:
     k = g.shape[0]
     if k == 0:
         return np.zeros_like(x)
-    scale = float(np.trace(g)) / k
-    scale = scale if scale > 0 else 1.0
-    m = np.array(g, dtype=np.float64)
-    m[np.diag_indices(k)] += ridge * scale
+    m = ridge_matrix(g, ridge)
     try:
         return scipy.linalg.cho_solve(scipy.linalg.cho_factor(m), x)
     except np.linalg.LinAlgError:
         w, u = np.linalg.eigh(m)
-        w = np.maximum(w, max(ridge, 1e-12) * scale)
+        w = np.maximum(w, max(ridge, 1e-12) * _scale(g))
         return u @ ((u.T @ x) / (w if x.ndim == 1 else w[:, None]))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "RuleStructure",
     "RuleTables",
+    "candidate_rule_layer",
     "lexical_layer",
     "parseval_weights",
     "rule_layer",
@@ -126,6 +127,22 @@ class RuleStructure:
     def n_binary_rules(self) -> int:
         return len(self.binary_rule_row)
 
+    @functools.cached_property
+    def rules_by_left(self) -> tuple[np.ndarray, np.ndarray]:
+        """The binary rules grouped by left child: (order, ptr), rules ``order[ptr[B]:
+        ptr[B + 1]]`` have left child B."""
+        return _group(self.binary_rule_left, len(self.nonterminals))
+
+    @functools.cached_property
+    def rules_by_right(self) -> tuple[np.ndarray, np.ndarray]:
+        """The binary rules grouped by right child, as :attr:`rules_by_left`."""
+        return _group(self.binary_rule_right, len(self.nonterminals))
+
+    @functools.cached_property
+    def binary_rule_counts(self) -> np.ndarray:
+        """How many rules A -> B C each nonterminal of ``binary`` has (float64)."""
+        return np.bincount(self.binary_rule_row, minlength=len(self.binary)).astype(np.float64)
+
     def terminal_ids(self, words: Sequence[str]) -> list[int]:
         """Rows of the words (terminals of the grammar, in Unicode NFC)."""
         pos = {t: k for k, t in enumerate(self.terminals)}
@@ -173,19 +190,16 @@ def rule_structure(grammar: Grammar) -> RuleStructure:
 def _build(cb: Codebook, grammar: Grammar, encoding: str, rules: bool) -> RuleTables:
     st = rule_structure(grammar)
     nts = st.nonterminals
-    spectra = np.stack([cb.spectrum("nonterminal", a) for a in nts])
-    if encoding == "roles":
-        right_spectra = np.stack([cb.spectrum("right", a) for a in nts])
-    else:
-        right_spectra = spectra
-    vectors = np.stack([cb.vector("nonterminal", a) for a in nts])
+    spectra = cb.spectra("nonterminal", nts)
+    right_spectra = cb.spectra("right", nts) if encoding == "roles" else spectra
+    vectors = cb.vectors("nonterminal", nts)
     h = cb.d // 2 + 1
 
     unary_spectra = np.zeros((len(st.unary) if rules else 0, h), np.complex128)
     if st.n_unary_rules and rules:
         used = np.unique(st.unary_rule_terminal)
         tspec = np.zeros((len(st.terminals), h), np.complex128)
-        tspec[used] = np.stack([cb.spectrum("terminal", st.terminals[t]) for t in used])
+        tspec[used] = cb.spectra("terminal", [st.terminals[t] for t in used])
         np.add.at(unary_spectra, st.unary_rule_row, tspec[st.unary_rule_terminal])
 
     binary_spectra = np.zeros((len(st.binary) if rules else 0, h), np.complex128)
@@ -230,6 +244,64 @@ def rule_layer(st: RuleStructure, scores: np.ndarray, i: int, j: int) -> np.ndar
         pairs = scores[i, k, st.binary_rule_left] * scores[k, j, st.binary_rule_right]
         t += np.bincount(st.binary_rule_row, pairs, minlength=len(t))
     return t
+
+
+def candidate_rule_layer(
+    st: RuleStructure,
+    cells: Mapping[tuple[int, int], tuple[np.ndarray, np.ndarray]],
+    i: int,
+    j: int,
+    base: float,
+) -> np.ndarray:
+    """:func:`rule_layer` where every clean score is ``base`` but those of each cell's
+    candidates, without a pass over every rule.
+
+    ``cells[(i, k)]`` is (rows, deltas): the candidates of cell (i, k) and their scores
+    less ``base``. With s = base + delta, a rule's product is base^2 + base delta_B +
+    base delta_C + delta_B delta_C: the first term is the same for every rule, and the
+    others are non-zero only for the rules whose left or right child is a candidate, found
+    through :attr:`RuleStructure.rules_by_left` and :attr:`~RuleStructure.rules_by_right`.
+    The least-squares read-back scores every non-candidate sigma(0) exactly (its amplitude
+    is 0), so this is :func:`rule_layer` to rounding, at a cost that follows the
+    candidates' rules instead of the grammar's.
+    """
+    nn = len(st.nonterminals)
+    t = st.binary_rule_counts * ((j - i - 1) * base * base)
+    rows, values = [], []
+    dl, dr = np.zeros(nn), np.zeros(nn)
+    for k in range(i + 1, j):
+        left_rows, left = cells[(i, k)]
+        right_rows, right = cells[(k, j)]
+        dl[left_rows], dr[right_rows] = left, right
+        by_left = _rules_of(st.rules_by_left, left_rows)
+        by_right = _rules_of(st.rules_by_right, right_rows)
+        rows += [st.binary_rule_row[by_left], st.binary_rule_row[by_right]]
+        values += [
+            dl[st.binary_rule_left[by_left]] * (base + dr[st.binary_rule_right[by_left]]),
+            base * dr[st.binary_rule_right[by_right]],
+        ]
+        dl[left_rows], dr[right_rows] = 0.0, 0.0
+    if rows:
+        t += np.bincount(np.concatenate(rows), np.concatenate(values), minlength=len(t))
+    return t
+
+
+def _group(child: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(child, kind="stable")
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(child, minlength=n), out=ptr[1:])
+    return order, ptr
+
+
+def _rules_of(grouped: tuple[np.ndarray, np.ndarray], symbols: np.ndarray) -> np.ndarray:
+    """The rules (indices) of the groups of ``symbols`` (:func:`_group`)."""
+    order, ptr = grouped
+    starts, counts = ptr[symbols], ptr[symbols + 1] - ptr[symbols]
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offsets = np.repeat(starts - np.cumsum(counts) + counts, counts)
+    return order[offsets + np.arange(total)]
 
 
 def parseval_weights(d: int) -> np.ndarray:

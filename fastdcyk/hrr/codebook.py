@@ -530,22 +530,79 @@ class Codebook:
         return v
 
     def _random(self, *key: int, zero_mean: bool = False) -> np.ndarray:
-        # float64 draws and their half spectrum (complex128), a few at a time
-        self._reserve(48 * self.d, "a symbol vector")
-        ss = np.random.SeedSequence(self.seed, spawn_key=key)
-        # Drawn in float64 so that float32 and float64 codebooks of one seed agree to rounding.
-        v = np.random.default_rng(ss).standard_normal(self.d) / np.sqrt(self.d)
-        if self.unitary or zero_mean:
-            f = np.fft.rfft(v)
-            if self.unitary:
-                mag = np.abs(f)
-                f = np.where(mag > 0, f / np.where(mag > 0, mag, 1.0), 1.0)
-            if zero_mean:
-                f[0] = 0.0
-            v = np.fft.irfft(f, n=self.d)
-        v = v.astype(self.dtype)
-        v.setflags(write=False)
-        return v
+        return self._random_many([key], zero_mean=zero_mean)[0]
+
+    def _random_many(self, keys: list[tuple[int, ...]], *, zero_mean: bool) -> np.ndarray:
+        """The random vectors of ``keys`` (rows, read-only), each from its own stream.
+
+        Drawn in float64 (so that float32 and float64 codebooks of one seed agree to
+        rounding) and transformed together: a batched FFT gives each row the bits of its own
+        one-row FFT, so a vector does not depend on which others were drawn with it.
+        """
+        out = np.empty((len(keys), self.d), self.dtype)
+        step = max(1, (1 << 22) // self.d)  # rows per block: 32 MB of float64 draws
+        # float64 draws and their half spectrum (complex128), a block at a time
+        self._reserve(48 * self.d * min(step, len(keys)), "symbol vectors")
+        for r0 in range(0, len(keys), step):
+            block = keys[r0 : r0 + step]
+            v = np.empty((len(block), self.d))
+            for row, key in enumerate(block):
+                ss = np.random.SeedSequence(self.seed, spawn_key=key)
+                v[row] = np.random.default_rng(ss).standard_normal(self.d) / np.sqrt(self.d)
+            if self.unitary or zero_mean:
+                f = np.fft.rfft(v, axis=1)
+                if self.unitary:
+                    mag = np.abs(f)
+                    f = np.where(mag > 0, f / np.where(mag > 0, mag, 1.0), 1.0)
+                if zero_mean:
+                    f[:, 0] = 0.0
+                v = np.fft.irfft(f, n=self.d, axis=1)
+            out[r0 : r0 + len(block)] = v
+        out.setflags(write=False)
+        return out
+
+    def vectors(self, kind: str, syms: Any) -> np.ndarray:
+        """The vectors of several symbols of one kind, a new (len(syms), d) array; those
+        not drawn yet are drawn together (the same vectors :meth:`vector` gives, faster
+        for a grammar's thousands of symbols)."""
+        _check_kind(kind)
+        syms = [_check_index(x) for x in syms] if kind == "index" else list(syms)
+        missing = [x for x in dict.fromkeys(syms) if (kind, x) not in self._vectors]
+        plain = [x for x in missing if self._plain(kind, x)]
+        if plain and not self._fixed:
+            zero_mean = self.zero_mean and kind != "index"
+            keys = [(_KIND_KEY[kind], *_symbol_key(kind, x)) for x in plain]
+            for x, v in zip(plain, self._random_many(keys, zero_mean=zero_mean), strict=True):
+                self._vectors[(kind, x)] = v
+        out = np.empty((len(syms), self.d), self.dtype)
+        for row, x in enumerate(syms):
+            out[row] = self.vector(kind, x)
+        return out
+
+    def spectra(self, kind: str, syms: Any) -> np.ndarray:
+        """The spectra of several symbols of one kind, a new (len(syms), d // 2 + 1) array
+        (as :meth:`spectrum`, each cached); the missing ones computed together."""
+        keys = [int(x) if kind == "index" else x for x in syms]
+        missing = [x for x in dict.fromkeys(keys) if (kind, x) not in self._spectra]
+        if missing:
+            self._reserve(32 * self.d * len(missing), "symbols' spectra")
+            vecs = self.vectors(kind, missing).astype(np.float64)
+            spec = np.fft.rfft(vecs, axis=1).astype(self.cdtype)
+            spec.setflags(write=False)
+            for x, row in zip(missing, spec, strict=True):
+                self._spectra[(kind, x)] = row
+        out = np.empty((len(keys), self.d // 2 + 1), self.cdtype)
+        for row, x in enumerate(keys):
+            out[row] = self._spectra[(kind, x)]
+        return out
+
+    def _plain(self, kind: str, sym: Any) -> bool:
+        """Whether a symbol's vector is drawn at random (not shifted from a base)."""
+        if kind == "index" and self.index_vectors == "shifted":
+            if sym < len(sidon_offsets(self.d, sym + 1)):
+                return False
+        slot = self._symbol_slot.get((kind, sym))
+        return slot is None or slot >= len(sidon_offsets(self.d, slot + 1))
 
     def spectrum(self, kind: str, sym: Any) -> np.ndarray:
         """The rfft (length d // 2 + 1, complex) of a symbol's vector, cached."""

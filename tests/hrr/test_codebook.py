@@ -587,3 +587,23 @@ def test_load_refuses_what_save_did_not_write_with_a_value_error(tmp_path):
     with pytest.raises(FileNotFoundError):
         Codebook.load(tmp_path / "missing.npz")
     assert Codebook.load(good).seed == 1  # the good one still loads
+
+
+@pytest.mark.parametrize("unitary", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_vectors_and_spectra_drawn_together_equal_those_drawn_one_by_one(unitary, dtype):
+    """A batch draw (a grammar's thousands of symbols at once) gives every symbol the bits
+    it gets alone, whatever else is drawn with it and in which order."""
+    g = Grammar.builtin("G2")
+    make = Codebook.for_grammar if unitary else (lambda g, *a, **k: Codebook(*a, **k))
+    together = make(g, 96, 4, dtype=dtype, unitary=unitary)
+    alone = make(g, 96, 4, dtype=dtype, unitary=unitary)
+    names = [*g.nonterminals, "not-in-the-grammar", g.nonterminals[0]]
+    vecs = together.vectors("nonterminal", names[::-1])[::-1]
+    specs = together.spectra("nonterminal", names)
+    for k, name in enumerate(names):
+        assert np.array_equal(vecs[k], alone.vector("nonterminal", name))
+        assert np.array_equal(specs[k], alone.spectrum("nonterminal", name))
+    idx = together.vectors("index", range(30))
+    assert all(np.array_equal(idx[k], alone.vector("index", k)) for k in range(30))
+    assert vecs.dtype == specs.real.dtype == np.dtype(dtype)
