@@ -33,6 +33,7 @@ against measurement.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -128,8 +129,6 @@ class _Sim:
         self.bound = decision_boundary(beta, threshold)
         self.prune = float(np.finfo(cb.dtype).eps)
         self.w = parseval_weights(cb.d)
-        self.left = self.t.spectra.astype(np.complex128)
-        self.right = self.t.right_spectra.astype(np.complex128)
         self.ub = self.t.unary_spectra
         self.bb = self.t.binary_spectra
         st = rule_structure(grammar)
@@ -143,6 +142,16 @@ class _Sim:
         self.unary_pairs = set(grammar.unary_rules)
         unary = st.unary_rule_row.astype(np.intp)
         self.n_unary = np.bincount(unary, minlength=len(self.t.unary)).astype(float)
+
+    @functools.cached_property
+    def left(self) -> np.ndarray:
+        """The nonterminals' spectra, complex128 (made on first use: the least-squares
+        model needs none)."""
+        return self.t.spectra.astype(np.complex128)
+
+    @functools.cached_property
+    def right(self) -> np.ndarray:
+        return self.t.right_spectra.astype(np.complex128)
 
     def mean(self, spectra: np.ndarray, q: np.ndarray) -> np.ndarray:
         """(1/d) sum over all d frequencies of R[f] q[f] (real), for every row R."""
@@ -715,15 +724,23 @@ def _sentences(grammar: Grammar, sentences_or_length: Any, n_sentences: int, see
     return sents
 
 
-def estimate_memory(grammar: Grammar | str, length: int, d: int, variant: str = "trace") -> int:
+def estimate_memory(
+    grammar: Grammar | str,
+    length: int,
+    d: int,
+    variant: str = "trace",
+    readback: str | None = None,
+) -> int:
     """Peak bytes the capacity model needs for sentences of ``length`` words at ``d``.
 
     The model's arrays grow with the sentence length n: every variant keeps a weight per
     (cell, nonterminal) and the spectra of the span sums; the trace model draws, for each
     cell, a value for every (i1, k1, k2, j2) of spans, (n + 1)^4 of them, and gathers the
     rules' pairs over (n + 1)^2 spans; the paper variant's model keeps a length-d mask per
-    (cell, nonterminal); the clean-up model a nonterminal x nonterminal matrix of overlaps.
-    Its time grows likewise: about (n + 1)^6 for the trace model.
+    (cell, nonterminal); the clean-up model with the matched read-back a nonterminal x
+    nonterminal matrix of overlaps, with the least-squares read-back (``readback``, the
+    cleanup variant's default) the symbol vectors in float64. Its time grows likewise:
+    about (n + 1)^6 for the trace model.
 
     Examples
     --------
@@ -733,7 +750,8 @@ def estimate_memory(grammar: Grammar | str, length: int, d: int, variant: str = 
     grammar = _grammar(grammar)
     n1 = check_int("length", length, 1) + 1
     d = check_dim(d)
-    gate = resolve(variant).gate
+    opt = resolve(variant, readback=readback)
+    gate = opt.gate
     nn, rules = len(grammar.nonterminals), len(grammar.binary_rules)
     h = d // 2 + 1
     need = 3 * nn * h * 16 + 8 * n1 * n1 * nn * 4 + 2 * n1 * n1 * h * 16  # spectra, weights
@@ -741,20 +759,24 @@ def estimate_memory(grammar: Grammar | str, length: int, d: int, variant: str = 
         need += 4 * 8 * n1**4 + 2 * 8 * n1 * n1 * rules  # span values, gathered rule pairs
     elif gate == "entrywise":
         need += 8 * n1 * n1 * nn * d  # masks
-    else:
+    elif opt.readback == "matched":
         need += 8 * nn * nn  # overlaps of the written symbols
+    else:
+        need += 8 * (nn + len(grammar.terminals)) * d  # the vectors, float64
     return int(need)
 
 
-def _check_memory(grammar: Grammar, length: int, d: int, variant: str) -> None:
+def _check_memory(
+    grammar: Grammar, length: int, d: int, variant: str, readback: str | None = None
+) -> None:
     """MemoryError, before anything is computed, when :func:`estimate_memory` exceeds what
     the system has available; the message names the longest sentences that fit."""
-    need = estimate_memory(grammar, length, d, variant)
+    need = estimate_memory(grammar, length, d, variant, readback)
     avail = _memory.available_memory()
     if avail is None or need <= avail:
         return
     fits = length - 1
-    while fits >= 1 and estimate_memory(grammar, fits, d, variant) > 0.9 * avail:
+    while fits >= 1 and estimate_memory(grammar, fits, d, variant, readback) > 0.9 * avail:
         fits -= 1
     hint = f"sentences of at most {fits} words fit" if fits >= 1 else "free some memory"
     raise MemoryError(
@@ -844,7 +866,7 @@ def predict(
         opt.threshold,
     )
     sents = _sentences(grammar, sentences_or_length, sentences, seed)
-    _check_memory(grammar, max(len(s) for s in sents), d, variant)
+    _check_memory(grammar, max(len(s) for s in sents), d, variant, opt.readback)
     golds = [cyk(grammar, s, strict=True) for s in sents]
     total, exact = Scores(0, 0, 0), 0
     unitary = VARIANTS[variant]["unitary"]

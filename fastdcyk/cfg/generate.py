@@ -13,6 +13,7 @@ its number of parses. Draws are independent, so a list of sentences may contain 
 
 from __future__ import annotations
 
+import functools
 import random
 
 from fastdcyk.cfg.grammar import Grammar, GrammarError
@@ -23,8 +24,13 @@ __all__ = ["generate"]
 _EXPLAIN_LIMIT = 30
 
 
+@functools.lru_cache(maxsize=8)
 def _derivation_counts(grammar: Grammar, max_len: int) -> dict[str, list[int]]:
-    """``counts[A][L]``: the number of parse trees rooted in A whose yield has length L."""
+    """``counts[A][L]``: the number of parse trees rooted in A whose yield has length L.
+
+    Kept for the last few grammars and lengths (a large grammar's table costs seconds, and
+    the capacity model and the studies draw from the same grammar again and again); the
+    caller must not change it."""
     counts = {a: [0] * (max_len + 1) for a in grammar.nonterminals}
     for a, words in grammar.unary_by_lhs.items():
         if max_len >= 1:

@@ -56,7 +56,7 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
     if opt.gate == "cleanup":
         how += f", readback={opt.readback}"
     memory = format_bytes(
-        capacity.estimate_memory(grammar, args.length, max(args.dims), args.variant)
+        capacity.estimate_memory(grammar, args.length, max(args.dims), args.variant, opt.readback)
     )
     print(
         f"capacity model: {args.grammar}, {args.sentences} sentences of length {args.length}, "

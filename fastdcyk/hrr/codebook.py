@@ -551,9 +551,11 @@ class Codebook:
                 v[row] = np.random.default_rng(ss).standard_normal(self.d) / np.sqrt(self.d)
             if self.unitary or zero_mean:
                 f = np.fft.rfft(v, axis=1)
-                if self.unitary:
+                if self.unitary:  # f / |f| where |f| > 0, else 1
                     mag = np.abs(f)
-                    f = np.where(mag > 0, f / np.where(mag > 0, mag, 1.0), 1.0)
+                    nonzero = mag > 0
+                    np.divide(f, mag, out=f, where=nonzero)
+                    f[~nonzero] = 1.0
                 if zero_mean:
                     f[:, 0] = 0.0
                 v = np.fft.irfft(f, n=self.d, axis=1)
@@ -574,10 +576,12 @@ class Codebook:
             keys = [(_KIND_KEY[kind], *_symbol_key(kind, x)) for x in plain]
             for x, v in zip(plain, self._random_many(keys, zero_mean=zero_mean), strict=True):
                 self._vectors[(kind, x)] = v
-        out = np.empty((len(syms), self.d), self.dtype)
-        for row, x in enumerate(syms):
-            out[row] = self.vector(kind, x)
-        return out
+        if self._fixed or len(plain) < len(missing):
+            for x in missing:
+                self.vector(kind, x)  # shifted ones, or a KeyError naming a missing one
+        if not syms:
+            return np.zeros((0, self.d), self.dtype)
+        return np.stack([self._vectors[(kind, x)] for x in syms])
 
     def spectra(self, kind: str, syms: Any) -> np.ndarray:
         """The spectra of several symbols of one kind, a new (len(syms), d // 2 + 1) array
@@ -586,15 +590,14 @@ class Codebook:
         missing = [x for x in dict.fromkeys(keys) if (kind, x) not in self._spectra]
         if missing:
             self._reserve(32 * self.d * len(missing), "symbols' spectra")
-            vecs = self.vectors(kind, missing).astype(np.float64)
-            spec = np.fft.rfft(vecs, axis=1).astype(self.cdtype)
+            vecs = self.vectors(kind, missing).astype(np.float64, copy=False)
+            spec = np.fft.rfft(vecs, axis=1).astype(self.cdtype, copy=False)
             spec.setflags(write=False)
             for x, row in zip(missing, spec, strict=True):
                 self._spectra[(kind, x)] = row
-        out = np.empty((len(keys), self.d // 2 + 1), self.cdtype)
-        for row, x in enumerate(keys):
-            out[row] = self._spectra[(kind, x)]
-        return out
+        if not keys:
+            return np.zeros((0, self.d // 2 + 1), self.cdtype)
+        return np.stack([self._spectra[(kind, x)] for x in keys])
 
     def _plain(self, kind: str, sym: Any) -> bool:
         """Whether a symbol's vector is drawn at random (not shifted from a base)."""
