@@ -57,7 +57,7 @@ def held_out_f1(layer: DCYK, grammar: fd.Grammar, sentences) -> float:
 def run(args: argparse.Namespace, seed: int, train, test, grammar) -> dict:
     torch.manual_seed(seed)
     kw = {} if args.beta is None else {"beta": args.beta}
-    layer = DCYK(grammar, args.d, seed=seed, max_length=args.max_len, **kw)
+    layer = DCYK(grammar, args.d, variant="trace", seed=seed, max_length=args.max_len, **kw)
     opt = torch.optim.Adam(layer.parameters(), lr=args.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, args.steps)
     curve = {"step": [], "loss": [], "held_out_f1": []}

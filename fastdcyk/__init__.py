@@ -9,14 +9,6 @@ back so that it can be scored against symbolic CYK.
 from __future__ import annotations
 
 from fastdcyk import capacity, options, threads
-
-# The old flat modules that share a name with a function bound below are loaded first (they
-# only forward, with a warning, to the subpackages), so that importing one later can never
-# replace the function with the module.
-from fastdcyk import cyk as _cyk_module  # noqa: F401
-from fastdcyk import decode as _decode_module  # noqa: F401
-from fastdcyk import generate as _generate_module  # noqa: F401
-from fastdcyk import random_grammar as _random_grammar_module  # noqa: F401
 from fastdcyk.cfg.cyk import cyk, recognizes
 from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar, GrammarError, GrammarWarning

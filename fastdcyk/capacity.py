@@ -62,7 +62,7 @@ from fastdcyk.engine.rules import (
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.hrr import memory as _memory
 from fastdcyk.hrr.codebook import Codebook, sidon_offsets
-from fastdcyk.options import VARIANTS, check_dim, check_int, resolve
+from fastdcyk.options import DEFAULT_VARIANT, VARIANTS, check_dim, check_int, resolve
 
 __all__ = ["DIM_GRID", "Prediction", "estimate_memory", "predict", "required_dim"]
 
@@ -728,7 +728,7 @@ def estimate_memory(
     grammar: Grammar | str,
     length: int,
     d: int,
-    variant: str = "trace",
+    variant: str = DEFAULT_VARIANT,
     readback: str | None = None,
 ) -> int:
     """Peak bytes the capacity model needs for sentences of ``length`` words at ``d``.
@@ -792,7 +792,7 @@ def predict(
     sentences_or_length: int | Sequence[str | Sequence[str]],
     d: int,
     *,
-    variant: str = "trace",
+    variant: str = DEFAULT_VARIANT,
     encoding: str | None = None,
     order: str | None = None,
     beta: float | None = None,
@@ -815,8 +815,8 @@ def predict(
         sentences of that length are drawn from the grammar (seed ``seed``).
     d : int
         The dimension.
-    variant : {"trace", "paper", "cleanup"}, default "trace"
-        Note the default: the trace variant (:func:`fastdcyk.dcyk` defaults to "paper").
+    variant : {"cleanup", "trace", "paper"}, default "cleanup"
+        As for :func:`fastdcyk.dcyk` (:data:`fastdcyk.options.DEFAULT_VARIANT`).
     encoding, order, beta, threshold, readback, candidate_level :
         As in :func:`fastdcyk.dcyk` (the variant's defaults where None).
     samples : int, default 3

@@ -47,7 +47,14 @@ from fastdcyk.engine import torch_backend as _torch
 from fastdcyk.engine.decode import decision_boundary, item_scores
 from fastdcyk.engine.plan import cnf_grammar, default_codebook, words_of
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import VARIANTS, check_choice, check_dim, check_int, resolve
+from fastdcyk.options import (
+    DEFAULT_VARIANT,
+    VARIANTS,
+    check_choice,
+    check_dim,
+    check_int,
+    resolve,
+)
 
 __all__ = ["LEARNABLE", "DCYK", "DCYKOutput"]
 
@@ -217,8 +224,9 @@ class DCYK(torch.nn.Module):
         A CNF grammar (or the name of a built-in one).
     d : int
         The dimension.
-    variant : {"trace", "paper", "cleanup"}, default "trace"
-        As for :func:`fastdcyk.dcyk`; the other options (``gate``, ``decoder``,
+    variant : {"cleanup", "trace", "paper"}, default "cleanup"
+        As for :func:`fastdcyk.dcyk` (:data:`fastdcyk.options.DEFAULT_VARIANT`); the other
+        options (``gate``, ``decoder``,
         ``unary_mask``, ``order``, ``encoding``, ``beta``, ``threshold``) can be given as
         keywords. ``prune`` defaults to 0 here (every update is applied, so the output is
         smooth in the vectors); pass the dtype's epsilon to prune as :func:`dcyk` does.
@@ -261,7 +269,7 @@ class DCYK(torch.nn.Module):
         grammar: Grammar | str,
         d: int,
         *,
-        variant: str = "trace",
+        variant: str = DEFAULT_VARIANT,
         learn: Sequence[str] = ("vectors",),
         dtype: torch.dtype = torch.float32,
         device: Any = None,

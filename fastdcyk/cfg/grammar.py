@@ -12,6 +12,12 @@ grammar and :meth:`Grammar.to_cnf` converts it.
 Symbols are kept in Unicode normal form NFC, so that a terminal and a word that differ only
 in how an accented letter is encoded (``"\\u00e9"`` or ``"e\\u0301"``) are the same word;
 :meth:`Grammar.normalize_words` brings a sentence to that form.
+
+The pieces live in modules of their own, which this one brings together:
+:mod:`fastdcyk.cfg.symbols` (the value types :class:`Symbol`, :class:`Rule`,
+:class:`CnfOrigin`, :class:`GrammarError`, :class:`GrammarWarning`, re-exported here),
+:mod:`fastdcyk.cfg.reader` (the text format), :mod:`fastdcyk.cfg.cnf` (the conversion to
+CNF) and :mod:`fastdcyk.cfg.masks` (the bitsets of symbolic CYK).
 """
 
 from __future__ import annotations
@@ -19,370 +25,34 @@ from __future__ import annotations
 import codecs
 import gzip
 import io
-import itertools
 import os
-import re
-import unicodedata
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from importlib import resources
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
+
+from fastdcyk.cfg.cnf import cnf_rules
+from fastdcyk.cfg.masks import by_left_table, combine, lexical_masks, names_of_mask, word_mask
+from fastdcyk.cfg.reader import _decode, _parse, _warn_ruleless
+from fastdcyk.cfg.symbols import (
+    _ARROW,
+    _NAME_RE,
+    CnfOrigin,
+    GrammarError,
+    GrammarWarning,
+    Rule,
+    Symbol,
+    _cnf_fault,
+    _nfc,
+)
 
 __all__ = ["CnfOrigin", "Grammar", "GrammarError", "GrammarWarning", "Rule", "Symbol"]
 
 CnfMode = Literal["strict", "allow", "convert"]
 _CNF_MODES = ("strict", "allow", "convert")
 
-# NLTK's nonterminal syntax, except that "-" may not start "->", so "A->B" reads as a rule.
-_NAME_RE = re.compile(r"[\w/](?:[\w/^<>+.]|-(?!>))*")
-_ARROW = "->"
-_QUOTES = "'\""
 _CNF_HINT = "read it with cnf='allow' and call Grammar.to_cnf(), or read it with cnf='convert'"
-# The memo of combine_masks is cleared past this many entries so that memory stays bounded
-# on grammars with very many distinct cells.
-_COMBINE_CACHE_LIMIT = 1 << 20
-
-
-class GrammarError(ValueError):
-    """A grammar that cannot be read or used, with the position of the fault when known.
-
-    Parameters
-    ----------
-    message : str
-        What is wrong.
-    line, column : int or None
-        1-based position of the fault in the grammar text; None when the fault has no place
-        in a text (for example a grammar built from rule objects).
-    source : str or None
-        The file the text came from, if any.
-
-    Attributes
-    ----------
-    message, line, column, source
-        As given.
-
-    Examples
-    --------
-    >>> try:
-    ...     Grammar.from_string("S -> D E\\nD 'a'")
-    ... except GrammarError as err:
-    ...     print(err.line, err.column)
-    2 3
-    """
-
-    def __init__(
-        self,
-        message: str,
-        line: int | None = None,
-        column: int | None = None,
-        source: str | None = None,
-    ) -> None:
-        self.message = message
-        self.line = line
-        self.column = column
-        self.source = source
-        where = []
-        if source is not None:
-            where.append(str(source))
-        if line is not None:
-            where.append(f"line {line}" if column is None else f"line {line}, column {column}")
-        super().__init__(f"{', '.join(where)}: {message}" if where else message)
-
-
-class GrammarWarning(UserWarning):
-    """A grammar that loads but is probably not what its author meant (a nonterminal with
-    no rules, a file shadowed by a built-in grammar of the same name)."""
-
-
-class Symbol(NamedTuple):
-    """One symbol of a rule's right side.
-
-    Attributes
-    ----------
-    name : str
-        The symbol's name (the terminal's text, without quotes).
-    terminal : bool
-        True for a terminal, False for a nonterminal.
-    """
-
-    name: str
-    terminal: bool
-
-    def __str__(self) -> str:
-        return _quote(self.name) if self.terminal else self.name
-
-
-class Rule(NamedTuple):
-    """A rule ``lhs -> rhs``.
-
-    Attributes
-    ----------
-    lhs : str
-        The nonterminal on the left side.
-    rhs : tuple of Symbol
-        The right side; empty for an epsilon rule.
-
-    Examples
-    --------
-    >>> str(Rule("D", (Symbol("a", True),)))
-    "D -> 'a'"
-    """
-
-    lhs: str
-    rhs: tuple[Symbol, ...]
-
-    @property
-    def is_unary(self) -> bool:
-        """Whether the rule is a CNF terminal rule ``A -> 'a'``."""
-        return len(self.rhs) == 1 and self.rhs[0].terminal
-
-    @property
-    def is_binary(self) -> bool:
-        """Whether the rule is a CNF binary rule ``A -> B C``."""
-        return len(self.rhs) == 2 and not (self.rhs[0].terminal or self.rhs[1].terminal)
-
-    def __str__(self) -> str:
-        return " ".join([self.lhs, _ARROW, *map(str, self.rhs)]).rstrip()
-
-
-class CnfOrigin(NamedTuple):
-    """How a grammar made by :meth:`Grammar.to_cnf` maps back to the one it was made from.
-
-    Attributes
-    ----------
-    grammar : Grammar
-        The grammar :meth:`~Grammar.to_cnf` was called on.
-    helpers : frozenset of str
-        The symbols the conversion introduced: ``T_a`` for a terminal lifted out of a long
-        rule, and one symbol per shared tail of a binarised rule. A tree of the original
-        grammar has none: each one's children take its place.
-    nullable : Mapping[str, Rule]
-        For each symbol that derives the empty string, a rule of the binarised grammar that
-        derives it from symbols that do too (the first found, so the empty tree is finite).
-    steps : Mapping[Rule, tuple of (Rule, tuple of int)]
-        For each rule of the CNF grammar, the rules of the binarised grammar it stands for,
-        from the top: the unit rules of a shortest unit path (none when there was none),
-        then the rule that derives the right side; each with the positions of its right
-        side that the CNF rule keeps (the others derive the empty string).
-    """
-
-    grammar: Grammar
-    helpers: frozenset[str]
-    nullable: Mapping[str, Rule]
-    steps: Mapping[Rule, tuple[tuple[Rule, tuple[int, ...]], ...]]
-
-
-def _nfc(text: Any) -> Any:
-    """``text`` in Unicode normal form NFC (anything that is not a str is returned as is)."""
-    if isinstance(text, str) and not unicodedata.is_normalized("NFC", text):
-        return unicodedata.normalize("NFC", text)
-    return text
-
-
-def _decode(data: bytes, encoding: str, source: str | None) -> str:
-    """``data`` decoded, or a GrammarError that names the source and suggests an encoding."""
-    try:
-        return data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        codec = codecs.lookup(encoding).name
-        shown = "UTF-8" if codec == "utf-8" else encoding
-        other = "the file's encoding" if source is not None else "the text's encoding"
-        raise GrammarError(
-            f"not {shown} text (byte {exc.start} is 0x{data[exc.start]:02x}): "
-            f"pass encoding='latin-1' (or {other})",
-            source=source,
-        ) from None
-
-
-def _quote(text: str) -> str:
-    # Prefer a quote the terminal does not contain; escape only what the reader needs.
-    quote = '"' if "'" in text and '"' not in text else "'"
-    return quote + text.replace("\\", "\\\\").replace(quote, "\\" + quote) + quote
-
-
-def _cnf_fault(rule: Rule) -> str | None:
-    """Why ``rule`` is not in CNF, or None when it is."""
-    rhs = rule.rhs
-    if rule.is_unary or rule.is_binary:
-        return None
-    if not rhs:
-        return "its right side is empty (an epsilon rule)"
-    n_terminals = sum(sym.terminal for sym in rhs)
-    if len(rhs) == 1:
-        return "it is a unit rule (a single nonterminal on the right side)"
-    if 0 < n_terminals < len(rhs):
-        return "it mixes terminals and nonterminals on the right side"
-    if n_terminals:
-        return f"its right side has {len(rhs)} terminals, CNF allows exactly one"
-    return f"its right side has {len(rhs)} nonterminals, CNF allows exactly two"
-
-
-class _Rule(NamedTuple):
-    """A rule read from text, with the position of its alternative."""
-
-    rule: Rule
-    line: int
-    column: int
-
-
-def _parse(text: str, source: str | None) -> tuple[list[_Rule], str | None, int | None]:
-    """Read NLTK-format text into located rules, the %start symbol and its line."""
-    rules: list[_Rule] = []
-    start: str | None = None
-    start_line: int | None = None
-    for line_no, line in _logical_lines(text.removeprefix("\ufeff")):  # a UTF-8 BOM
-
-        def fail(message: str, col: int, line_no: int = line_no) -> GrammarError:
-            return GrammarError(message, line_no, col + 1, source)
-
-        tokens = list(_tokens(line, fail))
-        if not tokens:
-            continue
-        kind, value, col = tokens[0]
-        if kind == "%":
-            if value != "start":
-                raise fail(f"unknown directive '%{value}' (only %start is understood)", col)
-            if start is not None:
-                raise fail("a second %start directive", col)
-            if len(tokens) != 2 or tokens[1][0] != "name":
-                raise fail("%start needs exactly one nonterminal name", col)
-            start, start_line = tokens[1][1], line_no
-            continue
-        if kind == "->":
-            raise fail("the left side of the rule is empty", col)
-        if kind == "terminal":
-            raise fail(f"a terminal ({_quote(value)}) cannot be on the left side of a rule", col)
-        if kind != "name":
-            raise fail(f"a rule must start with a nonterminal, found '{value}'", col)
-        if len(tokens) < 2:
-            raise fail(
-                f"expected '->' after '{value}', found the end of the line", col + len(value)
-            )
-        if tokens[1][0] != "->":
-            kind_1, value_1, col_1 = tokens[1]
-            shown = _quote(value_1) if kind_1 == "terminal" else value_1
-            raise fail(f"expected '->' after '{value}', found {shown}", col_1)
-        # An empty alternative (epsilon) is located at the '->' or '|' before it.
-        alternatives: list[list[Symbol]] = [[]]
-        columns = [tokens[1][2]]
-        for kind_i, value_i, col_i in tokens[2:]:
-            if kind_i == "|":
-                alternatives.append([])
-                columns.append(col_i)
-            elif kind_i == "->":
-                raise fail("a second '->' in one rule (one rule per line)", col_i)
-            else:
-                if not alternatives[-1]:
-                    columns[-1] = col_i
-                alternatives[-1].append(Symbol(value_i, kind_i == "terminal"))
-        for alt, alt_col in zip(alternatives, columns, strict=True):
-            rules.append(_Rule(Rule(value, tuple(alt)), line_no, alt_col + 1))
-    return rules, start, start_line
-
-
-def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(line number, line) of ``text``, a line that ends with a backslash joined with the
-    next as NLTK does (numbered as its first line)."""
-    first, parts = 0, []
-    for line_no, line in enumerate(text.splitlines(), start=1):
-        if not parts:
-            first = line_no
-        if line.endswith("\\") and "#" not in line:
-            parts.append(line[:-1])
-            continue
-        yield first, "".join(parts) + line
-        parts = []
-    if parts:
-        yield first, "".join(parts)
-
-
-def _tokens(line: str, fail: Callable[[str, int], GrammarError]) -> Iterator[tuple[str, str, int]]:
-    """Yield (kind, value, 0-based column) for one line: name, terminal, ->, |, %."""
-    pos, end = 0, len(line)
-    while pos < end:
-        char = line[pos]
-        if char.isspace():
-            pos += 1
-        elif char == "#":
-            return
-        elif line.startswith(_ARROW, pos):
-            yield "->", _ARROW, pos
-            pos += 2
-        elif char == "|":
-            yield "|", "|", pos
-            pos += 1
-        elif char in _QUOTES:
-            chars: list[str] = []
-            cur = pos + 1
-            while cur < end and line[cur] != char:
-                if line[cur] == "\\" and cur + 1 < end and line[cur + 1] in ("\\", char):
-                    cur += 1
-                chars.append(line[cur])
-                cur += 1
-            if cur >= end:
-                raise fail(f"unterminated quoted terminal (opened with {char})", pos)
-            if not chars:
-                raise fail("empty terminal ''; write an epsilon rule as 'A ->'", pos)
-            yield "terminal", "".join(chars), pos
-            pos = cur + 1
-        elif char == "%" and not line[:pos].strip():
-            after = pos + 1
-            while after < end and line[after] in " \t":  # NLTK reads "% start S" too
-                after += 1
-            match = _NAME_RE.match(line, after)
-            if not match:
-                raise fail("'%' must be followed by a directive name", pos)
-            yield "%", match.group(), pos
-            pos = match.end()
-        else:
-            match = _NAME_RE.match(line, pos)
-            if not match:
-                raise fail(f"unexpected character {char!r}", pos)
-            yield "name", match.group(), pos
-            pos = match.end()
-
-
-def _warn_ruleless(located: list[_Rule], start: str | None, source: str | None) -> None:
-    """A warning for each nonterminal that has no rules of its own (a typo, or a rule left
-    out): the rules that use it never apply, and a start symbol without rules derives
-    nothing."""
-    defined = {item.rule.lhs for item in located}
-    where = f"{source}: " if source else ""
-    if start is not None and start not in defined:
-        warnings.warn(
-            f"{where}the start symbol {start} has no rules: the grammar derives nothing",
-            GrammarWarning,
-            stacklevel=3,
-        )
-    seen: set[str] = set()
-    for item in located:
-        for sym in item.rule.rhs:
-            if not sym.terminal and sym.name not in defined and sym.name not in seen:
-                seen.add(sym.name)
-                warnings.warn(
-                    f"{where}line {item.line}: {sym.name} has no rules (undefined), so "
-                    f"'{item.rule}' never applies; define {sym.name}, or quote it if it "
-                    "is a word",
-                    GrammarWarning,
-                    stacklevel=3,
-                )
-
-
-def _fresh_namer(taken: Iterable[str]) -> Callable[[str, bool], str]:
-    """A function giving names not in ``taken`` nor given before: ``base`` if free (unless
-    ``numbered``), else the first free one of ``base_1``, ``base_2``, ..."""
-    used = set(taken)
-
-    def fresh(base: str, numbered: bool) -> str:
-        numbers = (f"{base}_{k}" for k in itertools.count(1))
-        name = next(
-            n for n in itertools.chain(() if numbered else (base,), numbers) if n not in used
-        )
-        used.add(name)
-        return name
-
-    return fresh
 
 
 class Grammar:
@@ -551,16 +221,8 @@ class Grammar:
         # Bitset view for CYK: bit k is nonterminals[k]. For each left child B, the pairs
         # (bit of C, mask of all A with A -> B C), so a cell pair is combined by walking the
         # bits of the left cell only.
-        put(
-            self,
-            "_lexical_masks",
-            {w: sum(1 << index[a] for a in lhs) for w, lhs in lexicon.items()},
-        )
-        by_left: list[dict[int, int]] = [{} for _ in nonterminals]
-        for lhs, left, right in binary:
-            row = by_left[index[left]]
-            row[1 << index[right]] = row.get(1 << index[right], 0) | (1 << index[lhs])
-        put(self, "_by_left", tuple(tuple(row.items()) for row in by_left))
+        put(self, "_lexical_masks", lexical_masks(lexicon, index))
+        put(self, "_by_left", by_left_table(binary, index, nonterminals))
         put(self, "_combine_cache", {})
         put(self, "_mask_sets", {0: frozenset()})
 
@@ -961,112 +623,11 @@ class Grammar:
         """
         if self.is_cnf:
             return self
-        fresh = _fresh_namer(self.nonterminals)
-
-        # Lift terminals out of rules with two or more symbols; the new T_a -> 'a' rules go
-        # last so that the first rule keeps the start symbol on its left side.
-        lifted: dict[str, str] = {}
-        rules: list[Rule] = []
-        for rule in self.rules:
-            if len(rule.rhs) < 2:
-                rules.append(rule)
-                continue
-            rhs = []
-            for sym in rule.rhs:
-                if sym.terminal:
-                    if sym.name not in lifted:
-                        valid = _NAME_RE.fullmatch(f"T_{sym.name}") is not None
-                        lifted[sym.name] = fresh(f"T_{sym.name}" if valid else "T", not valid)
-                    sym = Symbol(lifted[sym.name], False)
-                rhs.append(sym)
-            rules.append(Rule(rule.lhs, tuple(rhs)))
-        rules.extend(Rule(name, (Symbol(word, True),)) for word, name in lifted.items())
-
-        # Binarise: A -> X1 X2 ... Xk becomes A -> X1 N, N -> X2 ... Xk, and so on; N is
-        # shared by all rules with the same tail X2 ... Xk.
-        tails: dict[tuple[Symbol, ...], str] = {}
-        binarised: list[Rule] = []
-        for lhs, rhs in rules:
-            base = lhs
-            while len(rhs) > 2:
-                tail = rhs[1:]
-                known = tail in tails
-                if not known:
-                    tails[tail] = fresh(base, True)
-                binarised.append(Rule(lhs, (rhs[0], Symbol(tails[tail], False))))
-                if known:
-                    break
-                lhs, rhs = tails[tail], tail
-            else:
-                binarised.append(Rule(lhs, rhs))
-
-        # Remove epsilon rules: every rule gets its variants with nullable symbols dropped.
-        # Each nullable symbol keeps the first rule found to derive the empty string from
-        # symbols already known nullable (so its empty tree is finite), and each new rule
-        # the binarised rule and the positions of its right side that it keeps.
-        nullable: dict[str, Rule] = {}
-        changed = True
-        while changed:
-            changed = False
-            for rule in binarised:
-                lhs, rhs = rule
-                if lhs not in nullable and all(not s.terminal and s.name in nullable for s in rhs):
-                    nullable[lhs] = rule
-                    changed = True
-        no_epsilon: list[Rule] = []
-        kept_of: dict[Rule, tuple[Rule, tuple[int, ...]]] = {}
-        for rule in binarised:
-            variants: list[tuple[int, ...]] = [()]
-            for pos, sym in enumerate(rule.rhs):
-                keep = [v + (pos,) for v in variants]
-                variants = keep + variants if not sym.terminal and sym.name in nullable else keep
-            for v in variants:
-                if v:
-                    new = Rule(rule.lhs, tuple(rule.rhs[p] for p in v))
-                    no_epsilon.append(new)
-                    kept_of.setdefault(new, (rule, v))
-
-        # Remove unit rules: A gets the non-unit rules of every B with A =>* B by unit rules.
-        def is_unit(rule: Rule) -> bool:
-            return len(rule.rhs) == 1 and not rule.rhs[0].terminal
-
-        units: dict[str, list[str]] = {}
-        for rule in no_epsilon:
-            if is_unit(rule):
-                units.setdefault(rule.lhs, []).append(rule.rhs[0].name)
-        proper: dict[str, list[Rule]] = {}
-        for rule in no_epsilon:
-            if not is_unit(rule):
-                proper.setdefault(rule.lhs, []).append(rule)
-        # A gets B's rules for every B it reaches by unit rules; each new rule remembers the
-        # unit rules of one shortest path from A to B, then B's rule.
-        no_unit: list[Rule] = []
-        steps: dict[Rule, tuple[tuple[Rule, tuple[int, ...]], ...]] = {}
-        for lhs in dict.fromkeys(r.lhs for r in no_epsilon):
-            path: dict[str, tuple[Rule, ...]] = {lhs: ()}
-            todo = [lhs]
-            while todo:
-                here = todo.pop(0)
-                for nxt in units.get(here, ()):
-                    if nxt not in path:
-                        path[nxt] = path[here] + (Rule(here, (Symbol(nxt, False),)),)
-                        todo.append(nxt)
-            for name, chain in path.items():
-                for r in proper.get(name, ()):
-                    new = Rule(lhs, r.rhs)
-                    no_unit.append(new)
-                    steps.setdefault(new, tuple(kept_of[u] for u in chain) + (kept_of[r],))
-
-        kept = _useful_rules(no_unit, self.start)
-        if not kept:
-            raise GrammarError(
-                f"the grammar generates no non-empty string from {self.start}, "
-                "so it has no Chomsky normal form"
-            )
+        kept, helpers, nullable, steps = cnf_rules(self.rules, self.start, self.nonterminals)
         cnf = Grammar(kept, start=self.start)
         origin = CnfOrigin(
             grammar=self,
-            helpers=frozenset(lifted.values()) | frozenset(tails.values()),
+            helpers=helpers,
             nullable=MappingProxyType(nullable),
             steps=MappingProxyType({rule: steps[rule] for rule in cnf.rules}),
         )
@@ -1152,10 +713,7 @@ class Grammar:
         >>> Grammar.builtin("example").lexical_mask("a")  # D is nonterminal 1
         2
         """
-        mask = self._lexical_masks.get(word)
-        if mask is None:
-            mask = self._lexical_masks.get(_nfc(word), 0)
-        return mask
+        return word_mask(self._lexical_masks, word)
 
     def combine_masks(self, left: int, right: int) -> int:
         """Bitset of the ``A`` with a rule ``A -> B C``, B in ``left`` and C in ``right``.
@@ -1177,22 +735,10 @@ class Grammar:
         >>> g.combine_masks(g.lexical_mask("a"), g.lexical_mask("b"))  # S is bit 0
         1
         """
-        key = (left, right)
-        cache = self._combine_cache
-        result = cache.get(key)
+        # The memo is looked up here first: a call less on the hot path of symbolic CYK.
+        result = self._combine_cache.get((left, right))
         if result is None:
-            result = 0
-            by_left = self._by_left
-            rest = left
-            while rest:
-                low = rest & -rest
-                for c_bit, a_mask in by_left[low.bit_length() - 1]:
-                    if right & c_bit:
-                        result |= a_mask
-                rest ^= low
-            if len(cache) >= _COMBINE_CACHE_LIMIT:
-                cache.clear()
-            cache[key] = result
+            result = combine(self._by_left, self._combine_cache, left, right)
         return result
 
     def nonterminals_of_mask(self, mask: int) -> frozenset[str]:
@@ -1211,14 +757,7 @@ class Grammar:
         >>> sorted(Grammar.builtin("example").nonterminals_of_mask(0b101))
         ['E', 'S']
         """
-        found = self._mask_sets.get(mask)
-        if found is None:
-            names = self.nonterminals
-            found = frozenset(names[k] for k in range(mask.bit_length()) if mask >> k & 1)
-            if len(self._mask_sets) >= _COMBINE_CACHE_LIMIT:
-                self._mask_sets.clear()
-            self._mask_sets[mask] = found
-        return found
+        return names_of_mask(self.nonterminals, self._mask_sets, mask)
 
     # ------------------------------------------------------------------ protocol
 
@@ -1265,28 +804,3 @@ def _restore(rules: tuple[Rule, ...], start: str, origin: tuple | None = None) -
         origin = CnfOrigin(made, helpers, MappingProxyType(nullable), MappingProxyType(steps))
         object.__setattr__(grammar, "origin", origin)
     return grammar
-
-
-def _useful_rules(rules: list[Rule], start: str) -> list[Rule]:
-    """The rules left after dropping non-productive, then unreachable, nonterminals."""
-    productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in rules:
-            if lhs not in productive and all(s.terminal or s.name in productive for s in rhs):
-                productive.add(lhs)
-                changed = True
-    rules = [r for r in rules if all(s.terminal or s.name in productive for s in r.rhs)]
-    rules = [r for r in rules if r.lhs in productive]
-    reachable, todo = {start}, [start]
-    by_lhs: dict[str, list[Rule]] = {}
-    for rule in rules:
-        by_lhs.setdefault(rule.lhs, []).append(rule)
-    while todo:
-        for rule in by_lhs.get(todo.pop(), ()):
-            for sym in rule.rhs:
-                if not sym.terminal and sym.name not in reachable:
-                    reachable.add(sym.name)
-                    todo.append(sym.name)
-    return [r for r in rules if r.lhs in reachable]

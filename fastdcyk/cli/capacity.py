@@ -9,6 +9,7 @@ from typing import Any
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cli.common import (
+    VARIANT_HELP,
     UsageError,
     add_grammar_file_options,
     add_readback_option,
@@ -18,7 +19,7 @@ from fastdcyk.cli.common import (
     positive_int,
 )
 from fastdcyk.hrr.memory import format_bytes
-from fastdcyk.options import ENCODINGS, VARIANTS, resolve
+from fastdcyk.options import DEFAULT_VARIANT, ENCODINGS, VARIANTS, resolve
 
 
 def _probability_or_one(text: str) -> float:
@@ -132,8 +133,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--variant",
         choices=tuple(VARIANTS),
-        default="trace",
-        help="'trace' (default), 'paper' or 'cleanup' (the one for grammars of thousands of rules)",
+        default=DEFAULT_VARIANT,
+        help=VARIANT_HELP,
     )
     p.add_argument("--encoding", choices=ENCODINGS, help="override the variant's encoding")
     add_readback_option(p)

@@ -30,12 +30,20 @@ from fastdcyk.options import (
     DECODERS,
     DEFAULT_BETA,
     DEFAULT_THRESHOLD,
+    DEFAULT_VARIANT,
     ENCODINGS,
     EXECUTORS,
     GATES,
     ORDERS,
     READBACKS,
     VARIANTS,
+)
+
+#: The help of every --variant option.
+VARIANT_HELP = (
+    f"'{DEFAULT_VARIANT}' (the default: the one for real grammars), 'trace' (the paper's "
+    "algorithm improved) or 'paper' (the paper's algorithm, reproduced: slow on large "
+    "grammars)"
 )
 
 #: Each variant's own order, for the help: "paper sequential, trace cell".
@@ -113,8 +121,8 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--variant",
         choices=tuple(VARIANTS),
-        default="paper",
-        help="'paper': the faithful algorithm; 'trace': the improved one (default: paper)",
+        default=DEFAULT_VARIANT,
+        help=VARIANT_HELP,
     )
     p.add_argument("--gate", choices=GATES, help="override the variant's gate")
     p.add_argument("--decoder", choices=DECODERS, help="override the variant's decoder")

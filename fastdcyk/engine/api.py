@@ -13,10 +13,13 @@ is an implicit :class:`~fastdcyk.hrr.operators.Operator`; P_left and P_right are
 matrices that live through the parse, beside a few work buffers held by the codebook and
 reused from one parse to the next.
 
-Options (``variant="paper"`` is the faithful algorithm, ``variant="trace"`` the improved one):
+Options (``variant="cleanup"``, the default, parses real grammars; ``variant="paper"`` is
+the faithful algorithm, ``variant="trace"`` its improved form):
 
 - ``gate``: ``"entrywise"`` (the paper: P_A = sigma(M), masked to the diagonal in the binary
-  step) or ``"trace"`` (P_A = sigma(tr(M) / d) I);
+  step), ``"trace"`` (P_A = sigma(tr(M) / d) I) or ``"cleanup"`` (the grammar's rules over
+  the children's clean scores);
+- ``readback``: how the clean-up gate reads a finished cell (``"lstsq"`` or ``"matched"``);
 - ``decoder``: ``"entry"`` (entry (0, 0), the paper) or ``"trace"`` (tr / d);
 - ``unary_mask``: mask the unary P_A to its diagonal as the binary step does;
 - ``beta``, ``threshold``: sigma's slope and the decoder's threshold on sigma;
@@ -128,14 +131,15 @@ def dcyk(
         Codebook seed (ignored when a codebook is given).
     dtype : {"float32", "float64"}, optional
         Default float32; must match the codebook's if both are given.
-    variant : {"paper", "trace", "cleanup"}, optional
-        Default ``"paper"`` (:data:`fastdcyk.options.DEFAULT_VARIANT`). ``"paper"``: the
-        faithful algorithm (entrywise gate, entry (0, 0) decoder), with the
-        corrections of docs/method.md, section 2. ``"trace"``: the improved preset (trace gate
-        and trace decoder, docs/method.md, section 3). ``"cleanup"``: the trace variant's
-        codebook with the clean-up detection and the least-squares read-back, for grammars
-        of thousands of rules and cells of hundreds of symbols (docs/method.md, sections 6
-        and 7; P_left only).
+    variant : {"cleanup", "trace", "paper"}, optional
+        Default ``"cleanup"`` (:data:`fastdcyk.options.DEFAULT_VARIANT`): the trace
+        variant's codebook with the clean-up detection and the least-squares read-back, the
+        variant that parses real grammars (thousands of rules, cells of hundreds of symbols;
+        docs/method.md, sections 6 and 7; P_left only). ``"paper"`` reproduces the paper:
+        its faithful algorithm (entrywise gate, entry (0, 0) decoder), with the
+        corrections of docs/method.md, section 2; slow on large grammars (a few FFT passes
+        per nonterminal and cell). ``"trace"``: the paper's algorithm improved (trace gate
+        and trace decoder, docs/method.md, section 3).
     gate, decoder, unary_mask : optional
         Override one ingredient of the preset: ``gate`` in {"entrywise", "trace", "cleanup"},
         ``decoder`` in {"entry", "trace"}, ``unary_mask`` (mask the unary P_A to its diagonal).

@@ -21,8 +21,8 @@ exceeded the candidate level (the only ones the parse writes). It solves
 for the candidates' amplitudes a (every other nonterminal reads 0): exact for the cell's
 own items while their vectors are independent, with the leakage amplified by the
 conditioning of G_C. The ridge lambda (relative to the mean of G_C's diagonal, g bar)
-bounds that amplification where G_C is (nearly) singular, as it is once |C| reaches d:
-the result is then defined, if not exact. The torch backend has the same arithmetic in
+bounds that amplification where G_C is (nearly) singular, as it is once the candidates
+outnumber the dimensions: the result is then defined, if not exact. The torch backend has the same arithmetic in
 :mod:`fastdcyk.engine.torch_backend` (differentiable); this module is the numpy engine's
 and the capacity model's.
 """

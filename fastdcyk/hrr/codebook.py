@@ -539,10 +539,13 @@ class Codebook:
         rounding) and transformed together: a batched FFT gives each row the bits of its own
         one-row FFT, so a vector does not depend on which others were drawn with it.
         """
-        out = np.empty((len(keys), self.d), self.dtype)
         step = max(1, (1 << 22) // self.d)  # rows per block: 32 MB of float64 draws
-        # float64 draws and their half spectrum (complex128), a block at a time
-        self._reserve(48 * self.d * min(step, len(keys)), "symbol vectors")
+        # float64 draws and their half spectrum (complex128), a block at a time, beside the
+        # vectors themselves
+        what = "a symbol vector" if len(keys) == 1 else f"{len(keys)} symbol vectors"
+        need = 48 * self.d * min(step, len(keys)) + self.dtype.itemsize * self.d * len(keys)
+        self._reserve(need, what)
+        out = np.empty((len(keys), self.d), self.dtype)
         for r0 in range(0, len(keys), step):
             block = keys[r0 : r0 + step]
             v = np.empty((len(block), self.d))

@@ -78,8 +78,9 @@ def test_prediction_fields_and_reproducibility():
     assert capacity.predict("G2", 4, 256, samples=2, sentences=10) == p
     assert "f1=" in repr(p)
     # a collapse the model must see: the paper's encoding on A -> B B at large d
-    bad = capacity.predict("G2", 6, 2048, samples=1, sentences=10, encoding="paper")
-    good = capacity.predict("G2", 6, 2048, samples=1, sentences=10)
+    trace = {"samples": 1, "sentences": 10, "variant": "trace"}
+    bad = capacity.predict("G2", 6, 2048, encoding="paper", **trace)
+    good = capacity.predict("G2", 6, 2048, **trace)
     assert bad.precision < 0.95 <= good.precision
 
 
@@ -143,15 +144,18 @@ def test_long_sentences_that_cannot_fit_are_refused_before_any_work(monkeypatch,
     from fastdcyk.cli import main
     from fastdcyk.hrr import memory
 
-    need = capacity.estimate_memory("G0", 200, 256)
+    need = capacity.estimate_memory("G0", 200, 256, "trace")
     assert need > 24 * 2**30  # measured: over the 24 GB of the machine
-    assert capacity.estimate_memory("G0", 40, 256) < 2**28  # length 40 ran (for minutes)
-    assert capacity.estimate_memory("G0", 8, 256) < capacity.estimate_memory("G0", 9, 256)
+    assert capacity.estimate_memory("G0", 40, 256, "trace") < 2**28  # length 40 ran (minutes)
+    assert capacity.estimate_memory("G0", 8, 256, "trace") < capacity.estimate_memory(
+        "G0", 9, 256, "trace"
+    )
     monkeypatch.setattr(memory, "available_memory", lambda: 24 * 2**30)
     t0 = time.perf_counter()
     with pytest.raises(MemoryError, match=r"sentences of 200 words.*at most \d+ words fit"):
-        capacity.predict("G0", 200, 256, samples=1, sentences=2)
+        capacity.predict("G0", 200, 256, samples=1, sentences=2, variant="trace")
     assert time.perf_counter() - t0 < 10  # nothing simulated
-    assert main(["capacity", "--grammar", "G0", "--length", "200", "--dims", "256"]) == 1
+    argv = ["capacity", "--grammar", "G0", "--length", "200", "--dims", "256"]
+    assert main([*argv, "--variant", "trace"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("fastdcyk capacity: error: the capacity model") and err.count("\n") == 1

@@ -35,7 +35,8 @@ def _usage_error(argv, capsys):
 
 
 def test_parse_prints_both_charts_and_marks_disagreements(capsys):
-    assert main(["parse", "--grammar", "example", "--dim", "16", "a", "a", "b"]) == 0
+    argv = ["parse", "--grammar", "example", "--dim", "16", "--variant", "paper"]
+    assert main([*argv, "a", "a", "b"]) == 0
     out = capsys.readouterr().out
     assert "symbolic CYK:" in out and "variant=paper" in out
     assert "i \\ j" in out and "1:a" in out and "3:b" in out
@@ -100,9 +101,13 @@ def test_parse_options_reach_the_engine(capsys):
 def test_parse_order_reaches_the_engine_and_the_report(capsys):
     argv = ["parse", "--grammar", "G0", "--dim", "64", "fish", "swim"]
     expected = [
-        ([], "variant=paper (gate=entrywise, decoder=entry, order=sequential,"),
+        ([], "variant=cleanup (gate=cleanup, readback=lstsq, order=cell,"),
+        (["--variant", "paper"], "variant=paper (gate=entrywise, decoder=entry, order=sequential"),
         (["--variant", "trace"], "variant=trace (gate=trace, decoder=trace, order=cell,"),
-        (["--order", "cell"], "variant=paper (gate=entrywise, decoder=entry, order=cell,"),
+        (
+            ["--variant", "paper", "--order", "cell"],
+            "variant=paper (gate=entrywise, decoder=entry, order=cell",
+        ),
         (["--variant", "trace", "--order", "sequential"], "order=sequential"),
     ]
     for extra, shown in expected:
@@ -415,7 +420,7 @@ def test_capacity_prints_the_table_and_the_dimension_needed(capsys):
     argv = ["capacity", "--grammar", "example", "--length", "3", "--dims", "64", "256"]
     assert main([*argv, "--sentences", "5", "--samples", "1"]) == 0
     out = capsys.readouterr().out
-    assert "variant=trace, encoding=roles" in out
+    assert "variant=cleanup, encoding=paper, readback=lstsq" in out
     rows = [
         line.split() for line in out.splitlines() if line.strip().split(" ")[0] in ("64", "256")
     ]

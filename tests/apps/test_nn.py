@@ -53,7 +53,7 @@ def test_trees_of_a_batch_are_those_of_the_numpy_engine():
 
 def test_loss_is_bce_against_symbolic_cyk_and_gradients_reach_every_parameter():
     g = fd.Grammar.builtin("G0")
-    layer = DCYK(g, 32, dtype=torch.float64, learn=("vectors", "rules", "indices"))
+    layer = DCYK(g, 32, variant="trace", dtype=torch.float64, learn=("vectors", "rules", "indices"))
     names = {name for name, _ in layer.named_parameters()}
     assert names == {
         "terminal",
@@ -118,7 +118,7 @@ def test_a_few_steps_of_gradient_descent_lower_the_loss():
 
 def test_the_learned_codebook_saves_loads_and_parses_as_the_module(tmp_path):
     g = fd.Grammar.builtin("G0")
-    layer = DCYK(g, 32, dtype=torch.float64, max_length=5)
+    layer = DCYK(g, 32, variant="trace", dtype=torch.float64, max_length=5)
     with torch.no_grad():
         layer.terminal.mul_(1.1)  # as if learned: no longer the default codebook's vectors
     path = tmp_path / "learned.npz"
@@ -132,7 +132,7 @@ def test_the_learned_codebook_saves_loads_and_parses_as_the_module(tmp_path):
     got = float(out.scores[0, 0, 4, k].detach())
     assert got == pytest.approx(ref.statistics[0, 4, "S"], rel=1e-8)
     # a state dict round trip gives the same module
-    other = DCYK(g, 32, dtype=torch.float64, max_length=5, seed=9)
+    other = DCYK(g, 32, variant="trace", dtype=torch.float64, max_length=5, seed=9)
     other.load_state_dict(layer.state_dict())
     assert torch.equal(other([words]).scores, out.scores)
 

@@ -1,0 +1,195 @@
+"""The reader of NLTK's text format for context-free grammars.
+
+``_parse`` turns the text into plain data: the rules, each with the line and column of
+its alternative, the ``%start`` symbol and its line. :meth:`Grammar.from_string
+<fastdcyk.cfg.grammar.Grammar.from_string>` checks them and makes the grammar;
+``_decode`` decodes bytes with a helpful error, and ``_warn_ruleless`` warns of
+nonterminals without rules.
+"""
+
+from __future__ import annotations
+
+import codecs
+import warnings
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+from fastdcyk.cfg.symbols import (
+    _ARROW,
+    _NAME_RE,
+    GrammarError,
+    GrammarWarning,
+    Rule,
+    Symbol,
+    _quote,
+)
+
+__all__: list[str] = []  # nothing public: fastdcyk.cfg.grammar uses the helpers below
+
+_QUOTES = "'\""
+
+
+def _decode(data: bytes, encoding: str, source: str | None) -> str:
+    """``data`` decoded, or a GrammarError that names the source and suggests an encoding."""
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        codec = codecs.lookup(encoding).name
+        shown = "UTF-8" if codec == "utf-8" else encoding
+        other = "the file's encoding" if source is not None else "the text's encoding"
+        raise GrammarError(
+            f"not {shown} text (byte {exc.start} is 0x{data[exc.start]:02x}): "
+            f"pass encoding='latin-1' (or {other})",
+            source=source,
+        ) from None
+
+
+class _Rule(NamedTuple):
+    """A rule read from text, with the position of its alternative."""
+
+    rule: Rule
+    line: int
+    column: int
+
+
+def _parse(text: str, source: str | None) -> tuple[list[_Rule], str | None, int | None]:
+    """Read NLTK-format text into located rules, the %start symbol and its line."""
+    rules: list[_Rule] = []
+    start: str | None = None
+    start_line: int | None = None
+    for line_no, line in _logical_lines(text.removeprefix("\ufeff")):  # a UTF-8 BOM
+
+        def fail(message: str, col: int, line_no: int = line_no) -> GrammarError:
+            return GrammarError(message, line_no, col + 1, source)
+
+        tokens = list(_tokens(line, fail))
+        if not tokens:
+            continue
+        kind, value, col = tokens[0]
+        if kind == "%":
+            if value != "start":
+                raise fail(f"unknown directive '%{value}' (only %start is understood)", col)
+            if start is not None:
+                raise fail("a second %start directive", col)
+            if len(tokens) != 2 or tokens[1][0] != "name":
+                raise fail("%start needs exactly one nonterminal name", col)
+            start, start_line = tokens[1][1], line_no
+            continue
+        if kind == "->":
+            raise fail("the left side of the rule is empty", col)
+        if kind == "terminal":
+            raise fail(f"a terminal ({_quote(value)}) cannot be on the left side of a rule", col)
+        if kind != "name":
+            raise fail(f"a rule must start with a nonterminal, found '{value}'", col)
+        if len(tokens) < 2:
+            raise fail(
+                f"expected '->' after '{value}', found the end of the line", col + len(value)
+            )
+        if tokens[1][0] != "->":
+            kind_1, value_1, col_1 = tokens[1]
+            shown = _quote(value_1) if kind_1 == "terminal" else value_1
+            raise fail(f"expected '->' after '{value}', found {shown}", col_1)
+        # An empty alternative (epsilon) is located at the '->' or '|' before it.
+        alternatives: list[list[Symbol]] = [[]]
+        columns = [tokens[1][2]]
+        for kind_i, value_i, col_i in tokens[2:]:
+            if kind_i == "|":
+                alternatives.append([])
+                columns.append(col_i)
+            elif kind_i == "->":
+                raise fail("a second '->' in one rule (one rule per line)", col_i)
+            else:
+                if not alternatives[-1]:
+                    columns[-1] = col_i
+                alternatives[-1].append(Symbol(value_i, kind_i == "terminal"))
+        for alt, alt_col in zip(alternatives, columns, strict=True):
+            rules.append(_Rule(Rule(value, tuple(alt)), line_no, alt_col + 1))
+    return rules, start, start_line
+
+
+def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of ``text``, a line that ends with a backslash joined with the
+    next as NLTK does (numbered as its first line)."""
+    first, parts = 0, []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not parts:
+            first = line_no
+        if line.endswith("\\") and "#" not in line:
+            parts.append(line[:-1])
+            continue
+        yield first, "".join(parts) + line
+        parts = []
+    if parts:
+        yield first, "".join(parts)
+
+
+def _tokens(line: str, fail: Callable[[str, int], GrammarError]) -> Iterator[tuple[str, str, int]]:
+    """Yield (kind, value, 0-based column) for one line: name, terminal, ->, |, %."""
+    pos, end = 0, len(line)
+    while pos < end:
+        char = line[pos]
+        if char.isspace():
+            pos += 1
+        elif char == "#":
+            return
+        elif line.startswith(_ARROW, pos):
+            yield "->", _ARROW, pos
+            pos += 2
+        elif char == "|":
+            yield "|", "|", pos
+            pos += 1
+        elif char in _QUOTES:
+            chars: list[str] = []
+            cur = pos + 1
+            while cur < end and line[cur] != char:
+                if line[cur] == "\\" and cur + 1 < end and line[cur + 1] in ("\\", char):
+                    cur += 1
+                chars.append(line[cur])
+                cur += 1
+            if cur >= end:
+                raise fail(f"unterminated quoted terminal (opened with {char})", pos)
+            if not chars:
+                raise fail("empty terminal ''; write an epsilon rule as 'A ->'", pos)
+            yield "terminal", "".join(chars), pos
+            pos = cur + 1
+        elif char == "%" and not line[:pos].strip():
+            after = pos + 1
+            while after < end and line[after] in " \t":  # NLTK reads "% start S" too
+                after += 1
+            match = _NAME_RE.match(line, after)
+            if not match:
+                raise fail("'%' must be followed by a directive name", pos)
+            yield "%", match.group(), pos
+            pos = match.end()
+        else:
+            match = _NAME_RE.match(line, pos)
+            if not match:
+                raise fail(f"unexpected character {char!r}", pos)
+            yield "name", match.group(), pos
+            pos = match.end()
+
+
+def _warn_ruleless(located: list[_Rule], start: str | None, source: str | None) -> None:
+    """A warning for each nonterminal that has no rules of its own (a typo, or a rule left
+    out): the rules that use it never apply, and a start symbol without rules derives
+    nothing."""
+    defined = {item.rule.lhs for item in located}
+    where = f"{source}: " if source else ""
+    if start is not None and start not in defined:
+        warnings.warn(
+            f"{where}the start symbol {start} has no rules: the grammar derives nothing",
+            GrammarWarning,
+            stacklevel=3,
+        )
+    seen: set[str] = set()
+    for item in located:
+        for sym in item.rule.rhs:
+            if not sym.terminal and sym.name not in defined and sym.name not in seen:
+                seen.add(sym.name)
+                warnings.warn(
+                    f"{where}line {item.line}: {sym.name} has no rules (undefined), so "
+                    f"'{item.rule}' never applies; define {sym.name}, or quote it if it "
+                    "is a word",
+                    GrammarWarning,
+                    stacklevel=3,
+                )

@@ -1,0 +1,186 @@
+"""The value types of a grammar: symbols, rules, errors, and how a CNF grammar maps back.
+
+:class:`~fastdcyk.cfg.grammar.Symbol` and :class:`~fastdcyk.cfg.grammar.Rule` are what a
+:class:`~fastdcyk.cfg.grammar.Grammar` is made of; :class:`~fastdcyk.cfg.grammar.GrammarError`
+and :class:`~fastdcyk.cfg.grammar.GrammarWarning` are what reading or using one raises or
+warns; :class:`~fastdcyk.cfg.grammar.CnfOrigin` is what :meth:`Grammar.to_cnf
+<fastdcyk.cfg.grammar.Grammar.to_cnf>` remembers of the grammar it converted. The helpers
+here (the nonterminal name syntax, NFC, quoting a terminal, why a rule is not in CNF) are
+shared by the reader, the CNF conversion and :class:`~fastdcyk.cfg.grammar.Grammar`.
+
+The public home of these types is :mod:`fastdcyk.cfg.grammar`, which re-exports them (and
+gives them its name, so they are documented there).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+__all__ = ["CnfOrigin", "GrammarError", "GrammarWarning", "Rule", "Symbol"]
+
+# NLTK's nonterminal syntax, except that "-" may not start "->", so "A->B" reads as a rule.
+_NAME_RE = re.compile(r"[\w/](?:[\w/^<>+.]|-(?!>))*")
+_ARROW = "->"
+
+
+class GrammarError(ValueError):
+    """A grammar that cannot be read or used, with the position of the fault when known.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong.
+    line, column : int or None
+        1-based position of the fault in the grammar text; None when the fault has no place
+        in a text (for example a grammar built from rule objects).
+    source : str or None
+        The file the text came from, if any.
+
+    Attributes
+    ----------
+    message, line, column, source
+        As given.
+
+    Examples
+    --------
+    >>> from fastdcyk.cfg.grammar import Grammar
+    >>> try:
+    ...     Grammar.from_string("S -> D E\\nD 'a'")
+    ... except GrammarError as err:
+    ...     print(err.line, err.column)
+    2 3
+    """
+
+    def __init__(
+        self,
+        message: str,
+        line: int | None = None,
+        column: int | None = None,
+        source: str | None = None,
+    ) -> None:
+        self.message = message
+        self.line = line
+        self.column = column
+        self.source = source
+        where = []
+        if source is not None:
+            where.append(str(source))
+        if line is not None:
+            where.append(f"line {line}" if column is None else f"line {line}, column {column}")
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class GrammarWarning(UserWarning):
+    """A grammar that loads but is probably not what its author meant (a nonterminal with
+    no rules, a file shadowed by a built-in grammar of the same name)."""
+
+
+class Symbol(NamedTuple):
+    """One symbol of a rule's right side.
+
+    Attributes
+    ----------
+    name : str
+        The symbol's name (the terminal's text, without quotes).
+    terminal : bool
+        True for a terminal, False for a nonterminal.
+    """
+
+    name: str
+    terminal: bool
+
+    def __str__(self) -> str:
+        return _quote(self.name) if self.terminal else self.name
+
+
+class Rule(NamedTuple):
+    """A rule ``lhs -> rhs``.
+
+    Attributes
+    ----------
+    lhs : str
+        The nonterminal on the left side.
+    rhs : tuple of Symbol
+        The right side; empty for an epsilon rule.
+
+    Examples
+    --------
+    >>> str(Rule("D", (Symbol("a", True),)))
+    "D -> 'a'"
+    """
+
+    lhs: str
+    rhs: tuple[Symbol, ...]
+
+    @property
+    def is_unary(self) -> bool:
+        """Whether the rule is a CNF terminal rule ``A -> 'a'``."""
+        return len(self.rhs) == 1 and self.rhs[0].terminal
+
+    @property
+    def is_binary(self) -> bool:
+        """Whether the rule is a CNF binary rule ``A -> B C``."""
+        return len(self.rhs) == 2 and not (self.rhs[0].terminal or self.rhs[1].terminal)
+
+    def __str__(self) -> str:
+        return " ".join([self.lhs, _ARROW, *map(str, self.rhs)]).rstrip()
+
+
+class CnfOrigin(NamedTuple):
+    """How a grammar made by :meth:`Grammar.to_cnf` maps back to the one it was made from.
+
+    Attributes
+    ----------
+    grammar : Grammar
+        The grammar :meth:`~Grammar.to_cnf` was called on.
+    helpers : frozenset of str
+        The symbols the conversion introduced: ``T_a`` for a terminal lifted out of a long
+        rule, and one symbol per shared tail of a binarised rule. A tree of the original
+        grammar has none: each one's children take its place.
+    nullable : Mapping[str, Rule]
+        For each symbol that derives the empty string, a rule of the binarised grammar that
+        derives it from symbols that do too (the first found, so the empty tree is finite).
+    steps : Mapping[Rule, tuple of (Rule, tuple of int)]
+        For each rule of the CNF grammar, the rules of the binarised grammar it stands for,
+        from the top: the unit rules of a shortest unit path (none when there was none),
+        then the rule that derives the right side; each with the positions of its right
+        side that the CNF rule keeps (the others derive the empty string).
+    """
+
+    grammar: Any  # the Grammar (fastdcyk.cfg.grammar imports this module)
+    helpers: frozenset[str]
+    nullable: Mapping[str, Rule]
+    steps: Mapping[Rule, tuple[tuple[Rule, tuple[int, ...]], ...]]
+
+
+def _nfc(text: Any) -> Any:
+    """``text`` in Unicode normal form NFC (anything that is not a str is returned as is)."""
+    if isinstance(text, str) and not unicodedata.is_normalized("NFC", text):
+        return unicodedata.normalize("NFC", text)
+    return text
+
+
+def _quote(text: str) -> str:
+    # Prefer a quote the terminal does not contain; escape only what the reader needs.
+    quote = '"' if "'" in text and '"' not in text else "'"
+    return quote + text.replace("\\", "\\\\").replace(quote, "\\" + quote) + quote
+
+
+def _cnf_fault(rule: Rule) -> str | None:
+    """Why ``rule`` is not in CNF, or None when it is."""
+    rhs = rule.rhs
+    if rule.is_unary or rule.is_binary:
+        return None
+    if not rhs:
+        return "its right side is empty (an epsilon rule)"
+    n_terminals = sum(sym.terminal for sym in rhs)
+    if len(rhs) == 1:
+        return "it is a unit rule (a single nonterminal on the right side)"
+    if 0 < n_terminals < len(rhs):
+        return "it mixes terminals and nonterminals on the right side"
+    if n_terminals:
+        return f"its right side has {len(rhs)} terminals, CNF allows exactly one"
+    return f"its right side has {len(rhs)} nonterminals, CNF allows exactly two"
