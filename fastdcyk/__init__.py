@@ -16,7 +16,7 @@ from fastdcyk.cfg.metrics import Scores, cell_scores
 from fastdcyk.cfg.random_grammar import random_grammar
 from fastdcyk.cfg.trees import Forest, Tree, bracket_scores, is_parse, un_cnf
 from fastdcyk.engine import DCYKOptions, DCYKResult, dcyk, estimate_memory
-from fastdcyk.engine.api import decode
+from fastdcyk.engine.api import clear_caches, decode
 from fastdcyk.engine.batch import dcyk_batch
 from fastdcyk.engine.decode import decode_statistics
 from fastdcyk.hrr.codebook import Codebook
@@ -40,6 +40,7 @@ __all__ = [
     "available_engines",
     "bracket_scores",
     "capacity",
+    "clear_caches",
     "options",
     "cell_scores",
     "cyk",

@@ -802,7 +802,7 @@ def predict(
     samples: int = 3,
     sentences: int = 100,
     seed: int = 0,
-    progress: bool | float = False,
+    progress: bool | float | None = None,
 ) -> Prediction:
     """Predict D-CYK's cell precision, recall, F1 and exact-table rate, without parsing.
 
@@ -825,8 +825,9 @@ def predict(
     sentences : int, default 100
         Sentences drawn when a length is given.
     seed : int, default 0
-    progress : bool or float, default False
-        Show a progress bar over the simulated sentences (a number: only once the
+    progress : bool, float or None, default None
+        Show a progress bar over the simulated sentences (None: once the prediction has run
+        2 seconds, on a terminal only; a number: only once the
         prediction has run that many seconds).
 
     Returns

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["format_chart"]
+__all__ = ["CHART_STYLES", "chart_width", "format_chart", "format_chart_compact"]
 
 Chart = Mapping[tuple[int, int], Iterable[str]]
+
+#: How a chart is printed: ``"full"`` (every symbol of every cell), ``"compact"`` (counts,
+#: errors and the best tree's symbols) or ``"auto"`` (full when it fits the width).
+CHART_STYLES = ("auto", "full", "compact")
 
 
 def _cell(found: Iterable[str], gold: Iterable[str] | None, order: Sequence[str]) -> str:
@@ -61,8 +65,67 @@ def format_chart(
             g = None if gold is None else gold.get((i, j), ())
             row.append(_cell(chart.get((i, j), ()), g, nonterminals) or ".")
         rows.append(row)
-    widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
+    return _table(rows)
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     lines = [
         "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
     ]
     return "\n".join(lines)
+
+
+def chart_width(text: str) -> int:
+    """The width of a printed chart (its longest line)."""
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+#: The longest tree label a compact cell shows whole.
+_LABEL = 20
+
+
+def format_chart_compact(
+    chart: Chart,
+    words: Sequence[str],
+    gold: Chart | None = None,
+    tree_spans: Iterable[tuple[str, int, int]] = (),
+) -> str:
+    """The chart as a table of counts, for grammars whose cells hold tens to hundreds of
+    symbols: per cell the number of symbols, then ``+k`` and ``-k`` (with ``gold``: false
+    and missed symbols) and the best tree's symbol at that cell (``tree_spans``: its
+    ``(label, i, j)``, as :meth:`fastdcyk.Tree.spans` gives them; a label of over 20
+    characters cut, ending in "..").
+
+    Examples
+    --------
+    >>> chart = {(0, 1): {"D"}, (1, 2): {"D", "X"}, (0, 2): {"S"}}
+    >>> gold = {(0, 1): {"D"}, (1, 2): {"D"}, (0, 2): {"S"}}
+    >>> print(format_chart_compact(chart, ["a", "a"], gold, [("S", 0, 2), ("D", 0, 1)]))
+    i \\ j  1:a  2:a
+    0      1 D  1 S
+    1           2 +1
+    """
+    n = len(words)
+    at = {(i, j): label for label, i, j in tree_spans if j == i + 1 or j > i}
+    rows = [["i \\ j"] + [f"{j}:{words[j - 1]}" for j in range(1, n + 1)]]
+    for i in range(n):
+        row = [f"{i}"]
+        for j in range(1, n + 1):
+            if j <= i:
+                row.append("")
+                continue
+            found = set(chart.get((i, j), ()))
+            want = set(() if gold is None else gold.get((i, j), ()))
+            parts = [str(len(found))] if found or want else ["."]
+            if gold is not None:
+                if found - want:
+                    parts.append(f"+{len(found - want)}")
+                if want - found:
+                    parts.append(f"-{len(want - found)}")
+            if (i, j) in at:
+                label = at[(i, j)]
+                parts.append(label if len(label) <= _LABEL else label[: _LABEL - 2] + "..")
+            row.append(" ".join(parts))
+        rows.append(row)
+    return _table(rows)

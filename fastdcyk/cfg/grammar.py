@@ -140,6 +140,7 @@ class Grammar:
         "_by_left",
         "_combine_cache",
         "_mask_sets",
+        "_hash",
         "origin",
     )
 
@@ -770,7 +771,14 @@ class Grammar:
         return self.start == other.start and self.rules == other.rules
 
     def __hash__(self) -> int:
-        return hash((self.start, self.rules))
+        # computed once: a treebank grammar has hundreds of thousands of rules, and the
+        # engine's caches are keyed by the grammar
+        try:
+            return self._hash
+        except AttributeError:
+            value = hash((self.start, self.rules))
+            object.__setattr__(self, "_hash", value)
+            return value
 
     def __repr__(self) -> str:
         kind = "CNF" if self.is_cnf else "not CNF"

@@ -16,7 +16,7 @@ from fastdcyk import options
 from fastdcyk.cfg.cyk import cyk
 from fastdcyk.cfg.grammar import Grammar, GrammarError
 from fastdcyk.cfg.metrics import cell_scores
-from fastdcyk.display import format_chart
+from fastdcyk.display import format_chart, format_chart_compact
 from fastdcyk.experiments import (
     ExperimentConfig,
     ResultsFileError,
@@ -413,8 +413,12 @@ def parse_kwargs(args: argparse.Namespace) -> dict:
     }
 
 
-def report(grammar: Grammar, words: Sequence[str], result, out) -> None:
-    gold = cyk(grammar, words)
+def report(
+    grammar: Grammar, words: Sequence[str], result, out, style: str = "full", gold=None
+) -> None:
+    """The parse's settings, its decoded chart against symbolic CYK (``style``: "full", or
+    "compact": counts, errors and the best tree's symbols) and its cell scores."""
+    gold = cyk(grammar, words) if gold is None else gold
     o = result.options
     sc = cell_scores(gold, result.chart)
     t = sum(result.timings.values())
@@ -428,7 +432,13 @@ def report(grammar: Grammar, words: Sequence[str], result, out) -> None:
         f"{result.codebook.dtype}: {t:.2f} s",
         file=out,
     )
-    print(format_chart(result.chart, words, gold=gold, nonterminals=grammar.nonterminals), file=out)
+    if style == "compact":
+        tree = result.tree(cnf=True)
+        spans = () if tree is None else tree.spans()
+        print(format_chart_compact(result.chart, words, gold, spans), file=out)
+    else:
+        chart = format_chart(result.chart, words, gold=gold, nonterminals=grammar.nonterminals)
+        print(chart, file=out)
     print(f"cells: {sc}", file=out)
 
 

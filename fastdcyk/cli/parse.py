@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,11 @@ from fastdcyk.cli.common import (
     positive_int,
     report,
 )
-from fastdcyk.display import format_chart
+from fastdcyk.display import CHART_STYLES, chart_width, format_chart, format_chart_compact
 from fastdcyk.engine import dcyk
+from fastdcyk.engine.cost import slow_parse_note
+from fastdcyk.engine.plan import OPTION_KEYWORDS
+from fastdcyk.options import resolve
 
 #: ``fastdcyk parse`` shows its progress bar (on a terminal) once a parse has run this long.
 PARSE_PROGRESS_DELAY = 2.0
@@ -49,16 +53,38 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     show = sys.stderr.isatty() if args.progress is None else args.progress
     progress = PARSE_PROGRESS_DELAY if show else False
-    # Parse before printing anything, so that a bad option is an error and nothing else.
+    kwargs = parse_kwargs(args)
+    try:  # a bad option is an error, and nothing else is printed
+        options = {k: kwargs[k] for k in OPTION_KEYWORDS if k in kwargs}
+        opt = resolve(kwargs["variant"], dtype=kwargs["dtype"], **options)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    note = slow_parse_note(grammar, len(words), args.dim, opt)
+    if note is not None:  # before a long parse: what it will cost, and the faster option
+        print(f"fastdcyk parse: {note}", file=sys.stderr, flush=True)
+    # Parse before printing anything else, so that a bad option is an error and nothing else.
     try:
-        result = dcyk(grammar, words, d=args.dim, progress=progress, **parse_kwargs(args))
+        result = dcyk(grammar, words, d=args.dim, progress=progress, **kwargs)
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
     print(f"sentence: {' '.join(words)}   grammar: {args.grammar}")
+    full = format_chart(gold, words, nonterminals=grammar.nonterminals)
+    style = args.chart
+    if style == "auto":
+        fits = chart_width(full) <= shutil.get_terminal_size((120, 24)).columns
+        style = "full" if fits else "compact"
     print("symbolic CYK:")
-    print(format_chart(gold, words, nonterminals=grammar.nonterminals))
-    report(grammar, words, result, sys.stdout)
-    print("(+A: decoded but not in the CYK chart; -A: in the CYK chart but not decoded)")
+    print(full if style == "full" else format_chart_compact(gold, words))
+    report(grammar, words, result, sys.stdout, style, gold)
+    if style == "full":
+        print("(+A: decoded but not in the CYK chart; -A: in the CYK chart but not decoded)")
+    else:
+        print(
+            "(a compact view, the charts being wider than the terminal: per cell its number\n"
+            " of symbols, +k and -k the symbols decoded but not in the CYK chart and in it\n"
+            " but not decoded, and the best tree's symbol there; --chart full prints them all)"
+        )
+        _print_errors(result.chart, gold)
     if args.tree or args.k is not None:
         _print_trees(result, gold, args.k or 1, ascii=args.ascii)
     if args.plot is not None:
@@ -70,6 +96,27 @@ def _cmd_parse(args: argparse.Namespace) -> int:
             raise UsageError(exc.strerror) from exc
         print(f"\nfigure written to {path.resolve()}")
     return 0
+
+
+def _print_errors(chart: Any, gold: Any, most: int = 20) -> None:
+    """The decoded chart's false and missed items, at most ``most`` of each."""
+    for what, sign, items in (
+        ("decoded but not in the CYK chart", "+", _items(chart, gold)),
+        ("in the CYK chart but not decoded", "-", _items(gold, chart)),
+    ):
+        if items:
+            print(f"{what}:")
+            for i, j, a in items[:most]:
+                print(f"  ({i}, {j}) {sign}{a}")
+            if len(items) > most:
+                print(f"  and {len(items) - most} more")
+
+
+def _items(chart: Any, other: Any) -> list[tuple[int, int, str]]:
+    """The items of ``chart`` that ``other`` lacks, in cell order."""
+    return sorted(
+        (i, j, a) for (i, j), cell in chart.items() for a in cell if a not in other.get((i, j), ())
+    )
 
 
 def _print_trees(result: Any, gold: Any, k: int, *, ascii: bool) -> None:
@@ -113,6 +160,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=None,
         help=f"show a progress bar once the parse has run {PARSE_PROGRESS_DELAY:g} s "
         "(default: on when stderr is a terminal)",
+    )
+    p.add_argument(
+        "--chart",
+        choices=CHART_STYLES,
+        default="auto",
+        help="how to print the charts: 'full' (every symbol of every cell), 'compact' (per "
+        "cell the number of symbols, the errors against CYK and the best tree's symbol) or "
+        "'auto' (full when it fits the terminal's width; the default)",
     )
     p.add_argument(
         "--tree",

@@ -30,17 +30,20 @@ the faithful algorithm, ``variant="trace"`` its improved form):
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.decode import chart_from_statistics, check_matrix, decode_statistics
-from fastdcyk.engine.numpy_backend import parse_numpy, readback_statistics
-from fastdcyk.engine.plan import Plan, cnf_grammar, prepare_from, words_of
+from fastdcyk.engine.numpy_backend import parse_numpy, readback_statistics, release_kept
+from fastdcyk.engine.plan import Plan, clear_codebooks, cnf_grammar, prepare_from, words_of
 from fastdcyk.engine.progress import check_progress, progress_bar
 from fastdcyk.engine.result import DCYKResult
+from fastdcyk.engine.schedule import detections
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import (
     READBACKS,
@@ -50,7 +53,24 @@ from fastdcyk.options import (
     resolve,
 )
 
-__all__ = ["dcyk", "decode", "parse_plan"]
+__all__ = ["clear_caches", "dcyk", "decode", "parse_plan"]
+
+
+def clear_caches() -> None:
+    """Forget what parses keep for the next one: the codebooks :func:`dcyk` built (with
+    their symbols' vectors, rule tables and work buffers), and the index matrices kept per
+    codebook by the numpy engine and the torch backend. The next parse builds them again
+    (the results are the same).
+
+    Examples
+    --------
+    >>> import fastdcyk as fd
+    >>> fd.clear_caches()
+    """
+    clear_codebooks()
+    release_kept()
+    if "fastdcyk.engine.torch_backend" in sys.modules:  # never import torch for this
+        sys.modules["fastdcyk.engine.torch_backend"].release_caches()
 
 
 def parse_plan(
@@ -60,24 +80,24 @@ def parse_plan(
     device: Any = None,
     decode: bool = True,
     record: bool = False,
-    on_cell: Callable[[], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> list[DCYKResult]:
     """Parse every sentence of a prepared plan with a backend, in one batch for torch.
 
     The one place where a backend is chosen: ``"numpy"`` parses the sentences one at a time
     (:func:`fastdcyk.engine.numpy_backend.parse_numpy`), ``"torch"`` as one batch
-    (:func:`fastdcyk.engine.torch_backend.parse_sentences`). ``on_cell`` is called after
-    every cell (a progress bar).
+    (:func:`fastdcyk.engine.torch_backend.parse_sentences`). ``on_progress`` is called
+    with the number of detections made, as they are made (a progress bar).
     """
     if backend == "torch":
         from fastdcyk.engine import torch_backend
 
-        kw = {"device": device, "decode": decode, "record": record, "on_cell": on_cell}
+        kw = {"device": device, "decode": decode, "record": record, "on_progress": on_progress}
         fields = torch_backend.parse_sentences(
             plan.grammar, plan.sentences, plan.codebook, plan.options, **kw
         )
         return [DCYKResult(**f) for f in fields]
-    kw = {"decode": decode, "record": record, "on_cell": on_cell}
+    kw = {"decode": decode, "record": record, "on_progress": on_progress}
     return [
         parse_numpy(plan.grammar, ws, plan.codebook, plan.options, **kw) for ws in plan.sentences
     ]
@@ -106,7 +126,7 @@ def dcyk(
     engine: Any = "auto",
     decode: bool = True,
     check_memory: bool = True,
-    progress: bool | float = False,
+    progress: bool | float | None = None,
     record: bool = False,
     backend: str = "numpy",
     device: Any = None,
@@ -189,9 +209,14 @@ def dcyk(
         Refuse with MemoryError, before allocating anything of size d (the codebook built
         here included), when the accumulators and work buffers would not fit in the memory
         available (the system's, bounded by the process's ``ulimit -v``).
-    progress : bool or float, default False
-        Show a progress bar over the chart's cells (tqdm.auto: a widget in notebooks). A
-        number shows it only once the parse has run that many seconds.
+    progress : bool, float or None, default None
+        Show a progress bar over the parse's detections (tqdm.auto: a widget in
+        notebooks). None: once the parse has run 2 seconds, and only when the standard
+        error is a terminal (tqdm's convention: nothing is printed otherwise); a number:
+        once the parse has run that many seconds; True: at once; False: never. On a
+        terminal or with True, a parse the cost model predicts to take over 30 seconds
+        first prints one line with its estimate and the default variant's
+        (:func:`fastdcyk.engine.cost.slow_parse_note`).
     record : bool, default False
         Keep a log of every detection in ``result.log``: the step, the cell (i, j), the
         nonterminal, the mean of P_A's diagonal (how much of I the gate let through), P_A's
@@ -240,10 +265,16 @@ def dcyk(
     plan = prepare_from(locals(), [words])
     (ws,) = plan.sentences
     where = " (torch)" if backend == "torch" else ""
-    bar = progress_bar(delay, len(ws) * (len(ws) + 1) // 2, f"D-CYK d={plan.codebook.d}{where}")
+    if progress is True or (progress is None and delay is not None):  # asked, or a terminal
+        note = slow_parse_note(plan.grammar, len(ws), plan.codebook.d, plan.options)
+        if note is not None:
+            print(f"fastdcyk: {note}", file=sys.stderr, flush=True)
+    st = plan.structure
+    total = detections(len(ws), len(st.unary), len(st.binary))
+    bar = progress_bar(delay, total, f"D-CYK d={plan.codebook.d}{where}", "detection")
     try:
-        on_cell = None if bar is None else (lambda: bar.update(1))
-        kw = {"device": device, "decode": decode, "record": record, "on_cell": on_cell}
+        on_progress = None if bar is None else bar.update
+        kw = {"device": device, "decode": decode, "record": record, "on_progress": on_progress}
         return parse_plan(plan, backend, **kw)[0]
     finally:
         if bar is not None:

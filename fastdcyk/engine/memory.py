@@ -14,7 +14,7 @@ import numpy as np
 from fastdcyk.hrr import buffers as B
 from fastdcyk.hrr import memory as _memory
 from fastdcyk.hrr.blocks import block_bytes
-from fastdcyk.hrr.buffers import g_cache_slots
+from fastdcyk.hrr.buffers import g_cache_slots, g_kept_slots
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import get_engine
 from fastdcyk.options import SCALAR_GATES, DCYKOptions, check_int, resolve
@@ -29,7 +29,7 @@ __all__ = [
 
 
 def work_buffers(
-    gate: str, order: str, decoder: str, blockwise: bool, slots: int
+    gate: str, order: str, decoder: str, blockwise: bool, slots: int, kept: int = 0
 ) -> tuple[list[B.Buffer], list[B.Buffer]]:
     """The d x d arrays (:mod:`fastdcyk.hrr.buffers`) a parse holds: during it, and at its end.
 
@@ -42,15 +42,18 @@ def work_buffers(
     the work buffers are held. The trace-gate parser
     (:class:`~fastdcyk.engine.numpy_backend.TraceParser`) keeps both accumulators as 2-D half
     spectra, one real work buffer and ``slots`` G_k matrices; at
-    its end one accumulator spectrum is still held while both dense results are formed.
+    its end one accumulator spectrum is still held while both dense results are formed, and
+    the ``kept`` G_k matrices the codebook keeps for its next parse
+    (:func:`~fastdcyk.hrr.buffers.g_kept_slots`).
     """
     if gate in SCALAR_GATES:
         # the clean-up gate neither reads nor writes P_right: no PR spectrum
         pr = [B.PR] if gate == "trace" else []
         during = [B.ZT, *pr, B.W, *(B.g_matrix(k) for k in range(slots))]
-        end = [*pr, B.W, B.Y, B.P_LEFT, B.P_RIGHT]
+        g_kept = [B.g_matrix(k) for k in range(kept)]
+        end = [*pr, B.W, B.Y, B.P_LEFT, B.P_RIGHT, *g_kept]
         if decoder == "entry":  # decoding reads the dense P_left back as a spectrum
-            end = [B.W, B.Y, B.P_LEFT, B.P_RIGHT, B.SHUFFLED, B.FL, B.SPECTRUM]
+            end = [B.W, B.Y, B.P_LEFT, B.P_RIGHT, B.SHUFFLED, B.FL, B.SPECTRUM, *g_kept]
         return during, end
     held = [B.Y, B.W, B.SPECTRUM]
     if order == "cell" or decoder == "trace":
@@ -97,7 +100,8 @@ def estimate_memory(
     check_int("the sentence length n", n, 1)
     eng = get_engine(engine, threads)
     slots = g_cache_slots(d, dtype, n)
-    during, end = work_buffers(gate, order, decoder, eng.blockwise, slots)
+    kept = g_kept_slots(d, dtype, slots)
+    during, end = work_buffers(gate, order, decoder, eng.blockwise, slots, kept)
     size = [sum(b.nbytes(d, dtype) for b in buffers) for buffers in (during, end)]
     if eng.blockwise and (gate not in SCALAR_GATES or decoder == "entry"):
         # the blocks of operator chains: in the parse, or in the decoder of a dense P_left

@@ -14,6 +14,7 @@ orders, counts, pruning, log, checks, progress) is :func:`fastdcyk.engine.schedu
 from __future__ import annotations
 
 import time
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -22,6 +23,7 @@ import numpy as np
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import schedule as S
 from fastdcyk.engine.decode import (
+    Statistics,
     chart_from_statistics,
     decode_statistics,
     sigmoid,
@@ -40,7 +42,7 @@ from fastdcyk.engine.rules import (
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.hrr import buffers as B
 from fastdcyk.hrr import kernels as K
-from fastdcyk.hrr.buffers import g_cache_slots
+from fastdcyk.hrr.buffers import g_cache_slots, g_kept_slots
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.operators import Operator
 from fastdcyk.options import SCALAR_GATES, DCYKOptions
@@ -382,8 +384,7 @@ class TraceParser(_NumpyParser):
         self.pr = B.PR.new(cb)
         self.w = B.W.get(cb)
         self._q = np.empty(h, np.complex128)
-        self._full: dict[tuple[str, Any], np.ndarray] = {}
-        self._g: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._full, self._g = kept_spectra(cb)
         self._slots = g_cache_slots(d, cb.dtype, len(words))
 
     def full(self, kind: str, sym: Any) -> np.ndarray:
@@ -457,20 +458,21 @@ class TraceParser(_NumpyParser):
         keep = keep[0]
         self.update(i, j, det.values[keep], self.rows(step)[ks][keep])
 
-    def statistics(self) -> dict[tuple[int, int, str], float]:
+    def statistics(self) -> Statistics:
         """The trace decoder's statistic of every triple: tr([A]+ [j]+ [i]+ P_left) / d."""
         n, t = len(self.words), self.t
-        stats: dict[tuple[int, int, str], float] = {}
+        out = np.zeros((n, n + 1, len(t.nonterminals)))
         for j in range(1, n + 1):
             for i in range(j):
-                values = self._trace(t.spectra, self._q_lift(j, i))
-                stats.update(zip([(i, j, a) for a in t.nonterminals], values.tolist(), strict=True))
-        return stats
+                out[i, j] = self._trace(t.spectra, self._q_lift(j, i))
+        return Statistics(out, t.nonterminals)
 
     def _dense_left(self) -> np.ndarray:
         """P_left as a new d x d array; its spectrum and the G cache are released."""
         cb, d = self.cb, self.d
-        self._g.clear()
+        keep = g_kept_slots(d, cb.dtype, self._slots)
+        while len(self._g) > keep:  # what the next parse with this codebook reuses
+            self._g.popitem(last=False)
         # rfft(Z, axis=1)^T = fft(conj(ZT), axis=1); Z^T = irfft of it along axis 0;
         # P_left^T = Z^T Phi.
         zt, self.zt = self.zt, None
@@ -542,8 +544,7 @@ class CleanupParser(TraceParser):
         self.frozen = p_left is not None
         self.lstsq = opt.readback == "lstsq"
         self._q = np.empty(d // 2 + 1, np.complex128)
-        self._full: dict[tuple[str, Any], np.ndarray] = {}
-        self._g: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._full, self._g = kept_spectra(cb)
         self._slots = g_cache_slots(d, cb.dtype, len(words))
         st = rule_structure(grammar)
         self.st = st
@@ -644,18 +645,12 @@ class CleanupParser(TraceParser):
         self.scores[i, j] = self._clean(self.stats[i, j])
         self._read[(i, j)] = (rows, self._clean(a) - self._base)
 
-    def statistics(self) -> dict[tuple[int, int, str], float]:
+    def statistics(self) -> Statistics:
         """The decoder statistic of every triple: the read-back's amplitudes (``"lstsq"``),
         or the trace decoder's readouts of the finished table (``"matched"``)."""
         if not self.lstsq:
             return super().statistics()
-        n, nts = len(self.words), self.t.nonterminals
-        stats: dict[tuple[int, int, str], float] = {}
-        for j in range(1, n + 1):
-            for i in range(j):
-                values = self.stats[i, j].tolist()
-                stats.update(zip([(i, j, a) for a in nts], values, strict=True))
-        return stats
+        return Statistics(self.stats[: len(self.words)], self.t.nonterminals)
 
     def dense(self) -> tuple[np.ndarray, np.ndarray]:
         """P_left as a new d x d array, and P_right, never written: zeros."""
@@ -668,7 +663,7 @@ def readback_statistics(
     words: tuple[str, ...],
     cb: Codebook,
     opt: DCYKOptions,
-) -> dict[tuple[int, int, str], float]:
+) -> Statistics:
     """The least-squares read-back of a given P_left, bottom-up (docs/method.md, section 7).
 
     The clean-up parse without its writes: each unary cell's candidates are the
@@ -681,6 +676,29 @@ def readback_statistics(
     n = len(words)
     S.run(parser, n, "cell", S.Ledger(_OPS, parser.t.nonterminals, [n], opt.prune))
     return parser.statistics()
+
+
+#: Per codebook, what the trace-gate parsers compute from its index vectors and permutation
+#: alone: the full spectra of its vectors and the G_k matrices (those of the last parse,
+#: within :data:`~fastdcyk.hrr.buffers.G_KEEP_BYTES`), kept for its next parse.
+_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def kept_spectra(cb: Codebook) -> tuple[dict, OrderedDict]:
+    """The codebook's kept full spectra and G_k matrices (the caller holds its lock)."""
+    kept = _KEPT.get(cb)
+    if kept is None:
+        kept = ({}, OrderedDict())
+        _KEPT[cb] = kept
+    return kept
+
+
+def release_kept(cb: Codebook | None = None) -> None:
+    """Drop what :func:`kept_spectra` keeps for ``cb`` (for every codebook when None)."""
+    if cb is None:
+        _KEPT.clear()
+    else:
+        _KEPT.pop(cb, None)
 
 
 def row_block(d: int, k: int) -> int:
@@ -701,10 +719,11 @@ def parse_numpy(
     *,
     decode: bool,
     record: bool,
-    on_cell: Any = None,
+    on_progress: Any = None,
 ) -> DCYKResult:
     """The numpy engine's parse of checked words, options and codebook
-    (:func:`fastdcyk.engine.plan.prepare`); ``on_cell`` is called after every cell."""
+    (:func:`fastdcyk.engine.plan.prepare`); ``on_progress`` is called with the number of
+    detections made, after each group of them."""
     with cb.lock:  # the parse uses the codebook's work buffers throughout
         spectral = opt.gate in SCALAR_GATES
         kind = {"entrywise": EntrywiseParser, "trace": TraceParser, "cleanup": CleanupParser}
@@ -712,7 +731,7 @@ def parse_numpy(
         n = len(ws)
         ledger = S.Ledger(_OPS, parser.t.nonterminals, [n], opt.prune, record=record)
         timings: dict[str, float] = {}
-        S.run(parser, n, opt.order, ledger, on_cell=on_cell, timings=timings)
+        S.run(parser, n, opt.order, ledger, on_progress=on_progress, timings=timings)
         t2 = time.perf_counter()
         stats = chart = None
         if decode and spectral and opt.decoder == "trace":

@@ -10,6 +10,8 @@ shared by all of them.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +36,7 @@ from fastdcyk.options import (
 __all__ = [
     "Plan",
     "check_symbols",
+    "clear_codebooks",
     "cnf_grammar",
     "default_codebook",
     "options_from",
@@ -85,6 +88,37 @@ def default_codebook(
     return Codebook(int(d), seed=seed, dtype=dtype, unitary=False, **kwargs)
 
 
+#: The codebooks :func:`resolve_codebook` built, kept for the next parse with the same
+#: grammar, d, seed, dtype, vectors and FFT engine (their symbols' vectors and spectra,
+#: rule tables and work buffers are reused): at most :data:`CODEBOOK_CACHE_SIZE`, and within
+#: :data:`CODEBOOK_CACHE_BYTES` together; :func:`clear_codebooks` empties it.
+_CODEBOOKS: OrderedDict[tuple, Codebook] = OrderedDict()
+_CODEBOOKS_LOCK = threading.Lock()
+CODEBOOK_CACHE_SIZE = 4
+CODEBOOK_CACHE_BYTES = 1 << 30
+
+
+def clear_codebooks() -> None:
+    """Forget the codebooks kept by :func:`resolve_codebook`."""
+    with _CODEBOOKS_LOCK:
+        _CODEBOOKS.clear()
+
+
+def _keep(key: tuple, cb: Codebook) -> None:
+    """Keep ``cb`` under ``key``, the least recently used dropped beyond the bounds."""
+    with _CODEBOOKS_LOCK:
+        _CODEBOOKS[key] = cb
+        _CODEBOOKS.move_to_end(key)
+
+        def size(c: Codebook) -> int:
+            return c.symbol_bytes() + c.buffer_bytes()
+
+        while len(_CODEBOOKS) > CODEBOOK_CACHE_SIZE or (
+            len(_CODEBOOKS) > 1 and sum(size(c) for c in _CODEBOOKS.values()) > CODEBOOK_CACHE_BYTES
+        ):
+            _CODEBOOKS.popitem(last=False)
+
+
 def resolve_codebook(
     codebook: Codebook | None,
     d: int | None,
@@ -95,18 +129,25 @@ def resolve_codebook(
     grammar: Grammar,
     before_build: Any = None,
 ) -> Codebook:
-    """The codebook of a parse: ``codebook`` checked against ``d`` and ``dtype``, or one
-    built here (:func:`default_codebook`). ``before_build(d, dtype, engine)`` runs before
-    a codebook is built (the memory check), with the FFT engine it will use."""
+    """The codebook of a parse: ``codebook`` checked against ``d`` and ``dtype``, or the one
+    :func:`default_codebook` builds (kept for the next parse with the same grammar, d, seed,
+    dtype, vectors and FFT engine: :data:`_CODEBOOKS`). ``before_build(d, dtype, engine)``
+    runs before a codebook is built (the memory check), with the FFT engine it will use."""
     if codebook is None:
         if d is None:
             d = 1024
         d = check_dim(d)
         dtype = check_dtype(dtype)
         engine = get_engine(engine)
-        if before_build is not None:
-            before_build(int(d), dtype, engine)
-        return default_codebook(grammar, int(d), seed, dtype, unitary=unitary, engine=engine)
+        key = (grammar, int(d), int(seed), dtype.name, bool(unitary), engine.name, engine.threads)
+        with _CODEBOOKS_LOCK:
+            cb = _CODEBOOKS.get(key)
+        if cb is None:
+            if before_build is not None:
+                before_build(int(d), dtype, engine)
+            cb = default_codebook(grammar, int(d), seed, dtype, unitary=unitary, engine=engine)
+        _keep(key, cb)
+        return cb
     if not isinstance(codebook, Codebook):
         raise TypeError(f"codebook must be a fastdcyk.Codebook, got {type(codebook).__name__}")
     if d is not None and d != codebook.d:
@@ -268,13 +309,16 @@ def prepare(
     opt = resolve(**options, dtype=opt_dtype)
     longest = max((len(ws) for ws in all_words), default=1)
 
+    built = []
+
     def before_build(d: int, dtype: np.dtype, engine: Any) -> None:
         # before the codebook draws anything of size d (its permutation, its vectors)
+        built.append(True)
         if check_memory:
             check_parse_memory(d, dtype, engine, opt, longest)
 
     cb = resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine, grammar, before_build)
-    if check_memory and codebook is not None:
+    if check_memory and not built:  # a codebook given, or kept: its buffers are reused
         check_codebook_memory(cb, opt, longest)
     for ws in all_words:
         check_symbols(cb, grammar, ws, opt.encoding)
@@ -284,7 +328,10 @@ def prepare(
 def check_symbols(
     cb: Codebook, grammar: Grammar, words: tuple[str, ...], encoding: str = "paper"
 ) -> None:
-    """Fail before any allocation when a codebook built from vectors lacks a symbol."""
+    """Fail before any allocation when a codebook built from vectors lacks a symbol (a
+    seeded codebook draws every symbol it is asked for)."""
+    if not cb.fixed:
+        return
     needed = [("index", k) for k in range(len(words) + 1)]
     needed += [("nonterminal", a) for a in grammar.nonterminals]
     if encoding == "roles":

@@ -22,9 +22,9 @@ for the candidates' amplitudes a (every other nonterminal reads 0): exact for th
 own items while their vectors are independent, with the leakage amplified by the
 conditioning of G_C. The ridge lambda (relative to the mean of G_C's diagonal, g bar)
 bounds that amplification where G_C is (nearly) singular, as it is once the candidates
-outnumber the dimensions: the result is then defined, if not exact. The torch backend has the same arithmetic in
-:mod:`fastdcyk.engine.torch_backend` (differentiable); this module is the numpy engine's
-and the capacity model's.
+outnumber the dimensions: the result is then defined, if not exact. The torch backend has
+the same arithmetic in :mod:`fastdcyk.engine.torch_backend` (differentiable); this module
+is the numpy engine's and the capacity model's.
 """
 
 from __future__ import annotations

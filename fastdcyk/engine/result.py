@@ -9,7 +9,7 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.trees import Forest, Tree
-from fastdcyk.engine.decode import chart_from_statistics, item_scores
+from fastdcyk.engine.decode import Statistics, chart_from_statistics, item_scores
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
 
@@ -28,8 +28,10 @@ class DCYKResult:
     options : DCYKOptions
     p_left, p_right : ndarray, (d, d)
         The accumulators, in the codebook's dtype.
-    statistics : dict or None
-        The decoder statistic of every (i, j, A) (None when ``decode=False``).
+    statistics : Statistics or None
+        The decoder statistic of every (i, j, A) (None when ``decode=False``): a mapping
+        ``{(i, j, A): float}`` over an (n, n + 1, N) array (``statistics.array``,
+        ``statistics.cell(i, j)``; :class:`~fastdcyk.engine.decode.Statistics`).
     chart : dict or None
         ``{(i, j): frozenset of nonterminals}`` for every 0 <= i < j <= n, as :func:`cyk`.
     counts : dict
@@ -46,7 +48,7 @@ class DCYKResult:
     options: DCYKOptions
     p_left: np.ndarray
     p_right: np.ndarray
-    statistics: dict[tuple[int, int, str], float] | None
+    statistics: Statistics | None
     chart: dict[tuple[int, int], frozenset[str]] | None
     counts: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)

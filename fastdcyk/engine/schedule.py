@@ -42,12 +42,18 @@ __all__ = [
     "Ledger",
     "NumpyOps",
     "cells",
+    "detections",
     "run",
 ]
 
 Step = Literal["unary", "binary"]
 UNARY: Step = "unary"
 BINARY: Step = "binary"
+
+
+def detections(n: int, unary: int, binary: int) -> int:
+    """How many detections an n-word parse makes with ``unary`` and ``binary`` rows."""
+    return n * unary + (n * (n - 1) // 2) * binary
 
 
 def cells(n: int) -> Iterator[tuple[int, int, Step]]:
@@ -262,7 +268,7 @@ def run(
     order: str,
     ledger: Ledger,
     *,
-    on_cell: Callable[[], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
     timings: dict[str, float] | None = None,
 ) -> None:
     """Fill the table: the words, then every cell's detections and updates in D-CYK's order.
@@ -276,8 +282,10 @@ def run(
         The order of detections within a cell (see the module's docstring).
     ledger : Ledger
         Counts, log, pruning and checks.
-    on_cell : callable, optional
-        Called after every cell (a progress bar).
+    on_progress : callable, optional
+        Called with the number of detections just made, after each group of them (a
+        progress bar over :func:`detections`: it moves within a cell, where one cell of a
+        large grammar can take minutes).
     timings : dict, optional
         Gets the seconds of the unary step (the words included) and of the binary step.
     """
@@ -301,6 +309,8 @@ def run(
                     keep, any_kept = ledger.decide(i, j, arrays[step][ks], det)
                     if any_kept:
                         parser.write(i, j, step, ks, det, keep)
+                    if on_progress is not None:
+                        on_progress(ks.stop - ks.start)
             else:
                 stale = True  # read again only after an update: a pruned one changes nothing
                 for k in range(count):
@@ -313,9 +323,10 @@ def run(
                     if any_kept:
                         parser.write(i, j, step, ks, det, keep)
                         stale = True
+                    if on_progress is not None:
+                        on_progress(1)
         parser.end(i, j, step)
-        if on_cell is not None:
-            on_cell()
+
     t2 = time.perf_counter()
     if timings is not None:
         timings["unary"] = (t2 if t1 is None else t1) - t0

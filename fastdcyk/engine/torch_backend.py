@@ -49,7 +49,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     ) from exc
 
 from fastdcyk.engine import schedule as S
-from fastdcyk.engine.decode import chart_from_statistics
+from fastdcyk.engine.decode import Statistics, chart_from_statistics
 from fastdcyk.engine.readback import RIDGE
 from fastdcyk.engine.rules import RuleStructure, rule_structure
 from fastdcyk.engine.schedule import Detections, Step
@@ -993,7 +993,7 @@ def parse(
     decode: bool = True,
     dense: bool = False,
     record: bool = False,
-    on_cell: Callable[[], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
     g_cache: dict | None = None,
 ) -> TorchParse:
     """Parse a batch of sentences with D-CYK (the paper's Algorithms 2, 3 and 4) in torch.
@@ -1026,8 +1026,8 @@ def parse(
         Also return P_left and P_right.
     record : bool, default False
         Keep the log of every detection, as ``DCYKResult.log``.
-    on_cell : callable, optional
-        Called after every cell (a progress bar).
+    on_progress : callable, optional
+        Called with the number of detections made, as they are made (a progress bar).
     g_cache : dict, optional
         The trace gate's G_k matrices (docs/method.md, section 4.4) by span index k, kept
         across calls: pass the same dict to parses with the same index vectors, permutation,
@@ -1064,7 +1064,7 @@ def parse(
     else:
         p = _DenseParser(*args)
     timings: dict[str, float] = {}
-    S.run(p, p.n, options.order, p.ledger, on_cell=on_cell, timings=timings)
+    S.run(p, p.n, options.order, p.ledger, on_progress=on_progress, timings=timings)
     t2 = time.perf_counter()
     stats = p.statistics() * p.cell_mask()[..., None] if decode else None
     t3 = time.perf_counter()
@@ -1089,16 +1089,11 @@ def parse(
     )
 
 
-def statistics_dict(
-    stats: torch.Tensor, n: int, nonterminals: Sequence[str]
-) -> dict[tuple[int, int, str], float]:
-    """``{(i, j, A): value}`` of one sentence's (n_max, n_max + 1, N) statistics tensor."""
-    values = stats.detach().to("cpu", torch.float64).numpy()
-    out: dict[tuple[int, int, str], float] = {}
-    for i in range(n):
-        for j in range(i + 1, n + 1):
-            out.update(zip([(i, j, a) for a in nonterminals], values[i, j].tolist(), strict=True))
-    return out
+def statistics_of(stats: torch.Tensor, n: int, nonterminals: Sequence[str]) -> Statistics:
+    """The :class:`~fastdcyk.engine.decode.Statistics` of one sentence of n words from its
+    (n_max, n_max + 1, N) statistics tensor."""
+    values = stats[:n, : n + 1].detach().to("cpu", torch.float64).numpy()
+    return Statistics(values, nonterminals)
 
 
 def _free_bytes(device: torch.device) -> int:
@@ -1140,7 +1135,7 @@ def parse_sentences(
     decode: bool = True,
     dense: bool = True,
     record: bool = False,
-    on_cell: Callable[[], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Parse checked sentences with a codebook in one batch; the fields of each result.
 
@@ -1157,7 +1152,7 @@ def parse_sentences(
     options : DCYKOptions
     device : torch.device or str, optional
         Default: the CPU.
-    decode, record, on_cell
+    decode, record, on_progress
         As for :func:`parse`.
     dense : bool, default True
         Compute P_left and P_right (two d x d matrices per sentence, copied to the host).
@@ -1178,7 +1173,7 @@ def parse_sentences(
     with torch.no_grad():
         vec = symbol_vectors(codebook, st, n, encoding=options.encoding, device=device)
         ids = [st.terminal_ids(s) for s in sentences]
-        kw = {"decode": decode, "dense": dense, "record": record, "on_cell": on_cell}
+        kw = {"decode": decode, "dense": dense, "record": record, "on_progress": on_progress}
         res = parse(vec, st, ids, options, g_cache=_codebook_g_cache(codebook, vec), **kw)
         t0 = time.perf_counter()
         p_left = p_right = None
@@ -1195,7 +1190,7 @@ def parse_sentences(
     for b, words in enumerate(sentences):
         stats = chart = None
         if decode:
-            stats = statistics_dict(res.statistics[b], len(words), st.nonterminals)
+            stats = statistics_of(res.statistics[b], len(words), st.nonterminals)
             chart = chart_from_statistics(
                 stats, len(words), beta=options.beta, threshold=options.threshold
             )

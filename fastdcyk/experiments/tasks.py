@@ -371,7 +371,7 @@ def _records(
     words: tuple[str, ...],
     indices: tuple[int, ...],
     chart: dict[tuple[int, int], frozenset[str]],
-    statistics: dict[tuple[int, int, str], float],
+    statistics: Mapping[tuple[int, int, str], float],
     seconds: float,
     backend: str = "numpy",
 ) -> list[dict[str, Any]]:

@@ -22,7 +22,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["G_CACHE_BYTES", "Buffer", "Workspace", "g_cache_slots", "g_matrix"]
+__all__ = [
+    "G_CACHE_BYTES",
+    "G_KEEP_BYTES",
+    "Buffer",
+    "Workspace",
+    "g_cache_slots",
+    "g_kept_slots",
+    "g_matrix",
+]
 
 
 class Workspace:
@@ -181,6 +189,17 @@ def g_cache_slots(d: int, dtype: Any, n: int, budget: int | None = None) -> int:
     size = g_matrix(0).nbytes(d, dtype)
     budget = G_CACHE_BYTES if budget is None else max(G_CACHE_BYTES, int(budget))
     return int(max(2, min(n + 1, budget // size)))
+
+
+#: Bytes of G_k matrices a codebook keeps from one parse to the next (the trace-gate
+#: parsers compute them from its index vectors and permutation alone): all of a sentence's at
+#: d = 1024 (4.2 MB each), none at d = 6000 (144 MB each), where the memory bound matters.
+G_KEEP_BYTES = 128 << 20
+
+
+def g_kept_slots(d: int, dtype: Any, slots: int) -> int:
+    """How many of ``slots`` G_k matrices are kept between parses (:data:`G_KEEP_BYTES`)."""
+    return int(min(slots, G_KEEP_BYTES // g_matrix(0).nbytes(d, dtype)))
 
 
 def g_matrix(k: int) -> Buffer:

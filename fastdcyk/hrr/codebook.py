@@ -850,6 +850,18 @@ class Codebook:
         """Bytes held in work buffers now."""
         return self.workspace.nbytes
 
+    @property
+    def fixed(self) -> bool:
+        """Whether the codebook was built from given vectors (:meth:`from_vectors`): it
+        holds those symbols only, where a seeded codebook draws any symbol on demand."""
+        return self._fixed
+
+    def symbol_bytes(self) -> int:
+        """Bytes held in the symbols' vectors and spectra drawn so far."""
+        return sum(a.nbytes for a in self._vectors.values()) + sum(
+            a.nbytes for a in self._spectra.values()
+        )
+
 
 def _read_codebook_file(path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The metadata and the arrays of a file written by :meth:`Codebook.save`."""
