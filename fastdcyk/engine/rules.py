@@ -32,6 +32,7 @@ __all__ = [
     "parseval_weights",
     "rule_layer",
     "rule_structure",
+    "rules_of",
     "rule_tables",
 ]
 
@@ -273,8 +274,8 @@ def candidate_rule_layer(
         left_rows, left = cells[(i, k)]
         right_rows, right = cells[(k, j)]
         dl[left_rows], dr[right_rows] = left, right
-        by_left = _rules_of(st.rules_by_left, left_rows)
-        by_right = _rules_of(st.rules_by_right, right_rows)
+        by_left = rules_of(st.rules_by_left, left_rows)
+        by_right = rules_of(st.rules_by_right, right_rows)
         rows += [st.binary_rule_row[by_left], st.binary_rule_row[by_right]]
         values += [
             dl[st.binary_rule_left[by_left]] * (base + dr[st.binary_rule_right[by_left]]),
@@ -293,7 +294,7 @@ def _group(child: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return order, ptr
 
 
-def _rules_of(grouped: tuple[np.ndarray, np.ndarray], symbols: np.ndarray) -> np.ndarray:
+def rules_of(grouped: tuple[np.ndarray, np.ndarray], symbols: np.ndarray) -> np.ndarray:
     """The rules (indices) of the groups of ``symbols`` (:func:`_group`)."""
     order, ptr = grouped
     starts, counts = ptr[symbols], ptr[symbols + 1] - ptr[symbols]

@@ -51,7 +51,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
 from fastdcyk.engine import schedule as S
 from fastdcyk.engine.decode import Statistics, chart_from_statistics
 from fastdcyk.engine.readback import RIDGE
-from fastdcyk.engine.rules import RuleStructure, rule_structure
+from fastdcyk.engine.rules import RuleStructure, rule_structure, rules_of
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.hrr import memory as _memory
 from fastdcyk.hrr.buffers import g_cache_slots
@@ -605,6 +605,15 @@ class _CleanupParser(_TraceParser):
             self.stats: dict[tuple[int, int], torch.Tensor] = {}
             self._cands: dict[tuple[int, int], torch.Tensor] = {}
             self._terms = torch.zeros((self.B, nt), dtype=torch.bool, device=dev)
+            # each read cell's clean scores less sigma(0) (0 but for its candidates) and the
+            # candidates of any sentence, for the rule layer over the candidates' rules
+            self._base = float(torch.sigmoid(torch.tensor(-0.5 * self.opt.beta, dtype=self.rdtype)))
+            self._delta: dict[tuple[int, int], tuple[torch.Tensor, np.ndarray]] = {}
+            bw = self._bw
+            ones = torch.ones(len(st.binary_rule_row), dtype=self.rdtype, device=dev)
+            weights = ones if bw is None else bw.to(self.rdtype)
+            zero = torch.zeros(len(st.binary), dtype=self.rdtype, device=dev)
+            self._rule_weight_sums = zero.index_add(0, self._b_row, weights)
 
     def _weights(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         return self._uw, self._bw
@@ -626,6 +635,9 @@ class _CleanupParser(_TraceParser):
             zero = torch.zeros((self.B, len(self.st.unary)), dtype=self.rdtype, device=self.dev)
             self._t = zero.index_add(1, self._u_row, c)
             return
+        if self.lstsq:
+            self._t = self._candidate_rules(i, j, bw)
+            return
         t = torch.zeros((self.B, len(self.st.binary)), dtype=self.rdtype, device=self.dev)
         for k in range(i + 1, j):
             pairs = self.scores[(i, k)][:, self._b_left] * self.scores[(k, j)][:, self._b_right]
@@ -633,6 +645,33 @@ class _CleanupParser(_TraceParser):
                 pairs = pairs * bw.to(self.rdtype)
             t = t.index_add(1, self._b_row, pairs)
         self._t = t
+
+    def _candidate_rules(self, i: int, j: int, bw: torch.Tensor | None) -> torch.Tensor:
+        """The rule layer over the candidates' rules
+        (:func:`fastdcyk.engine.rules.candidate_rule_layer`), batched: a non-candidate
+        scores sigma(0) exactly and carries no gradient, so the rules between two of them
+        add the same constant; only the rules with a candidate child (of any sentence of
+        the batch) are gathered. Equal, values and gradients, to the sum over every rule."""
+        st, base = self.st, self._base
+        t = (self._rule_weight_sums * ((j - i - 1) * base * base)).expand(self.B, -1)
+        dev = self.dev
+        for k in range(i + 1, j):
+            left, left_any = self._delta[(i, k)]
+            right, right_any = self._delta[(k, j)]
+            for grouped, anyone, own in (
+                (st.rules_by_left, left_any, True),
+                (st.rules_by_right, right_any, False),
+            ):
+                rules = rules_of(grouped, np.flatnonzero(anyone))
+                if not len(rules):
+                    continue
+                r = torch.as_tensor(rules, device=dev)
+                c = right[:, self._b_right[r]]
+                vals = left[:, self._b_left[r]] * (base + c) if own else base * c
+                if bw is not None:
+                    vals = vals * bw.to(self.rdtype)[r]
+                t = t.index_add(1, self._b_row[r], vals)
+        return t
 
     def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
         t = self._t[:, ks]
@@ -650,7 +689,12 @@ class _CleanupParser(_TraceParser):
 
     def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
         rows = (self.unary_rows if step == S.UNARY else self.binary_rows)[ks]
-        g = (det.values * keep).to(self.cdtype)
+        values = det.values
+        kept = keep.any(0)
+        if not bool(kept.all()):  # only the nonterminals some sentence writes
+            cols = kept.nonzero().flatten()
+            rows, values, keep = rows[cols], values[:, cols], keep[:, cols]
+        g = (values * keep).to(self.cdtype)
         self._madd("zt", torch.conj(g @ self.spectra[rows]), self._conj(self._outer(j, i)))
 
     def end(self, i: int, j: int, step: Step) -> None:
@@ -666,7 +710,9 @@ class _CleanupParser(_TraceParser):
             self._terms = torch.zeros_like(self._terms)
         a = self._solve(cands, q)
         self.stats[(i, j)] = a
-        self.scores[(i, j)] = self.sigmoid(a)
+        self.scores[(i, j)] = scores = self.sigmoid(a)
+        anyone = cands[:, : self._nn].any(0).cpu().numpy()
+        self._delta[(i, j)] = (scores - self._base, anyone)
 
     def _solve(self, cands: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         """The least-squares amplitudes of every nonterminal, (B, N): the candidates'
