@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fastdcyk.cfg.cyk import UnknownWordError, cyk
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cli.common import (
@@ -24,6 +26,7 @@ from fastdcyk.cli.common import (
 from fastdcyk.display import CHART_STYLES, chart_width, format_chart, format_chart_compact
 from fastdcyk.engine import dcyk
 from fastdcyk.engine.cost import slow_parse_note
+from fastdcyk.engine.memory import check_parse_memory
 from fastdcyk.engine.plan import OPTION_KEYWORDS
 from fastdcyk.options import resolve
 
@@ -59,6 +62,8 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         opt = resolve(kwargs["variant"], dtype=kwargs["dtype"], **options)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    # a parse that cannot fit is refused (MemoryError) before its cost is estimated
+    check_parse_memory(args.dim, np.dtype(args.dtype), "auto", opt, len(words))
     note = slow_parse_note(grammar, len(words), args.dim, opt)
     if note is not None:  # before a long parse: what it will cost, and the faster option
         print(f"fastdcyk parse: {note}", file=sys.stderr, flush=True)

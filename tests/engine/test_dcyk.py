@@ -460,9 +460,11 @@ def test_memory_estimate_and_refusal(example, monkeypatch):
     # the minimum of two index matrices G_k (256 MiB hold only one)
     trace = fd.estimate_memory(6000, "float32", engine="scipy", variant="trace")
     assert trace == 4 * cplx + real
-    # at d = 1024 all n + 1 index matrices of a 7-word sentence fit in the G cache
+    # at d = 1024 all n + 1 index matrices of a 7-word sentence fit in the G cache, and are
+    # kept for the next parse: the end is the peak, with P_right's spectrum, three d x d
+    # arrays (a work buffer and the two results) and a fourth (the gather's)
     small = fd.estimate_memory(1024, "float32", variant="trace", n=7)
-    assert small == (2 + 8) * 513 * 1024 * 8 + 1024**2 * 4
+    assert small == (1 + 8) * 513 * 1024 * 8 + 4 * 1024**2 * 4
     import fastdcyk.hrr.memory as memory
 
     monkeypatch.setattr(memory, "available_memory", lambda: 10**6)
