@@ -23,7 +23,7 @@ from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import available_engines, get_engine
 from fastdcyk.hrr.operators import Operator
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "Codebook",
