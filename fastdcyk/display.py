@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 __all__ = ["CHART_STYLES", "chart_width", "format_chart", "format_chart_compact"]
 
@@ -53,18 +53,20 @@ def format_chart(
     -------
     str
     """
+
+    def cell(i: int, j: int) -> str:
+        g = None if gold is None else gold.get((i, j), ())
+        return _cell(chart.get((i, j), ()), g, nonterminals) or "."
+
+    return _grid(words, cell)
+
+
+def _grid(words: Sequence[str], cell: Callable[[int, int], str]) -> str:
+    """A chart's table: one row per start i, one column per end j, ``cell(i, j)`` in each."""
     n = len(words)
-    header = ["i \\ j"] + [f"{j}:{words[j - 1]}" for j in range(1, n + 1)]
-    rows = [header]
+    rows = [["i \\ j"] + [f"{j}:{words[j - 1]}" for j in range(1, n + 1)]]
     for i in range(n):
-        row = [f"{i}"]
-        for j in range(1, n + 1):
-            if j <= i:
-                row.append("")
-                continue
-            g = None if gold is None else gold.get((i, j), ())
-            row.append(_cell(chart.get((i, j), ()), g, nonterminals) or ".")
-        rows.append(row)
+        rows.append([f"{i}"] + ["" if j <= i else cell(i, j) for j in range(1, n + 1)])
     return _table(rows)
 
 
@@ -105,27 +107,24 @@ def format_chart_compact(
     i \\ j  1:a  2:a
     0      1 D  1 S
     1           2 +1
+    >>> print(format_chart_compact(chart, ["a", "a"]))
+    i \\ j  1:a  2:a
+    0      1    1
+    1           2
     """
-    n = len(words)
-    at = {(i, j): label for label, i, j in tree_spans if j == i + 1 or j > i}
-    rows = [["i \\ j"] + [f"{j}:{words[j - 1]}" for j in range(1, n + 1)]]
-    for i in range(n):
-        row = [f"{i}"]
-        for j in range(1, n + 1):
-            if j <= i:
-                row.append("")
-                continue
-            found = set(chart.get((i, j), ()))
-            want = set(() if gold is None else gold.get((i, j), ()))
-            parts = [str(len(found))] if found or want else ["."]
-            if gold is not None:
-                if found - want:
-                    parts.append(f"+{len(found - want)}")
-                if want - found:
-                    parts.append(f"-{len(want - found)}")
-            if (i, j) in at:
-                label = at[(i, j)]
-                parts.append(label if len(label) <= _LABEL else label[: _LABEL - 2] + "..")
-            row.append(" ".join(parts))
-        rows.append(row)
-    return _table(rows)
+    at = {(i, j): label for label, i, j in tree_spans if j > i}
+
+    def cell(i: int, j: int) -> str:
+        found = set(chart.get((i, j), ()))
+        want = set(() if gold is None else gold.get((i, j), ()))
+        parts = [str(len(found))] if found or want else ["."]
+        if gold is not None and found - want:
+            parts.append(f"+{len(found - want)}")
+        if want - found:
+            parts.append(f"-{len(want - found)}")
+        if (i, j) in at:
+            label = at[(i, j)]
+            parts.append(label if len(label) <= _LABEL else label[: _LABEL - 2] + "..")
+        return " ".join(parts)
+
+    return _grid(words, cell)
