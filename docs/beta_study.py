@@ -22,7 +22,7 @@ for variant in ("paper", "trace"):
             total = fd.Scores(0, 0, 0)
             exact = 0
             for s, gd in zip(sents, gold, strict=True):
-                r = fd.dcyk(g, s, cb, variant=variant, beta=beta)
+                r = fd.dcyk(g, s, cb, variant=variant, beta=beta, progress=False)
                 total = total + fd.cell_scores(gd, r.chart)
                 exact += r.chart == gd
             bound = decision_boundary(beta, 0.99)

@@ -29,7 +29,7 @@ if __name__ == "__main__":
             for seed in (0, 1, 2):
                 cb = fd.engine.default_codebook(g, d, seed, unitary=True)  # dcyk's own
                 for s, gold in zip(sents, golds, strict=True):
-                    r = fd.dcyk(g, s, cb, variant="trace", beta=beta)
+                    r = fd.dcyk(g, s, cb, variant="trace", beta=beta, progress=False)
                     for k, t in enumerate(THRESHOLDS):
                         totals[k] = totals[k] + fd.cell_scores(gold, r.chart_at(threshold=t))
             cells = " | ".join(f"{t.f1:.4f}" for t in totals)

@@ -28,8 +28,8 @@ runs = (
 )
 for variant, order in runs:
     extra = {"order": order} if order else {}
-    fd.dcyk(g, s[:3], d=64, variant=variant, **extra)  # compile the kernels first
+    fd.dcyk(g, s[:3], d=64, variant=variant, progress=False, **extra)  # compile the kernels first
     cb = fd.Codebook(3000, seed=0, threads=1, unitary=variant == "trace")
     t = time.perf_counter()
-    fd.dcyk(g, s, codebook=cb, variant=variant, **extra)
+    fd.dcyk(g, s, codebook=cb, variant=variant, progress=False, **extra)
     print(f"{variant} {order or 'default'}: {time.perf_counter() - t:.1f} s", flush=True)

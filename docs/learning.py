@@ -49,7 +49,7 @@ def held_out_f1(layer: DCYK, grammar: fd.Grammar, sentences) -> float:
     """F1 of the numpy engine with the module's codebook (and options)."""
     cb, o = layer.codebook(), layer.options
     kw = {"gate": o.gate, "decoder": o.decoder, "order": o.order, "encoding": o.encoding}
-    kw |= {"beta": o.beta, "threshold": o.threshold, "prune": o.prune}
+    kw |= {"beta": o.beta, "threshold": o.threshold, "prune": o.prune, "progress": False}
     charts = [fd.dcyk(grammar, w, cb, variant=o.variant, **kw).chart for w in sentences]
     return micro_f1(grammar, sentences, charts)
 

@@ -51,7 +51,7 @@ def measure(g, sents, variant: str, d: int, seed: int) -> dict:
     total, exact, t0 = fd.Scores(0, 0, 0), 0, time.perf_counter()
     for w in tqdm(sents, desc=f"{variant} d={d} seed={seed}", leave=False):
         gold = fd.cyk(g, w)
-        chart = fd.dcyk(g, w, cb, variant=variant).chart
+        chart = fd.dcyk(g, w, cb, variant=variant, progress=False).chart
         total, exact = total + fd.cell_scores(gold, chart), exact + (chart == gold)
     seconds = (time.perf_counter() - t0) / len(sents)
     p = fd.capacity.predict(g, sents, d, variant=variant, samples=1, seed=seed)
@@ -106,7 +106,7 @@ def points(args: argparse.Namespace) -> None:
             for seed in (0, 1):
                 cb = fd.Codebook.for_grammar(g, d, seed)
                 for w in sents:
-                    chart = fd.dcyk(g, w, cb, variant="cleanup").chart
+                    chart = fd.dcyk(g, w, cb, variant="cleanup", progress=False).chart
                     total = total + fd.cell_scores(fd.cyk(g, w), chart)
                 p = fd.capacity.predict(g, sents, d, variant="cleanup", samples=1, seed=seed)
                 pred = pred + p.scores

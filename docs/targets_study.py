@@ -62,7 +62,7 @@ def job(args: tuple) -> tuple[str, str, int, int, fd.Scores, int, int, int]:
     total, exact, trees = fd.Scores(0, 0, 0), 0, 0
     for s in sents:
         gold = fd.cyk(g, s)
-        r = fd.dcyk(g, s, cb, variant=variant)
+        r = fd.dcyk(g, s, cb, variant=variant, progress=False)
         total = total + fd.cell_scores(gold, r.chart)
         exact += r.chart == gold
         tree = r.tree(cnf=True)

@@ -226,10 +226,14 @@ class DCYK(torch.nn.Module):
         The dimension.
     variant : {"cleanup", "trace", "paper"}, default "cleanup"
         As for :func:`fastdcyk.dcyk` (:data:`fastdcyk.options.DEFAULT_VARIANT`); the other
-        options (``gate``, ``decoder``,
-        ``unary_mask``, ``order``, ``encoding``, ``beta``, ``threshold``) can be given as
-        keywords. ``prune`` defaults to 0 here (every update is applied, so the output is
-        smooth in the vectors); pass the dtype's epsilon to prune as :func:`dcyk` does.
+        options (``gate``, ``decoder``, ``readback``, ``candidate_level``, ``unary_mask``,
+        ``order``, ``encoding``, ``beta``, ``threshold``) can be given as keywords.
+        ``prune`` defaults to 0 here (every update is applied); pass the dtype's epsilon to
+        prune as :func:`dcyk` does. The output is smooth in the vectors with the trace
+        variant, and piecewise smooth with the default's least-squares read-back: the
+        candidates of a cell (its detections above ``candidate_level``) are a discrete
+        choice, as pruning is, and the scores are differentiable between its changes
+        (through the solve; docs/method.md, section 7).
     learn : sequence of {"vectors", "indices", "rules"}, default ("vectors",)
         What becomes a :class:`torch.nn.Parameter`: the symbol vectors (terminals,
         nonterminals, right-child roles), the span index vectors 0..``max_length``, one

@@ -227,8 +227,12 @@ class DCYKOptions:
     prune: float
     order: str = "sequential"
     encoding: str = "paper"
-    readback: str = "matched"
+    readback: str | None = None
     candidate_level: float = DEFAULT_CANDIDATE_LEVEL
+
+    def __post_init__(self) -> None:
+        if self.readback is None:  # as resolve gives it: least squares for the clean-up gate
+            object.__setattr__(self, "readback", "lstsq" if self.gate == "cleanup" else "matched")
 
 
 def check_candidate_level(level: Any) -> float:

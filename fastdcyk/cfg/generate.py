@@ -18,7 +18,7 @@ import random
 
 from fastdcyk.cfg.grammar import Grammar, GrammarError
 
-__all__ = ["generate"]
+__all__ = ["clear_cache", "generate"]
 
 # Lengths checked when explaining an unreachable range.
 _EXPLAIN_LIMIT = 30
@@ -43,6 +43,11 @@ def _derivation_counts(grammar: Grammar, max_len: int) -> dict[str, list[int]]:
                 total += sum(left[k] * right[length - k] for k in range(1, length))
             counts[a][length] = total
     return counts
+
+
+def clear_cache() -> None:
+    """Forget the derivation counts kept for the last few grammars."""
+    _derivation_counts.cache_clear()
 
 
 def _pick_split(

@@ -62,7 +62,8 @@ def _print_charts(args: argparse.Namespace) -> None:
         print(format_chart(cyk(grammar, words), words, nonterminals=grammar.nonterminals))
         for variant in VARIANTS:
             print()
-            report(grammar, words, dcyk(grammar, words, d=args.dim, variant=variant), sys.stdout)
+            result = dcyk(grammar, words, d=args.dim, variant=variant, progress=False)
+            report(grammar, words, result, sys.stdout)
     print("\n(+A: decoded but not in the CYK chart; -A: in the CYK chart but not decoded)")
 
 

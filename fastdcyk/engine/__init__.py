@@ -5,7 +5,9 @@
   :func:`~.batch.dcyk_batch`;
 - :mod:`.plan`: a parse prepared once (grammar, words, options, codebook) for any backend;
 - :mod:`.schedule`: the order of cells and detections and its bookkeeping, written once;
-- :mod:`.numpy_backend`, :mod:`.torch_backend`: the arithmetic of each backend;
+- :mod:`.numpy_backend` (and :mod:`.numpy_cleanup`, its clean-up parser),
+  :mod:`.torch_backend`: the arithmetic of each backend;
+- :mod:`.cost`: what a parse will cost, and the note for a slow one;
 - :mod:`.rules`: the grammar's rule structure and the rule spectra;
 - :mod:`.decode`: reading the table back (the paper's Algorithm 4 and the trace decoder);
 - :mod:`.readback`: the cleanup variant's least-squares read-back of a cell (its solve);

@@ -36,11 +36,20 @@ from typing import Any
 
 import numpy as np
 
+from fastdcyk.cfg.generate import clear_cache as clear_generate_cache
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.decode import chart_from_statistics, check_matrix, decode_statistics
-from fastdcyk.engine.numpy_backend import parse_numpy, readback_statistics, release_kept
-from fastdcyk.engine.plan import Plan, clear_codebooks, cnf_grammar, prepare_from, words_of
+from fastdcyk.engine.numpy_backend import parse_numpy, release_kept
+from fastdcyk.engine.numpy_cleanup import readback_statistics
+from fastdcyk.engine.plan import (
+    Plan,
+    clear_codebooks,
+    cnf_grammar,
+    prepare_from,
+    trim_codebooks,
+    words_of,
+)
 from fastdcyk.engine.progress import check_progress, progress_bar
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.engine.schedule import detections
@@ -62,6 +71,9 @@ def clear_caches() -> None:
     codebook by the numpy engine and the torch backend. The next parse builds them again
     (the results are the same).
 
+    Sentence generation keeps the derivation counts of its last few grammars too
+    (:func:`fastdcyk.generate`); they go as well.
+
     Examples
     --------
     >>> import fastdcyk as fd
@@ -69,6 +81,7 @@ def clear_caches() -> None:
     """
     clear_codebooks()
     release_kept()
+    clear_generate_cache()
     if "fastdcyk.engine.torch_backend" in sys.modules:  # never import torch for this
         sys.modules["fastdcyk.engine.torch_backend"].release_caches()
 
@@ -143,8 +156,11 @@ def dcyk(
     codebook : Codebook, optional
         Symbol vectors and permutation. Default: :func:`default_codebook` (for unitary
         vectors, ``Codebook.for_grammar(grammar, d, seed, dtype=dtype, engine=engine)``,
-        otherwise ``Codebook(d, seed, dtype, engine=engine)``). Reuse one codebook across
-        sentences: its work buffers are reused.
+        otherwise ``Codebook(d, seed, dtype, engine=engine)``), kept for the next parse
+        with the same grammar, d, seed, dtype, vectors and FFT engine (its symbols, rule
+        tables and work buffers are reused; :func:`clear_caches` forgets it). Parses that
+        share a codebook take turns on its work buffers: to parse in parallel threads, give
+        each thread its own codebook.
     d : int, optional
         Dimension (default 1024); must match the codebook's if both are given.
     seed : int, default 0
@@ -229,8 +245,8 @@ def dcyk(
     device : torch.device or str, optional
         Where the torch backend computes (default the CPU); only with ``backend="torch"``.
     options : DCYKOptions, optional
-        The options as one object (``variant`` to ``encoding``), instead of the keywords;
-        giving both is refused.
+        The options as one object (``variant`` to ``candidate_level``), instead of the
+        keywords; giving both is refused.
 
     Returns
     -------
@@ -241,8 +257,9 @@ def dcyk(
     ------
     ValueError
         Unknown word (named, with its position), empty sentence, d < 2, a codebook whose d
-        or dtype disagree with the arguments, unknown variant/gate/decoder, bad beta or
-        threshold, unknown backend, a device without ``backend="torch"``.
+        or dtype disagree with the arguments, unknown variant/gate/decoder/readback, a
+        readback or decoder the gate does not have, bad beta, threshold or candidate level,
+        unknown backend, a device without ``backend="torch"``.
     ImportError
         ``backend="torch"`` without PyTorch installed.
     MemoryError
@@ -279,6 +296,7 @@ def dcyk(
     finally:
         if bar is not None:
             bar.close()
+        trim_codebooks()  # the kept codebooks' work buffers now count too
 
 
 def decode(
@@ -350,6 +368,10 @@ def decode(
     >>> decode(c.p_left, g, codebook=c.codebook, words="a a b", readback="lstsq") == c.chart
     True
     """
+    if words is not None:
+        words = Grammar.normalize_words(words.split() if isinstance(words, str) else words)
+        if n is not None and n != len(words):
+            raise ValueError(f"n = {n} but the sentence has {len(words)} words: give one")
     if hasattr(result_or_p_left, "options") and hasattr(result_or_p_left, "p_left"):
         r = result_or_p_left
         o = r.options
@@ -360,12 +382,13 @@ def decode(
             and (decoder is None or decoder == o.decoder)
             and (readback is None or readback == o.readback)
             and (candidate_level is None or candidate_level == o.candidate_level)
-            and (words is None or tuple(words_split(words)) == r.words)
+            and (words is None or words == r.words)
         )
         grammar = r.grammar if grammar is None else grammar
         codebook = r.codebook if codebook is None else codebook
-        words = r.words if words is None else words
-        n = len(r.words) if n is None else n
+        if words is None and n is None:
+            words = r.words
+        n = len(r.words if words is None else words) if n is None else n
         readback = readback or o.readback
         decoder = decoder or (o.decoder if readback == "matched" else None)
         beta = o.beta if beta is None else beta
@@ -384,7 +407,7 @@ def decode(
     readback = check_choice("readback", readback or "matched", READBACKS)
     beta, threshold = check_beta_threshold(beta, threshold)
     if readback == "matched":
-        n = len(words_split(words)) if n is None else n
+        n = len(words) if n is None else n
         stats = decode_statistics(p_left, grammar, n, codebook, decoder=decoder or "entry")
         return chart_from_statistics(stats, n, beta=beta, threshold=threshold)
     if words is None:
@@ -394,10 +417,11 @@ def decode(
         )
     grammar = cnf_grammar(grammar)
     ws = words_of(grammar, words)
-    if n is not None and n != len(ws):
-        raise ValueError(f"n = {n} but the sentence has {len(ws)} words")
     if decoder not in (None, "trace"):
-        raise ValueError(f"decoder={decoder!r} does not apply to readback='lstsq'")
+        raise ValueError(
+            f"decoder={decoder!r} does not apply to readback='lstsq', which reads the chart "
+            "itself: use readback='matched' to decode with the entry decoder"
+        )
     opt = resolve(
         "cleanup",
         beta=beta,
@@ -409,8 +433,3 @@ def decode(
     with codebook.lock:  # the read-back uses the codebook's work buffers
         stats = readback_statistics(p_left, grammar, ws, codebook, opt)
     return chart_from_statistics(stats, len(ws), beta=beta, threshold=threshold)
-
-
-def words_split(words: str | Sequence[str]) -> Sequence[str]:
-    """A sentence's words (a str split on whitespace)."""
-    return words.split() if isinstance(words, str) else words

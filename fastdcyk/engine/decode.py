@@ -14,7 +14,7 @@ A is put in cell (i, j) iff ``sigma(statistic) > threshold`` with
 ``statistic > 0.5 + logit(threshold) / beta``. The statistics are kept, so one parse can be
 decoded at many thresholds (:func:`chart_from_statistics`). The cleanup variant's
 least-squares read-back (docs/method.md, section 7) reads the chart bottom-up instead:
-:func:`fastdcyk.engine.numpy_backend.readback_statistics`; :func:`fastdcyk.decode` offers
+:func:`fastdcyk.engine.numpy_cleanup.readback_statistics`; :func:`fastdcyk.decode` offers
 every decoder.
 """
 
@@ -84,7 +84,8 @@ class Statistics(Mapping):
     __slots__ = ("_index", "array", "nonterminals")
 
     def __init__(self, array: np.ndarray, nonterminals: Sequence[str]) -> None:
-        self.array = np.asarray(array, dtype=np.float64)
+        self.array = np.asarray(array, dtype=np.float64).view()
+        self.array.flags.writeable = False  # the statistics of a parse: read, not changed
         self.nonterminals = tuple(nonterminals)
         n = self.array.shape[0]
         if self.array.shape != (n, n + 1, len(self.nonterminals)):
@@ -103,9 +104,7 @@ class Statistics(Mapping):
         """The statistics of cell (i, j), one per nonterminal (a read-only view)."""
         if not 0 <= i < j <= self.n:
             raise KeyError((i, j))
-        view = self.array[i, j]
-        view.flags.writeable = False
-        return view
+        return self.array[i, j]
 
     def _k(self, a: str) -> int:
         if self._index is None:
@@ -172,8 +171,8 @@ def decode_statistics(
 
     Returns
     -------
-    dict
-        ``{(i, j, A): statistic}``; ~1 for triples in the table, ~0 otherwise.
+    Statistics
+        ``{(i, j, A): statistic}`` over an array; ~1 for triples in the table, ~0 otherwise.
     """
     check_choice("decoder", decoder, DECODERS)
     check_matrix(p_left, codebook)

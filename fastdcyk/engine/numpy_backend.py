@@ -1,12 +1,14 @@
 """The numpy engine: D-CYK's arithmetic over FFTs and Numba kernels, into reused buffers.
 
-Two parsers implement :class:`fastdcyk.engine.schedule.CellParser`, whose schedule (cells,
+Its parsers implement :class:`fastdcyk.engine.schedule.CellParser`, whose schedule (cells,
 orders, counts, pruning, log, checks, progress) is :func:`fastdcyk.engine.schedule.run`:
 
 - :class:`EntrywiseParser`, the entrywise gate (the paper's): the accumulators as row
   spectra, every operator applied by FFT (docs/method.md, section 4.3);
 - :class:`TraceParser`, the trace gate: the accumulators as 2-D half spectra, every cell in
-  O(d^2) without an FFT (docs/method.md, section 4.4).
+  O(d^2) without an FFT (docs/method.md, section 4.4);
+- the clean-up gate's :class:`~fastdcyk.engine.numpy_cleanup.CleanupParser` (its own
+  module), which registers itself in :data:`PARSERS`.
 
 :func:`parse_numpy` runs one parse of a prepared plan (:mod:`fastdcyk.engine.plan`).
 """
@@ -29,16 +31,8 @@ from fastdcyk.engine.decode import (
     sigmoid,
     statistics_from_spectrum,
 )
-from fastdcyk.engine.readback import candidates, gram, solve
 from fastdcyk.engine.result import DCYKResult
-from fastdcyk.engine.rules import (
-    candidate_rule_layer,
-    lexical_layer,
-    parseval_weights,
-    rule_layer,
-    rule_structure,
-    rule_tables,
-)
+from fastdcyk.engine.rules import parseval_weights, rule_tables
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.hrr import buffers as B
 from fastdcyk.hrr import kernels as K
@@ -48,14 +42,18 @@ from fastdcyk.hrr.operators import Operator
 from fastdcyk.options import SCALAR_GATES, DCYKOptions
 
 __all__ = [
-    "CleanupParser",
+    "PARSERS",
     "EntrywiseParser",
+    "NumpyOps",
     "TraceParser",
+    "kept_spectra",
     "parse_numpy",
-    "readback_statistics",
+    "release_kept",
+    "trim_kept",
 ]
 
-_OPS = S.NumpyOps()
+NumpyOps = S.NumpyOps
+_OPS = NumpyOps()
 
 
 class _NumpyParser:
@@ -468,11 +466,10 @@ class TraceParser(_NumpyParser):
         return Statistics(out, t.nonterminals)
 
     def _dense_left(self) -> np.ndarray:
-        """P_left as a new d x d array; its spectrum and the G cache are released."""
+        """P_left as a new d x d array; its spectrum is released, and the G cache trimmed to
+        what the codebook keeps for its next parse."""
         cb, d = self.cb, self.d
-        keep = g_kept_slots(d, cb.dtype, self._slots)
-        while len(self._g) > keep:  # what the next parse with this codebook reuses
-            self._g.popitem(last=False)
+        trim_kept(cb, self._slots)  # what the next parse with this codebook reuses
         # rfft(Z, axis=1)^T = fft(conj(ZT), axis=1); Z^T = irfft of it along axis 0;
         # P_left^T = Z^T Phi.
         zt, self.zt = self.zt, None
@@ -499,185 +496,6 @@ class TraceParser(_NumpyParser):
         return p_left, p_right
 
 
-class CleanupParser(TraceParser):
-    """The clean-up detection (docs/method.md, section 6): P_left as in :class:`TraceParser`,
-    P_right neither read nor written.
-
-    When a cell is complete it is read once into a clean score c(i, j, X) = sigma(a_X) of
-    every nonterminal X: near 1 or near 0. A binary cell's detection is the grammar's rules
-    applied to its children's scores,
-
-        t_A(i, j) = sum over splits k and rules A -> B C of c(i, k, B) c(k, j, C),
-
-    a unary cell's t_A = sum over rules A -> a of sigma(tr([a]+ [j]+ [i]+ P_left) / d), the
-    word's terminal read from P_left. The gate is sigma(t_A) I and the update of P_left the
-    trace variant's. A detection's noise is then the read-back's noise on a child, however
-    many rules A has.
-
-    The read-back (``opt.readback``, docs/method.md, section 7): ``"lstsq"`` writes only
-    the cell's candidates (t_A above ``opt.candidate_level``) and reads their amplitudes a
-    by least squares (:mod:`fastdcyk.engine.readback`), every other nonterminal 0; the
-    same amplitudes are the decoder statistics of the final chart. ``"matched"`` writes
-    every update above the prune level and reads a_X = tr([X]+ [j]+ [i]+ P_left) / d for
-    every X (the trace decoder's matched filter); the final chart is then the trace
-    decoder's over the finished table.
-
-    With ``p_left`` the parser reads a given P_left instead of filling one: nothing is
-    written, and the unary cells take the words as read (:func:`readback_statistics`).
-    """
-
-    def __init__(
-        self,
-        grammar: Grammar,
-        words: tuple[str, ...],
-        cb: Codebook,
-        opt: DCYKOptions,
-        p_left: np.ndarray | None = None,
-    ):
-        self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
-        self.d = d = cb.d
-        self.t = rule_tables(cb, grammar, opt.encoding, rules=False)  # the rules act on scores
-        self._weights = parseval_weights(d)
-        self.pr = None
-        self.w = B.W.get(cb)
-        self.zt = B.ZT.new(cb) if p_left is None else self._spectrum_of(p_left)
-        self.frozen = p_left is not None
-        self.lstsq = opt.readback == "lstsq"
-        self._q = np.empty(d // 2 + 1, np.complex128)
-        self._full, self._g = kept_spectra(cb)
-        self._slots = g_cache_slots(d, cb.dtype, len(words))
-        st = rule_structure(grammar)
-        self.st = st
-        n = len(words)
-        self.scores = np.zeros((n + 1, n + 1, len(st.nonterminals)))
-        # the read-back's amplitudes (the decoder statistics) and each cell's candidates
-        self.stats = np.zeros((n + 1, n + 1, len(st.nonterminals))) if self.lstsq else None
-        self._cands: dict[tuple[int, int], list[np.ndarray]] = {}
-        # the read cells' candidates and their clean scores less sigma(0), every other's
-        self._read: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-        self._base = float(self._clean(0.0))
-        used = np.unique(st.unary_rule_terminal)
-        # the terminals of the grammar's rules A -> a, as rows of a table of their spectra
-        self._term_rows = np.full(len(st.terminals), -1, np.intp)
-        self._term_rows[used] = np.arange(len(used))
-        self._term_ids = used
-        lexicon = [st.terminals[k] for k in used]
-        self._term_spectra = cb.spectra("terminal", lexicon).astype(np.complex128)
-        self._term_read = np.zeros(0, np.intp)
-
-    def _spectrum_of(self, p_left: np.ndarray) -> np.ndarray:
-        """ZT of a given P_left: the inverse of :meth:`_dense_left`."""
-        cb = self.cb
-        # Z^T = P_left^T with its columns gathered by the permutation; then
-        # ZT = conj(ifft(rfft(Z^T, axis 0), axis 1))
-        y = B.Y.get(cb)
-        K.gather_cols(np.ascontiguousarray(p_left.T), cb.perm, y)
-        zt = B.ZT.new(cb, zero=False)
-        cb.engine.rfft(y, 0, out=zt)
-        cb.engine.cfft(zt, 1, forward=False)
-        np.conjugate(zt, out=zt)
-        return zt
-
-    def _clean(self, x: np.ndarray) -> np.ndarray:
-        return sigmoid(x, self.opt.beta)
-
-    def _trace(self, spectra: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """:meth:`TraceParser._trace` in the tables' own precision: a grammar's thousands of
-        rows are read for every cell, and a float32 codebook's complex64 tables would
-        otherwise be copied to complex128 at each read."""
-        return (spectra @ (self._weights * q).astype(spectra.dtype)).real / self.d
-
-    def read(self, i: int, j: int, step: Step) -> None:
-        if step == S.UNARY:
-            if self.frozen:  # decoding a given P_left: the word as read
-                c = np.zeros(len(self._term_ids))
-                row = self._term_rows[self.st.terminal_ids([self.words[i]])[0]]
-                if row >= 0:
-                    c[row] = 1.0
-            else:
-                c = self._clean(self._trace(self._term_spectra, self._q_lift(j, i)))
-            self._t = lexical_layer(self.st, c, self._term_rows)
-            # the terminals read in the cell (in the sequential order, by any of its reads)
-            read = np.flatnonzero(c > self.opt.candidate_level)
-            self._term_read = np.union1d(self._term_read, read)
-        elif self.lstsq:  # every non-candidate scores sigma(0): the candidates' rules only
-            self._t = candidate_rule_layer(self.st, self._read, i, j, self._base)
-        else:
-            self._t = rule_layer(self.st, self.scores, i, j)
-
-    def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
-        t = self._t[ks]
-        gates = self._clean(t)
-        if not self.lstsq:
-            return Detections(t[None], gates[None], gates[None], gates)
-        cand = candidates(t, gates, self.opt.candidate_level, self.opt.prune)
-        self._cands.setdefault((i, j), []).append(self.rows(step)[ks][cand])
-        peaks = np.where(cand, gates, 0.0)  # only the candidates are written
-        return Detections(t[None], gates[None], peaks[None], gates)
-
-    def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
-        if not self.frozen:
-            super().write(i, j, step, ks, det, keep)
-
-    def update(self, i: int, j: int, gates: np.ndarray, rows: np.ndarray) -> None:
-        """sum_A g_A [i]- [j]- [A]- into P_left: the operator C_S^T, S^ = sum_A g_A A^."""
-        cdt = self.cb.cdtype
-        left = (gates @ self.t.spectra[rows].astype(np.complex128)).astype(cdt)
-        K.outer_madd(self.zt, np.conj(left), self.gmat(j), np.conj(self.full("index", i)), True)
-
-    def end(self, i: int, j: int, step: Step) -> None:
-        """Read the completed cell once into its clean scores (and, with the least-squares
-        read-back, its statistics)."""
-        q = self._q_lift(j, i)
-        if not self.lstsq:
-            self.scores[i, j] = self._clean(self._trace(self.t.spectra, q))
-            return
-        rows = np.concatenate(self._cands.pop((i, j), [np.zeros(0, np.intp)]))
-        spectra, vectors = self.t.spectra[rows], self.t.vectors[rows]
-        if step == S.UNARY and len(self._term_read):
-            # the word's terminal is an item of the cell too: solve for it alongside
-            terms = [self.st.terminals[k] for k in self._term_ids[self._term_read]]
-            spectra = np.concatenate([spectra, self._term_spectra[self._term_read]])
-            vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
-        self._term_read = np.zeros(0, np.intp)
-        a = solve(gram(vectors), self._trace(spectra, q))[: len(rows)]
-        self.stats[i, j, rows] = a
-        self.scores[i, j] = self._clean(self.stats[i, j])
-        self._read[(i, j)] = (rows, self._clean(a) - self._base)
-
-    def statistics(self) -> Statistics:
-        """The decoder statistic of every triple: the read-back's amplitudes (``"lstsq"``),
-        or the trace decoder's readouts of the finished table (``"matched"``)."""
-        if not self.lstsq:
-            return super().statistics()
-        return Statistics(self.stats[: len(self.words)], self.t.nonterminals)
-
-    def dense(self) -> tuple[np.ndarray, np.ndarray]:
-        """P_left as a new d x d array, and P_right, never written: zeros."""
-        return self._dense_left(), B.P_RIGHT.new(self.cb)
-
-
-def readback_statistics(
-    p_left: np.ndarray,
-    grammar: Grammar,
-    words: tuple[str, ...],
-    cb: Codebook,
-    opt: DCYKOptions,
-) -> Statistics:
-    """The least-squares read-back of a given P_left, bottom-up (docs/method.md, section 7).
-
-    The clean-up parse without its writes: each unary cell's candidates are the
-    nonterminals of the word's rules (its terminal solved for beside them), each binary
-    cell's those whose rules fire on the clean scores of the cells read before it; every
-    cell is read by least squares over its candidates. ``words`` are terminals of the
-    grammar (checked); ``opt`` has the clean-up gate. The caller holds the codebook's lock.
-    """
-    parser = CleanupParser(grammar, words, cb, opt, p_left=p_left)
-    n = len(words)
-    S.run(parser, n, "cell", S.Ledger(_OPS, parser.t.nonterminals, [n], opt.prune))
-    return parser.statistics()
-
-
 #: Per codebook, what the trace-gate parsers compute from its index vectors and permutation
 #: alone: the full spectra of its vectors and the G_k matrices (those of the last parse,
 #: within :data:`~fastdcyk.hrr.buffers.G_KEEP_BYTES`), kept for its next parse.
@@ -693,12 +511,26 @@ def kept_spectra(cb: Codebook) -> tuple[dict, OrderedDict]:
     return kept
 
 
+def trim_kept(cb: Codebook, slots: int) -> None:
+    """Drop the G_k matrices of ``cb`` beyond what is kept between parses
+    (:func:`~fastdcyk.hrr.buffers.g_kept_slots` of a parse's ``slots``), oldest first."""
+    g = kept_spectra(cb)[1]
+    keep = g_kept_slots(cb.d, cb.dtype, slots)
+    while len(g) > keep:
+        g.popitem(last=False)
+
+
 def release_kept(cb: Codebook | None = None) -> None:
     """Drop what :func:`kept_spectra` keeps for ``cb`` (for every codebook when None)."""
     if cb is None:
         _KEPT.clear()
     else:
         _KEPT.pop(cb, None)
+
+
+#: The parser of each gate (the clean-up gate's registers itself from
+#: :mod:`fastdcyk.engine.numpy_cleanup`, which :mod:`fastdcyk.engine` imports).
+PARSERS: dict[str, type] = {"entrywise": EntrywiseParser, "trace": TraceParser}
 
 
 def row_block(d: int, k: int) -> int:
@@ -726,28 +558,46 @@ def parse_numpy(
     detections made, after each group of them."""
     with cb.lock:  # the parse uses the codebook's work buffers throughout
         spectral = opt.gate in SCALAR_GATES
-        kind = {"entrywise": EntrywiseParser, "trace": TraceParser, "cleanup": CleanupParser}
-        parser = kind[opt.gate](grammar, ws, cb, opt)
-        n = len(ws)
-        ledger = S.Ledger(_OPS, parser.t.nonterminals, [n], opt.prune, record=record)
-        timings: dict[str, float] = {}
-        S.run(parser, n, opt.order, ledger, on_progress=on_progress, timings=timings)
-        t2 = time.perf_counter()
-        stats = chart = None
-        if decode and spectral and opt.decoder == "trace":
-            stats = parser.statistics()
-        elif decode and not spectral:
-            stats = statistics_from_spectrum(parser.fl, grammar, n, cb, decoder=opt.decoder)
-        t3 = time.perf_counter()
-        p_left, p_right = parser.dense()
-        t4 = time.perf_counter()
-        if decode and stats is None:
-            stats = decode_statistics(p_left, grammar, n, cb, decoder=opt.decoder)
-        if decode:
-            chart = chart_from_statistics(stats, n, beta=opt.beta, threshold=opt.threshold)
-        timings["decode"] = time.perf_counter() - t4 + t3 - t2
-        _finite(p_left, "P_left after the parse")
-        _finite(p_right, "P_right after the parse")
+        parser = PARSERS[opt.gate](grammar, ws, cb, opt)
+        try:
+            return _parse(parser, grammar, ws, cb, opt, decode, record, on_progress)
+        finally:  # also after an error: the index matrices kept stay within their budget
+            if spectral:
+                trim_kept(cb, parser._slots)
+
+
+def _parse(
+    parser: Any,
+    grammar: Grammar,
+    ws: tuple[str, ...],
+    cb: Codebook,
+    opt: DCYKOptions,
+    decode: bool,
+    record: bool,
+    on_progress: Any,
+) -> DCYKResult:
+    """:func:`parse_numpy`'s work, the codebook's lock held."""
+    spectral = opt.gate in SCALAR_GATES
+    n = len(ws)
+    ledger = S.Ledger(_OPS, parser.t.nonterminals, [n], opt.prune, record=record)
+    timings: dict[str, float] = {}
+    S.run(parser, n, opt.order, ledger, on_progress=on_progress, timings=timings)
+    t2 = time.perf_counter()
+    stats = chart = None
+    if decode and spectral and opt.decoder == "trace":
+        stats = parser.statistics()
+    elif decode and not spectral:
+        stats = statistics_from_spectrum(parser.fl, grammar, n, cb, decoder=opt.decoder)
+    t3 = time.perf_counter()
+    p_left, p_right = parser.dense()
+    t4 = time.perf_counter()
+    if decode and stats is None:
+        stats = decode_statistics(p_left, grammar, n, cb, decoder=opt.decoder)
+    if decode:
+        chart = chart_from_statistics(stats, n, beta=opt.beta, threshold=opt.threshold)
+    timings["decode"] = time.perf_counter() - t4 + t3 - t2
+    _finite(p_left, "P_left after the parse")
+    _finite(p_right, "P_right after the parse")
     logs = ledger.log_lists()
     return DCYKResult(
         words=ws,

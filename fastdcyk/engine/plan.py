@@ -30,6 +30,7 @@ from fastdcyk.options import (
     check_backend,
     check_dim,
     check_dtype,
+    check_int,
     resolve,
 )
 
@@ -38,6 +39,7 @@ __all__ = [
     "check_symbols",
     "clear_codebooks",
     "cnf_grammar",
+    "trim_codebooks",
     "default_codebook",
     "options_from",
     "prepare",
@@ -109,10 +111,18 @@ def _keep(key: tuple, cb: Codebook) -> None:
     with _CODEBOOKS_LOCK:
         _CODEBOOKS[key] = cb
         _CODEBOOKS.move_to_end(key)
+    trim_codebooks()
 
-        def size(c: Codebook) -> int:
-            return c.symbol_bytes() + c.buffer_bytes()
 
+def trim_codebooks() -> None:
+    """Drop the least recently used kept codebooks beyond :data:`CODEBOOK_CACHE_SIZE`, and
+    beyond :data:`CODEBOOK_CACHE_BYTES` together (their symbols and work buffers as they
+    are now: called again after a parse, whose buffers count then), but the last."""
+
+    def size(c: Codebook) -> int:
+        return c.symbol_bytes() + c.buffer_bytes()
+
+    with _CODEBOOKS_LOCK:
         while len(_CODEBOOKS) > CODEBOOK_CACHE_SIZE or (
             len(_CODEBOOKS) > 1 and sum(size(c) for c in _CODEBOOKS.values()) > CODEBOOK_CACHE_BYTES
         ):
@@ -139,7 +149,8 @@ def resolve_codebook(
         d = check_dim(d)
         dtype = check_dtype(dtype)
         engine = get_engine(engine)
-        key = (grammar, int(d), int(seed), dtype.name, bool(unitary), engine.name, engine.threads)
+        seed = check_int("seed", seed, 0)
+        key = (grammar, int(d), seed, dtype.name, bool(unitary), engine.name, engine.threads)
         with _CODEBOOKS_LOCK:
             cb = _CODEBOOKS.get(key)
         if cb is None:

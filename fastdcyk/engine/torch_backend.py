@@ -571,7 +571,7 @@ class _CleanupParser(_TraceParser):
     parser's ``zt`` for P_left, no P_right; every completed cell read once into clean scores
     c = sigma(a), and a detection t_A = the grammar's rules over the children's scores
     (weighted by the per-rule weights when given), as in
-    :class:`fastdcyk.engine.numpy_backend.CleanupParser`.
+    :class:`fastdcyk.engine.numpy_cleanup.CleanupParser`.
 
     The read-back (docs/method.md, section 7): with ``"lstsq"`` only the candidates are
     written (t_A above the candidate level) and a cell's amplitudes a solve the ridge
@@ -736,9 +736,10 @@ class _CleanupParser(_TraceParser):
         x = (spec @ q[:, :, None]).real.squeeze(-1) * valid
         eye = torch.eye(k, dtype=self.rdtype, device=dev)
         diag = torch.diagonal(gram, dim1=1, dim2=2)
-        scale = (diag.sum(1) / counts.clamp(min=1)).clamp(min=torch.finfo(self.rdtype).tiny)
+        scale = diag.sum(1) / counts.clamp(min=1)  # the mean diagonal: 1 where not positive
+        scale = torch.where(scale > 0, scale, torch.ones_like(scale))
         ridge = RIDGE * scale[:, None, None] * eye + (~valid)[:, :, None] * eye
-        a = _ridge_solve(gram + ridge, x)
+        a = _ridge_solve(gram + ridge, x, RIDGE * scale)
         full = torch.zeros((self.B, width + 1), dtype=self.rdtype, device=dev)
         return full.scatter(1, idx, a * valid)[:, :nn]
 
@@ -758,15 +759,23 @@ class _CleanupParser(_TraceParser):
         return z[:, inv], torch.zeros_like(z)
 
 
-def _ridge_solve(m: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+def _ridge_solve(m: torch.Tensor, x: torch.Tensor, floor: torch.Tensor) -> torch.Tensor:
     """m a = x for a batch of symmetric positive definite m (B, k, k) and x (B, k): by
-    Cholesky, or through the eigenvalues (floored) where rounding defeats it."""
+    Cholesky; a system whose factorisation rounding defeats goes through its eigenvalues,
+    floored at its own ``floor`` (B,), as :func:`fastdcyk.engine.readback.solve` does."""
     chol, info = torch.linalg.cholesky_ex(m)
-    if not bool((info != 0).any()):
+    bad = info != 0
+    if not bool(bad.any()):
         return torch.cholesky_solve(x[..., None], chol).squeeze(-1)
-    w, u = torch.linalg.eigh(m)
-    w = w.clamp(min=RIDGE * float(w.abs().max()) * 1e-3)
-    return (u @ ((u.transpose(1, 2) @ x[..., None]) / w[..., None])).squeeze(-1)
+    good, bad = (~bad).nonzero().flatten(), bad.nonzero().flatten()
+    out = torch.zeros_like(x)
+    if len(good):
+        solved = torch.cholesky_solve(x[good][..., None], chol[good]).squeeze(-1)
+        out = out.index_copy(0, good, solved)
+    w, u = torch.linalg.eigh(m[bad])
+    w = torch.maximum(w, floor[bad][:, None])
+    solved = (u @ ((u.transpose(1, 2) @ x[bad][..., None]) / w[..., None])).squeeze(-1)
+    return out.index_copy(0, bad, solved)
 
 
 # -- the entrywise gate: accumulators as row spectra -----------------------------------------

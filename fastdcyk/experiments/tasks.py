@@ -344,6 +344,7 @@ def _run_task(task: Task) -> list[dict[str, Any]]:
             order=task.order,
             encoding=task.encoding,
             readback=task.readback,
+            progress=False,  # the grid has its own bar
         )
     records = []
     for words, indices in task.items:
@@ -358,6 +359,7 @@ def _run_task(task: Task) -> list[dict[str, Any]]:
             order=task.order,
             encoding=task.encoding,
             readback=task.readback,
+            progress=False,
         )
         seconds = time.perf_counter() - t0
         records += _records(task, grammar, words, indices, result.chart, result.statistics, seconds)

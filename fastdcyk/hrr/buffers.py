@@ -76,8 +76,8 @@ class Workspace:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held now."""
-        return sum(b.nbytes for b in self.arrays.values())
+        """Bytes held now (safe to call while another thread's parse adds buffers)."""
+        return sum(b.nbytes for b in list(self.arrays.values()))
 
     def __getstate__(self) -> dict[str, Any]:
         return {"empty": self.empty}

@@ -857,10 +857,10 @@ class Codebook:
         return self._fixed
 
     def symbol_bytes(self) -> int:
-        """Bytes held in the symbols' vectors and spectra drawn so far."""
-        return sum(a.nbytes for a in self._vectors.values()) + sum(
-            a.nbytes for a in self._spectra.values()
-        )
+        """Bytes held in the symbols' vectors and spectra drawn so far (safe to call while
+        another thread's parse draws more: each dict is copied at once, under the GIL)."""
+        vectors, spectra = list(self._vectors.values()), list(self._spectra.values())
+        return sum(a.nbytes for a in vectors) + sum(a.nbytes for a in spectra)
 
 
 def _read_codebook_file(path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine import numpy_backend as NB
+from fastdcyk.engine import numpy_cleanup as NC
 from fastdcyk.engine.readback import RIDGE, gram, solve
 
 #: CommandTalk sentences whose charts hold cells of 122 to 373 symbols (generate(...,
@@ -135,7 +135,7 @@ def test_a_misread_child_proposes_false_candidates_that_read_as_written(monkeypa
     words = "fish swim fish near fish".split()
     false = (0, 1, "P")  # 'fish' is no preposition
     row = g.nonterminals.index(false[2])
-    end = NB.CleanupParser.end
+    end = NC.CleanupParser.end
 
     def misread(self, i, j, step):
         end(self, i, j, step)
@@ -143,7 +143,7 @@ def test_a_misread_child_proposes_false_candidates_that_read_as_written(monkeypa
             self.stats[i, j, row] = 1.0
             self.scores[i, j, row] = self._clean(np.float64(1.0))
 
-    monkeypatch.setattr(NB.CleanupParser, "end", misread)
+    monkeypatch.setattr(NC.CleanupParser, "end", misread)
     r = fd.dcyk(g, words, d=512, variant="cleanup")
     expected = _cyk_with(g, words, false)
     assert r.chart == expected
@@ -180,3 +180,17 @@ def test_decode_of_a_result_rereads_with_its_own_read_back():
     assert again == r.chart
     with pytest.raises(ValueError, match="words="):
         fd.decode(r.p_left, g, 5, r.codebook, readback="lstsq")
+
+
+def test_decoding_writes_nothing_into_the_table_it_reads():
+    """An empty table reads empty: the decoder neither writes the words nor anything else."""
+    g = fd.Grammar.builtin("G0")
+    cb = fd.Codebook.for_grammar(g, 256, 0)
+    empty = np.zeros((256, 256), cb.dtype)
+    chart = fd.decode(empty, g, codebook=cb, words="fish swim", readback="lstsq")
+    assert chart == {(0, 1): frozenset(), (1, 2): frozenset(), (0, 2): frozenset()}
+    with cb.lock:
+        stats = NC.readback_statistics(
+            empty, g, ("fish", "swim"), cb, fd.options.resolve("cleanup")
+        )
+    assert not stats.array.any()

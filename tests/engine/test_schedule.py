@@ -69,12 +69,13 @@ def test_cells_come_in_the_papers_order():
 
 def test_cell_order_reads_once_and_writes_the_kept_updates_together():
     p, led = Recorder(), _ledger(2)
-    cells = []
-    S.run(p, 2, "cell", led, on_cell=lambda: cells.append(1))
+    done = []
+    S.run(p, 2, "cell", led, on_progress=done.append)
     binary = [c for c in p.calls if c[1:3] == (0, 2)]
     assert binary == [("begin", 0, 2), ("read", 0, 2), ("detect", 0, 2, (1, 2)),
                       ("write", 0, 2, (1, 2)), ("end", 0, 2)]  # fmt: skip
-    assert len(cells) == 3  # every cell, the unary ones included
+    # the progress counts detections, group by group: 2 unary cells of one, a binary of two
+    assert done == [1, 1, 2] and sum(done) == S.detections(2, 1, 2)
     # unary row 0 is pruned: detected, never written
     assert ("write", 0, 1, ()) not in p.calls and ("detect", 0, 1, (0,)) in p.calls
     assert led.count_dicts() == [{"detections": 4, "updates": 2, "pruned": 2}]

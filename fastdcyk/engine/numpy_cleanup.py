@@ -1,0 +1,236 @@
+"""The numpy engine's clean-up parser (docs/method.md, sections 6 and 7), and the
+least-squares read-back of a given P_left.
+
+:class:`CleanupParser` keeps P_left as :class:`~fastdcyk.engine.numpy_backend.TraceParser`
+does (2-D half spectra) and never touches P_right; it registers itself as the numpy
+engine's parser of the clean-up gate (:data:`~fastdcyk.engine.numpy_backend.PARSERS`).
+:func:`readback_statistics` runs it over a given P_left without writing: the decoder of
+:func:`fastdcyk.decode` with ``readback="lstsq"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.engine import schedule as S
+from fastdcyk.engine.decode import Statistics, sigmoid
+from fastdcyk.engine.numpy_backend import (
+    PARSERS,
+    NumpyOps,
+    TraceParser,
+    kept_spectra,
+    trim_kept,
+)
+from fastdcyk.engine.readback import candidates, gram, solve
+from fastdcyk.engine.rules import (
+    candidate_rule_layer,
+    lexical_layer,
+    parseval_weights,
+    rule_layer,
+    rule_structure,
+    rule_tables,
+)
+from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.hrr import buffers as B
+from fastdcyk.hrr import kernels as K
+from fastdcyk.hrr.buffers import g_cache_slots
+from fastdcyk.hrr.codebook import Codebook
+from fastdcyk.options import DCYKOptions
+
+__all__ = ["CleanupParser", "readback_statistics"]
+
+_OPS = NumpyOps()
+
+
+class CleanupParser(TraceParser):
+    """The clean-up detection (docs/method.md, section 6): P_left as in :class:`TraceParser`,
+    P_right neither read nor written.
+
+    When a cell is complete it is read once into a clean score c(i, j, X) = sigma(a_X) of
+    every nonterminal X: near 1 or near 0. A binary cell's detection is the grammar's rules
+    applied to its children's scores,
+
+        t_A(i, j) = sum over splits k and rules A -> B C of c(i, k, B) c(k, j, C),
+
+    a unary cell's t_A = sum over rules A -> a of sigma(tr([a]+ [j]+ [i]+ P_left) / d), the
+    word's terminal read from P_left. The gate is sigma(t_A) I and the update of P_left the
+    trace variant's. A detection's noise is then the read-back's noise on a child, however
+    many rules A has.
+
+    The read-back (``opt.readback``, docs/method.md, section 7): ``"lstsq"`` writes only
+    the cell's candidates (t_A above ``opt.candidate_level``) and reads their amplitudes a
+    by least squares (:mod:`fastdcyk.engine.readback`), every other nonterminal 0; the
+    same amplitudes are the decoder statistics of the final chart. ``"matched"`` writes
+    every update above the prune level and reads a_X = tr([X]+ [j]+ [i]+ P_left) / d for
+    every X (the trace decoder's matched filter); the final chart is then the trace
+    decoder's over the finished table.
+
+    With ``p_left`` the parser reads a given P_left instead of filling one: nothing is
+    written, and the unary cells take the words as read (:func:`readback_statistics`).
+    """
+
+    def __init__(
+        self,
+        grammar: Grammar,
+        words: tuple[str, ...],
+        cb: Codebook,
+        opt: DCYKOptions,
+        p_left: np.ndarray | None = None,
+    ):
+        self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
+        self.d = d = cb.d
+        self.t = rule_tables(cb, grammar, opt.encoding, rules=False)  # the rules act on scores
+        self._weights = parseval_weights(d)
+        self.pr = None
+        self.w = B.W.get(cb)
+        self.zt = B.ZT.new(cb) if p_left is None else self._spectrum_of(p_left)
+        self.frozen = p_left is not None
+        self.lstsq = opt.readback == "lstsq"
+        self._q = np.empty(d // 2 + 1, np.complex128)
+        self._full, self._g = kept_spectra(cb)
+        self._slots = g_cache_slots(d, cb.dtype, len(words))
+        st = rule_structure(grammar)
+        self.st = st
+        n = len(words)
+        self.scores = np.zeros((n + 1, n + 1, len(st.nonterminals)))
+        # the read-back's amplitudes (the decoder statistics) and each cell's candidates
+        self.stats = np.zeros((n + 1, n + 1, len(st.nonterminals))) if self.lstsq else None
+        self._cands: dict[tuple[int, int], list[np.ndarray]] = {}
+        # the read cells' candidates and their clean scores less sigma(0), every other's
+        self._read: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._base = float(self._clean(0.0))
+        used = np.unique(st.unary_rule_terminal)
+        # the terminals of the grammar's rules A -> a, as rows of a table of their spectra
+        self._term_rows = np.full(len(st.terminals), -1, np.intp)
+        self._term_rows[used] = np.arange(len(used))
+        self._term_ids = used
+        lexicon = [st.terminals[k] for k in used]
+        self._term_spectra = cb.spectra("terminal", lexicon).astype(np.complex128)
+        self._term_read = np.zeros(0, np.intp)
+        # decoding a given P_left: each position's word, as a row of the lexicon's table
+        self._word_rows = self._term_rows[st.terminal_ids(words)] if self.frozen else None
+
+    def _spectrum_of(self, p_left: np.ndarray) -> np.ndarray:
+        """ZT of a given P_left: the inverse of :meth:`_dense_left`."""
+        cb = self.cb
+        # Z^T = P_left^T with its columns gathered by the permutation; then
+        # ZT = conj(ifft(rfft(Z^T, axis 0), axis 1))
+        y = B.Y.get(cb)
+        K.gather_cols(np.ascontiguousarray(p_left.T), cb.perm, y)
+        zt = B.ZT.new(cb, zero=False)
+        cb.engine.rfft(y, 0, out=zt)
+        cb.engine.cfft(zt, 1, forward=False)
+        np.conjugate(zt, out=zt)
+        return zt
+
+    def _clean(self, x: np.ndarray) -> np.ndarray:
+        return sigmoid(x, self.opt.beta)
+
+    def _trace(self, spectra: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """:meth:`TraceParser._trace` in the tables' own precision: a grammar's thousands of
+        rows are read for every cell, and a float32 codebook's complex64 tables would
+        otherwise be copied to complex128 at each read."""
+        return (spectra @ (self._weights * q).astype(spectra.dtype)).real / self.d
+
+    def read(self, i: int, j: int, step: Step) -> None:
+        if step == S.UNARY:
+            if self.frozen:  # decoding a given P_left: the word as read
+                c = np.zeros(len(self._term_ids))
+                if self._word_rows[i] >= 0:
+                    c[self._word_rows[i]] = 1.0
+            else:
+                c = self._clean(self._trace(self._term_spectra, self._q_lift(j, i)))
+            self._t = lexical_layer(self.st, c, self._term_rows)
+            if self.lstsq:  # the terminals read in the cell (in the sequential order: any read)
+                read = np.flatnonzero(c > self.opt.candidate_level)
+                self._term_read = np.union1d(self._term_read, read)
+        elif self.lstsq:  # every non-candidate scores sigma(0): the candidates' rules only
+            self._t = candidate_rule_layer(self.st, self._read, i, j, self._base)
+        else:
+            self._t = rule_layer(self.st, self.scores, i, j)
+
+    def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
+        t = self._t[ks]
+        gates = self._clean(t)
+        if not self.lstsq:
+            return Detections(t[None], gates[None], gates[None], gates)
+        cand = candidates(t, gates, self.opt.candidate_level, self.opt.prune)
+        self._cands.setdefault((i, j), []).append(self.rows(step)[ks][cand])
+        peaks = np.where(cand, gates, 0.0)  # only the candidates are written
+        return Detections(t[None], gates[None], peaks[None], gates)
+
+    def initialise(self) -> None:
+        """The words into P_left, unless it was given (it is read, never written)."""
+        if not self.frozen:
+            super().initialise()
+
+    def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
+        if not self.frozen:
+            super().write(i, j, step, ks, det, keep)
+
+    def update(self, i: int, j: int, gates: np.ndarray, rows: np.ndarray) -> None:
+        """sum_A g_A [i]- [j]- [A]- into P_left: the operator C_S^T, S^ = sum_A g_A A^."""
+        cdt = self.cb.cdtype
+        left = (gates @ self.t.spectra[rows].astype(np.complex128)).astype(cdt)
+        K.outer_madd(self.zt, np.conj(left), self.gmat(j), np.conj(self.full("index", i)), True)
+
+    def end(self, i: int, j: int, step: Step) -> None:
+        """Read the completed cell once into its clean scores (and, with the least-squares
+        read-back, its statistics)."""
+        q = self._q_lift(j, i)
+        if not self.lstsq:
+            self.scores[i, j] = self._clean(self._trace(self.t.spectra, q))
+            return
+        rows = np.concatenate(self._cands.pop((i, j), [np.zeros(0, np.intp)]))
+        spectra, vectors = self.t.spectra[rows], self.t.vectors[rows]
+        if step == S.UNARY and len(self._term_read):
+            # the word's terminal is an item of the cell too: solve for it alongside
+            terms = [self.st.terminals[k] for k in self._term_ids[self._term_read]]
+            spectra = np.concatenate([spectra, self._term_spectra[self._term_read]])
+            vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
+        self._term_read = np.zeros(0, np.intp)
+        a = solve(gram(vectors), self._trace(spectra, q))[: len(rows)]
+        self.stats[i, j, rows] = a
+        self.scores[i, j] = self._clean(self.stats[i, j])
+        self._read[(i, j)] = (rows, self._clean(a) - self._base)
+
+    def statistics(self) -> Statistics:
+        """The decoder statistic of every triple: the read-back's amplitudes (``"lstsq"``),
+        or the trace decoder's readouts of the finished table (``"matched"``)."""
+        if not self.lstsq:
+            return super().statistics()
+        return Statistics(self.stats[: len(self.words)], self.t.nonterminals)
+
+    def dense(self) -> tuple[np.ndarray, np.ndarray]:
+        """P_left as a new d x d array, and P_right, never written: zeros."""
+        return self._dense_left(), B.P_RIGHT.new(self.cb)
+
+
+def readback_statistics(
+    p_left: np.ndarray,
+    grammar: Grammar,
+    words: tuple[str, ...],
+    cb: Codebook,
+    opt: DCYKOptions,
+) -> Statistics:
+    """The least-squares read-back of a given P_left, bottom-up (docs/method.md, section 7).
+
+    The clean-up parse without its writes: each unary cell's candidates are the
+    nonterminals of the word's rules (its terminal solved for beside them), each binary
+    cell's those whose rules fire on the clean scores of the cells read before it; every
+    cell is read by least squares over its candidates. ``words`` are terminals of the
+    grammar (checked); ``opt`` has the clean-up gate. The caller holds the codebook's lock.
+    """
+    parser = CleanupParser(grammar, words, cb, opt, p_left=p_left)
+    n = len(words)
+    try:
+        S.run(parser, n, "cell", S.Ledger(_OPS, parser.t.nonterminals, [n], opt.prune))
+        return parser.statistics()
+    finally:
+        trim_kept(cb, parser._slots)
+
+
+PARSERS["cleanup"] = CleanupParser
