@@ -555,7 +555,8 @@ def figure_parse(
                 block, cmap="RdBu_r", vmin=-scale, vmax=scale, interpolation="nearest"
             )
             shown = "" if block.shape == m.shape else f" [:{block.shape[0]}, :{block.shape[1]}]"
-            mx.set_title(f"{name}{shown}")
+            unused = "" if m.any() else " (not written by this variant)"
+            mx.set_title(f"{name}{shown}{unused}")
             mx.set_xticks([])
             mx.set_yticks([])
         fig.colorbar(image, ax=fig.axes[1:], shrink=0.8)

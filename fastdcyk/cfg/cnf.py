@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from fastdcyk.cfg.symbols import _NAME_RE, GrammarError, Rule, Symbol
+from fastdcyk.cfg.symbols import NAME_RE, GrammarError, Rule, Symbol
 
 __all__ = ["CnfRules", "cnf_rules"]
 
@@ -80,7 +80,7 @@ def cnf_rules(given: Iterable[Rule], start: str, nonterminals: Iterable[str]) ->
         for sym in rule.rhs:
             if sym.terminal:
                 if sym.name not in lifted:
-                    valid = _NAME_RE.fullmatch(f"T_{sym.name}") is not None
+                    valid = NAME_RE.fullmatch(f"T_{sym.name}") is not None
                     lifted[sym.name] = fresh(f"T_{sym.name}" if valid else "T", not valid)
                 sym = Symbol(lifted[sym.name], False)
             rhs.append(sym)

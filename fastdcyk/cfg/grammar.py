@@ -34,17 +34,17 @@ from typing import Any, Literal
 
 from fastdcyk.cfg.cnf import cnf_rules
 from fastdcyk.cfg.masks import by_left_table, combine, lexical_masks, names_of_mask, word_mask
-from fastdcyk.cfg.reader import _decode, _parse, _warn_ruleless
+from fastdcyk.cfg.reader import decode_text, parse_rules, warn_ruleless
 from fastdcyk.cfg.symbols import (
-    _ARROW,
-    _NAME_RE,
+    ARROW,
+    NAME_RE,
     CnfOrigin,
     GrammarError,
     GrammarWarning,
     Rule,
     Symbol,
-    _cnf_fault,
-    _nfc,
+    cnf_fault,
+    nfc,
 )
 
 __all__ = ["CnfOrigin", "Grammar", "GrammarError", "GrammarWarning", "Rule", "Symbol"]
@@ -151,12 +151,12 @@ class Grammar:
             raise ValueError(f"cnf must be one of {_CNF_MODES}, not {cnf!r}")
         rules = tuple(
             dict.fromkeys(
-                Rule(_nfc(r.lhs), tuple(Symbol(_nfc(name), t) for name, t in r.rhs)) for r in rules
+                Rule(nfc(r.lhs), tuple(Symbol(nfc(name), t) for name, t in r.rhs)) for r in rules
             )
         )
         if not rules:
             raise GrammarError("the grammar has no rules")
-        start = rules[0].lhs if start is None else _nfc(start)
+        start = rules[0].lhs if start is None else nfc(start)
         nonterminals: dict[str, None] = {start: None}
         terminals: dict[str, None] = {}
         for rule in rules:
@@ -164,12 +164,12 @@ class Grammar:
             for sym in rule.rhs:
                 (terminals if sym.terminal else nonterminals)[sym.name] = None
         for name in nonterminals:
-            if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+            if not isinstance(name, str) or not NAME_RE.fullmatch(name):
                 raise GrammarError(f"{name!r} is not a valid nonterminal name")
         for name in terminals:
             if not isinstance(name, str) or not name:
                 raise GrammarError(f"{name!r} is not a valid terminal (a non-empty str)")
-        faults = [(rule, _cnf_fault(rule)) for rule in rules]
+        faults = [(rule, cnf_fault(rule)) for rule in rules]
         if cnf == "strict":
             for rule, fault in faults:
                 if fault:
@@ -284,12 +284,12 @@ class Grammar:
         if cnf not in _CNF_MODES:
             raise ValueError(f"cnf must be one of {_CNF_MODES}, not {cnf!r}")
         if isinstance(text, bytes | bytearray | memoryview):
-            text = _decode(bytes(text), encoding, source)
+            text = decode_text(bytes(text), encoding, source)
         elif not isinstance(text, str):
             raise TypeError(
                 f"the grammar text must be a str (or bytes to decode), got {type(text).__name__}"
             )
-        located, start, start_line = _parse(_nfc(text), source)
+        located, start, start_line = parse_rules(nfc(text), source)
         if not located:
             raise GrammarError("the grammar has no rules", source=source)
         if start is not None and not any(
@@ -300,7 +300,7 @@ class Grammar:
             )
         if cnf == "strict":
             for item in located:
-                fault = _cnf_fault(item.rule)
+                fault = cnf_fault(item.rule)
                 if fault:
                     raise GrammarError(
                         f"rule '{item.rule}' is not in Chomsky normal form: {fault}; {_CNF_HINT}",
@@ -308,7 +308,7 @@ class Grammar:
                         item.column,
                         source,
                     )
-        _warn_ruleless(located, start, source)
+        warn_ruleless(located, start, source)
         return cls((item.rule for item in located), start=start, cnf=cnf)
 
     @classmethod
@@ -395,7 +395,7 @@ class Grammar:
                 data = gzip.decompress(data)
             except (OSError, EOFError) as exc:
                 raise GrammarError(f"is not a readable gzip file ({exc})", source=source) from None
-        return cls.from_string(_decode(bytes(data), encoding, source), cnf=cnf, source=source)
+        return cls.from_string(decode_text(bytes(data), encoding, source), cnf=cnf, source=source)
 
     @classmethod
     def from_nltk(cls, cfg: Any, *, cnf: CnfMode = "strict") -> Grammar:
@@ -585,7 +585,7 @@ class Grammar:
         for pos, word in enumerate(items):
             if not isinstance(word, str):
                 raise TypeError(f"word {pos} is {word!r}, not a str")
-            out.append(_nfc(word))
+            out.append(nfc(word))
         return tuple(out)
 
     # ------------------------------------------------------------------ conversions
@@ -658,7 +658,7 @@ class Grammar:
             if rule.lhs == previous:
                 lines[-1] = f"{lines[-1]} | {rhs}".rstrip()
             else:
-                lines.append(f"{rule.lhs} {_ARROW} {rhs}".rstrip())
+                lines.append(f"{rule.lhs} {ARROW} {rhs}".rstrip())
             previous = rule.lhs
         return "\n".join(lines)
 

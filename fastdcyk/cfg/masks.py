@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from fastdcyk.cfg.symbols import _nfc
+from fastdcyk.cfg.symbols import nfc
 
 __all__ = ["by_left_table", "combine", "lexical_masks", "names_of_mask", "word_mask"]
 
@@ -85,7 +85,7 @@ def word_mask(masks: Mapping[str, int], word: str) -> int:
     """
     mask = masks.get(word)
     if mask is None:
-        mask = masks.get(_nfc(word), 0)
+        mask = masks.get(nfc(word), 0)
     return mask
 
 

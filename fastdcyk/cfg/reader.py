@@ -1,9 +1,9 @@
 """The reader of NLTK's text format for context-free grammars.
 
-``_parse`` turns the text into plain data: the rules, each with the line and column of
+``parse_rules`` turns the text into plain data: the rules, each with the line and column of
 its alternative, the ``%start`` symbol and its line. :meth:`Grammar.from_string
 <fastdcyk.cfg.grammar.Grammar.from_string>` checks them and makes the grammar;
-``_decode`` decodes bytes with a helpful error, and ``_warn_ruleless`` warns of
+``decode_text`` decodes bytes with a helpful error, and ``warn_ruleless`` warns of
 nonterminals without rules.
 """
 
@@ -15,21 +15,21 @@ from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from fastdcyk.cfg.symbols import (
-    _ARROW,
-    _NAME_RE,
+    ARROW,
+    NAME_RE,
     GrammarError,
     GrammarWarning,
     Rule,
     Symbol,
-    _quote,
+    quote,
 )
 
-__all__: list[str] = []  # nothing public: fastdcyk.cfg.grammar uses the helpers below
+__all__ = ["QUOTES", "decode_text", "parse_rules", "warn_ruleless"]
 
-_QUOTES = "'\""
+QUOTES = "'\""
 
 
-def _decode(data: bytes, encoding: str, source: str | None) -> str:
+def decode_text(data: bytes, encoding: str, source: str | None) -> str:
     """``data`` decoded, or a GrammarError that names the source and suggests an encoding."""
     try:
         return data.decode(encoding)
@@ -52,7 +52,7 @@ class _Rule(NamedTuple):
     column: int
 
 
-def _parse(text: str, source: str | None) -> tuple[list[_Rule], str | None, int | None]:
+def parse_rules(text: str, source: str | None) -> tuple[list[_Rule], str | None, int | None]:
     """Read NLTK-format text into located rules, the %start symbol and its line."""
     rules: list[_Rule] = []
     start: str | None = None
@@ -78,7 +78,7 @@ def _parse(text: str, source: str | None) -> tuple[list[_Rule], str | None, int 
         if kind == "->":
             raise fail("the left side of the rule is empty", col)
         if kind == "terminal":
-            raise fail(f"a terminal ({_quote(value)}) cannot be on the left side of a rule", col)
+            raise fail(f"a terminal ({quote(value)}) cannot be on the left side of a rule", col)
         if kind != "name":
             raise fail(f"a rule must start with a nonterminal, found '{value}'", col)
         if len(tokens) < 2:
@@ -87,7 +87,7 @@ def _parse(text: str, source: str | None) -> tuple[list[_Rule], str | None, int 
             )
         if tokens[1][0] != "->":
             kind_1, value_1, col_1 = tokens[1]
-            shown = _quote(value_1) if kind_1 == "terminal" else value_1
+            shown = quote(value_1) if kind_1 == "terminal" else value_1
             raise fail(f"expected '->' after '{value}', found {shown}", col_1)
         # An empty alternative (epsilon) is located at the '->' or '|' before it.
         alternatives: list[list[Symbol]] = [[]]
@@ -132,13 +132,13 @@ def _tokens(line: str, fail: Callable[[str, int], GrammarError]) -> Iterator[tup
             pos += 1
         elif char == "#":
             return
-        elif line.startswith(_ARROW, pos):
-            yield "->", _ARROW, pos
+        elif line.startswith(ARROW, pos):
+            yield "->", ARROW, pos
             pos += 2
         elif char == "|":
             yield "|", "|", pos
             pos += 1
-        elif char in _QUOTES:
+        elif char in QUOTES:
             chars: list[str] = []
             cur = pos + 1
             while cur < end and line[cur] != char:
@@ -156,20 +156,20 @@ def _tokens(line: str, fail: Callable[[str, int], GrammarError]) -> Iterator[tup
             after = pos + 1
             while after < end and line[after] in " \t":  # NLTK reads "% start S" too
                 after += 1
-            match = _NAME_RE.match(line, after)
+            match = NAME_RE.match(line, after)
             if not match:
                 raise fail("'%' must be followed by a directive name", pos)
             yield "%", match.group(), pos
             pos = match.end()
         else:
-            match = _NAME_RE.match(line, pos)
+            match = NAME_RE.match(line, pos)
             if not match:
                 raise fail(f"unexpected character {char!r}", pos)
             yield "name", match.group(), pos
             pos = match.end()
 
 
-def _warn_ruleless(located: list[_Rule], start: str | None, source: str | None) -> None:
+def warn_ruleless(located: list[_Rule], start: str | None, source: str | None) -> None:
     """A warning for each nonterminal that has no rules of its own (a typo, or a rule left
     out): the rules that use it never apply, and a start symbol without rules derives
     nothing."""

@@ -19,11 +19,22 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-__all__ = ["CnfOrigin", "GrammarError", "GrammarWarning", "Rule", "Symbol"]
+__all__ = [
+    "ARROW",
+    "NAME_RE",
+    "CnfOrigin",
+    "GrammarError",
+    "GrammarWarning",
+    "Rule",
+    "Symbol",
+    "cnf_fault",
+    "nfc",
+    "quote",
+]
 
 # NLTK's nonterminal syntax, except that "-" may not start "->", so "A->B" reads as a rule.
-_NAME_RE = re.compile(r"[\w/](?:[\w/^<>+.]|-(?!>))*")
-_ARROW = "->"
+NAME_RE = re.compile(r"[\w/](?:[\w/^<>+.]|-(?!>))*")
+ARROW = "->"
 
 
 class GrammarError(ValueError):
@@ -93,7 +104,7 @@ class Symbol(NamedTuple):
     terminal: bool
 
     def __str__(self) -> str:
-        return _quote(self.name) if self.terminal else self.name
+        return quote(self.name) if self.terminal else self.name
 
 
 class Rule(NamedTuple):
@@ -126,7 +137,7 @@ class Rule(NamedTuple):
         return len(self.rhs) == 2 and not (self.rhs[0].terminal or self.rhs[1].terminal)
 
     def __str__(self) -> str:
-        return " ".join([self.lhs, _ARROW, *map(str, self.rhs)]).rstrip()
+        return " ".join([self.lhs, ARROW, *map(str, self.rhs)]).rstrip()
 
 
 class CnfOrigin(NamedTuple):
@@ -156,20 +167,20 @@ class CnfOrigin(NamedTuple):
     steps: Mapping[Rule, tuple[tuple[Rule, tuple[int, ...]], ...]]
 
 
-def _nfc(text: Any) -> Any:
+def nfc(text: Any) -> Any:
     """``text`` in Unicode normal form NFC (anything that is not a str is returned as is)."""
     if isinstance(text, str) and not unicodedata.is_normalized("NFC", text):
         return unicodedata.normalize("NFC", text)
     return text
 
 
-def _quote(text: str) -> str:
+def quote(text: str) -> str:
     # Prefer a quote the terminal does not contain; escape only what the reader needs.
     quote = '"' if "'" in text and '"' not in text else "'"
     return quote + text.replace("\\", "\\\\").replace(quote, "\\" + quote) + quote
 
 
-def _cnf_fault(rule: Rule) -> str | None:
+def cnf_fault(rule: Rule) -> str | None:
     """Why ``rule`` is not in CNF, or None when it is."""
     rhs = rule.rhs
     if rule.is_unary or rule.is_binary:

@@ -28,10 +28,11 @@ from fastdcyk.engine import dcyk
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.memory import check_parse_memory
 from fastdcyk.engine.plan import OPTION_KEYWORDS
+from fastdcyk.engine.progress import AUTO_DELAY, stderr_is_terminal
 from fastdcyk.options import resolve
 
 #: ``fastdcyk parse`` shows its progress bar (on a terminal) once a parse has run this long.
-PARSE_PROGRESS_DELAY = 2.0
+PARSE_PROGRESS_DELAY = AUTO_DELAY
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
@@ -54,7 +55,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         raise UsageError(f"{exc}{nfc}") from exc
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    show = sys.stderr.isatty() if args.progress is None else args.progress
+    show = stderr_is_terminal() if args.progress is None else args.progress
     progress = PARSE_PROGRESS_DELAY if show else False
     kwargs = parse_kwargs(args)
     try:  # a bad option is an error, and nothing else is printed
@@ -76,7 +77,9 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     full = format_chart(gold, words, nonterminals=grammar.nonterminals)
     style = args.chart
     if style == "auto":
-        fits = chart_width(full) <= shutil.get_terminal_size((120, 24)).columns
+        decoded = format_chart(result.chart, words, gold=gold, nonterminals=grammar.nonterminals)
+        width = max(chart_width(full), chart_width(decoded))  # the decoded one marks errors
+        fits = width <= shutil.get_terminal_size((120, 24)).columns
         style = "full" if fits else "compact"
     print("symbolic CYK:")
     print(full if style == "full" else format_chart_compact(gold, words))
