@@ -25,9 +25,10 @@ from __future__ import annotations
 import codecs
 import gzip
 import io
+import math
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from types import MappingProxyType
 from typing import Any, Literal
@@ -37,14 +38,15 @@ from fastdcyk.cfg.masks import by_left_table, combine, lexical_masks, names_of_m
 from fastdcyk.cfg.reader import decode_text, parse_rules, warn_ruleless
 from fastdcyk.cfg.symbols import (
     ARROW,
-    NAME_RE,
     CnfOrigin,
     GrammarError,
     GrammarWarning,
     Rule,
     Symbol,
     cnf_fault,
+    escape_name,
     nfc,
+    valid_name,
 )
 
 __all__ = ["CnfOrigin", "Grammar", "GrammarError", "GrammarWarning", "Rule", "Symbol"]
@@ -67,6 +69,14 @@ class Grammar:
     cnf : {"strict", "allow", "convert"}
         ``"strict"`` (default) rejects a rule that is not in CNF, ``"allow"`` keeps a general
         grammar (see :attr:`is_cnf`), ``"convert"`` returns the result of :meth:`to_cnf`.
+    probs : sequence of float or mapping of Rule to float, optional
+        A probabilistic grammar (PCFG): each rule's probability, in (0, 1], in the order of
+        ``rules`` or by rule. The probabilities of a left side's rules should add up to 1
+        (a :class:`GrammarWarning` says where they do not; the most probable tree is still
+        defined).
+    log_probs : sequence of float or mapping of Rule to float, optional
+        The same as natural logarithms (any finite weights: a weighted grammar whose
+        weights need not be probabilities). At most one of ``probs`` and ``log_probs``.
 
     Attributes
     ----------
@@ -98,12 +108,21 @@ class Grammar:
         For a grammar made by :meth:`to_cnf`, the grammar it was made from and how each
         rule maps back to it (trees of the CNF grammar are returned in the original one:
         :mod:`fastdcyk.cfg.trees`); None otherwise.
+    is_weighted : bool
+        Whether the rules carry probabilities (or log weights).
+    log_probs : tuple of float or None
+        For a weighted grammar, each rule's natural log probability, in the order of
+        :attr:`rules`; None otherwise. :meth:`log_prob` looks one up by rule.
+    probs : tuple of float or None
+        The probabilities as given (exactly: the text format writes these), for a grammar
+        made from probabilities; None for an unweighted one or one given log weights.
 
     Raises
     ------
     GrammarError
-        When there are no rules, a name is not a valid nonterminal name, or (``"strict"``)
-        a rule is not in CNF.
+        When there are no rules, a name is not a valid nonterminal name (a non-empty str
+        without whitespace), (``"strict"``) a rule is not in CNF, or a probability is
+        missing, outside (0, 1] or given twice for one rule.
 
     Notes
     -----
@@ -112,7 +131,8 @@ class Grammar:
 
 
     Two grammars are equal when they have the same start symbol and the same rules in the
-    same order (order matters: it fixes the symbol orders, hence the bit of each symbol).
+    same order (order matters: it fixes the symbol orders, hence the bit of each symbol),
+    with the same probabilities.
 
     Examples
     --------
@@ -142,20 +162,34 @@ class Grammar:
         "_mask_sets",
         "_hash",
         "origin",
+        "log_probs",
+        "probs",
+        "is_weighted",
+        "_log_prob_of",
     )
 
     def __init__(
-        self, rules: Iterable[Rule], *, start: str | None = None, cnf: CnfMode = "strict"
+        self,
+        rules: Iterable[Rule],
+        *,
+        start: str | None = None,
+        cnf: CnfMode = "strict",
+        probs: Iterable[float] | Mapping[Rule, float] | None = None,
+        log_probs: Iterable[float] | Mapping[Rule, float] | None = None,
     ) -> None:
         if cnf not in _CNF_MODES:
             raise ValueError(f"cnf must be one of {_CNF_MODES}, not {cnf!r}")
-        rules = tuple(
-            dict.fromkeys(
-                Rule(nfc(r.lhs), tuple(Symbol(nfc(name), t) for name, t in r.rhs)) for r in rules
-            )
-        )
+        given = [Rule(nfc(r.lhs), tuple(Symbol(nfc(name), t) for name, t in r.rhs)) for r in rules]
+        weights, linear = _log_weights(given, probs, log_probs)
+        rules = tuple(dict.fromkeys(given))
         if not rules:
             raise GrammarError("the grammar has no rules")
+        if weights is not None and len(rules) < len(given):
+            twice = next(r for k, r in enumerate(given) if r in given[:k])
+            raise GrammarError(
+                f"rule '{twice}' is given twice in a weighted grammar: give it once, with "
+                "the sum of its probabilities"
+            )
         start = rules[0].lhs if start is None else nfc(start)
         nonterminals: dict[str, None] = {start: None}
         terminals: dict[str, None] = {}
@@ -164,8 +198,10 @@ class Grammar:
             for sym in rule.rhs:
                 (terminals if sym.terminal else nonterminals)[sym.name] = None
         for name in nonterminals:
-            if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-                raise GrammarError(f"{name!r} is not a valid nonterminal name")
+            if not valid_name(name):
+                raise GrammarError(
+                    f"{name!r} is not a valid nonterminal name (a non-empty str without whitespace)"
+                )
         for name in terminals:
             if not isinstance(name, str) or not name:
                 raise GrammarError(f"{name!r} is not a valid terminal (a non-empty str)")
@@ -177,11 +213,34 @@ class Grammar:
                         f"rule '{rule}' is not in Chomsky normal form: {fault}; {_CNF_HINT}"
                     )
         if cnf == "convert" and any(fault for _, fault in faults):
-            cnf_form = Grammar(rules, start=start, cnf="allow").to_cnf()
+            general = Grammar(
+                rules,
+                start=start,
+                cnf="allow",
+                **({"probs": linear} if linear else {"log_probs": weights}),
+            )
+            if weights is not None and probs is not None:
+                _check_sums(general)
+            cnf_form = general.to_cnf()
             self._init(cnf_form.rules, cnf_form.start, cnf_form.nonterminals, cnf_form.terminals)
+            self._weigh(cnf_form.log_probs, cnf_form.probs)
             object.__setattr__(self, "origin", cnf_form.origin)
             return
         self._init(rules, start, tuple(nonterminals), tuple(terminals))
+        self._weigh(weights, linear)
+        if weights is not None and probs is not None:
+            _check_sums(self)
+
+    def _weigh(self, weights: tuple[float, ...] | None, linear: tuple[float, ...] | None) -> None:
+        put = object.__setattr__
+        put(self, "log_probs", weights)
+        put(self, "probs", linear)
+        put(self, "is_weighted", weights is not None)
+        put(
+            self,
+            "_log_prob_of",
+            None if weights is None else dict(zip(self.rules, weights, strict=True)),
+        )
 
     def _init(
         self,
@@ -244,6 +303,10 @@ class Grammar:
         with ``'`` or ``"`` (inside quotes, ``\\\\`` and ``\\`` before the quote escape them);
         ``#`` starts a comment; ``%start X`` sets the start symbol, which otherwise is the
         left side of the first rule. An alternative with no symbols is an epsilon rule.
+        A probabilistic grammar (NLTK's PCFG format) ends every alternative with its
+        probability in brackets, ``NP -> DT NN [0.6] | NN [0.4]``. A nonterminal's name is
+        NLTK's (letters, digits, ``_ / ^ < > + . -``); any other character is written after
+        a backslash (``NP\\|<DT-JJ>``, ``\\,``), as :meth:`to_string` does.
 
         Parameters
         ----------
@@ -309,7 +372,30 @@ class Grammar:
                         source,
                     )
         warn_ruleless(located, start, source)
-        return cls((item.rule for item in located), start=start, cnf=cnf)
+        probs = [item.prob for item in located]
+        if all(p is None for p in probs):
+            return cls((item.rule for item in located), start=start, cnf=cnf)
+        bare = next((item for item in located if item.prob is None), None)
+        if bare is not None:
+            raise GrammarError(
+                f"rule '{bare.rule}' has no probability while others have one: a "
+                "probabilistic grammar gives every alternative its [p]",
+                bare.line,
+                bare.column,
+                source,
+            )
+        seen: set[Rule] = set()
+        for item in located:
+            if item.rule in seen:
+                raise GrammarError(
+                    f"rule '{item.rule}' is given twice in a probabilistic grammar: give it "
+                    "once, with the sum of its probabilities",
+                    item.line,
+                    item.column,
+                    source,
+                )
+            seen.add(item.rule)
+        return cls((item.rule for item in located), start=start, cnf=cnf, probs=probs)
 
     @classmethod
     def from_file(
@@ -399,11 +485,15 @@ class Grammar:
 
     @classmethod
     def from_nltk(cls, cfg: Any, *, cnf: CnfMode = "strict") -> Grammar:
-        """Convert an ``nltk.CFG``.
+        """Convert an ``nltk.CFG`` or ``nltk.PCFG`` (whose probabilities are kept).
+
+        Every label NLTK's tree transforms make (``chomsky_normal_form``'s ``NP|<DT-JJ>``,
+        ``collapse_unary``'s ``S+VP``, parent annotation's ``NP^<S>``, the treebank's
+        ``-NONE-`` and ``,``) is a valid nonterminal name.
 
         Parameters
         ----------
-        cfg : nltk.CFG
+        cfg : nltk.CFG or nltk.PCFG
             The grammar; its start symbol is kept.
         cnf : {"strict", "allow", "convert"}
             See :class:`Grammar`.
@@ -447,11 +537,14 @@ class Grammar:
                 return Symbol(str(item.symbol()), False)
             return Symbol(str(item), True)
 
+        productions = list(cfg.productions())
         rules = [
-            Rule(str(p.lhs().symbol()), tuple(symbol(x) for x in p.rhs()))
-            for p in cfg.productions()
+            Rule(str(p.lhs().symbol()), tuple(symbol(x) for x in p.rhs())) for p in productions
         ]
-        return cls(rules, start=str(cfg.start().symbol()), cnf=cnf)
+        start = str(cfg.start().symbol())
+        if productions and all(callable(getattr(p, "prob", None)) for p in productions):
+            return cls(rules, start=start, cnf=cnf, probs=[p.prob() for p in productions])
+        return cls(rules, start=start, cnf=cnf)
 
     @classmethod
     def builtin_names(cls) -> tuple[str, ...]:
@@ -603,6 +696,14 @@ class Grammar:
         The language is preserved except for the empty string, which no CNF grammar
         generates: a grammar that derives the empty string loses just that string.
 
+        A probabilistic grammar stays one, with every sentence's probability kept: a
+        binarised rule keeps its probability on its first part (the new rules get 1, as do
+        the ``T_a -> 'a'``), and a rule that replaces unit chains ``A -> B -> ... -> r``
+        gets the sum over the chains of their products (cycles included, when their total
+        is below 1). What is not kept is said: epsilon rules are refused (a GrammarError:
+        remove them first), and a :class:`GrammarWarning` counts the CNF rules that stand
+        for several derivations (a most probable CNF tree then shows one of them).
+
         Returns
         -------
         Grammar
@@ -611,7 +712,8 @@ class Grammar:
         Raises
         ------
         GrammarError
-            When the grammar generates no non-empty string (no CNF grammar can exist).
+            When the grammar generates no non-empty string (no CNF grammar can exist), or a
+            probabilistic grammar has epsilon rules or unit cycles of probability >= 1.
 
         Examples
         --------
@@ -624,8 +726,29 @@ class Grammar:
         """
         if self.is_cnf:
             return self
-        kept, helpers, nullable, steps = cnf_rules(self.rules, self.start, self.nonterminals)
+        weights = None
+        if self.is_weighted:
+            linear = self.probs or tuple(map(math.exp, self.log_probs))  # type: ignore[arg-type]
+            weights = dict(zip(self.rules, linear, strict=True))
+        converted = cnf_rules(self.rules, self.start, self.nonterminals, weights)
+        kept, helpers, nullable, steps = converted[:4]
         cnf = Grammar(kept, start=self.start)
+        if converted.probs is not None:
+            linear = tuple(converted.probs[r] for r in cnf.rules)
+            if self.probs is None:  # log weights in, log weights out
+                cnf._weigh(tuple(math.log(p) for p in linear), None)
+            else:
+                cnf._weigh(tuple(math.log(p) for p in linear), linear)
+            if converted.merged:
+                warnings.warn(
+                    f"{converted.merged} rule(s) of the CNF grammar stand for several "
+                    "derivations of the given one (unit chains that end in the same rule): "
+                    "each has their summed probability, so sentence probabilities are kept, "
+                    "but a most probable CNF tree may stand for several trees and is shown as "
+                    "one of them",
+                    GrammarWarning,
+                    stacklevel=2,
+                )
         origin = CnfOrigin(
             grammar=self,
             helpers=helpers,
@@ -638,7 +761,13 @@ class Grammar:
     def to_string(self) -> str:
         """The grammar in NLTK's text format; :meth:`from_string` reads it back equal.
 
-        Consecutive rules with the same left side share a line, as alternatives.
+        Consecutive rules with the same left side share a line, as alternatives. A weighted
+        grammar is written with each alternative's probability (NLTK's PCFG format).
+
+        Raises
+        ------
+        ValueError
+            For a grammar of log weights that are not all <= 0 (not probabilities).
 
         Returns
         -------
@@ -651,23 +780,35 @@ class Grammar:
         D -> 'a'
         E -> 'b'
         """
-        lines = [] if self.start == self.rules[0].lhs else [f"%start {self.start}"]
+        lines = [] if self.start == self.rules[0].lhs else [f"%start {escape_name(self.start)}"]
+        probs: Iterable[float | None] = [None] * len(self.rules)
+        if self.probs is not None:
+            probs = self.probs
+        elif self.log_probs is not None:
+            if max(self.log_probs) > 0.0:
+                raise ValueError(
+                    "the grammar's log weights are not all <= 0, so they are not "
+                    "probabilities and the text format cannot write them"
+                )
+            probs = [math.exp(w) for w in self.log_probs]
         previous = None
-        for rule in self.rules:
+        for rule, prob in zip(self.rules, probs, strict=True):
             rhs = " ".join(map(str, rule.rhs))
+            if prob is not None:
+                rhs = f"{rhs} [{prob!r}]".lstrip()
             if rule.lhs == previous:
                 lines[-1] = f"{lines[-1]} | {rhs}".rstrip()
             else:
-                lines.append(f"{rule.lhs} {ARROW} {rhs}".rstrip())
+                lines.append(f"{escape_name(rule.lhs)} {ARROW} {rhs}".rstrip())
             previous = rule.lhs
         return "\n".join(lines)
 
     def to_nltk(self) -> Any:
-        """The grammar as an ``nltk.CFG`` (needs nltk).
+        """The grammar as an ``nltk.CFG``, or an ``nltk.PCFG`` when weighted (needs nltk).
 
         Returns
         -------
-        nltk.CFG
+        nltk.CFG or nltk.PCFG
 
         Raises
         ------
@@ -680,19 +821,57 @@ class Grammar:
         S
         """
         try:
-            from nltk.grammar import CFG, Nonterminal, Production
+            from nltk.grammar import CFG, PCFG, Nonterminal, ProbabilisticProduction, Production
         except ImportError as err:
             raise ImportError(
                 "Grammar.to_nltk needs nltk; install it with 'pip install nltk'"
             ) from err
-        productions = [
-            Production(
-                Nonterminal(rule.lhs),
-                [s.name if s.terminal else Nonterminal(s.name) for s in rule.rhs],
+
+        def rhs(rule: Rule) -> list[Any]:
+            return [s.name if s.terminal else Nonterminal(s.name) for s in rule.rhs]
+
+        if self.is_weighted:
+            probs = self.probs or tuple(math.exp(w) for w in self.log_probs)  # type: ignore[union-attr]
+            return PCFG(
+                Nonterminal(self.start),
+                [
+                    ProbabilisticProduction(Nonterminal(r.lhs), rhs(r), prob=p)
+                    for r, p in zip(self.rules, probs, strict=True)
+                ],
             )
-            for rule in self.rules
-        ]
+        productions = [Production(Nonterminal(rule.lhs), rhs(rule)) for rule in self.rules]
         return CFG(Nonterminal(self.start), productions)
+
+    def log_prob(self, rule: Rule) -> float:
+        """The natural log probability (or log weight) of one of the grammar's rules.
+
+        Parameters
+        ----------
+        rule : Rule
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        ValueError
+            When the grammar is not weighted.
+        KeyError
+            When ``rule`` is not one of its rules.
+
+        Examples
+        --------
+        >>> g = Grammar.from_string("S -> A A [1.0]\\nA -> 'a' [0.25] | 'b' [0.75]")
+        >>> round(g.log_prob(g.rules[1]), 4)
+        -1.3863
+        """
+        if self._log_prob_of is None:
+            raise ValueError("the grammar has no probabilities (it is not weighted)")
+        try:
+            return self._log_prob_of[rule]
+        except KeyError:
+            raise KeyError(f"'{rule}' is not a rule of the grammar") from None
 
     # ------------------------------------------------------------------ bitset lookups
 
@@ -768,7 +947,11 @@ class Grammar:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Grammar):
             return NotImplemented
-        return self.start == other.start and self.rules == other.rules
+        return (
+            self.start == other.start
+            and self.rules == other.rules
+            and self.log_probs == other.log_probs
+        )
 
     def __hash__(self) -> int:
         # computed once: a treebank grammar has hundreds of thousands of rules, and the
@@ -776,7 +959,7 @@ class Grammar:
         try:
             return self._hash
         except AttributeError:
-            value = hash((self.start, self.rules))
+            value = hash((self.start, self.rules, self.log_probs))
             object.__setattr__(self, "_hash", value)
             return value
 
@@ -799,16 +982,87 @@ class Grammar:
 
     def __reduce__(self) -> tuple[Any, ...]:
         if self.origin is None:
-            return (_restore, (self.rules, self.start))
+            return (_restore, (self.rules, self.start, None, self.log_probs, self.probs))
         origin = self.origin._replace(nullable=dict(self.origin.nullable))
         origin = origin._replace(steps=dict(origin.steps))
-        return (_restore, (self.rules, self.start, tuple(origin)))
+        return (_restore, (self.rules, self.start, tuple(origin), self.log_probs, self.probs))
 
 
-def _restore(rules: tuple[Rule, ...], start: str, origin: tuple | None = None) -> Grammar:
+def _restore(
+    rules: tuple[Rule, ...],
+    start: str,
+    origin: tuple | None = None,
+    log_probs: tuple[float, ...] | None = None,
+    probs: tuple[float, ...] | None = None,
+) -> Grammar:
     grammar = Grammar(rules, start=start, cnf="allow")
+    grammar._weigh(log_probs, probs)
     if origin is not None:
         made, helpers, nullable, steps = origin
         origin = CnfOrigin(made, helpers, MappingProxyType(nullable), MappingProxyType(steps))
         object.__setattr__(grammar, "origin", origin)
     return grammar
+
+
+def _log_weights(
+    rules: list[Rule],
+    probs: Iterable[float] | Mapping[Rule, float] | None,
+    log_probs: Iterable[float] | Mapping[Rule, float] | None,
+) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
+    """The rules' log weights from ``probs`` or ``log_probs`` (aligned with ``rules``), and
+    the probabilities as given (None unless ``probs``)."""
+    if probs is not None and log_probs is not None:
+        raise ValueError("give probs or log_probs, not both")
+    given = probs if probs is not None else log_probs
+    if given is None:
+        return None, None
+    what = "probs" if probs is not None else "log_probs"
+    if isinstance(given, Mapping):
+        by_rule = {
+            Rule(nfc(r.lhs), tuple(Symbol(nfc(n), t) for n, t in r.rhs)): v
+            for r, v in given.items()
+        }
+        missing = [r for r in rules if r not in by_rule]
+        if missing:
+            raise GrammarError(f"{what} gives no value for rule '{missing[0]}'")
+        values = [by_rule[r] for r in rules]
+    else:
+        values = list(given)
+        if len(values) != len(rules):
+            raise GrammarError(f"{what} has {len(values)} values for {len(rules)} rules")
+    out, linear = [], []
+    for rule, value in zip(rules, values, strict=True):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise GrammarError(f"the weight of rule '{rule}' is {value!r}, not a number") from None
+        if probs is not None:
+            if not 0.0 < value <= 1.0:
+                raise GrammarError(
+                    f"the probability of rule '{rule}' is {value!r}, outside (0, 1]: a rule "
+                    "of probability 0 is left out"
+                )
+            linear.append(value)
+            value = math.log(value)
+        elif not math.isfinite(value):
+            raise GrammarError(f"the log weight of rule '{rule}' is {value!r}, not finite")
+        out.append(value)
+    return tuple(out), (tuple(linear) if probs is not None else None)
+
+
+def _check_sums(grammar: Grammar) -> None:
+    """A warning naming the left sides whose rule probabilities do not add up to 1."""
+    totals: dict[str, float] = {}
+    for rule, logp in zip(grammar.rules, grammar.log_probs or (), strict=True):
+        totals[rule.lhs] = totals.get(rule.lhs, 0.0) + math.exp(logp)
+    off = [(lhs, total) for lhs, total in totals.items() if abs(total - 1.0) > 1e-6]
+    if off:
+        shown = ", ".join(f"{escape_name(a)} ({t:.6g})" for a, t in off[:3])
+        more = f" and {len(off) - 3} more" if len(off) > 3 else ""
+        warnings.warn(
+            f"the probabilities of the rules of {shown}{more} do not add up to 1: the grammar "
+            "is not a proper PCFG (its most probable trees are defined, its sentence "
+            "probabilities are not probabilities)",
+            GrammarWarning,
+            stacklevel=4,
+        )

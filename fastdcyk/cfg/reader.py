@@ -17,11 +17,13 @@ from typing import NamedTuple
 from fastdcyk.cfg.symbols import (
     ARROW,
     NAME_RE,
+    NAME_TOKEN_RE,
     GrammarError,
     GrammarWarning,
     Rule,
     Symbol,
     quote,
+    unescape_name,
 )
 
 __all__ = ["QUOTES", "decode_text", "parse_rules", "warn_ruleless"]
@@ -45,11 +47,13 @@ def decode_text(data: bytes, encoding: str, source: str | None) -> str:
 
 
 class _Rule(NamedTuple):
-    """A rule read from text, with the position of its alternative."""
+    """A rule read from text, with the position of its alternative and its probability
+    (None when the alternative has no ``[p]``)."""
 
     rule: Rule
     line: int
     column: int
+    prob: float | None = None
 
 
 def parse_rules(text: str, source: str | None) -> tuple[list[_Rule], str | None, int | None]:
@@ -89,22 +93,44 @@ def parse_rules(text: str, source: str | None) -> tuple[list[_Rule], str | None,
             kind_1, value_1, col_1 = tokens[1]
             shown = quote(value_1) if kind_1 == "terminal" else value_1
             raise fail(f"expected '->' after '{value}', found {shown}", col_1)
-        # An empty alternative (epsilon) is located at the '->' or '|' before it.
+        # An empty alternative (epsilon) is located at the '->' or '|' before it; a
+        # probability "[p]" (NLTK's PCFG format) ends its alternative.
         alternatives: list[list[Symbol]] = [[]]
         columns = [tokens[1][2]]
+        probs: list[float | None] = [None]
         for kind_i, value_i, col_i in tokens[2:]:
             if kind_i == "|":
                 alternatives.append([])
                 columns.append(col_i)
+                probs.append(None)
             elif kind_i == "->":
                 raise fail("a second '->' in one rule (one rule per line)", col_i)
+            elif probs[-1] is not None:
+                raise fail(
+                    f"'{value_i}' after the probability of an alternative: the probability "
+                    "ends it (write 'A -> B C [0.5] | D [0.5]')",
+                    col_i,
+                )
+            elif kind_i == "prob":
+                probs[-1] = _probability(value_i, lambda m, c=col_i: fail(m, c))
             else:
                 if not alternatives[-1]:
                     columns[-1] = col_i
                 alternatives[-1].append(Symbol(value_i, kind_i == "terminal"))
-        for alt, alt_col in zip(alternatives, columns, strict=True):
-            rules.append(_Rule(Rule(value, tuple(alt)), line_no, alt_col + 1))
+        for alt, alt_col, prob in zip(alternatives, columns, probs, strict=True):
+            rules.append(_Rule(Rule(value, tuple(alt)), line_no, alt_col + 1, prob))
     return rules, start, start_line
+
+
+def _probability(text: str, fail: Callable[[str], GrammarError]) -> float:
+    """The probability written ``[text]``: a number in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise fail(f"[{text}] is not a probability (a number in (0, 1])") from None
+    if not 0.0 < value <= 1.0:
+        raise fail(f"probability {text} is outside (0, 1]: a rule of probability 0 is left out")
+    return value
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -124,7 +150,7 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _tokens(line: str, fail: Callable[[str, int], GrammarError]) -> Iterator[tuple[str, str, int]]:
-    """Yield (kind, value, 0-based column) for one line: name, terminal, ->, |, %."""
+    """Yield (kind, value, 0-based column) for one line: name, terminal, ->, |, %, prob."""
     pos, end = 0, len(line)
     while pos < end:
         char = line[pos]
@@ -138,6 +164,12 @@ def _tokens(line: str, fail: Callable[[str, int], GrammarError]) -> Iterator[tup
         elif char == "|":
             yield "|", "|", pos
             pos += 1
+        elif char == "[":
+            close = line.find("]", pos)
+            if close < 0:
+                raise fail("unterminated probability: '[' without ']'", pos)
+            yield "prob", line[pos + 1 : close].strip(), pos
+            pos = close + 1
         elif char in QUOTES:
             chars: list[str] = []
             cur = pos + 1
@@ -162,10 +194,14 @@ def _tokens(line: str, fail: Callable[[str, int], GrammarError]) -> Iterator[tup
             yield "%", match.group(), pos
             pos = match.end()
         else:
-            match = NAME_RE.match(line, pos)
+            match = NAME_TOKEN_RE.match(line, pos)
             if not match:
-                raise fail(f"unexpected character {char!r}", pos)
-            yield "name", match.group(), pos
+                raise fail(
+                    f"unexpected character {char!r} (in a nonterminal's name, write it "
+                    f"after a backslash: \\{char})",
+                    pos,
+                )
+            yield "name", unescape_name(match.group()), pos
             pos = match.end()
 
 

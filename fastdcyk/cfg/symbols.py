@@ -27,14 +27,53 @@ __all__ = [
     "GrammarWarning",
     "Rule",
     "Symbol",
+    "NAME_TOKEN_RE",
     "cnf_fault",
+    "escape_name",
     "nfc",
     "quote",
+    "unescape_name",
+    "valid_name",
 ]
 
 # NLTK's nonterminal syntax, except that "-" may not start "->", so "A->B" reads as a rule.
 NAME_RE = re.compile(r"[\w/](?:[\w/^<>+.]|-(?!>))*")
+# The reader's nonterminal token: NLTK's syntax, and any other character after a backslash,
+# so that labels NLTK's tree transforms make ("NP|<DT-JJ>", "-NONE-", ",") can be written.
+NAME_TOKEN_RE = re.compile(r"(?:[\w/]|\\\S)(?:[\w/^<>+.]|-(?!>)|\\\S)*")
+_ESCAPE_RE = re.compile(r"\\(\S)")
+_PLAIN_CHAR = re.compile(r"[\w/^<>+.-]")
 ARROW = "->"
+
+
+def valid_name(name: object) -> bool:
+    """Whether ``name`` can name a nonterminal: a non-empty str without whitespace or
+    control characters (any other character is allowed: the text format escapes it)."""
+    return (
+        isinstance(name, str)
+        and bool(name)
+        and name.isprintable()
+        and not any(c.isspace() for c in name)
+    )
+
+
+def escape_name(name: str) -> str:
+    """``name`` as the text format writes it: NLTK's syntax as is, a backslash before each
+    character outside it (``NP|<DT-JJ>`` is written ``NP\\|<DT-JJ>``)."""
+    if NAME_RE.fullmatch(name):
+        return name
+    out = []
+    for pos, char in enumerate(name):
+        plain = _PLAIN_CHAR.fullmatch(char) and not (
+            (pos == 0 and char in "^<>+.-") or (char == "-" and name[pos + 1 : pos + 2] == ">")
+        )
+        out.append(char if plain else "\\" + char)
+    return "".join(out)
+
+
+def unescape_name(token: str) -> str:
+    """The name a :data:`NAME_TOKEN_RE` token stands for (backslash escapes removed)."""
+    return _ESCAPE_RE.sub(r"\1", token) if "\\" in token else token
 
 
 class GrammarError(ValueError):
@@ -104,7 +143,7 @@ class Symbol(NamedTuple):
     terminal: bool
 
     def __str__(self) -> str:
-        return quote(self.name) if self.terminal else self.name
+        return quote(self.name) if self.terminal else escape_name(self.name)
 
 
 class Rule(NamedTuple):
@@ -137,7 +176,7 @@ class Rule(NamedTuple):
         return len(self.rhs) == 2 and not (self.rhs[0].terminal or self.rhs[1].terminal)
 
     def __str__(self) -> str:
-        return " ".join([self.lhs, ARROW, *map(str, self.rhs)]).rstrip()
+        return " ".join([escape_name(self.lhs), ARROW, *map(str, self.rhs)]).rstrip()
 
 
 class CnfOrigin(NamedTuple):

@@ -443,7 +443,9 @@ class Forest:
         words with the grammar's rules never enter a tree.
     scores : mapping ``{(i, j, A): float}``, optional
         A score per item; a tree's score is the sum over its nodes. Needed by
-        :meth:`best`, :meth:`kbest` and :meth:`score`.
+        :meth:`best`, :meth:`kbest` and :meth:`score`, unless the grammar is weighted:
+        then a tree's score is its log probability (the sum of its rules' log
+        probabilities), plus the item scores when given.
 
     Attributes
     ----------
@@ -488,6 +490,7 @@ class Forest:
         self.grammar = grammar
         self.words = Grammar.normalize_words(words)
         self._scores = scores
+        self._weights = grammar._log_prob_of if grammar.is_weighted else None
         n = len(self.words)
         order = grammar.nonterminal_index
         # edges[(i, j)][A]: the ways A derives words i..j-1 within the chart, cells in the
@@ -602,6 +605,8 @@ class Forest:
 
     def _score(self, item: Item) -> float:
         if self._scores is None:
+            if self._weights is not None:
+                return 0.0
             raise ValueError(
                 "this forest has no scores (the symbolic one): best and k-best trees are "
                 "defined on a D-CYK parse's decoder statistics; use tree(index) or iterate"
@@ -615,11 +620,12 @@ class Forest:
                 for a, es in cell.items():
                     top = -float("inf")
                     for e in es:
+                        w = self._edge_weight((i, j, a), e)
                         if e is None:
-                            top = max(top, 0.0)
+                            top = max(top, w)
                         else:
                             k, b, c = e
-                            top = max(top, best[(i, k, b)] + best[(k, j, c)])
+                            top = max(top, w + best[(i, k, b)] + best[(k, j, c)])
                     best[(i, j, a)] = self._score((i, j, a)) + top
             self._best = best
         return self._best
@@ -631,11 +637,12 @@ class Forest:
             own = self._score(item)
             heap: list[tuple[float, int, int, int]] = []
             for n, e in enumerate(self._edges[(item[0], item[1])][item[2]]):
+                w = own + self._edge_weight(item, e)
                 if e is None:
-                    heap.append((-own, n, 0, 0))
+                    heap.append((-w, n, 0, 0))
                 else:
                     left, right = self._children(item, e)
-                    heap.append((-(own + best[left] + best[right]), n, 0, 0))
+                    heap.append((-(w + best[left] + best[right]), n, 0, 0))
             heapq.heapify(heap)
             self._kbest[item] = ([], heap, {(n, 0, 0) for _, n, _, _ in heap})
         found, heap, seen = self._kbest[item]
@@ -654,7 +661,8 @@ class Forest:
                 if dl is None or dr is None:
                     continue
                 seen.add((n, na, nb))
-                heapq.heappush(heap, (-(self._score(item) + dl[0] + dr[0]), n, na, nb))
+                w = self._score(item) + self._edge_weight(item, e)
+                heapq.heappush(heap, (-(w + dl[0] + dr[0]), n, na, nb))
         return found[rank] if rank < len(found) else None
 
     def _build_ranked(self, item: Item, rank: int) -> Tree:
@@ -694,8 +702,21 @@ class Forest:
         return out
 
     def score(self, tree: Tree) -> float:
-        """The sum of the item scores of a CNF tree of this forest (a tree from ``cnf=True``)."""
-        return sum(self._score((i, j, label)) for label, i, j in tree.spans())
+        """The score of a CNF tree of this forest (a tree from ``cnf=True``): the sum of its
+        item scores, plus its rules' log probabilities when the grammar is weighted."""
+        total = sum(self._score((i, j, label)) for label, i, j in tree.spans())
+        if self._weights is not None:
+            total += sum(self._weights[rule] for rule in tree.productions())
+        return total
+
+    def _edge_weight(self, item: Item, edge: Edge) -> float:
+        """The log probability of the rule of ``edge`` into ``item`` (0 when unweighted)."""
+        if self._weights is None:
+            return 0.0
+        if edge is None:
+            return self._weights[Rule(item[2], (Symbol(self.words[item[0]], True),))]
+        _, b, c = edge
+        return self._weights[Rule(item[2], (Symbol(b, False), Symbol(c, False)))]
 
     # -- the closest tree ----------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.trees import Forest, Tree
+from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
 from fastdcyk.engine.decode import Statistics, chart_from_statistics, item_scores
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
@@ -82,13 +83,15 @@ class DCYKResult:
         """The trees of the decoded chart (:class:`~fastdcyk.cfg.trees.Forest`), scored.
 
         Built once, on first use. Its trees use rules of the grammar and items of the
-        decoded chart only, so each one is a parse of the sentence.
+        decoded chart only, so each one is a parse of the sentence. On a weighted grammar
+        a tree's score is its log probability; otherwise the sum of its :meth:`item_scores`.
         """
         cached = self.__dict__.get("_forest")
         if cached is None:
             if self.chart is None:
                 raise ValueError("this parse was not decoded (decode=False): it has no trees")
-            cached = Forest(self.grammar, self.words, self.chart, self.item_scores())
+            scores = None if self.grammar.is_weighted else self.item_scores()
+            cached = Forest(self.grammar, self.words, self.chart, scores)
             self.__dict__["_forest"] = cached
         return cached
 
@@ -105,9 +108,12 @@ class DCYKResult:
     def tree(self, *, cnf: bool = False) -> Tree | None:
         """The best tree of the decoded chart; None when the sentence is not recognized.
 
-        Best: the largest sum of :meth:`item_scores` over the tree's items (the log of the
-        product of the decoder's gate values). In the grammar the user wrote when the
-        parse's grammar came from ``to_cnf``, unless ``cnf=True``.
+        Best: on a weighted grammar (a PCFG), the most probable tree among those the
+        decoded chart admits (Viterbi CKY restricted to the chart,
+        :func:`~fastdcyk.cfg.viterbi.viterbi`; :meth:`best_parse` gives its log
+        probability); otherwise the largest sum of :meth:`item_scores` over the tree's items
+        (the log of the product of the decoder's gate values). In the grammar the user
+        wrote when the parse's grammar came from ``to_cnf``, unless ``cnf=True``.
 
         Examples
         --------
@@ -116,11 +122,41 @@ class DCYKResult:
         >>> print(r.tree())
         (S (D a) (S (D a) (E b)))
         """
+        if self.grammar.is_weighted:
+            return self.best_parse(cnf=cnf).tree
         return self.forest.best(cnf=cnf)
+
+    def best_parse(self, *, cnf: bool = False) -> ViterbiParse:
+        """On a weighted grammar, the most probable tree of the decoded chart and its log
+        probability: ``(tree, log_prob)``, ``(None, -inf)`` when there is none.
+
+        Raises
+        ------
+        ValueError
+            When the grammar has no probabilities, or the parse was not decoded.
+        """
+        if self.chart is None:
+            raise ValueError("this parse was not decoded (decode=False): it has no trees")
+        if not self.grammar.is_weighted:
+            raise ValueError(
+                "the grammar has no probabilities: tree() gives the best tree by the "
+                "decoder's scores; read a PCFG for the most probable tree"
+            )
+        key = "_best_cnf" if cnf else "_best"
+        cached = self.__dict__.get(key)
+        if cached is None:
+            cached = viterbi(self.grammar, self.words, chart=self.chart, cnf=cnf)
+            self.__dict__[key] = cached
+        return cached
 
     def trees(self, k: int, *, cnf: bool = False) -> list[Tree]:
         """The ``k`` best trees, best first (fewer when the chart admits fewer)."""
         return [tree for _, tree in self.forest.kbest(k, cnf=cnf)]
+
+    def scored_trees(self, k: int, *, cnf: bool = False) -> list[tuple[float, Tree]]:
+        """The ``k`` best trees with their scores, best first: on a weighted grammar each
+        tree's log probability, otherwise its sum of :meth:`item_scores`."""
+        return self.forest.kbest(k, cnf=cnf)
 
     def __repr__(self) -> str:
         o = self.options
