@@ -12,9 +12,11 @@ from fastdcyk import capacity, options, threads
 from fastdcyk.cfg.cyk import cyk, recognizes
 from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar, GrammarError, GrammarWarning
-from fastdcyk.cfg.metrics import Scores, cell_scores
+from fastdcyk.cfg.metrics import Scores, cell_scores, evalb
 from fastdcyk.cfg.random_grammar import random_grammar
+from fastdcyk.cfg.treebank import TreebankGrammar
 from fastdcyk.cfg.trees import Forest, Tree, bracket_scores, is_parse, un_cnf
+from fastdcyk.cfg.viterbi import inside, viterbi
 from fastdcyk.engine import DCYKOptions, DCYKResult, dcyk, estimate_memory
 from fastdcyk.engine.api import clear_caches, decode
 from fastdcyk.engine.batch import dcyk_batch
@@ -36,6 +38,7 @@ __all__ = [
     "Operator",
     "Scores",
     "Tree",
+    "TreebankGrammar",
     "__version__",
     "available_engines",
     "bracket_scores",
@@ -49,11 +52,14 @@ __all__ = [
     "decode",
     "decode_statistics",
     "estimate_memory",
+    "evalb",
     "generate",
     "is_parse",
     "get_engine",
+    "inside",
     "random_grammar",
     "recognizes",
     "threads",
     "un_cnf",
+    "viterbi",
 ]

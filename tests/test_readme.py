@@ -35,3 +35,15 @@ def test_readme_first_example_runs_and_draws_the_tree_it_shows():
     assert len(shown) >= 3, "the README shows no tree"
     assert "\n".join(shown) in "\n".join(printed)
     assert "True 1" in printed  # recognized, one tree
+
+
+def test_readme_pcfg_example_prints_what_it_shows():
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"  ```python\n(  pcfg = .*?)  ```", text, re.S)
+    assert block, "README.md has no PCFG example"
+    code = "\n".join(line[2:] for line in block.group(1).splitlines())
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile("import fastdcyk as fd\n" + code, str(README), "exec"), {})
+    shown = [line[2:] for line in code.splitlines() if line.startswith("# ")]
+    assert out.getvalue().splitlines() == shown

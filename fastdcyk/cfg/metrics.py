@@ -1,11 +1,19 @@
-"""Cell precision, recall and F1 of a decoded chart against the symbolic CYK chart."""
+"""Scores: cell precision, recall and F1 of a decoded chart against the symbolic CYK chart,
+and evalb's labelled brackets of a tree against a gold tree."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Scores", "cell_scores", "chart_triples"]
+__all__ = ["EVALB_DELETE", "Scores", "cell_scores", "chart_triples", "evalb", "labelled_brackets"]
+
+# evalb's COLLINS.prm: the labels of the words (and the root labels) left out of the scores
+EVALB_DELETE = frozenset({"TOP", "ROOT", "-NONE-", ",", ":", "``", "''", "."})
+# ... and the labels it counts as one
+EVALB_EQUAL = {"PRT": "ADVP"}
 
 Chart = Mapping[tuple[int, int], Iterable[str]]
 
@@ -119,3 +127,97 @@ def _complete_length(chart: Chart) -> int | None:
         return None
     n = max(j for _, j in chart)
     return n if len(chart) == n * (n + 1) // 2 else None
+
+
+def labelled_brackets(
+    tree: Any,
+    *,
+    delete: Iterable[str] = EVALB_DELETE,
+    equal: Mapping[str, str] = EVALB_EQUAL,
+) -> Counter[tuple[str, int, int]]:
+    """The labelled brackets ``(label, i, j)`` of a tree, counted as evalb counts them.
+
+    Words whose part-of-speech tag is in ``delete`` (punctuation, empty elements) are
+    removed and the positions counted without them; every phrase (not the part-of-speech
+    tags) with at least one word left gives a bracket, except those labelled in
+    ``delete`` (the root); labels in ``equal`` are renamed (``PRT`` counts as ``ADVP``).
+
+    Parameters
+    ----------
+    tree : Tree or nltk.Tree
+        Anything with ``label`` and ``children`` (or an ``nltk.Tree``); words are str.
+    delete : iterable of str
+        Default: evalb's COLLINS.prm (``TOP ROOT -NONE- , : `` '' .``).
+    equal : mapping of str to str
+        Default ``{"PRT": "ADVP"}``, as COLLINS.prm.
+
+    Returns
+    -------
+    collections.Counter
+        A multiset: a unary chain of equal labels over one span counts twice.
+
+    Examples
+    --------
+    >>> from fastdcyk.cfg.trees import Tree
+    >>> t = Tree.fromstring("(ROOT (S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .)))")
+    >>> sorted(labelled_brackets(t))
+    [('NP', 0, 2), ('S', 0, 3), ('VP', 2, 3)]
+    """
+    deleted = frozenset(delete)
+    out: Counter[tuple[str, int, int]] = Counter()
+
+    def label_of(node: Any) -> str:
+        return node.label() if callable(getattr(node, "label", None)) else node.label
+
+    def kids_of(node: Any) -> list[Any]:
+        return list(node) if callable(getattr(node, "label", None)) else list(node.children)
+
+    def walk(node: Any, i: int) -> int:
+        kids = kids_of(node)
+        label = label_of(node)
+        if len(kids) == 1 and isinstance(kids[0], str):  # a part-of-speech tag
+            return i if label in deleted else i + 1
+        j = i
+        for kid in kids:
+            j = j if isinstance(kid, str) else walk(kid, j)
+        if j > i and label not in deleted:
+            out[(equal.get(label, label), i, j)] += 1
+        return j
+
+    walk(tree, 0)
+    return out
+
+
+def evalb(gold: Any, test: Any | None, **options: Any) -> Scores:
+    """Labelled bracket counts of ``test`` against ``gold``, as evalb counts them.
+
+    Parameters
+    ----------
+    gold : Tree or nltk.Tree
+    test : Tree, nltk.Tree or None
+        None (no parse) scores its brackets as missed.
+    **options
+        ``delete`` and ``equal``, as :func:`labelled_brackets`.
+
+    Returns
+    -------
+    Scores
+        ``tp`` matched brackets (multiset intersection), ``gold`` and ``predicted`` the
+        brackets of each tree; they add up over sentences (evalb's bracketing P/R/F1).
+
+    Examples
+    --------
+    >>> from fastdcyk.cfg.trees import Tree
+    >>> gold = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VBZ barks) (ADVP (RB loud))))")
+    >>> test = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VBZ barks)) (ADVP (RB loud)))")
+    >>> s = evalb(gold, test)
+    >>> s.tp, s.gold, s.predicted
+    (3, 4, 4)
+    """
+    want = labelled_brackets(gold, **options)
+    if test is None:
+        return Scores(tp=0, gold=sum(want.values()), predicted=0)
+    got = labelled_brackets(test, **options)
+    return Scores(
+        tp=sum((want & got).values()), gold=sum(want.values()), predicted=sum(got.values())
+    )

@@ -1,6 +1,6 @@
 """The ``fastdcyk`` command line: one module per subcommand (:mod:`.parse`,
-:mod:`.experiment`, :mod:`.plot`, :mod:`.capacity`, :mod:`.demo`), what they share in
-:mod:`.common`.
+:mod:`.experiment`, :mod:`.plot`, :mod:`.capacity`, :mod:`.demo`, :mod:`.treebank`), what
+they share in :mod:`.common`.
 
 Subcommands:
 
@@ -16,6 +16,9 @@ Subcommands:
   JSON Lines results file, on a process pool or a dask cluster, or (``--backend torch
   --device cuda``) in batches on one GPU; a summary table at the end.
 - ``fastdcyk plot RESULTS...``: the paper's three figures (PNG and SVG) and their tables.
+- ``fastdcyk treebank --train FILES --test FILES [--dim D ...]``: a PCFG induced from
+  bracketed trees, evaluated with evalb's labelled brackets (symbolic Viterbi, and D-CYK at
+  the dimensions given).
 
 Exit status: 0 on success; 2 for a bad argument (with a message that says what was wrong,
 including a results file written for another configuration, and a figures folder that
@@ -39,7 +42,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastdcyk.cfg.grammar import GrammarWarning
-from fastdcyk.cli import capacity, demo, experiment, parse, plot
+from fastdcyk.cli import capacity, demo, experiment, parse, plot, treebank
 from fastdcyk.cli.common import (
     Interrupted,
     RunError,
@@ -74,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in (demo, parse, experiment, plot, capacity):
+    for module in (demo, parse, experiment, plot, capacity, treebank):
         module.add_parser(sub)
     return parser
 

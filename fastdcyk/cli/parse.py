@@ -93,7 +93,9 @@ def _cmd_parse(args: argparse.Namespace) -> int:
             " but not decoded, and the best tree's symbol there; --chart full prints them all)"
         )
         _print_errors(result.chart, gold)
-    if args.tree or args.k is not None:
+    if grammar.is_weighted and args.k is None:
+        _print_most_probable(result, ascii=args.ascii)
+    elif args.tree or args.k is not None:
         _print_trees(result, gold, args.k or 1, ascii=args.ascii)
     if args.plot is not None:
         from fastdcyk.plots import FigureWriteError, figure_parse, save_figure
@@ -127,6 +129,33 @@ def _items(chart: Any, other: Any) -> list[tuple[int, int, str]]:
     )
 
 
+def _print_most_probable(result: Any, *, ascii: bool) -> None:
+    """On a weighted grammar: the most probable tree of the decoded chart, its log
+    probability, and whether symbolic Viterbi over the grammar finds the same."""
+    from fastdcyk.cfg.viterbi import viterbi
+
+    best = result.best_parse()
+    symbolic = viterbi(result.grammar, result.words)
+    if best.tree is None:
+        why = (
+            "the grammar does not derive the sentence (symbolic Viterbi agrees)"
+            if symbolic.tree is None
+            else "the decoded chart holds no derivation over the whole sentence"
+        )
+        print(f"\nno tree: {why}")
+        return
+    same = (
+        "the most probable tree of the grammar too"
+        if best.log_prob == symbolic.log_prob
+        else f"symbolic Viterbi's best has {symbolic.log_prob:.4f}"
+    )
+    print(
+        f"\nmost probable tree of the decoded chart (log probability {best.log_prob:.4f}; {same}):"
+    )
+    print(best.tree.pretty(ascii=ascii))
+    print(best.tree)
+
+
 def _print_trees(result: Any, gold: Any, k: int, *, ascii: bool) -> None:
     """The k best trees of the decoded chart, drawn and bracketed."""
     forest = result.forest
@@ -141,7 +170,11 @@ def _print_trees(result: Any, gold: Any, k: int, *, ascii: bool) -> None:
         return
     print(f"\nthe decoded chart admits {forest.count} tree{'s' if forest.count != 1 else ''}")
     for rank, (score, tree) in enumerate(forest.kbest(k), 1):
-        print(f"\ntree {rank} (score {score:.4g}, the sum of the log gate values of its items):")
+        if result.grammar.is_weighted:
+            shown = f"log probability {score:.4f}"
+        else:
+            shown = f"score {score:.4g}, the sum of the log gate values of its items"
+        print(f"\ntree {rank} ({shown}):")
         print(tree.pretty(ascii=ascii))
         print(tree)
 
@@ -181,7 +214,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--tree",
         action="store_true",
         help="also print the best tree of the decoded chart (in the grammar as written, "
-        "when it went through --to-cnf)",
+        "when it went through --to-cnf); on a probabilistic grammar the most probable tree "
+        "is always printed",
     )
     p.add_argument(
         "--k", type=positive_int, metavar="K", help="print the K best trees (implies --tree)"

@@ -1,0 +1,61 @@
+"""The command line on probabilistic grammars: ``fastdcyk parse`` prints the most probable
+tree, ``fastdcyk treebank`` induces a PCFG and scores a split."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import fastdcyk as fd
+from fastdcyk.cli import main
+
+BANK = Path(__file__).parent.parent / "data" / "mini_treebank.mrg"
+PCFG = """S -> NP VP [1.0]
+NP -> NP PP [0.2] | 'john' [0.3] | 'mary' [0.2] | Det N [0.3]
+PP -> P NP [1.0]
+VP -> V NP [0.6] | VP PP [0.4]
+V -> 'saw' [1.0]
+P -> 'with' [1.0]
+Det -> 'the' [0.5] | 'a' [0.5]
+N -> 'man' [0.5] | 'telescope' [0.5]
+"""
+
+
+def test_parse_on_a_pcfg_prints_the_most_probable_tree(tmp_path, capsys):
+    path = tmp_path / "pp.cfg"
+    path.write_text(PCFG)
+    words = "john saw the man with a telescope".split()
+    assert main(["parse", "--grammar", str(path), "--dim", "256", *words]) == 0
+    out = capsys.readouterr().out
+    best = fd.viterbi(fd.Grammar.from_string(PCFG), words)
+    assert f"log probability {best.log_prob:.4f}; the most probable tree of the grammar" in out
+    assert f"\n{best.tree}\n" in out
+    assert main(["parse", "--grammar", str(path), "--dim", "256", "--k", "2", *words]) == 0
+    out = capsys.readouterr().out
+    assert "tree 2 (log probability" in out and "gate values" not in out
+
+
+def test_treebank_induces_scores_and_writes(tmp_path, capsys):
+    grammar, records = tmp_path / "g.cfg", tmp_path / "out.jsonl"
+    argv = ["treebank", "--train", str(BANK), "--test", str(BANK), "--rare", "0"]
+    assert main([*argv, "--dim", "256", "--save", str(grammar), "--out", str(records)]) == 0
+    out = capsys.readouterr().out
+    assert "symbolic Viterbi" in out and "D-CYK" in out
+    assert "6/6" in out  # every test sentence parsed, and D-CYK found Viterbi's tree
+    saved = fd.Grammar.from_file(grammar, cnf="allow")
+    assert saved.is_weighted and saved.start == "ROOT"
+    lines = [json.loads(line) for line in records.read_text().splitlines()]
+    assert len(lines) == 12 and {r["parser"] for r in lines} == {"symbolic Viterbi", "D-CYK"}
+    total = sum(r["tp"] for r in lines if r["parser"] == "D-CYK")
+    assert total == sum(r["tp"] for r in lines if r["parser"] == "symbolic Viterbi") > 0
+
+
+def test_treebank_bad_input_is_a_message_not_a_traceback(tmp_path, capsys):
+    assert main(["treebank", "--train", str(tmp_path / "missing.mrg")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    bad = tmp_path / "bad.mrg"
+    bad.write_text("((S (NP a)")
+    assert main(["treebank", "--train", str(bad)]) == 2
+    assert "not closed" in capsys.readouterr().err
+    assert main(["treebank", "--train", str(BANK), "--test", str(BANK), "--max-length", "1"]) == 2
+    assert "no sentence" in capsys.readouterr().err
