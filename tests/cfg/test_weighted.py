@@ -7,9 +7,12 @@ import itertools
 import math
 import pickle
 import random
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fastdcyk as fd
 from fastdcyk.cfg.cyk import UnknownWordError
@@ -300,3 +303,29 @@ def test_evalb_brackets_equal_a_hand_count():
     assert (s.tp, s.gold, s.predicted) == (2, 5, 4)
     assert evalb(gold, None) == fd.Scores(0, 5, 0)
     assert labelled_brackets(gold.to_nltk()) == labelled_brackets(gold)
+
+
+_names = st.text(
+    alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zs", "Zl", "Zp")),
+    min_size=1,
+    max_size=6,
+).filter(lambda s: not any(c.isspace() for c in s) and s.isprintable())
+
+
+@settings(max_examples=150, deadline=None)
+@given(left=_names, right=_names, prob=st.floats(min_value=1e-6, max_value=1.0))
+def test_any_name_and_probability_survive_the_text_format(left, right, prob):
+    rules = [
+        Rule(left, (Symbol(right, False), Symbol(right, False))),
+        Rule(left, (Symbol("x", True),)),
+        Rule(right, (Symbol("y", True),)),
+    ]
+    if left == right:
+        rules = rules[:2]
+    probs = [prob, 1.0 - prob if prob < 1.0 else 1.0, 1.0][: len(rules)]
+    if probs[1] <= 0.0:
+        probs[1] = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GrammarWarning)
+        g = Grammar(rules, probs=probs)
+        assert Grammar.from_string(g.to_string()) == g

@@ -1,0 +1,94 @@
+"""A treebank PCFG: D-CYK's most probable tree against NLTK's ViterbiParser, same grammar.
+
+The grammar is induced from the Penn Treebank sample's files 0001-0179 when
+``FASTDCYK_TREEBANK`` gives its folder (fastdcyk does not ship it; ``TreebankGrammar.
+from_trees``, horizontal Markovisation 1, rare words as classes), and the sentence is the
+first test sentence (files 0180-0199) of 20 words. Target (docs/performance.md), in the
+same run: D-CYK at d = 1024 (default variant, after a warm-up parse of another sentence,
+one thread) takes less time than NLTK's ViterbiParser on the same sentence and grammar; the
+symbolic Viterbi CKY of fastdcyk is timed beside them.
+
+Run for real with
+
+    FASTDCYK_TREEBANK=PATH/treebank python -m pytest benchmarks/bench_treebank.py \\
+        --benchmark-enable -p no:cacheprovider
+
+Under ``--benchmark-disable`` (the default) the body runs once as a smoke test, on the
+hand-made treebank of tests/data at d = 64.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import fastdcyk as fd
+from fastdcyk import threads
+from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
+
+TREEBANK = os.environ.get("FASTDCYK_TREEBANK")
+MINI = Path(__file__).resolve().parents[1] / "tests" / "data" / "mini_treebank.mrg"
+
+
+def _material(timing: bool) -> tuple[TreebankGrammar, tuple[str, ...], tuple[str, ...]]:
+    """The grammar, the timed sentence and a warm-up sentence."""
+    if timing and TREEBANK:
+        files = sorted(Path(TREEBANK).glob("wsj_*.mrg"))
+        number = {f: int(f.stem.split("_")[1]) for f in files}
+        tb = TreebankGrammar.from_trees([f for f in files if number[f] <= 179])
+        test = [clean(t) for f in files if number[f] >= 180 for t in read_trees(f)]
+        sentences = [t.leaves() for t in test if t is not None]
+        timed = next(s for s in sentences if len(s) == 20)
+        warm = next(s for s in sentences if len(s) == 10)
+        return tb, timed, warm
+    trees = [clean(t) for t in read_trees(MINI)]
+    return TreebankGrammar.from_trees(MINI, rare=0), trees[1].leaves(), trees[0].leaves()
+
+
+def _nltk_parser(nltk, pcfg):
+    """NLTK's ViterbiParser without its time limit (recent NLTK stops it after 5 s by default)."""
+    try:
+        return nltk.ViterbiParser(pcfg, max_time=None)
+    except TypeError:  # an NLTK without the limit
+        return nltk.ViterbiParser(pcfg)
+
+
+@pytest.mark.benchmark(group="treebank PCFG: most probable tree")
+def test_dcyk_against_nltk_viterbi_parser(benchmark, timing):
+    nltk = pytest.importorskip("nltk")
+    if timing and not TREEBANK:
+        pytest.skip("set FASTDCYK_TREEBANK to the Penn Treebank sample's folder")
+    tb, sentence, warm = _material(timing)
+    d = 1024 if timing else 64
+    words, warm_words = tb.words(sentence), tb.words(warm)
+    with threads.limit(1):
+        fd.dcyk(tb.grammar, warm_words, d=d, progress=False)  # warm: codebook, tables
+        result = benchmark.pedantic(
+            lambda: fd.dcyk(tb.grammar, words, d=d, progress=False), rounds=1, iterations=1
+        )
+        dcyk_s = benchmark.stats.stats.max if benchmark.stats else float("nan")
+        t0 = time.perf_counter()
+        symbolic = fd.viterbi(tb.grammar, words)
+        viterbi_s = time.perf_counter() - t0
+        parser = _nltk_parser(nltk, tb.grammar.to_nltk())
+        t0 = time.perf_counter()
+        (theirs,) = list(parser.parse(list(words)))
+        nltk_s = time.perf_counter() - t0
+    best = result.best_parse()
+    benchmark.extra_info.update(
+        {
+            "words": len(words),
+            "d": d,
+            "dcyk_s": dcyk_s,
+            "viterbi_s": viterbi_s,
+            "nltk_viterbi_parser_s": nltk_s,
+            "same_tree": best.log_prob == symbolic.log_prob,
+        }
+    )
+    # NLTK's log probabilities are base 2
+    assert theirs.logprob() * 0.6931471805599453 == pytest.approx(symbolic.log_prob, abs=1e-6)
+    if timing:
+        assert dcyk_s < nltk_s, f"D-CYK {dcyk_s:.2f} s, NLTK's ViterbiParser {nltk_s:.2f} s"

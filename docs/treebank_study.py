@@ -1,0 +1,173 @@
+"""The treebank study of docs/results.md: a PCFG induced from the Penn Treebank sample, its
+most probable trees by symbolic Viterbi CKY, by D-CYK (Viterbi over the decoded chart) and by
+NLTK's ViterbiParser, scored with evalb's labelled brackets.
+
+Train on files 0001-0179, test on every sentence of files 0180-0199 of at most 25 words
+(unknown words included). Each (parser, d, sentence) is one record of
+``docs/treebank_study.json``, so a run resumes where it stopped. The treebank sample may not
+be copied into the project: give its folder.
+
+Usage::
+
+    python docs/treebank_study.py --treebank PATH/treebank --parser viterbi
+    python docs/treebank_study.py --treebank PATH/treebank --parser dcyk --dim 2048
+    python docs/treebank_study.py --treebank PATH/treebank --parser nltk --length 20
+    python docs/treebank_study.py --table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+import fastdcyk as fd
+from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "treebank_study.json"
+MAX_LEN = 25
+
+
+def split(folder: Path) -> tuple[list[Path], list[Path]]:
+    files = sorted(folder.glob("wsj_*.mrg"))
+    number = {f: int(f.stem.split("_")[1]) for f in files}
+    return [f for f in files if number[f] <= 179], [f for f in files if number[f] >= 180]
+
+
+def _nltk_parser(nltk, pcfg):
+    """NLTK's ViterbiParser without its time limit (recent NLTK stops it after 5 s by default)."""
+    try:
+        return nltk.ViterbiParser(pcfg, max_time=None)
+    except TypeError:  # an NLTK without the limit
+        return nltk.ViterbiParser(pcfg)
+
+
+def run(args: argparse.Namespace) -> None:
+    fd.threads.set_threads(1)
+    done = json.loads(OUT.read_text()) if OUT.exists() else {}
+    train, test = split(Path(args.treebank))
+    t0 = time.perf_counter()
+    tb = TreebankGrammar.from_trees(train)
+    print(f"{tb} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    gold = [g for g in (clean(t) for t in read_trees(test)) if g is not None]
+    gold = [(k, g) for k, g in enumerate(gold) if len(g.leaves()) <= MAX_LEN]
+    if args.length is not None:
+        gold = [(k, g) for k, g in gold if len(g.leaves()) == args.length]
+    if args.limit is not None:
+        gold = gold[: args.limit]
+    name = args.parser if args.parser != "dcyk" else f"dcyk-{args.dim}"
+    parser = None
+    if args.parser == "nltk":
+        import nltk
+
+        parser = _nltk_parser(nltk, tb.grammar.to_nltk())
+    for k, g in tqdm(gold, desc=name):
+        key = f"{name}|{k}"
+        if key in done:
+            continue
+        sentence = g.leaves()
+        words = tb.words(sentence)
+        symbolic = fd.viterbi(tb.grammar, words)
+        t1 = time.perf_counter()
+        extra = {}
+        if args.parser == "viterbi":
+            best = symbolic
+        elif args.parser == "nltk":
+            trees = list(parser.parse(list(words)))
+            # NLTK's logprob is base 2; its tree is of the CNF grammar
+            logp = trees[0].logprob() * math.log(2) if trees else -math.inf
+            tree = fd.un_cnf(fd.Tree.from_nltk(trees[0]), tb.grammar) if trees else None
+            best = fd.cfg.viterbi.ViterbiParse(tree, logp)
+        else:
+            result = fd.dcyk(tb.grammar, words, d=args.dim, seed=0, progress=False)
+            best = result.best_parse()
+            gold_chart = fd.cyk(tb.grammar, words)
+            cells = fd.cell_scores(gold_chart, result.chart)
+            extra = {
+                "cell_tp": cells.tp,
+                "cell_gold": cells.gold,
+                "cell_predicted": cells.predicted,
+            }
+        seconds = time.perf_counter() - t1
+        tree = tb.to_treebank(best.tree, sentence)
+        scores = fd.evalb(g, tree)
+        done[key] = {
+            "parser": name,
+            "d": args.dim if args.parser == "dcyk" else None,
+            "sentence": k,
+            "words": len(sentence),
+            "unknown": len(tb.unknown(sentence)),
+            "log_prob": None if math.isinf(best.log_prob) else best.log_prob,
+            "viterbi_log_prob": None if math.isinf(symbolic.log_prob) else symbolic.log_prob,
+            "same": best.log_prob == symbolic.log_prob
+            or abs(best.log_prob - symbolic.log_prob) < 1e-9,
+            "tp": scores.tp,
+            "gold": scores.gold,
+            "predicted": scores.predicted,
+            "seconds": seconds,
+            **extra,
+        }
+        OUT.write_text(json.dumps(done, indent=0, sort_keys=True))
+
+
+def table() -> None:
+    done = json.loads(OUT.read_text())
+    by: dict[str, list[dict]] = {}
+    for e in done.values():
+        by.setdefault(e["parser"], []).append(e)
+    print(
+        "| parser | sentences | parsed | bracket P | bracket R | bracket F1 | = Viterbi | "
+        "cell F1 | s/sentence |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name in sorted(by, key=lambda n: (n != "viterbi", n != "nltk", len(n), n)):
+        rows = by[name]
+        s = fd.Scores(
+            sum(r["tp"] for r in rows),
+            sum(r["gold"] for r in rows),
+            sum(r["predicted"] for r in rows),
+        )
+        parsed = sum(r["log_prob"] is not None for r in rows)
+        same = sum(r["same"] for r in rows)
+        cells = (
+            ""
+            if "cell_tp" not in rows[0]
+            else "{:.5f}".format(
+                fd.Scores(
+                    sum(r["cell_tp"] for r in rows),
+                    sum(r["cell_gold"] for r in rows),
+                    sum(r["cell_predicted"] for r in rows),
+                ).f1
+            )
+        )
+        sec = sum(r["seconds"] for r in rows) / len(rows)
+        print(
+            f"| {name} | {len(rows)} | {parsed} | {s.precision:.4f} | {s.recall:.4f} | "
+            f"{s.f1:.4f} | {same}/{len(rows)} | {cells} | {sec:.2f} |"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--treebank", help="the folder of wsj_0001.mrg .. wsj_0199.mrg")
+    ap.add_argument("--parser", choices=("viterbi", "dcyk", "nltk"), default="viterbi")
+    ap.add_argument("--dim", type=int, default=2048)
+    ap.add_argument("--length", type=int, help="only the test sentences of this many words")
+    ap.add_argument("--limit", type=int, help="only the first N test sentences")
+    ap.add_argument("--table", action="store_true")
+    args = ap.parse_args()
+    if args.table:
+        table()
+    elif args.treebank is None:
+        ap.error("--treebank or --table")
+    else:
+        run(args)
+
+
+if __name__ == "__main__":
+    main()
