@@ -17,7 +17,8 @@ The pieces live in modules of their own, which this one brings together:
 :mod:`fastdcyk.cfg.symbols` (the value types :class:`Symbol`, :class:`Rule`,
 :class:`CnfOrigin`, :class:`GrammarError`, :class:`GrammarWarning`, re-exported here),
 :mod:`fastdcyk.cfg.reader` (the text format), :mod:`fastdcyk.cfg.cnf` (the conversion to
-CNF) and :mod:`fastdcyk.cfg.masks` (the bitsets of symbolic CYK).
+CNF), :mod:`fastdcyk.cfg.weights` (a probabilistic grammar's weights) and
+:mod:`fastdcyk.cfg.masks` (the bitsets of symbolic CYK).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from fastdcyk.cfg.symbols import (
     nfc,
     valid_name,
 )
+from fastdcyk.cfg.weights import check_sums, log_weights
 
 __all__ = ["CnfOrigin", "Grammar", "GrammarError", "GrammarWarning", "Rule", "Symbol"]
 
@@ -180,7 +182,7 @@ class Grammar:
         if cnf not in _CNF_MODES:
             raise ValueError(f"cnf must be one of {_CNF_MODES}, not {cnf!r}")
         given = [Rule(nfc(r.lhs), tuple(Symbol(nfc(name), t) for name, t in r.rhs)) for r in rules]
-        weights, linear = _log_weights(given, probs, log_probs)
+        weights, linear = log_weights(given, probs, log_probs)
         rules = tuple(dict.fromkeys(given))
         if not rules:
             raise GrammarError("the grammar has no rules")
@@ -220,7 +222,7 @@ class Grammar:
                 **({"probs": linear} if linear else {"log_probs": weights}),
             )
             if weights is not None and probs is not None:
-                _check_sums(general)
+                check_sums(general)
             cnf_form = general.to_cnf()
             self._init(cnf_form.rules, cnf_form.start, cnf_form.nonterminals, cnf_form.terminals)
             self._weigh(cnf_form.log_probs, cnf_form.probs)
@@ -229,7 +231,7 @@ class Grammar:
         self._init(rules, start, tuple(nonterminals), tuple(terminals))
         self._weigh(weights, linear)
         if weights is not None and probs is not None:
-            _check_sums(self)
+            check_sums(self)
 
     def _weigh(self, weights: tuple[float, ...] | None, linear: tuple[float, ...] | None) -> None:
         put = object.__setattr__
@@ -1002,67 +1004,3 @@ def _restore(
         origin = CnfOrigin(made, helpers, MappingProxyType(nullable), MappingProxyType(steps))
         object.__setattr__(grammar, "origin", origin)
     return grammar
-
-
-def _log_weights(
-    rules: list[Rule],
-    probs: Iterable[float] | Mapping[Rule, float] | None,
-    log_probs: Iterable[float] | Mapping[Rule, float] | None,
-) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
-    """The rules' log weights from ``probs`` or ``log_probs`` (aligned with ``rules``), and
-    the probabilities as given (None unless ``probs``)."""
-    if probs is not None and log_probs is not None:
-        raise ValueError("give probs or log_probs, not both")
-    given = probs if probs is not None else log_probs
-    if given is None:
-        return None, None
-    what = "probs" if probs is not None else "log_probs"
-    if isinstance(given, Mapping):
-        by_rule = {
-            Rule(nfc(r.lhs), tuple(Symbol(nfc(n), t) for n, t in r.rhs)): v
-            for r, v in given.items()
-        }
-        missing = [r for r in rules if r not in by_rule]
-        if missing:
-            raise GrammarError(f"{what} gives no value for rule '{missing[0]}'")
-        values = [by_rule[r] for r in rules]
-    else:
-        values = list(given)
-        if len(values) != len(rules):
-            raise GrammarError(f"{what} has {len(values)} values for {len(rules)} rules")
-    out, linear = [], []
-    for rule, value in zip(rules, values, strict=True):
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise GrammarError(f"the weight of rule '{rule}' is {value!r}, not a number") from None
-        if probs is not None:
-            if not 0.0 < value <= 1.0:
-                raise GrammarError(
-                    f"the probability of rule '{rule}' is {value!r}, outside (0, 1]: a rule "
-                    "of probability 0 is left out"
-                )
-            linear.append(value)
-            value = math.log(value)
-        elif not math.isfinite(value):
-            raise GrammarError(f"the log weight of rule '{rule}' is {value!r}, not finite")
-        out.append(value)
-    return tuple(out), (tuple(linear) if probs is not None else None)
-
-
-def _check_sums(grammar: Grammar) -> None:
-    """A warning naming the left sides whose rule probabilities do not add up to 1."""
-    totals: dict[str, float] = {}
-    for rule, logp in zip(grammar.rules, grammar.log_probs or (), strict=True):
-        totals[rule.lhs] = totals.get(rule.lhs, 0.0) + math.exp(logp)
-    off = [(lhs, total) for lhs, total in totals.items() if abs(total - 1.0) > 1e-6]
-    if off:
-        shown = ", ".join(f"{escape_name(a)} ({t:.6g})" for a, t in off[:3])
-        more = f" and {len(off) - 3} more" if len(off) > 3 else ""
-        warnings.warn(
-            f"the probabilities of the rules of {shown}{more} do not add up to 1: the grammar "
-            "is not a proper PCFG (its most probable trees are defined, its sentence "
-            "probabilities are not probabilities)",
-            GrammarWarning,
-            stacklevel=4,
-        )

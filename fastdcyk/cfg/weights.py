@@ -1,0 +1,82 @@
+"""The weights of a probabilistic grammar: probabilities or log weights given to
+:class:`~fastdcyk.cfg.grammar.Grammar`, checked and brought to one form.
+
+``log_weights`` turns ``probs=`` or ``log_probs=`` (a sequence aligned with the rules, or a
+mapping by rule) into the rules' log weights and the probabilities as given; ``check_sums``
+warns where a left side's probabilities do not add up to 1.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from fastdcyk.cfg.symbols import GrammarError, GrammarWarning, Rule, Symbol, escape_name, nfc
+
+__all__ = ["check_sums", "log_weights"]
+
+
+def log_weights(
+    rules: list[Rule],
+    probs: Iterable[float] | Mapping[Rule, float] | None,
+    log_probs: Iterable[float] | Mapping[Rule, float] | None,
+) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
+    """The rules' log weights from ``probs`` or ``log_probs`` (aligned with ``rules``), and
+    the probabilities as given (None unless ``probs``)."""
+    if probs is not None and log_probs is not None:
+        raise ValueError("give probs or log_probs, not both")
+    given = probs if probs is not None else log_probs
+    if given is None:
+        return None, None
+    what = "probs" if probs is not None else "log_probs"
+    if isinstance(given, Mapping):
+        by_rule = {
+            Rule(nfc(r.lhs), tuple(Symbol(nfc(n), t) for n, t in r.rhs)): v
+            for r, v in given.items()
+        }
+        missing = [r for r in rules if r not in by_rule]
+        if missing:
+            raise GrammarError(f"{what} gives no value for rule '{missing[0]}'")
+        values = [by_rule[r] for r in rules]
+    else:
+        values = list(given)
+        if len(values) != len(rules):
+            raise GrammarError(f"{what} has {len(values)} values for {len(rules)} rules")
+    out, linear = [], []
+    for rule, value in zip(rules, values, strict=True):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise GrammarError(f"the weight of rule '{rule}' is {value!r}, not a number") from None
+        if probs is not None:
+            if not 0.0 < value <= 1.0:
+                raise GrammarError(
+                    f"the probability of rule '{rule}' is {value!r}, outside (0, 1]: a rule "
+                    "of probability 0 is left out"
+                )
+            linear.append(value)
+            value = math.log(value)
+        elif not math.isfinite(value):
+            raise GrammarError(f"the log weight of rule '{rule}' is {value!r}, not finite")
+        out.append(value)
+    return tuple(out), (tuple(linear) if probs is not None else None)
+
+
+def check_sums(grammar: Any) -> None:
+    """A warning naming the left sides whose rule probabilities do not add up to 1."""
+    totals: dict[str, float] = {}
+    for rule, logp in zip(grammar.rules, grammar.log_probs or (), strict=True):
+        totals[rule.lhs] = totals.get(rule.lhs, 0.0) + math.exp(logp)
+    off = [(lhs, total) for lhs, total in totals.items() if abs(total - 1.0) > 1e-6]
+    if off:
+        shown = ", ".join(f"{escape_name(a)} ({t:.6g})" for a, t in off[:3])
+        more = f" and {len(off) - 3} more" if len(off) > 3 else ""
+        warnings.warn(
+            f"the probabilities of the rules of {shown}{more} do not add up to 1: the grammar "
+            "is not a proper PCFG (its most probable trees are defined, its sentence "
+            "probabilities are not probabilities)",
+            GrammarWarning,
+            stacklevel=4,
+        )
