@@ -72,28 +72,31 @@ def run(args: argparse.Namespace) -> None:
             continue
         sentence = g.leaves()
         words = tb.words(sentence)
-        symbolic = fd.viterbi(tb.grammar, words)
         t1 = time.perf_counter()
+        symbolic = fd.viterbi(tb.grammar, words)
+        seconds = time.perf_counter() - t1
         extra = {}
         if args.parser == "viterbi":
             best = symbolic
         elif args.parser == "nltk":
+            t1 = time.perf_counter()
             trees = list(parser.parse(list(words)))
+            seconds = time.perf_counter() - t1
             # NLTK's logprob is base 2; its tree is of the CNF grammar
             logp = trees[0].logprob() * math.log(2) if trees else -math.inf
             tree = fd.un_cnf(fd.Tree.from_nltk(trees[0]), tb.grammar) if trees else None
             best = fd.cfg.viterbi.ViterbiParse(tree, logp)
         else:
+            t1 = time.perf_counter()
             result = fd.dcyk(tb.grammar, words, d=args.dim, seed=0, progress=False)
             best = result.best_parse()
-            gold_chart = fd.cyk(tb.grammar, words)
-            cells = fd.cell_scores(gold_chart, result.chart)
+            seconds = time.perf_counter() - t1
+            cells = fd.cell_scores(fd.cyk(tb.grammar, words), result.chart)
             extra = {
                 "cell_tp": cells.tp,
                 "cell_gold": cells.gold,
                 "cell_predicted": cells.predicted,
             }
-        seconds = time.perf_counter() - t1
         tree = tb.to_treebank(best.tree, sentence)
         scores = fd.evalb(g, tree)
         done[key] = {
