@@ -10,20 +10,12 @@ import fastdcyk as fd
 from fastdcyk.cli import main
 
 BANK = Path(__file__).parent.parent / "data" / "mini_treebank.mrg"
-PCFG = """S -> NP VP [1.0]
-NP -> NP PP [0.2] | 'john' [0.3] | 'mary' [0.2] | Det N [0.3]
-PP -> P NP [1.0]
-VP -> V NP [0.6] | VP PP [0.4]
-V -> 'saw' [1.0]
-P -> 'with' [1.0]
-Det -> 'the' [0.5] | 'a' [0.5]
-N -> 'man' [0.5] | 'telescope' [0.5]
-"""
+PCFG_FILE = Path(__file__).parent.parent / "data" / "pp.pcfg"
+PCFG = PCFG_FILE.read_text()
 
 
 def test_parse_on_a_pcfg_prints_the_most_probable_tree(tmp_path, capsys):
-    path = tmp_path / "pp.cfg"
-    path.write_text(PCFG)
+    path = PCFG_FILE
     words = "john saw the man with a telescope".split()
     assert main(["parse", "--grammar", str(path), "--dim", "256", *words]) == 0
     out = capsys.readouterr().out

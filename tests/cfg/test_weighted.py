@@ -8,6 +8,7 @@ import math
 import pickle
 import random
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,14 +24,7 @@ from fastdcyk.cfg.viterbi import inside, viterbi
 
 nltk = pytest.importorskip("nltk")
 
-PP = """S -> NP VP [1.0]
-NP -> NP PP [0.2] | 'john' [0.3] | 'mary' [0.2] | Det N [0.3]
-PP -> P NP [1.0]
-VP -> V NP [0.6] | VP PP [0.4]
-V -> 'saw' [1.0]
-P -> 'with' [1.0]
-Det -> 'the' [0.5] | 'a' [0.5]
-N -> 'man' [0.5] | 'telescope' [0.5]"""
+PP = (Path(__file__).parent.parent / "data" / "pp.pcfg").read_text()
 
 # not in CNF: unit rules (a chain and a diamond), a long rule, a terminal inside a long rule
 GENERAL = """S -> NP VP [0.7] | VP [0.2] | 'yes' 'sir' [0.1]
