@@ -12,7 +12,8 @@ model predicts every point on the same sentences with the same codebooks. Studie
   of the grammar's target (ATIS 11-20 words, CommandTalk 5-15, the treebank grammar 5-12),
   100 sentences per point (50 at d = 4096, but on ATIS and CommandTalk, which ran first);
 - ``lengths``: F1 and exact tables against the sentence length (2 to 30 words, in bins of
-  five) at one d (1024; 2048 for the treebank grammar);
+  five) at one d (1024; 2048 for the treebank grammar), 20 sentences per bin (10 for the
+  treebank grammar, whose long sentences have cells of thousands of symbols);
 - ``agreement``: the capacity model against measurement at lengths 5, 10 and 20, d = 512
   and 1024, two codebooks (ATIS and CommandTalk).
 
@@ -26,6 +27,7 @@ Usage (docs/results.md gives the runs behind its tables)::
     python docs/readback_study.py --grammar commandtalk --study lengths
     python docs/readback_study.py --grammar ptb --path PATH/ptb_sample.cfg --study dims
     python docs/readback_study.py --plot
+    python docs/readback_study.py --table
 """
 
 from __future__ import annotations
@@ -43,10 +45,10 @@ import fastdcyk as fd
 HERE = Path(__file__).resolve().parent
 COMMANDTALK = HERE.parent / "tests" / "data" / "commandtalk.cfg.gz"
 GRAMMARS = {
-    # name: (encoding, target lengths, d of the length study)
-    "atis": ("utf-8", (11, 20), 1024),
-    "commandtalk": ("latin-1", (5, 15), 1024),
-    "ptb": ("utf-8", (5, 12), 2048),
+    # name: (encoding, target lengths, d of the length study, sentences per length bin)
+    "atis": ("utf-8", (11, 20), 1024, 20),
+    "commandtalk": ("latin-1", (5, 15), 1024, 20),
+    "ptb": ("utf-8", (5, 12), 2048, 10),
 }
 DIMS = (256, 512, 1024, 2048, 4096)
 LENGTH_BINS = ((2, 5), (6, 10), (11, 15), (16, 20), (21, 25), (26, 30))
@@ -91,7 +93,7 @@ def point(g, sents, readback: str, d: int, seed: int) -> dict:
 
 def plan(name: str, study: str, sentences: int) -> list[tuple]:
     """(key, readback, d, min_len, max_len, n_sentences, seed) of every point of a study."""
-    _, (lo, hi), length_d = GRAMMARS[name]
+    _, (lo, hi), length_d, per_bin = GRAMMARS[name]
     out = []
     if study == "dims":
         for d in DIMS:
@@ -100,7 +102,7 @@ def plan(name: str, study: str, sentences: int) -> list[tuple]:
     elif study == "lengths":
         for a, b in LENGTH_BINS:
             for rb in READBACKS:
-                out.append((rb, length_d, a, b, 20, 0))
+                out.append((rb, length_d, a, b, per_bin, 0))
     else:
         for d in (512, 1024):
             for n in (5, 10, 20):
@@ -194,6 +196,53 @@ def plot() -> None:
     print(f"wrote {HERE / 'figures' / 'readback.png'}")
 
 
+def table() -> None:
+    """The tables of docs/results.md, in Markdown, from the files there: per grammar and
+    study, the two read-backs side by side, measured and predicted."""
+    for name in GRAMMARS:
+        path = HERE / f"readback_{name}.json"
+        if not path.exists():
+            continue
+        entries = json.loads(path.read_text())
+        for study in ("dims", "lengths", "agreement"):
+            points: dict[tuple, dict[str, dict]] = {}
+            for e in entries.values():
+                if e["study"] == study:
+                    key = (e["d"], e["min_len"], e["max_len"], e["seed"])
+                    points.setdefault(key, {})[e["readback"]] = e
+            if not points:
+                continue
+            print(f"\n{LABELS[name]}, {study}:\n")
+            head = {
+                "dims": "| d | words",
+                "lengths": "| words | d",
+                "agreement": "| d | words | seed",
+            }
+            cols = head[study].count("|")
+            print(
+                f"{head[study]} | least squares F1 | predicted | exact | matched F1 | "
+                "predicted | exact | sentences |"
+            )
+            print("|" + "---:|" * (cols + 7))
+            order = sorted(points, key=lambda k: (k[1], k[0], k[3]) if study == "lengths" else k)
+            for d, lo, hi, seed in order:
+                words = f"{lo}-{hi}" if lo < hi else str(lo)
+                lead = {"dims": f"| {d} | {words}", "lengths": f"| {words} | {d}"}.get(
+                    study, f"| {d} | {words} | {seed}"
+                )
+                cells = []
+                for rb in READBACKS:
+                    e = points[(d, lo, hi, seed)].get(rb)
+                    cells += (
+                        ["", "", ""]
+                        if e is None
+                        else [f"{e['f1']:.5f}", f"{e['predicted_f1']:.5f}", f"{e['exact']:.2f}"]
+                    )
+                counts = [points[(d, lo, hi, seed)].get(rb) for rb in READBACKS]
+                n = " / ".join(dict.fromkeys(str(e["sentences"]) for e in counts if e))
+                print(f"{lead} | " + " | ".join(cells) + f" | {n} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--grammar", choices=sorted(GRAMMARS))
@@ -202,9 +251,12 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=100, help="per point of the dims study")
     ap.add_argument("--dims", type=int, nargs="*", help="only these d")
     ap.add_argument("--plot", action="store_true")
+    ap.add_argument("--table", action="store_true", help="print the tables of docs/results.md")
     args = ap.parse_args()
     if args.plot:
         plot()
+    elif args.table:
+        table()
     elif args.grammar is None:
         ap.error("--grammar or --plot")
     else:

@@ -334,7 +334,12 @@ class TreebankGrammar:
     ----------
     grammar : Grammar
         The PCFG in CNF (its :attr:`~fastdcyk.cfg.grammar.Grammar.origin` is the binarised
-        grammar of the prepared trees, which :meth:`to_treebank` goes back through).
+        grammar of the prepared trees, which :meth:`to_treebank` goes back through). Its
+        conversion folds the remaining unit rules (``ROOT -> S``, ``NP -> NN``) into the
+        rules below them; where two chains end in the same rule (``ROOT -> S -> NP VP`` and
+        ``ROOT -> SINV -> NP VP``) the CNF rule has their summed probability and a tree
+        shows the first chain (:meth:`Grammar.to_cnf
+        <fastdcyk.cfg.grammar.Grammar.to_cnf>`).
     horizontal : int
         The order of horizontal Markovisation.
     parent : bool
