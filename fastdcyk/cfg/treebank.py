@@ -68,8 +68,8 @@ def read_trees(source: str | os.PathLike[str] | Iterable[Any]) -> list[Tree]:
     source : str, path-like or iterable
         Bracketed text holding one or more trees (the Penn Treebank's ``( (S ...) )``
         wrapper without a label is removed); the path of a file (or a folder: its ``.mrg``
-        files, in name order); or an iterable of trees (``nltk.Tree``, :class:`Tree`),
-        bracketed strings and paths.
+        files, in name order; a str without ``(`` is a path); or an iterable of trees
+        (``nltk.Tree``, :class:`Tree`), bracketed strings and paths.
 
     Returns
     -------
@@ -82,9 +82,7 @@ def read_trees(source: str | os.PathLike[str] | Iterable[Any]) -> list[Tree]:
     OSError
         When a file cannot be read.
     """
-    if isinstance(source, os.PathLike) or (
-        isinstance(source, str) and "(" not in source and os.path.exists(source)
-    ):
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "(" not in source):
         path = os.fspath(source)
         if os.path.isdir(path):
             names = sorted(n for n in os.listdir(path) if n.endswith(".mrg"))

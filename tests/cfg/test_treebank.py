@@ -157,3 +157,8 @@ def test_random_sentences_of_the_grammar_parse_to_trees_of_their_words():
         parse = tb.parse(sentence)
         if parse.tree is not None:
             assert parse.tree.leaves() == tuple(sentence)
+
+
+def test_a_missing_file_is_an_os_error():
+    with pytest.raises(FileNotFoundError):
+        read_trees("no/such/treebank.mrg")
