@@ -16,7 +16,8 @@ in how an accented letter is encoded (``"\\u00e9"`` or ``"e\\u0301"``) are the s
 The pieces live in modules of their own, which this one brings together:
 :mod:`fastdcyk.cfg.symbols` (the value types :class:`Symbol`, :class:`Rule`,
 :class:`CnfOrigin`, :class:`GrammarError`, :class:`GrammarWarning`, re-exported here),
-:mod:`fastdcyk.cfg.reader` (the text format), :mod:`fastdcyk.cfg.cnf` (the conversion to
+:mod:`fastdcyk.cfg.reader` (the text format), :mod:`fastdcyk.cfg.nltk_io` (to and from
+NLTK), :mod:`fastdcyk.cfg.cnf` (the conversion to
 CNF), :mod:`fastdcyk.cfg.weights` (a probabilistic grammar's weights) and
 :mod:`fastdcyk.cfg.masks` (the bitsets of symbolic CYK).
 """
@@ -36,16 +37,15 @@ from typing import Any, Literal
 
 from fastdcyk.cfg.cnf import cnf_rules
 from fastdcyk.cfg.masks import by_left_table, combine, lexical_masks, names_of_mask, word_mask
-from fastdcyk.cfg.reader import decode_text, parse_rules, warn_ruleless
+from fastdcyk.cfg.nltk_io import nltk_grammar, nltk_rules
+from fastdcyk.cfg.reader import decode_text, format_rules, parse_rules, warn_ruleless
 from fastdcyk.cfg.symbols import (
-    ARROW,
     CnfOrigin,
     GrammarError,
     GrammarWarning,
     Rule,
     Symbol,
     cnf_fault,
-    escape_name,
     nfc,
     valid_name,
 )
@@ -520,32 +520,9 @@ class Grammar:
         >>> Grammar.from_nltk(cfg) == Grammar.from_string("S -> D E\\nD -> 'a'\\nE -> 'b'")
         True
         """
-        try:
-            from nltk.grammar import Nonterminal
-        except ImportError as err:
-            raise ImportError(
-                "Grammar.from_nltk needs nltk; install it with 'pip install nltk'"
-            ) from err
-        if not (hasattr(cfg, "productions") and hasattr(cfg, "start")):
-            raise TypeError(f"expected an nltk.CFG, got {type(cfg).__name__}")
-        if type(cfg).__name__ == "FeatureGrammar" or type(cfg.start()) is not Nonterminal:
-            raise GrammarError(
-                f"{type(cfg).__name__} is a feature grammar (its nonterminals carry feature "
-                "structures): fastdcyk reads plain context-free grammars (nltk.CFG) only"
-            )
-
-        def symbol(item: Any) -> Symbol:
-            if isinstance(item, Nonterminal):
-                return Symbol(str(item.symbol()), False)
-            return Symbol(str(item), True)
-
-        productions = list(cfg.productions())
-        rules = [
-            Rule(str(p.lhs().symbol()), tuple(symbol(x) for x in p.rhs())) for p in productions
-        ]
-        start = str(cfg.start().symbol())
-        if productions and all(callable(getattr(p, "prob", None)) for p in productions):
-            return cls(rules, start=start, cnf=cnf, probs=[p.prob() for p in productions])
+        rules, start, probs = nltk_rules(cfg)
+        if probs is not None:
+            return cls(rules, start=start, cnf=cnf, probs=probs)
         return cls(rules, start=start, cnf=cnf)
 
     @classmethod
@@ -782,28 +759,15 @@ class Grammar:
         D -> 'a'
         E -> 'b'
         """
-        lines = [] if self.start == self.rules[0].lhs else [f"%start {escape_name(self.start)}"]
-        probs: Iterable[float | None] = [None] * len(self.rules)
-        if self.probs is not None:
-            probs = self.probs
-        elif self.log_probs is not None:
+        probs = self.probs
+        if probs is None and self.log_probs is not None:
             if max(self.log_probs) > 0.0:
                 raise ValueError(
                     "the grammar's log weights are not all <= 0, so they are not "
                     "probabilities and the text format cannot write them"
                 )
-            probs = [math.exp(w) for w in self.log_probs]
-        previous = None
-        for rule, prob in zip(self.rules, probs, strict=True):
-            rhs = " ".join(map(str, rule.rhs))
-            if prob is not None:
-                rhs = f"{rhs} [{prob!r}]".lstrip()
-            if rule.lhs == previous:
-                lines[-1] = f"{lines[-1]} | {rhs}".rstrip()
-            else:
-                lines.append(f"{escape_name(rule.lhs)} {ARROW} {rhs}".rstrip())
-            previous = rule.lhs
-        return "\n".join(lines)
+            probs = tuple(math.exp(w) for w in self.log_probs)
+        return format_rules(self.rules, self.start, probs)
 
     def to_nltk(self) -> Any:
         """The grammar as an ``nltk.CFG``, or an ``nltk.PCFG`` when weighted (needs nltk).
@@ -822,27 +786,10 @@ class Grammar:
         >>> Grammar.builtin("example").to_nltk().start()
         S
         """
-        try:
-            from nltk.grammar import CFG, PCFG, Nonterminal, ProbabilisticProduction, Production
-        except ImportError as err:
-            raise ImportError(
-                "Grammar.to_nltk needs nltk; install it with 'pip install nltk'"
-            ) from err
-
-        def rhs(rule: Rule) -> list[Any]:
-            return [s.name if s.terminal else Nonterminal(s.name) for s in rule.rhs]
-
+        probs = None
         if self.is_weighted:
             probs = self.probs or tuple(math.exp(w) for w in self.log_probs)  # type: ignore[union-attr]
-            return PCFG(
-                Nonterminal(self.start),
-                [
-                    ProbabilisticProduction(Nonterminal(r.lhs), rhs(r), prob=p)
-                    for r, p in zip(self.rules, probs, strict=True)
-                ],
-            )
-        productions = [Production(Nonterminal(rule.lhs), rhs(rule)) for rule in self.rules]
-        return CFG(Nonterminal(self.start), productions)
+        return nltk_grammar(self.rules, self.start, probs)
 
     def log_prob(self, rule: Rule) -> float:
         """The natural log probability (or log weight) of one of the grammar's rules.

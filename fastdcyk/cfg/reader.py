@@ -1,17 +1,18 @@
-"""The reader of NLTK's text format for context-free grammars.
+"""The reader (and writer) of NLTK's text format for context-free grammars.
 
 ``parse_rules`` turns the text into plain data: the rules, each with the line and column of
 its alternative, the ``%start`` symbol and its line. :meth:`Grammar.from_string
 <fastdcyk.cfg.grammar.Grammar.from_string>` checks them and makes the grammar;
 ``decode_text`` decodes bytes with a helpful error, and ``warn_ruleless`` warns of
-nonterminals without rules.
+nonterminals without rules. ``format_rules`` writes rules back as text
+(:meth:`Grammar.to_string <fastdcyk.cfg.grammar.Grammar.to_string>`).
 """
 
 from __future__ import annotations
 
 import codecs
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from fastdcyk.cfg.symbols import (
@@ -22,11 +23,12 @@ from fastdcyk.cfg.symbols import (
     GrammarWarning,
     Rule,
     Symbol,
+    escape_name,
     quote,
     unescape_name,
 )
 
-__all__ = ["QUOTES", "decode_text", "parse_rules", "warn_ruleless"]
+__all__ = ["QUOTES", "decode_text", "format_rules", "parse_rules", "warn_ruleless"]
 
 QUOTES = "'\""
 
@@ -229,3 +231,21 @@ def warn_ruleless(located: list[_Rule], start: str | None, source: str | None) -
                     GrammarWarning,
                     stacklevel=3,
                 )
+
+
+def format_rules(rules: Sequence[Rule], start: str, probs: Sequence[float] | None) -> str:
+    """Rules as NLTK's text format: consecutive rules with the same left side share a line,
+    a ``%start`` line when the start is not the first rule's left side, each alternative's
+    probability in brackets when ``probs`` is given, names escaped (:func:`escape_name`)."""
+    lines = [] if start == rules[0].lhs else [f"%start {escape_name(start)}"]
+    previous = None
+    for k, rule in enumerate(rules):
+        rhs = " ".join(map(str, rule.rhs))
+        if probs is not None:
+            rhs = f"{rhs} [{probs[k]!r}]".lstrip()
+        if rule.lhs == previous:
+            lines[-1] = f"{lines[-1]} | {rhs}".rstrip()
+        else:
+            lines.append(f"{escape_name(rule.lhs)} {ARROW} {rhs}".rstrip())
+        previous = rule.lhs
+    return "\n".join(lines)
