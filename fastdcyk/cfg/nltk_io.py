@@ -16,17 +16,9 @@ __all__ = ["nltk_grammar", "nltk_rules"]
 
 
 def nltk_rules(cfg: Any) -> tuple[list[Rule], str, list[float] | None]:
-    """The rules, start symbol and (for an ``nltk.PCFG``) probabilities of an nltk grammar.
-
-    Raises
-    ------
-    ImportError
-        When nltk is not installed.
-    TypeError
-        When ``cfg`` is not an nltk grammar.
-    GrammarError
-        For a feature grammar.
-    """
+    """The rules, start symbol and (for an ``nltk.PCFG``) probabilities of an nltk grammar;
+    the errors of :meth:`Grammar.from_nltk <fastdcyk.cfg.grammar.Grammar.from_nltk>` (no
+    nltk, not an nltk grammar, a feature grammar)."""
     try:
         from nltk.grammar import Nonterminal
     except ImportError as err:
