@@ -14,7 +14,13 @@ from tqdm import tqdm
 from fastdcyk.cfg.metrics import Scores, evalb
 from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
 from fastdcyk.cfg.viterbi import viterbi
-from fastdcyk.cli.common import UsageError, check_out_file, dimension, positive_int
+from fastdcyk.cli.common import (
+    UsageError,
+    check_out_file,
+    dimension,
+    nonnegative_int,
+    positive_int,
+)
 from fastdcyk.engine.progress import stderr_is_terminal
 
 
@@ -175,7 +181,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--parent", action="store_true", help="annotate phrases with their parent")
     p.add_argument(
         "--rare",
-        type=int,
+        type=nonnegative_int,
         default=1,
         help="words seen at most this often become unknown-word classes (default 1)",
     )
