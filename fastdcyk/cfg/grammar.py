@@ -47,6 +47,7 @@ from fastdcyk.cfg.symbols import (
     Symbol,
     cnf_fault,
     nfc,
+    nfc_rule,
     valid_name,
 )
 from fastdcyk.cfg.weights import check_sums, log_weights
@@ -181,13 +182,14 @@ class Grammar:
     ) -> None:
         if cnf not in _CNF_MODES:
             raise ValueError(f"cnf must be one of {_CNF_MODES}, not {cnf!r}")
-        given = [Rule(nfc(r.lhs), tuple(Symbol(nfc(name), t) for name, t in r.rhs)) for r in rules]
+        given = [nfc_rule(r) for r in rules]
         weights, linear = log_weights(given, probs, log_probs)
         rules = tuple(dict.fromkeys(given))
         if not rules:
             raise GrammarError("the grammar has no rules")
         if weights is not None and len(rules) < len(given):
-            twice = next(r for k, r in enumerate(given) if r in given[:k])
+            seen: set[Rule] = set()
+            twice = next(r for r in given if r in seen or seen.add(r))
             raise GrammarError(
                 f"rule '{twice}' is given twice in a weighted grammar: give it once, with "
                 "the sum of its probabilities"
@@ -221,9 +223,7 @@ class Grammar:
                 cnf="allow",
                 **({"probs": linear} if linear else {"log_probs": weights}),
             )
-            if weights is not None and probs is not None:
-                check_sums(general)
-            cnf_form = general.to_cnf()
+            cnf_form = general.to_cnf()  # general checked its sums, as below
             self._init(cnf_form.rules, cnf_form.start, cnf_form.nonterminals, cnf_form.terminals)
             self._weigh(cnf_form.log_probs, cnf_form.probs)
             object.__setattr__(self, "origin", cnf_form.origin)
@@ -243,6 +243,12 @@ class Grammar:
             "_log_prob_of",
             None if weights is None else dict(zip(self.rules, weights, strict=True)),
         )
+
+    def _linear_probs(self) -> tuple[float, ...]:
+        """A weighted grammar's rule probabilities: as given, or exp of its log weights."""
+        if self.probs is not None:
+            return self.probs
+        return tuple(math.exp(w) for w in self.log_probs)  # type: ignore[union-attr]
 
     def _init(
         self,
@@ -707,8 +713,7 @@ class Grammar:
             return self
         weights = None
         if self.is_weighted:
-            linear = self.probs or tuple(map(math.exp, self.log_probs))  # type: ignore[arg-type]
-            weights = dict(zip(self.rules, linear, strict=True))
+            weights = dict(zip(self.rules, self._linear_probs(), strict=True))
         converted = cnf_rules(self.rules, self.start, self.nonterminals, weights)
         kept, helpers, nullable, steps = converted[:4]
         cnf = Grammar(kept, start=self.start)
@@ -759,14 +764,12 @@ class Grammar:
         D -> 'a'
         E -> 'b'
         """
-        probs = self.probs
-        if probs is None and self.log_probs is not None:
-            if max(self.log_probs) > 0.0:
-                raise ValueError(
-                    "the grammar's log weights are not all <= 0, so they are not "
-                    "probabilities and the text format cannot write them"
-                )
-            probs = tuple(math.exp(w) for w in self.log_probs)
+        if self.probs is None and self.log_probs is not None and max(self.log_probs) > 0.0:
+            raise ValueError(
+                "the grammar's log weights are not all <= 0, so they are not "
+                "probabilities and the text format cannot write them"
+            )
+        probs = self._linear_probs() if self.is_weighted else None
         return format_rules(self.rules, self.start, probs)
 
     def to_nltk(self) -> Any:
@@ -788,7 +791,7 @@ class Grammar:
         """
         probs = None
         if self.is_weighted:
-            probs = self.probs or tuple(math.exp(w) for w in self.log_probs)  # type: ignore[union-attr]
+            probs = self._linear_probs()
         return nltk_grammar(self.rules, self.start, probs)
 
     def log_prob(self, rule: Rule) -> float:

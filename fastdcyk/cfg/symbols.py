@@ -31,6 +31,7 @@ __all__ = [
     "cnf_fault",
     "escape_name",
     "nfc",
+    "nfc_rule",
     "quote",
     "unescape_name",
     "valid_name",
@@ -211,6 +212,11 @@ def nfc(text: Any) -> Any:
     if isinstance(text, str) and not unicodedata.is_normalized("NFC", text):
         return unicodedata.normalize("NFC", text)
     return text
+
+
+def nfc_rule(rule: Rule) -> Rule:
+    """``rule`` with every name in Unicode normal form NFC (:func:`nfc`)."""
+    return Rule(nfc(rule.lhs), tuple(Symbol(nfc(name), t) for name, t in rule.rhs))
 
 
 def quote(text: str) -> str:

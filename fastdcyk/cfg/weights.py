@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fastdcyk.cfg.symbols import GrammarError, GrammarWarning, Rule, Symbol, escape_name, nfc
+from fastdcyk.cfg.symbols import GrammarError, GrammarWarning, Rule, escape_name, nfc_rule
 
 __all__ = ["check_sums", "log_weights"]
 
@@ -32,10 +32,7 @@ def log_weights(
         return None, None
     what = "probs" if probs is not None else "log_probs"
     if isinstance(given, Mapping):
-        by_rule = {
-            Rule(nfc(r.lhs), tuple(Symbol(nfc(n), t) for n, t in r.rhs)): v
-            for r, v in given.items()
-        }
+        by_rule = {nfc_rule(r): v for r, v in given.items()}
         missing = [r for r in rules if r not in by_rule]
         if missing:
             raise GrammarError(f"{what} gives no value for rule '{missing[0]}'")

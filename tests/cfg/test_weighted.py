@@ -102,6 +102,10 @@ def test_pcfg_text_errors_say_what_and_where(text, message):
 def test_probabilities_that_do_not_add_up_warn():
     with pytest.warns(GrammarWarning, match="do not add up to 1"):
         Grammar.from_string("S -> A A [1.0]\nA -> 'a' [0.5] | 'b' [0.4]")
+    with warnings.catch_warnings(record=True) as caught:  # converted: named once, not twice
+        warnings.simplefilter("always")
+        Grammar.from_string("S -> A A A [1.0]\nA -> 'a' [0.5] | 'b' [0.4]", cnf="convert")
+    assert sum("do not add up" in str(w.message) for w in caught) == 1
     g = Grammar([Rule("S", (Symbol("a", True),))], log_probs=[2.0])  # weights: no warning
     assert g.is_weighted and g.probs is None
     with pytest.raises(ValueError, match="not probabilities"):
