@@ -75,9 +75,7 @@ class _Tables:
         starts = np.flatnonzero(np.r_[True, self.lhs[1:] != self.lhs[:-1]]) if rows else []
         self.starts = np.asarray(starts, dtype=np.int64)
         self.heads = self.lhs[self.starts]
-        self.segment = np.repeat(
-            np.arange(len(self.starts)), np.diff(np.r_[self.starts, len(rows)])
-        )
+        self.ends = np.r_[self.starts[1:], len(rows)].astype(np.int64)
         lexicon: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         by_word: dict[str, list[tuple[int, float]]] = {}
         for a, word in grammar.unary_rules:
@@ -236,8 +234,7 @@ def viterbi(
             return Tree(names[a], [tokens[i]])
         best, split = back[(i, j)]
         segment = int(np.searchsorted(t.heads, a))
-        lo = int(t.starts[segment])
-        hi = int(t.starts[segment + 1]) if segment + 1 < len(t.starts) else len(best)
+        lo, hi = int(t.starts[segment]), int(t.ends[segment])
         r = lo + int(np.argmax(best[lo:hi]))
         k = int(split[r])
         return Tree(names[a], [build(i, k, int(t.left[r])), build(k, j, int(t.right[r]))])

@@ -70,10 +70,11 @@ def _cmd_treebank(args: argparse.Namespace) -> int:
     parsers: list[tuple[str, int | None]] = [("symbolic Viterbi", None)]
     parsers += [("D-CYK", d) for d in args.dim]
     out = open(args.out, "a", encoding="utf-8") if args.out is not None else None  # noqa: SIM115
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
-        for name, d in parsers:
-            rows.append(_evaluate(tb, gold, name, d, args, show, out))
+        for name, d in parsers:  # symbolic Viterbi first: the others are compared with it
+            reference = rows[0]["log_probs"] if rows else None
+            rows.append(_evaluate(tb, gold, name, d, args, show, out, reference))
     finally:
         if out is not None:
             out.close()
@@ -97,12 +98,15 @@ def _cmd_treebank(args: argparse.Namespace) -> int:
     return 0
 
 
-def _evaluate(tb, gold, name, d, args, show, out) -> dict[str, Any]:
+def _evaluate(tb, gold, name, d, args, show, out, reference) -> dict[str, Any]:
+    """One parser over the test trees: its scores, and (``reference``: symbolic Viterbi's
+    log probabilities) how often its tree has Viterbi's log probability."""
     from fastdcyk.engine import dcyk
 
     total, parsed, same, seconds = Scores(0, 0, 0), 0, 0, 0.0
+    log_probs = []
     label = name if d is None else f"{name} d={d}"
-    for g in tqdm(gold, desc=label, disable=not show, leave=False):
+    for k, g in enumerate(tqdm(gold, desc=label, disable=not show, leave=False)):
         sentence = g.leaves()
         words = tb.words(sentence)
         t0 = time.perf_counter()
@@ -116,9 +120,9 @@ def _evaluate(tb, gold, name, d, args, show, out) -> dict[str, Any]:
         scores = evalb(g, tree)
         total = total + scores
         parsed += tree is not None
-        if d is not None:
-            symbolic = viterbi(tb.grammar, words)
-            same += best.log_prob == symbolic.log_prob
+        log_probs.append(best.log_prob)
+        if reference is not None:
+            same += best.log_prob == reference[k]
         if out is not None:
             out.write(
                 json.dumps(
@@ -136,6 +140,7 @@ def _evaluate(tb, gold, name, d, args, show, out) -> dict[str, Any]:
                 + "\n"
             )
     return {
+        "log_probs": log_probs,
         "parser": name,
         "d": d,
         "sentences": len(gold),
