@@ -794,6 +794,19 @@ class Grammar:
             probs = self._linear_probs()
         return nltk_grammar(self.rules, self.start, probs)
 
+    @property
+    def preterminals(self) -> tuple[str, ...]:
+        """The nonterminals with a rule ``A -> 'a'``, in the order of :attr:`nonterminals`:
+        the labels a tagger gives a word (the last axis of soft preterminal inputs,
+        :class:`fastdcyk.nn.DCYK`).
+
+        Examples
+        --------
+        >>> Grammar.builtin("example").preterminals
+        ('D', 'E')
+        """
+        return tuple(a for a in self.nonterminals if self.unary_by_lhs[a])
+
     def log_prob(self, rule: Rule) -> float:
         """The natural log probability (or log weight) of one of the grammar's rules.
 

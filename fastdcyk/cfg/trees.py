@@ -27,6 +27,7 @@ Examples
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
@@ -34,6 +35,7 @@ from typing import Any
 
 from fastdcyk.cfg.grammar import Grammar, Rule, Symbol
 from fastdcyk.cfg.metrics import Scores
+from fastdcyk.cfg.weights import check_lexical
 
 __all__ = ["Forest", "Tree", "bracket_scores", "is_parse", "un_cnf"]
 
@@ -446,6 +448,11 @@ class Forest:
         :meth:`best`, :meth:`kbest` and :meth:`score`, unless the grammar is weighted:
         then a tree's score is its log probability (the sum of its rules' log
         probabilities), plus the item scores when given.
+    lexical : sequence of mapping, optional
+        One entry per word: None (the grammar's rules A -> word) or ``{A: log score}`` over
+        preterminals, which replaces those rules at that position (a tagger's log
+        probabilities; the word then need not be a terminal): the preterminals with a
+        finite score are the position's items, and a tree's score adds theirs.
 
     Attributes
     ----------
@@ -482,6 +489,7 @@ class Forest:
         words: str | Sequence[str],
         chart: Mapping[tuple[int, int], Iterable[str]] | None = None,
         scores: Mapping[Item, float] | None = None,
+        lexical: Sequence[Mapping[str, float] | None] | None = None,
     ) -> None:
         if not isinstance(grammar, Grammar):
             raise TypeError(f"grammar must be a fastdcyk.Grammar, got {type(grammar).__name__}")
@@ -492,13 +500,19 @@ class Forest:
         self._scores = scores
         self._weights = grammar._log_prob_of if grammar.is_weighted else None
         n = len(self.words)
+        self._lexical = check_lexical(grammar, lexical, n)
         order = grammar.nonterminal_index
         # edges[(i, j)][A]: the ways A derives words i..j-1 within the chart, cells in the
         # grammar's symbol order (so that enumeration does not depend on string hashing)
         edges: dict[tuple[int, int], dict[str, list[Edge]]] = {}
         for i, word in enumerate(self.words):
             allowed = _allowed(chart, i, i + 1)
-            found = [a for a in grammar.lexicon.get(word, ()) if allowed is None or a in allowed]
+            given = None if self._lexical is None else self._lexical[i]
+            if given is None:
+                own: Iterable[str] = grammar.lexicon.get(word, ())
+            else:
+                own = [a for a, v in given.items() if v > -math.inf]
+            found = [a for a in own if allowed is None or a in allowed]
             edges[(i, i + 1)] = {a: [None] for a in sorted(found, key=order.__getitem__)}
         pairs = grammar.binary_index
         for span in range(2, n + 1):
@@ -710,7 +724,10 @@ class Forest:
         return total
 
     def _edge_weight(self, item: Item, edge: Edge) -> float:
-        """The log probability of the rule of ``edge`` into ``item`` (0 when unweighted)."""
+        """The log probability of the rule of ``edge`` into ``item`` (0 when unweighted), or
+        a given lexical score."""
+        if edge is None and self._lexical is not None and self._lexical[item[0]] is not None:
+            return float(self._lexical[item[0]][item[2]])
         if self._weights is None:
             return 0.0
         if edge is None:

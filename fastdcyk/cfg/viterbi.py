@@ -36,6 +36,7 @@ import numpy as np
 from fastdcyk.cfg.cyk import UnknownWordError, _words
 from fastdcyk.cfg.grammar import Grammar, GrammarError, Rule, Symbol
 from fastdcyk.cfg.trees import Tree, un_cnf
+from fastdcyk.cfg.weights import check_lexical
 
 __all__ = ["ViterbiParse", "inside", "viterbi"]
 
@@ -132,20 +133,27 @@ def _fill(
     chart: Mapping[tuple[int, int], Iterable[str]] | None,
     mode: str,
     strict: bool,
+    lexical: Sequence[Mapping[str, float] | None] | None = None,
 ):
     """The log-score table (and, for Viterbi, the back pointers) of a sentence."""
     t = _tables(grammar)
     tokens = Grammar.normalize_words(_words(words))
     n = len(tokens)
+    lexical = check_lexical(grammar, lexical, n)
+    index = grammar.nonterminal_index
     score: dict[tuple[int, int], np.ndarray] = {}
     back: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     for i, word in enumerate(tokens):
         cell = np.full(t.n, -np.inf)
-        entry = t.lexicon.get(word)
-        if entry is None and strict:
-            raise UnknownWordError(word, i)
-        if entry is not None:
-            cell[entry[0]] = entry[1]
+        if lexical is not None and lexical[i] is not None:
+            for a, v in lexical[i].items():
+                cell[index[a]] = float(v)
+        else:
+            entry = t.lexicon.get(word)
+            if entry is None and strict:
+                raise UnknownWordError(word, i)
+            if entry is not None:
+                cell[entry[0]] = entry[1]
         keep = _mask(grammar, chart, i, i + 1)
         if keep is not None:
             cell[~keep] = -np.inf
@@ -189,6 +197,7 @@ def viterbi(
     chart: Mapping[tuple[int, int], Iterable[str]] | None = None,
     cnf: bool = False,
     strict: bool = False,
+    lexical: Sequence[Mapping[str, float] | None] | None = None,
 ) -> ViterbiParse:
     """The most probable tree of ``words`` under a weighted CNF grammar (Viterbi CKY).
 
@@ -206,6 +215,12 @@ def viterbi(
     strict : bool
         If True, a word no rule produces is an error (:class:`~fastdcyk.cfg.cyk.
         UnknownWordError`); otherwise the sentence simply has no tree.
+    lexical : sequence of mapping, optional
+        One entry per word: None (the grammar's rules A -> word) or ``{A: log score}``
+        over preterminals (nonterminals with a rule A -> a), which replaces them at that
+        position: a tagger's log probabilities, or ``{tag: 0.0}`` for a given tag. The
+        word itself then need not be a terminal (it is the tree's leaf). A tree's
+        log score is its binary rules' log probabilities plus these.
 
     Returns
     -------
@@ -221,7 +236,7 @@ def viterbi(
     ValueError
         When ``words`` is empty.
     """
-    t, tokens, score, back = _fill(grammar, words, chart, "viterbi", strict)
+    t, tokens, score, back = _fill(grammar, words, chart, "viterbi", strict, lexical)
     n = len(tokens)
     start = grammar.nonterminal_index[grammar.start]
     top = float(score[(0, n)][start])
@@ -249,6 +264,7 @@ def inside(
     *,
     chart: Mapping[tuple[int, int], Iterable[str]] | None = None,
     strict: bool = False,
+    lexical: Sequence[Mapping[str, float] | None] | None = None,
 ) -> float:
     """The log probability of ``words``: the log of the sum over its trees (inside CKY).
 
@@ -262,6 +278,8 @@ def inside(
         Only trees whose items are in this chart count.
     strict : bool
         As :func:`viterbi`.
+    lexical : sequence of mapping, optional
+        As :func:`viterbi`.
 
     Returns
     -------
@@ -273,5 +291,5 @@ def inside(
     GrammarError
         When the grammar is not in CNF or has no probabilities.
     """
-    _, tokens, score, _ = _fill(grammar, words, chart, "inside", strict)
+    _, tokens, score, _ = _fill(grammar, words, chart, "inside", strict, lexical)
     return float(score[(0, len(tokens))][grammar.nonterminal_index[grammar.start]])

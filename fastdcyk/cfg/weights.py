@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fastdcyk.cfg.symbols import GrammarError, GrammarWarning, Rule, escape_name, nfc_rule
 
-__all__ = ["check_sums", "log_weights"]
+__all__ = ["check_lexical", "check_sums", "log_weights"]
 
 
 def log_weights(
@@ -77,3 +77,33 @@ def check_sums(grammar: Any) -> None:
             GrammarWarning,
             stacklevel=4,
         )
+
+
+def check_lexical(
+    grammar: Any, lexical: Sequence[Mapping[str, float] | None] | None, n: int
+) -> list[Mapping[str, float] | None] | None:
+    """``lexical`` checked against a sentence of ``n`` words: one entry per position, None
+    or a mapping from nonterminals with a rule A -> a (preterminals) to finite or -inf
+    log scores."""
+    if lexical is None:
+        return None
+    if isinstance(lexical, Mapping) or not isinstance(lexical, Sequence):
+        raise TypeError("lexical must be a sequence with one mapping (or None) per word")
+    lexical = list(lexical)
+    if len(lexical) != n:
+        raise ValueError(f"lexical has {len(lexical)} entries for a sentence of {n} words")
+    pre = grammar.preterminals
+    for i, entry in enumerate(lexical):
+        if entry is None:
+            continue
+        if not isinstance(entry, Mapping):
+            raise TypeError(f"lexical[{i}] must be a mapping {{preterminal: log score}}")
+        for a, v in entry.items():
+            if a not in pre:
+                raise ValueError(
+                    f"lexical[{i}] names {a!r}, which is not a preterminal of the grammar "
+                    "(a nonterminal with a rule A -> 'word')"
+                )
+            if math.isnan(v) or v == math.inf:
+                raise ValueError(f"lexical[{i}][{a!r}] is {v}: log scores are finite or -inf")
+    return lexical
