@@ -41,8 +41,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("fastdcyk.nn needs PyTorch: pip install 'fastdcyk[torch]'") from exc
 
 from fastdcyk.cfg.cyk import cyk
-from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.cfg.grammar import Grammar, Rule, Symbol
 from fastdcyk.cfg.trees import Forest
+from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
 from fastdcyk.engine import torch_backend as _torch
 from fastdcyk.engine.decode import decision_boundary, item_scores
 from fastdcyk.engine.plan import cnf_grammar, default_codebook, words_of
@@ -89,6 +90,12 @@ class DCYKOutput:
         ``0.5 + logit(threshold) / beta``.
     beta : float
     grammar : Grammar
+    lexical : list of list of dict, or None
+        With soft inputs: per sentence and position, the preterminals that may stand over
+        the word and their log scores (the preterminal scores' logs; with terminal
+        weights p, log sum_a p_a P(A -> a)), which take the place of the grammar's rules
+        A -> word in the trees (:class:`~fastdcyk.cfg.trees.Forest`,
+        :func:`~fastdcyk.cfg.viterbi.viterbi`); None for words.
     """
 
     scores: torch.Tensor
@@ -99,6 +106,10 @@ class DCYKOutput:
     boundary: float
     beta: float
     grammar: Grammar
+    lexical: list[list[dict[str, float]]] | None = None
+
+    def _lexical_of(self, b: int) -> list[dict[str, float]] | None:
+        return None if self.lexical is None else self.lexical[b]
 
     @property
     def charts(self) -> list[dict[tuple[int, int], frozenset[str]]]:
@@ -119,25 +130,53 @@ class DCYKOutput:
     @property
     def forests(self) -> list[Forest]:
         """The trees each decoded chart admits (:class:`~fastdcyk.cfg.trees.Forest`), scored
-        as :meth:`fastdcyk.engine.DCYKResult.tree` scores them: an item's score is the log of
-        its decoder gate value (:func:`~fastdcyk.engine.decode.item_scores`). Computed from
-        the detached scores on each call."""
+        as :meth:`fastdcyk.engine.DCYKResult.tree` scores them: on a weighted grammar a
+        tree's log probability (its lexical part from :attr:`lexical` with soft inputs),
+        otherwise the sum of its items' log decoder gate values
+        (:func:`~fastdcyk.engine.decode.item_scores`; plus the lexical scores with soft
+        inputs). Computed from the detached scores on each call."""
         scores = self.scores.detach().cpu().numpy()
         pos = {a: k for k, a in enumerate(self.nonterminals)}
         out = []
         for b, (words, chart) in enumerate(zip(self.sentences, self.charts, strict=True)):
-            stats = {
-                (i, j, a): scores[b, i, j, pos[a]] for (i, j), cell in chart.items() for a in cell
-            }
-            out.append(
-                Forest(self.grammar, words, chart, item_scores(stats, chart, beta=self.beta))
-            )
+            item = None
+            if not self.grammar.is_weighted:
+                stats = {
+                    (i, j, a): scores[b, i, j, pos[a]]
+                    for (i, j), cell in chart.items()
+                    for a in cell
+                }
+                item = item_scores(stats, chart, beta=self.beta)
+            out.append(Forest(self.grammar, words, chart, item, lexical=self._lexical_of(b)))
         return out
+
+    def best_parses(self, *, cnf: bool = False) -> list[ViterbiParse]:
+        """On a weighted grammar, each sentence's most probable tree among those its
+        decoded chart admits, and its log probability (Viterbi CKY restricted to the chart,
+        :func:`~fastdcyk.cfg.viterbi.viterbi`, with :attr:`lexical` for soft inputs):
+        ``(None, -inf)`` where the chart has none.
+
+        Raises
+        ------
+        ValueError
+            When the grammar has no probabilities.
+        """
+        if not self.grammar.is_weighted:
+            raise ValueError(
+                "the grammar has no probabilities: trees() gives the best trees by the "
+                "decoder's scores; a PCFG gives the most probable ones"
+            )
+        return [
+            viterbi(self.grammar, words, chart=chart, cnf=cnf, lexical=self._lexical_of(b))
+            for b, (words, chart) in enumerate(zip(self.sentences, self.charts, strict=True))
+        ]
 
     def trees(self, k: int | None = None, *, cnf: bool = False) -> list[Any]:
         """The best tree of each sentence (None where its decoded chart has none), or with
         ``k`` the list of its ``k`` best, best first; in the grammar the user wrote when
-        the layer's grammar came from ``to_cnf``, unless ``cnf=True``.
+        the layer's grammar came from ``to_cnf``, unless ``cnf=True``. Best: on a weighted
+        grammar the most probable (:meth:`best_parses`), otherwise by the decoder's scores
+        (:attr:`forests`).
 
         Examples
         --------
@@ -147,6 +186,8 @@ class DCYKOutput:
         (S (D a) (S (D a) (E b)))
         """
         if k is None:
+            if self.grammar.is_weighted:
+                return [p.tree for p in self.best_parses(cnf=cnf)]
             return [f.best(cnf=cnf) for f in self.forests]
         k = check_int("k", k, 1)
         return [[tree for _, tree in f.kbest(k, cnf=cnf)] for f in self.forests]
@@ -213,6 +254,11 @@ class DCYKOutput:
         return torch.nn.functional.binary_cross_entropy_with_logits(
             logits[keep], target[keep], pos_weight=pw
         )
+
+
+def _unary_rules(grammar: Grammar) -> list[Rule]:
+    """The rules A -> a of a CNF grammar, in grammar order."""
+    return [Rule(a, (Symbol(w, True),)) for a, w in grammar.unary_rules]
 
 
 class DCYK(torch.nn.Module):
@@ -353,18 +399,93 @@ class DCYK(torch.nn.Module):
             self.terminal, self.nonterminal, self.right, self.index[: n + 1], self.perm
         )
 
-    def forward(self, sentences: Sequence[str | Sequence[str]]) -> DCYKOutput:
-        """Parse a batch of sentences (each a str of words or a sequence of words).
+    @property
+    def terminals(self) -> tuple[str, ...]:
+        """The grammar's terminals: the last axis of ``terminals=`` inputs."""
+        return self.structure.terminals
+
+    @property
+    def preterminals(self) -> tuple[str, ...]:
+        """The nonterminals with a rule A -> a: the last axis of ``preterminals=`` inputs."""
+        return self.grammar.preterminals
+
+    def forward(
+        self,
+        sentences: Sequence[str | Sequence[str]] | None = None,
+        *,
+        terminals: torch.Tensor | None = None,
+        preterminals: torch.Tensor | None = None,
+        lengths: Sequence[int] | torch.Tensor | None = None,
+    ) -> DCYKOutput:
+        """Parse a batch of sentences: given as words, or as soft inputs from a network.
+
+        Parameters
+        ----------
+        sentences : sequence of (str or sequence of str), optional
+            The sentences (each a str of words or a sequence of words): terminals of the
+            grammar, unless ``preterminals`` is given, where they are any tokens (the leaves
+            of the trees; their lengths are the sentences').
+        terminals : Tensor, (B, n, T), optional
+            Soft terminals (docs/method.md, section 11): per sentence and position, a
+            weight per terminal of :attr:`terminals` (a distribution, typically: a
+            softmax); the unary step writes their mixture sum_a p_a [a]-. One-hot rows
+            parse as the words do. The layer's dtype and device; gradients reach it.
+        preterminals : Tensor, (B, n, P), optional
+            Soft preterminals (clean-up gate only): per sentence and position, a score in
+            [0, 1] per nonterminal of :attr:`preterminals` (a tagger's probabilities, from a
+            sigmoid), taken as the unary step's detection and gate: the scores above
+            ``candidate_level`` are written with the score as amplitude and read back as any
+            cell. The words are not written; a word need not be a terminal. Gradients reach
+            it.
+        lengths : sequence of int or Tensor, optional
+            With ``terminals`` or ``preterminals`` and no ``sentences``: each sentence's
+            length (default: all n).
+
+        Returns
+        -------
+        DCYKOutput
+            Its ``sentences`` are the words given; for ``terminals`` without them, each
+            position's most weighted terminal; for ``preterminals`` without them, "_".
 
         Raises
         ------
         ValueError
-            For an empty batch or sentence, a sentence longer than ``max_length``, or a word
-            that is not a terminal of the grammar.
+            For an empty batch or sentence, a sentence longer than ``max_length``, a word
+            that is not a terminal of the grammar, soft inputs of the wrong shape, dtype or
+            device, or inputs that disagree.
+
+        Examples
+        --------
+        >>> import torch, fastdcyk as fd
+        >>> layer = DCYK(fd.Grammar.builtin("example"), 256, dtype=torch.float64)
+        >>> layer.terminals
+        ('a', 'b')
+        >>> probs = torch.tensor([[[0.9, 0.1], [0.8, 0.2], [0.1, 0.9]]], dtype=torch.float64)
+        >>> out = layer(terminals=probs.requires_grad_())
+        >>> out.sentences
+        [('a', 'a', 'b')]
+        >>> out.loss().backward()
+        >>> probs.grad.shape
+        torch.Size([1, 3, 2])
         """
         if isinstance(sentences, str):
             raise TypeError("sentences must be a sequence of sentences, not one str")
-        words = [words_of(self.grammar, s) for s in sentences]
+        soft = terminals if terminals is not None else preterminals
+        if terminals is not None and preterminals is not None:
+            raise ValueError("give terminals= or preterminals=, not both")
+        if soft is None:
+            if sentences is None:
+                raise TypeError("nothing to parse: give sentences, terminals= or preterminals=")
+            if lengths is not None:
+                raise ValueError("lengths= goes with terminals= or preterminals=")
+            words = [words_of(self.grammar, s) for s in sentences]
+        else:
+            if terminals is not None and sentences is not None:
+                raise ValueError(
+                    "give sentences or terminals=, not both (the terminals' weights are "
+                    "the sentence)"
+                )
+            words = self._soft_words(soft, sentences, lengths, terminals is not None)
         if not words:
             raise ValueError("no sentences to parse")
         longest = max(len(w) for w in words)
@@ -374,7 +495,11 @@ class DCYK(torch.nn.Module):
                 f"{self.max_length}: build the module with a larger max_length"
             )
         self._check_tensors()
-        ids = [self.structure.terminal_ids(w) for w in words]
+        if soft is None:
+            ids = [self.structure.terminal_ids(w) for w in words]
+        else:
+            ids = [[0] * len(w) for w in words]
+            soft = soft[:, :longest]
         res = _torch.parse(
             self._vectors(longest),
             self.structure,
@@ -382,6 +507,8 @@ class DCYK(torch.nn.Module):
             self.options,
             unary_weights=self.unary_weights,
             binary_weights=self.binary_weights,
+            terminal_weights=terminals if terminals is None else soft,
+            preterminal_scores=preterminals if preterminals is None else soft,
         )
         return DCYKOutput(
             scores=res.statistics,
@@ -392,7 +519,87 @@ class DCYK(torch.nn.Module):
             boundary=decision_boundary(self.options.beta, self.options.threshold),
             beta=self.options.beta,
             grammar=self.grammar,
+            lexical=self._lexical(words, terminals, preterminals),
         )
+
+    def _soft_words(
+        self,
+        soft: torch.Tensor,
+        sentences: Sequence[str | Sequence[str]] | None,
+        lengths: Sequence[int] | torch.Tensor | None,
+        is_terminals: bool,
+    ) -> list[tuple[str, ...]]:
+        """The words of a soft batch: the given tokens, the most weighted terminals, or
+        "_"; their lengths checked against the input's."""
+        name = "terminals" if is_terminals else "preterminals"
+        width = len(self.terminals) if is_terminals else len(self.preterminals)
+        if not isinstance(soft, torch.Tensor) or soft.dim() != 3 or soft.shape[-1] != width:
+            shape = tuple(soft.shape) if isinstance(soft, torch.Tensor) else type(soft).__name__
+            raise ValueError(
+                f"{name}= must be a (sentences, positions, {width}) tensor, one row per "
+                f"position over layer.{name}; got {shape}"
+            )
+        b, n = int(soft.shape[0]), int(soft.shape[1])
+        if sentences is not None:
+            if lengths is not None:
+                raise ValueError("give sentences or lengths=, not both")
+            toks = [tuple(s.split()) if isinstance(s, str) else tuple(s) for s in sentences]
+            if len(toks) != b:
+                raise ValueError(f"{len(toks)} sentences for {name}= of {b} sentences")
+            lens = [len(t) for t in toks]
+        elif lengths is None:
+            lens = [n] * b
+        else:
+            if isinstance(lengths, torch.Tensor):
+                lengths = lengths.tolist()
+            lens = [check_int("lengths", x, 1) for x in lengths]
+            if len(lens) != b:
+                raise ValueError(f"{len(lens)} lengths for {name}= of {b} sentences")
+        if lens and (min(lens) < 1 or max(lens) > n):
+            raise ValueError(
+                f"sentence lengths must lie in 1..{n} ({name}= holds {n} positions); got "
+                f"{min(lens)}..{max(lens)}"
+            )
+        if sentences is not None:
+            return [tuple(str(w) for w in t) for t in toks]
+        if not is_terminals:
+            return [("_",) * m for m in lens]
+        top = soft.detach().argmax(-1).cpu().numpy()
+        return [tuple(self.terminals[k] for k in top[s, :m]) for s, m in enumerate(lens)]
+
+    def _lexical(
+        self,
+        words: list[tuple[str, ...]],
+        terminals: torch.Tensor | None,
+        preterminals: torch.Tensor | None,
+    ) -> list[list[dict[str, float]]] | None:
+        """Each position's preterminals and their log scores for the trees: with
+        preterminal scores, their logs; with terminal weights, log sum_a p_a P(A -> a)
+        (P = 1 for an unweighted grammar's rules), which one-hot weights make the words'."""
+        if terminals is None and preterminals is None:
+            return None
+        pre = self.preterminals
+        if preterminals is not None:
+            x = preterminals.detach().to(torch.float64).cpu().numpy()
+        else:
+            st, g = self.structure, self.grammar
+            probs = np.ones(st.n_unary_rules)
+            if g.is_weighted:
+                probs = np.exp([g.log_prob(r) for r in _unary_rules(g)])
+            table = np.zeros((len(st.terminals), len(pre)))
+            np.add.at(table, (st.unary_rule_terminal, st.unary_rule_row), probs)
+            x = terminals.detach().to(torch.float64).cpu().numpy() @ table
+        out = []
+        with np.errstate(divide="ignore"):
+            logs = np.log(np.clip(x, 0.0, None))
+        for s, ws in enumerate(words):
+            out.append(
+                [
+                    {a: float(v) for a, v in zip(pre, logs[s, i], strict=True) if v > -np.inf}
+                    for i in range(len(ws))
+                ]
+            )
+        return out
 
     def _check_tensors(self) -> None:
         """One dtype and one device for every vector and weight (a user may have replaced

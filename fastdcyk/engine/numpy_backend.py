@@ -34,6 +34,7 @@ from fastdcyk.engine.decode import (
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.engine.rules import parseval_weights, rule_tables
 from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.engine.soft import SoftWord
 from fastdcyk.hrr import buffers as B
 from fastdcyk.hrr import kernels as K
 from fastdcyk.hrr.buffers import g_cache_slots, g_kept_slots
@@ -54,6 +55,11 @@ __all__ = [
 
 NumpyOps = S.NumpyOps
 _OPS = NumpyOps()
+
+
+def mixture(word: str) -> tuple[tuple[str, float], ...]:
+    """A word's terminals and weights: its own with weight 1, a soft word's."""
+    return word.weights if isinstance(word, SoftWord) else ((word, 1.0),)
 
 
 class _NumpyParser:
@@ -146,11 +152,13 @@ class EntrywiseParser(_NumpyParser):
 
     def initialise(self) -> None:
         """P_left = sum_i [i-1]- [i]- [a_i]- (P_right stays 0)."""
-        for i, a in enumerate(self.words, start=1):
+        for i, word in enumerate(self.words, start=1):
             # Phi [i-1]- [i]- [a]- = C_{i-1}^T ([i]- [a]-); its transpose is ([i]- [a]-)^T C_{i-1}
-            inner = self.cb.minus("index", i) @ self.cb.minus("terminal", a)
-            inner.T.diag_times(np.ones(self.d, self.cb.dtype), out=self.w)
-            self.accumulate_t(self.fl, np.conj(self.spec("index", i - 1)), self.w)
+            # (a soft word: the sum over its terminals, each scaled by its weight)
+            for a, p in mixture(word):
+                inner = self.cb.minus("index", i) @ self.cb.minus("terminal", a)
+                inner.T.diag_times(np.full(self.d, p, self.cb.dtype), out=self.w)
+                self.accumulate_t(self.fl, np.conj(self.spec("index", i - 1)), self.w)
 
     def update(
         self,
@@ -438,9 +446,18 @@ class TraceParser(_NumpyParser):
 
     def initialise(self) -> None:
         """P_left = sum_i [i-1]- [i]- [a_i]- (P_right stays 0)."""
-        for i, a in enumerate(self.words, start=1):
-            s = np.conj(self.cb.spectrum("terminal", a))
+        for i, word in enumerate(self.words, start=1):
+            s = np.conj(self.terminal_spectrum(word))
             K.outer_madd(self.zt, s, self.gmat(i), np.conj(self.full("index", i - 1)), True)
+
+    def terminal_spectrum(self, word: str) -> np.ndarray:
+        """A word's terminal spectrum; a soft word's mixture of its terminals' spectra."""
+        if not isinstance(word, SoftWord):
+            return self.cb.spectrum("terminal", word)
+        mixed = sum(
+            p * self.cb.spectrum("terminal", a).astype(np.complex128) for a, p in word.weights
+        )
+        return np.asarray(mixed).astype(self.cb.cdtype)
 
     def read(self, i: int, j: int, step: Step) -> None:
         self._qv = self._q_lift(j, i) if step == S.UNARY else self._q_binary(i, j)

@@ -21,6 +21,7 @@ import numpy as np
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine.memory import check_codebook_memory, check_parse_memory
 from fastdcyk.engine.rules import RuleStructure, rule_structure
+from fastdcyk.engine.soft import SoftWord, soft_word
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import get_engine
 from fastdcyk.options import (
@@ -58,10 +59,23 @@ def words_of(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
     ws = tuple(words.split()) if isinstance(words, str) else tuple(words)
     if not ws:
         raise ValueError("empty sentence: D-CYK needs at least one word")
+    soft = {}
     for pos, w in enumerate(ws):
-        if not isinstance(w, str):
-            raise TypeError(f"word {pos} is {w!r}, not a str")
+        if isinstance(w, SoftWord):
+            w = dict(w.weights)
+        if isinstance(w, Mapping):  # soft terminals: {terminal: weight}
+            for k in w:
+                if not isinstance(k, str):
+                    raise TypeError(
+                        f"position {pos}: the weights' keys must be terminals, not {k!r}"
+                    )
+            keys = grammar.normalize_words(list(w))
+            soft[pos] = soft_word(dict(zip(keys, w.values(), strict=True)), grammar.terminals, pos)
+        elif not isinstance(w, str):
+            raise TypeError(f"word {pos} is {w!r}, not a str (or a mapping {{terminal: weight}})")
+    ws = tuple(soft.get(pos, w) for pos, w in enumerate(ws))
     ws = grammar.normalize_words(ws)  # terminals are kept in Unicode NFC
+    ws = tuple(soft.get(pos, w) for pos, w in enumerate(ws))
     known = set(grammar.terminals)
     for pos, w in enumerate(ws):
         if w not in known:
@@ -348,6 +362,7 @@ def check_symbols(
     if encoding == "roles":
         needed += [("right", a) for a in grammar.nonterminals]
     needed += [("terminal", t) for t in dict.fromkeys(words)]
+    needed += [("terminal", t) for w in words if isinstance(w, SoftWord) for t, _ in w.weights]
     needed += [("terminal", t) for _, t in grammar.unary_rules]
     for kind, sym in needed:
         cb.vector(kind, sym)  # raises a KeyError naming the symbol

@@ -11,6 +11,7 @@ from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.trees import Forest, Tree
 from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
 from fastdcyk.engine.decode import Statistics, chart_from_statistics, item_scores
+from fastdcyk.engine.soft import lexical_of
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
 
@@ -91,7 +92,8 @@ class DCYKResult:
             if self.chart is None:
                 raise ValueError("this parse was not decoded (decode=False): it has no trees")
             scores = None if self.grammar.is_weighted else self.item_scores()
-            cached = Forest(self.grammar, self.words, self.chart, scores)
+            lexical = lexical_of(self.grammar, self.words)
+            cached = Forest(self.grammar, self.words, self.chart, scores, lexical=lexical)
             self.__dict__["_forest"] = cached
         return cached
 
@@ -145,7 +147,8 @@ class DCYKResult:
         key = "_best_cnf" if cnf else "_best"
         cached = self.__dict__.get(key)
         if cached is None:
-            cached = viterbi(self.grammar, self.words, chart=self.chart, cnf=cnf)
+            lexical = lexical_of(self.grammar, self.words)
+            cached = viterbi(self.grammar, self.words, chart=self.chart, cnf=cnf, lexical=lexical)
             self.__dict__[key] = cached
         return cached
 

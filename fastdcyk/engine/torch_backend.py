@@ -53,6 +53,7 @@ from fastdcyk.engine.decode import Statistics, chart_from_statistics
 from fastdcyk.engine.readback import RIDGE
 from fastdcyk.engine.rules import RuleStructure, rule_structure, rules_of
 from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.engine.soft import terminal_weights
 from fastdcyk.hrr import memory as _memory
 from fastdcyk.hrr.buffers import g_cache_slots
 from fastdcyk.options import DCYKOptions
@@ -246,8 +247,12 @@ class _Base:
         unary_weights: torch.Tensor | None,
         binary_weights: torch.Tensor | None,
         record: bool,
+        soft: torch.Tensor | None = None,
+        pre: torch.Tensor | None = None,
     ) -> None:
         self.vec, self.st, self.opt = vec, st, opt
+        # soft inputs: (B, n, T) terminal weights, or (B, n, U) preterminal scores
+        self.soft, self.pre = soft, pre
         self.d = d = vec.d
         self.h = d // 2 + 1
         self.rdtype = vec.dtype
@@ -268,6 +273,8 @@ class _Base:
                 vec.index,
                 unary_weights,
                 binary_weights,
+                soft,
+                pre,
             )
         )
         self.w = _parseval_weights(d, self.rdtype, self.dev)
@@ -313,6 +320,13 @@ class _Base:
             rows = torch.as_tensor(st.binary_rule_row, device=dev)
             zero = torch.zeros((len(st.binary), self.h), dtype=self.cdtype, device=dev)
             self.binary_spectra = zero.index_add(0, rows, prod)
+
+    def word_rows(self, table: torch.Tensor, i: int) -> torch.Tensor:
+        """The row of ``table`` (one per terminal) of each sentence's word i (0-based),
+        (B, ...): with soft terminals, the rows mixed by the word's weights."""
+        if self.soft is None:
+            return table[self.words[:, i]]
+        return self.soft[:, i].to(table.dtype) @ table
 
     def idx(self, k: int) -> torch.Tensor:
         """``idx`` with ``(Phi^k x)[r] = x[idx[r]]``."""
@@ -476,10 +490,14 @@ class _TraceParser(_Base):
         return torch.mul(a, b, out=self._bbuf).sum(-1)
 
     def initialise(self) -> None:
-        """P_left = sum_i [i-1]- [i]- [a_i]- (P_right stays 0)."""
+        """P_left = sum_i [i-1]- [i]- [a_i]- (P_right stays 0); with soft terminals
+        [a_i]- is the mixture sum_a p_a [a]-, and with preterminal scores nothing is
+        written (the unary step takes the scores)."""
+        if self.pre is not None:
+            return
         tspec = torch.fft.rfft(self.vec.terminal)
         for i in range(1, self.n + 1):
-            s = torch.conj(tspec[self.words[:, i - 1]]) * self.active(i)[:, None]
+            s = torch.conj(self.word_rows(tspec, i - 1)) * self.active(i)[:, None]
             self._madd("zt", s, self._conj(self._outer(i, i - 1)))
 
     def update(
@@ -625,6 +643,9 @@ class _CleanupParser(_TraceParser):
 
     def read(self, i: int, j: int, step: Step) -> None:
         uw, bw = self._weights()
+        if step == S.UNARY and self.pre is not None:  # the unary step's t_A given
+            self._t = self.pre[:, i].to(self.rdtype)
+            return
         if step == S.UNARY:
             clean = self.sigmoid(self._readout(i, j, self.terminal_w))
             if self.lstsq:  # the terminals read in the cell (by any of its reads)
@@ -675,7 +696,9 @@ class _CleanupParser(_TraceParser):
 
     def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
         t = self._t[:, ks]
-        gates = self.sigmoid(t)
+        # given preterminal scores are the unary step's gates themselves: a second sigmoid
+        # would flatten their gradient wherever an encoder is confident
+        gates = t if step == S.UNARY and self.pre is not None else self.sigmoid(t)
         if not self.lstsq:
             return Detections(t, gates, gates, gates)
         level, prune = self.opt.candidate_level, self.opt.prune
@@ -838,7 +861,7 @@ class _DenseParser(_Base):
         """P_left = sum_i [i-1]- [i]- [a_i]-: (Phi [i-1]- [i]- [a]-)^T = ([a]+ [i]+) C_{i-1}."""
         s = self.index_half
         for i in range(1, self.n + 1):
-            v = self.vec.terminal[self.words[:, i - 1]]  # (B, d)
+            v = self.word_rows(self.vec.terminal, i - 1)  # (B, d)
             w = self.rphi(self.rcirc(self.pcp(v, 0, 1), s[i]), 1)  # C_a Phi C_i Phi
             inc = torch.fft.rfft(w) * torch.conj(s[i - 1])
             self._add("fl", inc * self.active(i)[:, None, None])
@@ -1050,6 +1073,8 @@ def parse(
     record: bool = False,
     on_progress: Callable[[int], None] | None = None,
     g_cache: dict | None = None,
+    terminal_weights: torch.Tensor | None = None,
+    preterminal_scores: torch.Tensor | None = None,
 ) -> TorchParse:
     """Parse a batch of sentences with D-CYK (the paper's Algorithms 2, 3 and 4) in torch.
 
@@ -1087,6 +1112,21 @@ def parse(
         The trace gate's G_k matrices (docs/method.md, section 4.4) by span index k, kept
         across calls: pass the same dict to parses with the same index vectors, permutation,
         dtype and device (never under autograd, where it is not used).
+    terminal_weights : Tensor, (B, n, T), optional
+        Soft terminals: per sentence and position, a weight per terminal (the rows of
+        ``structure.terminals``; a distribution, typically), for the longest sentence's n
+        (a shorter sentence's positions past its end are ignored). The unary step writes
+        the mixture sum_a p_a [a]- instead of the word's [a]- (docs/method.md, section 11);
+        one-hot weights give the words' parse. ``sentences`` then gives only the lengths.
+        The vectors' dtype and device; differentiable.
+    preterminal_scores : Tensor, (B, n, U), optional
+        Soft preterminals (clean-up gate only): per sentence and position, a score in
+        [0, 1] of every nonterminal with a rule A -> a (the rows ``structure.unary``, the
+        grammar's :attr:`~fastdcyk.cfg.grammar.Grammar.preterminals`), taken as the unary
+        step's detection and gate: the scores above the candidate level are written with
+        the score as amplitude (not through sigma, which would flatten the gradient of a
+        confident score) and read back as any cell. Nothing is written for the words.
+        ``sentences`` gives only the lengths. Differentiable.
 
     Returns
     -------
@@ -1109,9 +1149,24 @@ def parse(
         vectors = SymbolVectors(
             vectors.terminal, vectors.nonterminal, None, vectors.index, vectors.perm
         )
+    soft = _soft_input(
+        "terminal_weights", terminal_weights, vectors, (len(lengths), n, len(structure.terminals))
+    )
+    pre = _soft_input(
+        "preterminal_scores", preterminal_scores, vectors, (len(lengths), n, len(structure.unary))
+    )
+    if soft is not None and pre is not None:
+        raise ValueError("give terminal_weights or preterminal_scores, not both")
+    if pre is not None and options.gate != "cleanup":
+        raise ValueError(
+            f"preterminal_scores need the clean-up gate (variant='cleanup'), not gate="
+            f"{options.gate!r}: the other gates read the unary step from the table; give "
+            "terminal_weights instead"
+        )
     padded = [list(s) + [0] * (n - len(s)) for s in sentences]
     words = torch.as_tensor(padded, dtype=torch.int64, device=vectors.device)
     args = (vectors, structure, options, words, lengths, unary_weights, binary_weights, record)
+    args += (soft, pre)
     if options.gate == "trace":
         p: _Base = _TraceParser(*args, g_cache=g_cache)
     elif options.gate == "cleanup":
@@ -1142,6 +1197,30 @@ def parse(
         log=p.ledger.log_lists(),
         timings={**timings, "decode": t3 - t2},
     )
+
+
+def _soft_input(
+    name: str, x: torch.Tensor | None, vectors: SymbolVectors, shape: tuple[int, int, int]
+) -> torch.Tensor | None:
+    """A soft input checked: a tensor of ``shape`` with the vectors' dtype and device,
+    finite."""
+    if x is None:
+        return None
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if tuple(x.shape) != shape:
+        raise ValueError(
+            f"{name} has shape {tuple(x.shape)}; expected {shape} (sentences, the longest "
+            "sentence's length, symbols)"
+        )
+    if x.dtype != vectors.dtype or x.device != vectors.device:
+        raise ValueError(
+            f"{name} is {x.dtype} on {x.device}, the vectors {vectors.dtype} on "
+            f"{vectors.device}: convert it with .to(dtype=..., device=...)"
+        )
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} holds NaN or infinite values")
+    return x
 
 
 def statistics_of(stats: torch.Tensor, n: int, nonterminals: Sequence[str]) -> Statistics:
@@ -1227,8 +1306,21 @@ def parse_sentences(
     n = max(len(s) for s in sentences)
     with torch.no_grad():
         vec = symbol_vectors(codebook, st, n, encoding=options.encoding, device=device)
-        ids = [st.terminal_ids(s) for s in sentences]
-        kw = {"decode": decode, "dense": dense, "record": record, "on_progress": on_progress}
+        kw: dict[str, Any] = {
+            "decode": decode,
+            "dense": dense,
+            "record": record,
+            "on_progress": on_progress,
+        }
+        if any(terminal_weights(s, st.terminals) is not None for s in sentences):
+            # soft terminals (docs/method.md, section 11): every sentence as weights
+            weights = np.zeros((len(sentences), n, len(st.terminals)))
+            for b, s in enumerate(sentences):
+                weights[b, : len(s)] = terminal_weights(s, st.terminals, one_hot=True)
+            kw["terminal_weights"] = torch.as_tensor(weights, dtype=vec.dtype, device=vec.device)
+            ids = [[0] * len(s) for s in sentences]
+        else:
+            ids = [st.terminal_ids(s) for s in sentences]
         res = parse(vec, st, ids, options, g_cache=_codebook_g_cache(codebook, vec), **kw)
         t0 = time.perf_counter()
         p_left = p_right = None
