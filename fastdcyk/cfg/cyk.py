@@ -7,7 +7,7 @@ memoises the result, so a sentence of length n costs about n^3 / 6 dictionary lo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from fastdcyk.cfg.grammar import Grammar, GrammarError
 
@@ -45,15 +45,36 @@ def _words(words: Sequence[str] | str) -> tuple[str, ...]:
     return tokens
 
 
-def _chart(grammar: Grammar, tokens: tuple[str, ...], strict: bool) -> list[list[int]]:
+def _chart(
+    grammar: Grammar,
+    tokens: tuple[str, ...],
+    strict: bool,
+    tags: Sequence[Iterable[str] | None] | None = None,
+) -> list[list[int]]:
     """The CYK table as bitsets: ``chart[i][j]`` is cell (i, j)."""
     if not grammar.is_cnf:
         raise GrammarError(
             "CYK needs a grammar in Chomsky normal form; convert it with Grammar.to_cnf()"
         )
     n = len(tokens)
+    if tags is not None:
+        tags = list(tags)
+        if len(tags) != n:
+            raise ValueError(f"tags has {len(tags)} entries for a sentence of {n} words")
+    index = grammar.nonterminal_index
+    pre = set(grammar.preterminals) if tags is not None else set()
     chart = [[0] * (n + 1) for _ in range(n + 1)]
     for i, word in enumerate(tokens):
+        if tags is not None and tags[i] is not None:
+            given = [tags[i]] if isinstance(tags[i], str) else list(tags[i])
+            bad = [a for a in given if a not in pre]
+            if bad:
+                raise ValueError(
+                    f"tags[{i}] names {bad[0]!r}, not a preterminal of the grammar (a "
+                    "nonterminal with a rule A -> 'word')"
+                )
+            chart[i][i + 1] = sum({1 << index[a] for a in given})
+            continue
         mask = grammar.lexical_mask(word)
         if strict and not mask:
             raise UnknownWordError(word, i)
@@ -74,7 +95,11 @@ def _chart(grammar: Grammar, tokens: tuple[str, ...], strict: bool) -> list[list
 
 
 def cyk(
-    grammar: Grammar, words: Sequence[str] | str, *, strict: bool = False
+    grammar: Grammar,
+    words: Sequence[str] | str,
+    *,
+    strict: bool = False,
+    tags: Sequence[Iterable[str] | str | None] | None = None,
 ) -> dict[tuple[int, int], frozenset[str]]:
     """Fill the CYK table of ``words`` (the paper's Algorithm 1).
 
@@ -87,6 +112,10 @@ def cyk(
     strict : bool
         If True, a word that no rule produces is an error; otherwise its cell is empty (and
         so is every cell spanning it).
+    tags : sequence, optional
+        One entry per word: None (the grammar's rules A -> word), or a preterminal or
+        preterminals (nonterminals with a rule A -> a) that fill the word's cell instead,
+        whatever the word (a tagger's tags; the word need not be a terminal).
 
     Returns
     -------
@@ -110,7 +139,7 @@ def cyk(
     (['S'], ['S'], [])
     """
     tokens = _words(words)
-    chart = _chart(grammar, tokens, strict)
+    chart = _chart(grammar, tokens, strict, tags)
     as_set = grammar.nonterminals_of_mask
     n = len(tokens)
     return {(i, j): as_set(chart[i][j]) for i in range(n) for j in range(i + 1, n + 1)}

@@ -456,6 +456,50 @@ class TreebankGrammar:
         tokens = Grammar.normalize_words(sentence)
         return tuple(k for k, w in enumerate(tokens) if w not in self.known)
 
+    def preterminals_of(self, tree: Any) -> tuple[str, ...]:
+        """The grammar's preterminal over each word of a treebank tree: the tags a tagger
+        for this grammar should give (:attr:`Grammar.preterminals
+        <fastdcyk.cfg.grammar.Grammar.preterminals>`).
+
+        The tree is cleaned and prepared as the training trees were; a unary chain over a
+        word (``NP -> NNP -> 'John'``, folded into ``NP -> 'John'`` by the conversion to
+        CNF) gives its top label.
+
+        Parameters
+        ----------
+        tree : Tree, nltk.Tree or str
+            A treebank tree (bracketed text is read).
+
+        Returns
+        -------
+        tuple of str
+            One label per word of the cleaned tree; a label the grammar has no lexical rule
+            for (a chain never seen in training) is returned as it is.
+
+        Raises
+        ------
+        ValueError
+            When nothing is left of the tree after cleaning.
+        """
+        (read,) = read_trees([tree])
+        cleaned = clean(read)
+        if cleaned is None:
+            raise ValueError("the tree has no words left after removing empty elements")
+        prepared = _prepare(cleaned, self.horizontal, self.parent)
+        out: list[str] = []
+
+        def walk(node: Tree, top: str) -> None:
+            if _is_preterminal(node):
+                out.append(top)
+            elif len(node.children) == 1:
+                walk(node.children[0], top)  # type: ignore[arg-type]
+            else:
+                for k in node.children:
+                    walk(k, k.label)  # type: ignore[union-attr,arg-type]
+
+        walk(prepared, ROOT)
+        return tuple(out)
+
     def to_treebank(
         self, tree: Tree | None, words: str | Sequence[str] | None = None
     ) -> Tree | None:

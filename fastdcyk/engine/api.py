@@ -151,8 +151,10 @@ def dcyk(
     ----------
     grammar : Grammar or str
         A CNF grammar, or a built-in name / file path for :meth:`Grammar.load`.
-    words : str or sequence of str
-        The sentence (a str is split on whitespace).
+    words : str or sequence of (str or mapping)
+        The sentence (a str is split on whitespace). A position may be a mapping
+        ``{terminal: weight}`` instead of a word: soft terminals, whose mixture the unary
+        step writes (docs/method.md, section 11; :mod:`fastdcyk.engine.soft`).
     codebook : Codebook, optional
         Symbol vectors and permutation. Default: :func:`default_codebook` (for unitary
         vectors, ``Codebook.for_grammar(grammar, d, seed, dtype=dtype, engine=engine)``,

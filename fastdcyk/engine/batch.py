@@ -139,7 +139,8 @@ def dcyk_batch(
     grammar : Grammar or str
     sentences : sequence of str or of sequences of str
         The sentences (a str is split on whitespace), each checked as :func:`fastdcyk.dcyk`
-        checks one.
+        checks one (soft terminals included: a mapping ``{terminal: weight}`` at a
+        position).
     codebook, d, seed, dtype, variant, gate, decoder, unary_mask, beta, threshold, prune,
     order, encoding, readback, candidate_level, unitary, engine, decode, check_memory
         As for :func:`fastdcyk.dcyk`; one codebook (given or built here) serves every
