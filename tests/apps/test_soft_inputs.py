@@ -80,7 +80,7 @@ def test_a_mixture_is_the_same_in_numpy_torch_and_the_layer():
     layer = DCYK(g, 128, dtype=torch.float64, max_length=4)
     x = torch.zeros(1, 4, len(layer.terminals), dtype=torch.float64)
     for i, w in enumerate(words):
-        for t, p in (w.items() if isinstance(w, dict) else [(w, 1.0)]):
+        for t, p in w.items() if isinstance(w, dict) else [(w, 1.0)]:
             x[0, i, layer.terminals.index(t)] = p
     with torch.no_grad():
         out = layer(terminals=x)

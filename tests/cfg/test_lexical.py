@@ -41,9 +41,7 @@ def test_tags_fill_the_word_cells_as_words_with_those_tags_would():
 
 def test_the_grammars_own_lexical_log_probabilities_give_viterbi_and_inside_unchanged():
     g = fd.Grammar.load(PP)
-    own = [
-        {a: g.log_prob(Rule(a, (Symbol(w, True),))) for a in g.lexicon[w]} for w in WORDS
-    ]
+    own = [{a: g.log_prob(Rule(a, (Symbol(w, True),))) for a in g.lexicon[w]} for w in WORDS]
     assert fd.viterbi(g, WORDS, lexical=own) == fd.viterbi(g, WORDS)
     assert fd.viterbi(g, WORDS, lexical=[None] * 7) == fd.viterbi(g, WORDS)
     assert fd.inside(g, WORDS, lexical=own) == pytest.approx(fd.inside(g, WORDS), abs=1e-12)
