@@ -7,7 +7,10 @@ returns a :class:`DCYKOutput`: the decoder's readouts of every (i, j, A) as a di
 tensor, the charts decoded from them, and a loss against symbolic CYK. Gradients reach the
 symbol vectors (terminals, nonterminals, right-child roles; and the span indices when asked)
 and optional per-rule weights, so a codebook can be learned by gradient descent at a d where
-random ones fail (docs/learning.md).
+random ones fail (docs/learning.md). A network can feed it instead of words: per position,
+weights over the grammar's terminals (``terminals=``) or scores over its preterminals
+(``preterminals=``, a tagger's), whose gradients reach that network (docs/method.md,
+section 11; the worked model docs/treebank_model.py).
 
 PyTorch is needed (``pip install 'fastdcyk[torch]'``); ``import fastdcyk`` does not import
 this module. The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Satta,
@@ -196,8 +199,16 @@ class DCYKOutput:
         """The targets of :meth:`loss` as a (B, n, n + 1, N) tensor of 0 and 1.
 
         ``gold_charts``: one chart per sentence (``{(i, j): set of nonterminals}``); None
-        (the default) is symbolic CYK's (:func:`fastdcyk.cfg.cyk`).
+        (the default) is symbolic CYK's (:func:`fastdcyk.cfg.cyk`) of the words, and must
+        be given for soft inputs (``fd.cyk(grammar, words, tags=...)`` is the chart of given
+        tags).
         """
+        if gold_charts is None and self.lexical is not None:
+            raise ValueError(
+                "soft inputs have no words for symbolic CYK to parse: give gold_charts "
+                "(fd.cyk(grammar, words) of the true words, or fd.cyk(grammar, words, "
+                "tags=...) of the true tags)"
+            )
         if gold_charts is None:
             gold_charts = [cyk(self.grammar, words) for words in self.sentences]
         if len(gold_charts) != len(self.sentences):
@@ -464,7 +475,7 @@ class DCYK(torch.nn.Module):
         >>> out = layer(terminals=probs.requires_grad_())
         >>> out.sentences
         [('a', 'a', 'b')]
-        >>> out.loss().backward()
+        >>> out.loss([fd.cyk(layer.grammar, "a a b")]).backward()
         >>> probs.grad.shape
         torch.Size([1, 3, 2])
         """
@@ -507,8 +518,8 @@ class DCYK(torch.nn.Module):
             self.options,
             unary_weights=self.unary_weights,
             binary_weights=self.binary_weights,
-            terminal_weights=terminals if terminals is None else soft,
-            preterminal_scores=preterminals if preterminals is None else soft,
+            terminal_weights=soft if terminals is not None else None,
+            preterminal_scores=soft if preterminals is not None else None,
         )
         return DCYKOutput(
             scores=res.statistics,

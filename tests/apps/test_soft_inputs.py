@@ -173,6 +173,8 @@ def test_soft_inputs_are_checked_with_clear_messages():
         layer(["fish"], lengths=[1])
     with pytest.raises(TypeError, match="nothing to parse"):
         layer()
+    with pytest.raises(ValueError, match="give gold_charts"):
+        layer(terminals=x).loss()
     trace = DCYK(g, 32, variant="trace", dtype=torch.float64, max_length=4)
     with pytest.raises(ValueError, match="clean-up gate"):
         trace(preterminals=p)
