@@ -44,12 +44,13 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("fastdcyk.nn needs PyTorch: pip install 'fastdcyk[torch]'") from exc
 
 from fastdcyk.cfg.cyk import cyk
-from fastdcyk.cfg.grammar import Grammar, Rule, Symbol
+from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.trees import Forest
 from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
 from fastdcyk.engine import torch_backend as _torch
 from fastdcyk.engine.decode import decision_boundary, item_scores
 from fastdcyk.engine.plan import cnf_grammar, default_codebook, words_of
+from fastdcyk.engine.soft import lexical_scores
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import (
     DEFAULT_VARIANT,
@@ -265,11 +266,6 @@ class DCYKOutput:
         return torch.nn.functional.binary_cross_entropy_with_logits(
             logits[keep], target[keep], pos_weight=pw
         )
-
-
-def _unary_rules(grammar: Grammar) -> list[Rule]:
-    """The rules A -> a of a CNF grammar, in grammar order."""
-    return [Rule(a, (Symbol(w, True),)) for a, w in grammar.unary_rules]
 
 
 class DCYK(torch.nn.Module):
@@ -589,28 +585,22 @@ class DCYK(torch.nn.Module):
         (P = 1 for an unweighted grammar's rules), which one-hot weights make the words'."""
         if terminals is None and preterminals is None:
             return None
+        if terminals is not None:
+            weights = terminals.detach().to(torch.float64).cpu().numpy()
+            return [
+                lexical_scores(self.grammar, weights[b, : len(ws)]) for b, ws in enumerate(words)
+            ]
         pre = self.preterminals
-        if preterminals is not None:
-            x = preterminals.detach().to(torch.float64).cpu().numpy()
-        else:
-            st, g = self.structure, self.grammar
-            probs = np.ones(st.n_unary_rules)
-            if g.is_weighted:
-                probs = np.exp([g.log_prob(r) for r in _unary_rules(g)])
-            table = np.zeros((len(st.terminals), len(pre)))
-            np.add.at(table, (st.unary_rule_terminal, st.unary_rule_row), probs)
-            x = terminals.detach().to(torch.float64).cpu().numpy() @ table
-        out = []
+        x = preterminals.detach().to(torch.float64).cpu().numpy()
         with np.errstate(divide="ignore"):
             logs = np.log(np.clip(x, 0.0, None))
-        for s, ws in enumerate(words):
-            out.append(
-                [
-                    {a: float(v) for a, v in zip(pre, logs[s, i], strict=True) if v > -np.inf}
-                    for i in range(len(ws))
-                ]
-            )
-        return out
+        return [
+            [
+                {a: float(v) for a, v in zip(pre, logs[b, i], strict=True) if v > -np.inf}
+                for i in range(len(ws))
+            ]
+            for b, ws in enumerate(words)
+        ]
 
     def _check_tensors(self) -> None:
         """One dtype and one device for every vector and weight (a user may have replaced

@@ -31,7 +31,7 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Rule, Symbol
 
-__all__ = ["SoftWord", "lexical_of", "soft_word", "terminal_weights"]
+__all__ = ["SoftWord", "lexical_of", "lexical_scores", "soft_word", "terminal_weights"]
 
 
 class SoftWord(str):
@@ -96,28 +96,27 @@ def terminal_weights(
     return out
 
 
+def lexical_scores(grammar: Any, weights: np.ndarray) -> list[dict[str, float]]:
+    """Per position, the lexical log scores of (n, T) weights over ``grammar.terminals``:
+    ``{A: log sum_a p_a P(A -> a)}`` over the preterminals with a positive sum (P = 1 for an
+    unweighted grammar's rules), which a one-hot row makes the word's own rules."""
+    pre = grammar.preterminals
+    row = {a: k for k, a in enumerate(pre)}
+    col = {t: k for k, t in enumerate(grammar.terminals)}
+    table = np.zeros((len(col), len(pre)))  # P(A -> a), terminals by preterminals
+    for a, t in grammar.unary_rules:
+        p = math.exp(grammar.log_prob(Rule(a, (Symbol(t, True),)))) if grammar.is_weighted else 1
+        table[col[t], row[a]] += p
+    mass = np.asarray(weights, dtype=np.float64) @ table
+    return [{a: math.log(m) for a, m in zip(pre, r, strict=True) if m > 0} for r in mass]
+
+
 def lexical_of(grammar: Any, words: Sequence[str]) -> list[dict[str, float] | None] | None:
     """The lexical scores of a sentence's soft positions for the trees
-    (:class:`~fastdcyk.cfg.trees.Forest`, :func:`~fastdcyk.cfg.viterbi.viterbi`):
-    ``{A: log sum_a p_a P(A -> a)}`` (P = 1 for an unweighted grammar's rules), None for the
-    words; None when there is no soft position."""
-    if not any(isinstance(w, SoftWord) for w in words):
+    (:class:`~fastdcyk.cfg.trees.Forest`, :func:`~fastdcyk.cfg.viterbi.viterbi`), by
+    :func:`lexical_scores`; None for the words, and None when there is no soft position."""
+    weights = terminal_weights(words, grammar.terminals)
+    if weights is None:
         return None
-    out: list[dict[str, float] | None] = []
-    for w in words:
-        if not isinstance(w, SoftWord):
-            out.append(None)
-            continue
-        mass: dict[str, float] = {}
-        for t, p in w.weights:
-            for a in grammar.lexicon.get(t, ()):
-                rule = 1.0
-                if grammar.is_weighted:
-                    rule = math.exp(grammar.log_prob(_unary(a, t)))
-                mass[a] = mass.get(a, 0.0) + p * rule
-        out.append({a: math.log(m) for a, m in mass.items() if m > 0})
-    return out
-
-
-def _unary(a: str, t: str) -> Rule:
-    return Rule(a, (Symbol(t, True),))
+    scores = lexical_scores(grammar, weights)
+    return [s if isinstance(w, SoftWord) else None for w, s in zip(words, scores, strict=True)]
