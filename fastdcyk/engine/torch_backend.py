@@ -290,7 +290,10 @@ class _Base:
             opt.prune,
             record=record,
             readouts=True,
-            active=self.active,
+            # not the bound method: the ledger would refer back to the parser, and that
+            # cycle would keep every tensor of the parse (under autograd its whole graph,
+            # gigabytes) alive until Python's cyclic collector happened to run
+            active=lambda j, lengths=self.len_t: lengths >= j,
         )
 
     def _tables(self, uw: torch.Tensor | None, bw: torch.Tensor | None) -> None:

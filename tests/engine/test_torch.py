@@ -387,3 +387,27 @@ def test_dcyk_batch_halves_its_batches_when_the_device_is_full(monkeypatch):
     monkeypatch.setattr(_batch, "parse_plan", full_device)
     with pytest.raises(MemoryError, match=r"ran out of memory parsing one sentence of \d+ words"):
         dcyk_batch(g, sents, cb, variant="trace", batch_size=4)
+
+
+def test_a_parse_leaves_no_reference_cycle_holding_its_tensors():
+    """The parser must be freed when its output is: a cycle (parser -> ledger -> bound method
+    -> parser) kept every tensor of a parse under autograd, its whole graph, alive until the
+    cyclic collector ran: in a training loop, gigabytes."""
+    import gc
+
+    from fastdcyk.nn import DCYK
+
+    g = fd.Grammar.builtin("G4")
+    layer = DCYK(g, 32, dtype=torch.float64, max_length=4)
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        out = layer(["fish swim", "fish swim near fish"])
+        out.loss().backward()
+        del out
+        gc.collect()
+        leaked = [o for o in gc.garbage if isinstance(o, T._Base)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert leaked == []
