@@ -292,7 +292,7 @@ class Tree:
 # -- back from CNF -------------------------------------------------------------------------
 
 
-def un_cnf(tree: Tree, grammar: Grammar) -> Tree:
+def un_cnf(tree: Tree, grammar: Grammar, *, lexical: bool = False) -> Tree:
     """A tree of ``grammar`` (made by ``to_cnf``) as a tree of the grammar it was made from.
 
     Every CNF rule is replaced by the rules it stands for (:attr:`Grammar.origin
@@ -310,6 +310,11 @@ def un_cnf(tree: Tree, grammar: Grammar) -> Tree:
     grammar : Grammar
         In CNF; a grammar without :attr:`~fastdcyk.cfg.grammar.Grammar.origin` (not made by
         ``to_cnf``, or already in CNF when it was called) returns ``tree`` unchanged.
+    lexical : bool, default False
+        The tree's leaves need not be the grammar's words (a tree of lexical scores:
+        ``viterbi(..., lexical=...)``): a preterminal A over a word without a rule A -> word
+        is expanded as A's most probable rule A -> a (the first, unweighted) is, the word
+        in place of a.
 
     Raises
     ------
@@ -330,6 +335,7 @@ def un_cnf(tree: Tree, grammar: Grammar) -> Tree:
     if origin is None:
         return tree
     helpers, nullable, steps = origin.helpers, origin.nullable, origin.steps
+    stand_in = _lexical_stand_ins(grammar) if lexical else {}
 
     def node(label: str, kids: list[Tree | str]) -> list[Tree | str]:
         return kids if label in helpers else [Tree(label, kids)]
@@ -348,6 +354,8 @@ def un_cnf(tree: Tree, grammar: Grammar) -> Tree:
             Symbol(k, True) if isinstance(k, str) else Symbol(k.label, False) for k in t.children
         )
         chain = steps.get(Rule(t.label, rhs))
+        if chain is None and len(rhs) == 1 and rhs[0].terminal and t.label in stand_in:
+            chain = steps.get(stand_in[t.label])
         if chain is None:
             raise ValueError(f"the tree uses {Rule(t.label, rhs)}, which the grammar does not have")
         below = [expand(k) for k in t.children]
@@ -366,6 +374,19 @@ def un_cnf(tree: Tree, grammar: Grammar) -> Tree:
     if len(out) != 1 or not isinstance(out[0], Tree):  # only when the root is a helper symbol
         raise ValueError(f"{tree.label} is a symbol of the conversion, not a tree's root")
     return out[0]
+
+
+def _lexical_stand_ins(grammar: Grammar) -> dict[str, Rule]:
+    """Per preterminal A, the rule A -> a whose expansion a word without a rule A -> word
+    takes: the most probable (the first in grammar order among equals, and in an unweighted
+    grammar)."""
+    out: dict[str, tuple[float, Rule]] = {}
+    for a, word in grammar.unary_rules:
+        rule = Rule(a, (Symbol(word, True),))
+        p = grammar.log_prob(rule) if grammar.is_weighted else 0.0
+        if a not in out or p > out[a][0]:
+            out[a] = (p, rule)
+    return {a: r for a, (_, r) in out.items()}
 
 
 # -- checking trees -----------------------------------------------------------------------
@@ -783,7 +804,7 @@ class Forest:
             )
 
     def _out(self, tree: Tree, cnf: bool) -> Tree:
-        return tree if cnf else un_cnf(tree, self.grammar)
+        return tree if cnf else un_cnf(tree, self.grammar, lexical=self._lexical is not None)
 
     def __repr__(self) -> str:
         return (

@@ -255,7 +255,7 @@ def viterbi(
         return Tree(names[a], [build(i, k, int(t.left[r])), build(k, j, int(t.right[r]))])
 
     tree = build(0, n, start)
-    return ViterbiParse(tree if cnf else un_cnf(tree, grammar), top)
+    return ViterbiParse(tree if cnf else un_cnf(tree, grammar, lexical=lexical is not None), top)
 
 
 def inside(

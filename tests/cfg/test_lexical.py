@@ -117,3 +117,20 @@ def test_preterminals_of_a_tree_are_the_cnf_grammars_tags():
         assert best.tree is not None
     with pytest.raises(ValueError, match="no words left"):
         tb.preterminals_of("(S (NP (-NONE- *)))")
+
+
+def test_trees_over_words_the_grammar_never_saw_come_back_in_the_treebanks_labels():
+    tb = TreebankGrammar.from_trees(BANK)
+    g = tb.grammar
+    words = ("Zorg", "saw", "the", "cat")  # 'Zorg': no rule of the grammar produces it
+    lexical = [{"NP": 0.0}, {"VBD": 0.0}, {"DT": 0.0}, {"NN": 0.0}]
+    best = fd.viterbi(g, words, lexical=lexical)
+    # the CNF rule NP -> word stands for the chain NP -> NNP -> word of the training trees
+    assert str(tb.to_treebank(best.tree, words)) == (
+        "(ROOT (S (NP (NNP Zorg)) (VP (VBD saw) (NP (DT the) (NN cat)))))"
+    )
+    assert fd.Forest(g, words, lexical=lexical).tree(0) == best.tree
+    cnf_tree = fd.viterbi(g, words, lexical=lexical, cnf=True).tree
+    assert fd.un_cnf(cnf_tree, g, lexical=True) == best.tree
+    with pytest.raises(ValueError, match="which the grammar does not have"):
+        fd.un_cnf(cnf_tree, g)  # without lexical=True the unknown word is an error
