@@ -1,0 +1,613 @@
+"""A worked model: an encoder gives each word's preterminal scores, D-CYK with the treebank's
+PCFG on top, trained end to end on the Penn Treebank sample (docs/learning.md).
+
+Train on files 0001-0179, test on every sentence of files 0180-0199 of at most 25 words
+(unknown words included). Four parsers, one grammar (``TreebankGrammar.from_trees`` of the
+training files), each tree scored with evalb's labelled brackets against the gold tree:
+
+- ``e2e``: the encoder (word embeddings, a character CNN for the spelling of unknown words, a
+  BiLSTM; a softmax over the grammar's preterminals) feeds :class:`fastdcyk.nn.DCYK`: every
+  tag of probability above 1e-4 is written into the table (:func:`dcyk_input`). It starts
+  from the pipeline's trained tagger and trains end to end: the tag loss plus D-CYK's chart
+  loss against the chart of the gold tags, through the table. Its tree is the most probable
+  tree of the decoded chart (Viterbi over it, the tags' log probabilities as lexical scores);
+- ``pipeline``: the same encoder trained as a tagger (softmax, cross-entropy), then symbolic
+  Viterbi CKY with the tagger's log probabilities as lexical scores (``fd.viterbi(...,
+  lexical=...)``);
+- ``gold-tags``: symbolic Viterbi with the gold tags (the grammar's ceiling);
+- ``nltk-tagger``: NLTK's averaged perceptron tagger trained on the same trees, then symbolic
+  Viterbi with its tags.
+
+The tags are the grammar's preterminals (``TreebankGrammar.preterminals_of``): the POS tags,
+and the phrase labels whose unary chains end in a word (``NP -> NNP -> 'John'`` is the CNF
+rule ``NP -> 'John'``). The treebank sample may not be copied into the project: give its
+folder. Checkpoints and a log of the training curves go to ``--out``.
+
+Usage::
+
+    python docs/treebank_model.py train --treebank PATH/treebank --model pipeline --epochs 20
+    python docs/treebank_model.py train --treebank PATH/treebank --model e2e
+    python docs/treebank_model.py evaluate --treebank PATH/treebank
+    python docs/treebank_model.py report          # the tables of docs/learning.md, the figure
+
+On a GPU: add ``--device cuda`` to train and evaluate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+import fastdcyk as fd
+from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
+from fastdcyk.nn import DCYK
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "treebank_model.json"
+FIGURE = HERE / "figures" / "treebank_model.png"
+MAX_LEN = 25  # the test sentences
+SEED = 0
+#: A tag whose probability exceeds this is written into D-CYK's table (as present:
+#: :func:`dcyk_input`), and is a tag of the pipeline's Viterbi parse
+FLOOR = 1e-4
+
+
+# -- data ------------------------------------------------------------------------------------
+
+
+def split(folder: Path) -> tuple[list[Path], list[Path]]:
+    files = sorted(Path(folder).glob("wsj_*.mrg"))
+    if not files:
+        raise SystemExit(f"no wsj_*.mrg files in {folder}: give the treebank sample's folder")
+    number = {f: int(f.stem.split("_")[1]) for f in files}
+    return [f for f in files if number[f] <= 179], [f for f in files if number[f] >= 180]
+
+
+class Data:
+    """The grammar, the tag set and the sentences of both parts, with their gold tags."""
+
+    def __init__(self, folder: Path) -> None:
+        train_files, test_files = split(folder)
+        self.tb = TreebankGrammar.from_trees(train_files)
+        self.grammar = self.tb.grammar
+        self.tags = self.grammar.preterminals
+        index = {t: k for k, t in enumerate(self.tags)}
+        self.train = []
+        for tree in (clean(t) for t in read_trees(train_files)):
+            if tree is None:
+                continue
+            tags = self.tb.preterminals_of(tree)
+            if all(t in index for t in tags):  # a chain the CNF grammar folded away: skip
+                self.train.append((tuple(tree.leaves()), tuple(index[t] for t in tags)))
+        self.test = []
+        for tree in (clean(t) for t in read_trees(test_files)):
+            if tree is not None and len(tree.leaves()) <= MAX_LEN:
+                self.test.append((tree, self.tb.preterminals_of(tree)))
+        counts = Counter(w for words, _ in self.train for w in words)
+        self.vocab = ["<unk>", *sorted(w for w, c in counts.items() if c >= 2)]
+        self.chars = ["<unk>", *sorted({c for words, _ in self.train for w in words for c in w})]
+
+
+# -- the encoder ---------------------------------------------------------------------------
+
+
+class Encoder(torch.nn.Module):
+    """Word embeddings + a character CNN (the spelling: suffixes, capitals, digits, for the
+    words the embeddings never saw) -> a BiLSTM -> one score per preterminal.
+
+    A BiLSTM rather than a transformer: 3,600 training sentences are few for a transformer
+    trained from scratch, and the BiLSTM is the usual encoder of CPU-trained constituency
+    parsers of this size; its context on both sides is what tagging needs.
+    """
+
+    def __init__(self, vocab: list[str], chars: list[str], tags: int) -> None:
+        super().__init__()
+        self.words = {w: k for k, w in enumerate(vocab)}
+        self.char_ids = {c: k for k, c in enumerate(chars)}
+        self.embed = torch.nn.Embedding(len(vocab), 100)
+        self.char_embed = torch.nn.Embedding(len(chars), 24)
+        self.char_cnn = torch.nn.Conv1d(24, 50, 3, padding=1)
+        self.lstm = torch.nn.LSTM(150, 128, batch_first=True, bidirectional=True)
+        self.drop = torch.nn.Dropout(0.3)
+        self.out = torch.nn.Linear(256, tags)
+
+    def forward(self, sentences: list[tuple[str, ...]], word_dropout: float = 0.0) -> torch.Tensor:
+        """Logits (B, n, tags) for a batch of sentences (padded to the longest)."""
+        dev = self.out.weight.device
+        n = max(map(len, sentences))
+        ids = torch.zeros(len(sentences), n, dtype=torch.long)
+        width = max(len(w) for s in sentences for w in s)
+        chars = torch.zeros(len(sentences), n, width, dtype=torch.long)
+        for b, s in enumerate(sentences):
+            for i, w in enumerate(s):
+                k = self.words.get(w, 0)
+                if word_dropout and random.random() < word_dropout:
+                    k = 0  # so that <unk> is trained: the test has unknown words
+                ids[b, i] = k
+                for c, ch in enumerate(w):
+                    chars[b, i, c] = self.char_ids.get(ch, 0)
+        ids, chars = ids.to(dev), chars.to(dev)
+        c = self.char_embed(chars.view(-1, width)).transpose(1, 2)  # (B n, 24, width)
+        c = torch.relu(self.char_cnn(c)).max(-1).values.view(len(sentences), n, -1)
+        x = self.drop(torch.cat((self.embed(ids), c), -1))
+        lengths = torch.tensor([len(s) for s in sentences])
+        packed = torch.nn.utils.rnn.pack_padded_sequence(
+            x, lengths, batch_first=True, enforce_sorted=False
+        )
+        h, _ = self.lstm(packed)
+        h, _ = torch.nn.utils.rnn.pad_packed_sequence(h, batch_first=True, total_length=n)
+        return self.out(self.drop(h))
+
+
+def make_encoder(data: Data) -> Encoder:
+    torch.manual_seed(SEED)
+    return Encoder(data.vocab, data.chars, len(data.tags))
+
+
+# -- training ------------------------------------------------------------------------------
+
+
+def tag_loss(logits: torch.Tensor, tags: list[tuple[int, ...]]) -> torch.Tensor:
+    """Cross-entropy against the gold tags, averaged over the real positions."""
+    n = logits.shape[1]
+    gold = torch.full((len(tags), n), -1, dtype=torch.long)
+    for b, t in enumerate(tags):
+        gold[b, : len(t)] = torch.tensor(t)
+    gold = gold.to(logits.device)
+    keep = gold >= 0
+    return torch.nn.functional.cross_entropy(logits[keep], gold[keep])
+
+
+def dcyk_input(logits: torch.Tensor) -> torch.Tensor:
+    """The preterminal scores D-CYK takes: 1 for every tag whose probability (softmax)
+    exceeds :data:`FLOOR`, 0 for the others, with the probabilities' own gradient (straight
+    through).
+
+    Written as they are, probabilities put an unsure tag (two tags of 0.4) below the
+    decoder's boundary and the sentence loses its parse: 58 of 138 test sentences parsed
+    when an earlier run wrote the scores themselves. Here D-CYK decides which items exist
+    over every plausible tag, and the probabilities rank the trees (:func:`lexical_scores`).
+    """
+    p = torch.softmax(logits, -1)
+    hard = (p > FLOOR).to(p.dtype)
+    return hard + p - p.detach()
+
+
+def lexical_scores(logits: torch.Tensor, tags: tuple[str, ...]) -> list[dict]:
+    """Each position's log probabilities of the tags above :data:`FLOOR`: the lexical
+    scores of the trees (``fd.viterbi(..., lexical=...)``)."""
+    logp = torch.log_softmax(logits, -1).cpu().numpy()
+    floor = math.log(FLOOR)
+    return [{tags[k]: float(row[k]) for k in np.flatnonzero(row > floor)} for row in logp]
+
+
+def gold_chart(data: Data, words: tuple[str, ...], tags: tuple[int, ...]) -> dict:
+    """The chart the gold tags give (every item the grammar derives over them)."""
+    return fd.cyk(data.grammar, words, tags=[data.tags[t] for t in tags])
+
+
+def train(args: argparse.Namespace) -> None:
+    torch.set_num_threads(args.threads)
+    random.seed(SEED)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    data = Data(args.treebank)
+    print(
+        f"{data.tb}; {len(data.tags)} tags; {len(data.train)} training sentences "
+        f"({time.perf_counter() - t0:.1f} s)",
+        flush=True,
+    )
+    dev = torch.device(args.device)
+    enc = make_encoder(data).to(dev)
+    if args.model == "e2e":  # the pipeline's tagger, trained further through D-CYK
+        start = out / "pipeline.pt"
+        if not start.exists():
+            raise SystemExit(f"no {start}: train the pipeline first (--model pipeline)")
+        enc.load_state_dict(torch.load(start, map_location=dev))
+        log = end_to_end(args, data, enc, dev)
+    else:
+        log = train_tagger(args, data, enc)
+    torch.save(enc.state_dict(), out / f"{args.model}.pt")
+    (out / f"{args.model}.log.json").write_text(json.dumps(log, indent=1))
+    record = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    record[f"training/{args.model}"] = {"log": log, "device": args.device, "dim": args.dim}
+    RESULTS.write_text(json.dumps(record, indent=1, sort_keys=True))
+
+
+def train_tagger(args: argparse.Namespace, data: Data, enc: Encoder) -> list[dict]:
+    """The pipeline's tagger: ``--epochs`` epochs of cross-entropy, batches of 32."""
+    opt = torch.optim.Adam(enc.parameters(), lr=2e-3)
+    order = list(range(len(data.train)))
+    log: list[dict] = []
+    for epoch in range(1, args.epochs + 1):
+        random.shuffle(order)
+        enc.train()
+        start, total = time.perf_counter(), 0.0
+        for b in tqdm(range(0, len(order), 32), desc=f"tags, epoch {epoch}", leave=False):
+            batch = [data.train[k] for k in order[b : b + 32]]
+            opt.zero_grad()
+            loss = tag_loss(enc([w for w, _ in batch], 0.1), [t for _, t in batch])
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(batch)
+        seconds = time.perf_counter() - start
+        acc = tag_accuracy(enc, data)
+        log.append(
+            {
+                "stage": "tags",
+                "epoch": epoch,
+                "loss": total / len(order),
+                "test_tag_accuracy": acc,
+                "seconds": seconds,
+            }
+        )
+        print(
+            f"epoch {epoch}: tag loss {total / len(order):.4f}, test tag accuracy {acc:.4f}, "
+            f"{seconds:.0f} s",
+            flush=True,
+        )
+    return log
+
+
+def end_to_end(args: argparse.Namespace, data: Data, enc: Encoder, dev: torch.device) -> list:
+    """The second stage: tag loss plus D-CYK's chart loss, one sentence per step (D-CYK keeps
+    every cell's update for the backward pass: a 15-word sentence needs about 2.3 GB at
+    d = 1024 in float32), sentences of at most ``--e2e-length`` words."""
+    layer = DCYK(
+        data.grammar, args.dim, dtype=torch.float32, max_length=MAX_LEN, learn=(), device=dev
+    )
+    opt = torch.optim.Adam(enc.parameters(), lr=args.e2e_lr)
+    pool = [s for s in data.train if len(s[0]) <= args.e2e_length]
+    random.Random(SEED).shuffle(pool)
+    pool = pool[: args.e2e_sentences]
+    log, window = [], []
+    start = time.perf_counter()
+    enc.train()
+    for step, (words, tags) in enumerate(tqdm(pool, desc="end to end"), start=1):
+        opt.zero_grad()
+        logits = enc([words], 0.1)
+        out = layer([words], preterminals=dcyk_input(logits))
+        # the layer's loss: the mean over every (i, j, A) of the decisions' cross-entropy
+        chart = out.loss([gold_chart(data, words, tags)])
+        loss = tag_loss(logits, [tags]) + args.chart_weight * chart
+        loss.backward()
+        # the decoder's sigmoid is steep (beta = 50): a score near its boundary gives a
+        # gradient spike, clipped here
+        torch.nn.utils.clip_grad_norm_(enc.parameters(), 5.0)
+        opt.step()
+        window.append((float(chart.detach()), float(loss.detach())))
+        if step % 25 == 0 or step == len(pool):
+            c, t = np.mean(window, axis=0)
+            log.append(
+                {
+                    "stage": "e2e",
+                    "step": step,
+                    "chart_loss": float(c),
+                    "loss": float(t),
+                    "seconds": time.perf_counter() - start,
+                    "peak_rss_gb": peak_rss_gb(),
+                }
+            )
+            print(
+                f"step {step}: chart loss {c:.4f}, loss {t:.4f}, peak {peak_rss_gb():.2f} GB",
+                flush=True,
+            )
+            window = []
+    acc = tag_accuracy(enc, data)
+    log.append(
+        {
+            "stage": "e2e-end",
+            "test_tag_accuracy": acc,
+            "sentences": len(pool),
+            "seconds": time.perf_counter() - start,
+        }
+    )
+    print(
+        f"end to end: {len(pool)} sentences, test tag accuracy {acc:.4f}, "
+        f"{time.perf_counter() - start:.0f} s",
+        flush=True,
+    )
+    return log
+
+
+def peak_rss_gb() -> float:
+    """The process's peak resident memory so far (Linux), in GB."""
+    try:
+        with open("/proc/self/status") as f:
+            line = next(x for x in f if x.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1e6
+    except (OSError, StopIteration):
+        return float("nan")
+
+
+@torch.no_grad()
+def tag_accuracy(enc: Encoder, data: Data) -> float:
+    enc.eval()
+    index = {t: k for k, t in enumerate(data.tags)}
+    right = total = 0
+    for k in range(0, len(data.test), 64):
+        batch = data.test[k : k + 64]
+        pred = enc([tuple(t.leaves()) for t, _ in batch]).argmax(-1).cpu()
+        for b, (_, tags) in enumerate(batch):
+            for i, t in enumerate(tags):
+                right += int(index.get(t, -1) == int(pred[b, i]))
+                total += 1
+    enc.train()
+    return right / total
+
+
+# -- evaluation ----------------------------------------------------------------------------
+
+
+def lexical_of(probs: np.ndarray, tags: tuple[str, ...], floor: float = 1e-4) -> list[dict]:
+    """A tagger's probabilities as lexical log scores (the tags above ``floor``)."""
+    return [
+        {tags[k]: math.log(p) for k in np.flatnonzero(row > floor) for p in [row[k]]}
+        for row in probs
+    ]
+
+
+def evaluate(args: argparse.Namespace) -> None:
+    torch.set_num_threads(args.threads)
+    data = Data(args.treebank)
+    g, tb, dev = data.grammar, data.tb, torch.device(args.device)
+    record = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    rows: dict[str, list[dict]] = {}
+    encoders = {}
+    for model in ("pipeline", "e2e"):
+        path = Path(args.out) / f"{model}.pt"
+        if path.exists():
+            enc = make_encoder(data).to(dev)
+            enc.load_state_dict(torch.load(path, map_location=dev))
+            encoders[model] = enc.eval()
+    nltk_tagger = train_nltk_tagger(data)
+    layer = DCYK(g, args.dim, dtype=torch.float32, max_length=MAX_LEN, learn=(), device=dev)
+    for k, (gold, gold_tags) in enumerate(tqdm(data.test, desc="test sentences")):
+        words = tuple(gold.leaves())
+        unknown = len(tb.unknown(words))
+
+        def score(name: str, tree, seconds: float, **extra) -> None:
+            add_row(rows, name, tb, gold, k, unknown, tree, seconds, **extra)  # noqa: B023
+
+        t = time.perf_counter()
+        lex = [{a: 0.0} if a in g.preterminals else {} for a in gold_tags]
+        score("gold-tags", fd.viterbi(g, words, lexical=lex).tree, time.perf_counter() - t)
+        t = time.perf_counter()
+        tagged = [tag for _, tag in nltk_tagger.tag(list(words))]
+        best = fd.viterbi(g, words, lexical=[{a: 0.0} for a in tagged])
+        score("nltk-tagger", best.tree, time.perf_counter() - t)
+        with torch.no_grad():
+            if "pipeline" in encoders:
+                t = time.perf_counter()
+                probs = torch.softmax(encoders["pipeline"]([words]), -1)[0].cpu().numpy()
+                best = fd.viterbi(g, words, lexical=lexical_of(probs, data.tags))
+                score("pipeline", best.tree, time.perf_counter() - t)
+            if "e2e" in encoders:
+                t = time.perf_counter()
+                logits = encoders["e2e"]([words])
+                out = layer([words], preterminals=dcyk_input(logits))
+                lex = lexical_scores(logits[0], data.tags)
+                best = fd.viterbi(g, words, chart=out.charts[0], lexical=lex)
+                seconds = time.perf_counter() - t
+                # the chart D-CYK decoded against the one its tags give (symbolic CYK)
+                given = [set(x) for x in lex]
+                cells = fd.cell_scores(fd.cyk(g, words, tags=given), out.charts[0])
+                symbolic = fd.viterbi(g, words, lexical=lex)
+                same = best.log_prob == symbolic.log_prob or (
+                    abs(best.log_prob - symbolic.log_prob) < 1e-9
+                )
+                score("e2e", best.tree, seconds, cell_f1=cells.f1, same_as_symbolic=same)
+    record["evaluation"] = {"dim": args.dim, "device": args.device, "rows": rows}
+    RESULTS.write_text(json.dumps(record, indent=1, sort_keys=True))
+    report(argparse.Namespace())
+
+
+def add_row(
+    rows: dict,
+    name: str,
+    tb: TreebankGrammar,
+    gold,
+    k: int,
+    unknown: int,
+    tree,
+    seconds: float,
+    **extra,
+) -> None:
+    """One parser's record of one test sentence: its bracket counts and time."""
+    words = tuple(gold.leaves())
+    s = fd.evalb(gold, tb.to_treebank(tree, words))
+    rows.setdefault(name, []).append(
+        {
+            "sentence": k,
+            "words": len(words),
+            "unknown": unknown,
+            "parsed": tree is not None,
+            "tp": s.tp,
+            "gold": s.gold,
+            "predicted": s.predicted,
+            "seconds": seconds,
+            **extra,
+        }
+    )
+
+
+def train_nltk_tagger(data: Data):
+    """NLTK's averaged perceptron tagger, trained on the training trees' tags."""
+    from nltk.tag.perceptron import PerceptronTagger
+
+    tagger = PerceptronTagger(load=False)
+    random.seed(SEED)
+    sents = [list(zip(w, (data.tags[t] for t in tags), strict=True)) for w, tags in data.train]
+    tagger.train(sents, nr_iter=5)
+    return tagger
+
+
+# -- the report ----------------------------------------------------------------------------
+
+
+def _scores(rows: list[dict]) -> fd.Scores:
+    return fd.Scores(*(sum(r[k] for r in rows) for k in ("tp", "gold", "predicted")))
+
+
+def bootstrap(a: list[dict], b: list[dict], samples: int = 2000) -> tuple[float, float, float]:
+    """F1(a) - F1(b) on the same sentences, and its 95% paired bootstrap interval."""
+    rng = np.random.default_rng(SEED)
+    ta = np.array([[r["tp"], r["gold"], r["predicted"]] for r in a], dtype=float)
+    tb_ = np.array([[r["tp"], r["gold"], r["predicted"]] for r in b], dtype=float)
+
+    def f1(x: np.ndarray) -> np.ndarray:
+        return 2 * x[..., 0] / (x[..., 1] + x[..., 2])
+
+    idx = rng.integers(0, len(a), size=(samples, len(a)))
+    diff = f1(ta[idx].sum(1)) - f1(tb_[idx].sum(1))
+    lo, hi = np.percentile(diff, [2.5, 97.5])
+    return float(f1(ta.sum(0)) - f1(tb_.sum(0))), float(lo), float(hi)
+
+
+def report(args: argparse.Namespace) -> None:
+    record = json.loads(RESULTS.read_text())
+    ev = record.get("evaluation")
+    if ev:
+        rows = ev["rows"]
+        print(
+            f"| parser | sentences | parsed | bracket P | bracket R | bracket F1 | s/sentence |"
+            f"  (d = {ev['dim']})"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for name in ("e2e", "pipeline", "gold-tags", "nltk-tagger"):
+            if name not in rows:
+                continue
+            r = rows[name]
+            s = _scores(r)
+            sec = sum(x["seconds"] for x in r) / len(r)
+            print(
+                f"| {name} | {len(r)} | {sum(x['parsed'] for x in r)} | {s.precision:.4f} | "
+                f"{s.recall:.4f} | {s.f1:.4f} | {sec:.2f} |"
+            )
+        if "e2e" in rows and "pipeline" in rows:
+            d, lo, hi = bootstrap(rows["e2e"], rows["pipeline"])
+            print(
+                f"\ne2e - pipeline: {100 * d:+.2f} F1 points, 95% paired bootstrap interval "
+                f"[{100 * lo:+.2f}, {100 * hi:+.2f}]"
+            )
+    plot(record)
+
+
+def plot(record: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for model, style in (("pipeline", "o-"), ("e2e", "s-")):
+        log = record.get(f"training/{model}", {}).get("log", [])
+        tags = [e for e in log if e["stage"] == "tags"]
+        if tags:
+            axes[0].plot(
+                [e["epoch"] for e in tags],
+                [e["test_tag_accuracy"] for e in tags],
+                style,
+                label=f"{model}: tagger stage",
+            )
+        end = [e for e in log if e["stage"] == "e2e-end"]
+        if end:
+            axes[0].plot(
+                [20],
+                [end[0]["test_tag_accuracy"]],
+                "*",
+                markersize=12,
+                label="e2e: after its D-CYK stage",
+            )
+        steps = [e for e in log if e["stage"] == "e2e"]
+        if steps:
+            axes[1].plot(
+                [e["step"] for e in steps],
+                [e["chart_loss"] for e in steps],
+                style,
+                label="chart loss",
+            )
+            axes[1].plot(
+                [e["step"] for e in steps],
+                [e["loss"] for e in steps],
+                "--",
+                label="chart + tag loss",
+            )
+    axes[0].set(xlabel="epoch", ylabel="test tag accuracy", title="Tag training")
+    axes[1].set(
+        xlabel="sentences (one per step)",
+        ylabel="loss (mean over 25 steps)",
+        title="End to end through D-CYK",
+    )
+    for ax in axes:
+        ax.legend()
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    FIGURE.parent.mkdir(exist_ok=True)
+    fig.savefig(FIGURE, dpi=120)
+    print(f"wrote {FIGURE}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name in ("train", "evaluate"):
+        p = sub.add_parser(name)
+        p.add_argument(
+            "--treebank",
+            type=Path,
+            required=True,
+            help="the folder of wsj_0001.mrg .. wsj_0199.mrg",
+        )
+        p.add_argument(
+            "--out",
+            default="treebank_model_runs",
+            help="checkpoints and training logs (default ./treebank_model_runs)",
+        )
+        p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+        p.add_argument("--dim", type=int, default=1024, help="D-CYK's d (default 1024)")
+        p.add_argument("--threads", type=int, default=2)
+        if name == "train":
+            p.add_argument("--model", choices=("pipeline", "e2e"), required=True)
+            p.add_argument("--epochs", type=int, default=20, help="tag epochs (default 20)")
+            p.add_argument(
+                "--e2e-sentences",
+                type=int,
+                default=600,
+                help="sentences of the end-to-end stage (default 600)",
+            )
+            p.add_argument(
+                "--e2e-length",
+                type=int,
+                default=15,
+                help="their longest (default 15 words: memory)",
+            )
+            p.add_argument(
+                "--e2e-lr",
+                type=float,
+                default=2e-4,
+                help="Adam's learning rate in the end-to-end stage (default 2e-4)",
+            )
+            p.add_argument(
+                "--chart-weight",
+                type=float,
+                default=1.0,
+                help="the chart loss's weight beside the tag loss (default 1)",
+            )
+    sub.add_parser("report")
+    args = ap.parse_args()
+    {"train": train, "evaluate": evaluate, "report": report}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
