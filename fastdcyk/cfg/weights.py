@@ -92,7 +92,7 @@ def check_lexical(
     lexical = list(lexical)
     if len(lexical) != n:
         raise ValueError(f"lexical has {len(lexical)} entries for a sentence of {n} words")
-    pre = grammar.preterminals
+    pre = set(grammar.preterminals)
     for i, entry in enumerate(lexical):
         if entry is None:
             continue

@@ -31,7 +31,7 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Rule, Symbol
 
-__all__ = ["SoftWord", "lexical_of", "lexical_scores", "soft_word", "terminal_weights"]
+__all__ = ["SoftWord", "has_soft", "lexical_of", "lexical_scores", "soft_word", "terminal_weights"]
 
 
 class SoftWord(str):
@@ -80,13 +80,18 @@ def soft_word(weights: Mapping[Any, Any], terminals: Sequence[str], pos: int) ->
     return SoftWord(top, tuple((t, w) for _, t, w in kept))
 
 
+def has_soft(words: Sequence[str]) -> bool:
+    """Whether a sentence has a soft position (a :class:`SoftWord`)."""
+    return any(isinstance(w, SoftWord) for w in words)
+
+
 def terminal_weights(
     words: Sequence[str], terminals: Sequence[str], *, one_hot: bool = False
 ) -> np.ndarray | None:
     """(n, T) float64 weights of a sentence over ``terminals``: one-hot rows for words, a
     :class:`SoftWord`'s weights for it; None when the sentence has no soft position, unless
     ``one_hot``."""
-    if not one_hot and not any(isinstance(w, SoftWord) for w in words):
+    if not one_hot and not has_soft(words):
         return None
     order = {t: k for k, t in enumerate(terminals)}
     out = np.zeros((len(words), len(terminals)))
@@ -115,8 +120,7 @@ def lexical_of(grammar: Any, words: Sequence[str]) -> list[dict[str, float] | No
     """The lexical scores of a sentence's soft positions for the trees
     (:class:`~fastdcyk.cfg.trees.Forest`, :func:`~fastdcyk.cfg.viterbi.viterbi`), by
     :func:`lexical_scores`; None for the words, and None when there is no soft position."""
-    weights = terminal_weights(words, grammar.terminals)
-    if weights is None:
+    if not has_soft(words):
         return None
-    scores = lexical_scores(grammar, weights)
+    scores = lexical_scores(grammar, terminal_weights(words, grammar.terminals, one_hot=True))
     return [s if isinstance(w, SoftWord) else None for w, s in zip(words, scores, strict=True)]

@@ -53,7 +53,7 @@ from fastdcyk.engine.decode import Statistics, chart_from_statistics
 from fastdcyk.engine.readback import RIDGE
 from fastdcyk.engine.rules import RuleStructure, rule_structure, rules_of
 from fastdcyk.engine.schedule import Detections, Step
-from fastdcyk.engine.soft import terminal_weights
+from fastdcyk.engine.soft import has_soft, terminal_weights
 from fastdcyk.hrr import memory as _memory
 from fastdcyk.hrr.buffers import g_cache_slots
 from fastdcyk.options import DCYKOptions
@@ -1315,7 +1315,7 @@ def parse_sentences(
             "record": record,
             "on_progress": on_progress,
         }
-        if any(terminal_weights(s, st.terminals) is not None for s in sentences):
+        if any(has_soft(s) for s in sentences):
             # soft terminals (docs/method.md, section 11): every sentence as weights
             weights = np.zeros((len(sentences), n, len(st.terminals)))
             for b, s in enumerate(sentences):
