@@ -510,6 +510,8 @@ def plot(record: dict) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    tagger = record.get("training/pipeline", {}).get("log", [])
+    started = max((e["epoch"] for e in tagger if e["stage"] == "tags"), default=0)
     for model, style in (("pipeline", "o-"), ("e2e", "s-")):
         log = record.get(f"training/{model}", {}).get("log", [])
         tags = [e for e in log if e["stage"] == "tags"]
@@ -523,7 +525,7 @@ def plot(record: dict) -> None:
         end = [e for e in log if e["stage"] == "e2e-end"]
         if end:
             axes[0].plot(
-                [20],
+                [started],  # e2e starts from the pipeline's last epoch
                 [end[0]["test_tag_accuracy"]],
                 "*",
                 markersize=12,
