@@ -43,9 +43,11 @@ __all__ = [
     "ORDERS",
     "READBACKS",
     "VARIANTS",
+    "WEIGHTS",
     "DCYKOptions",
     "check_backend",
     "check_beta",
+    "check_beam",
     "check_beta_threshold",
     "check_candidate_level",
     "check_choice",
@@ -112,6 +114,14 @@ READBACKS = ("lstsq", "matched")
 #: least-squares read-back (written, and solved for): a quarter of one derivation whose
 #: children both read clean (docs/method.md, section 7).
 DEFAULT_CANDIDATE_LEVEL = 0.25
+#: What a PCFG's probabilities do (docs/method.md, section 10): ``"chart"`` ranks the trees
+#: of the decoded chart (nothing of them is written into the table); ``"table"`` writes each
+#: item with an amplitude that carries its Viterbi score and reads the scores back (the
+#: clean-up gate with the least-squares read-back, numpy backend).
+WEIGHTS = ("chart", "table")
+#: With ``weights="table"``: how far below its cell's best Viterbi score (in nats) an item
+#: is still written; the amplitudes 1/2 to 1 span it.
+DEFAULT_BEAM = 10.0
 #: ``"sequential"``: the paper's order (each update applied before the next detection of the
 #: same cell); ``"cell"``: every detection of a cell reads the table as it was before the cell.
 ORDERS = ("sequential", "cell")
@@ -229,6 +239,8 @@ class DCYKOptions:
     encoding: str = "paper"
     readback: str | None = None
     candidate_level: float = DEFAULT_CANDIDATE_LEVEL
+    weights: str = "chart"
+    beam: float = DEFAULT_BEAM
 
     def __post_init__(self) -> None:
         if self.readback is None:  # as resolve gives it: least squares for the clean-up gate
@@ -241,6 +253,14 @@ def check_candidate_level(level: Any) -> float:
     if not (ok and math.isfinite(level) and level >= 0):
         raise ValueError(f"candidate_level must be a finite number >= 0, got {level!r}")
     return float(level)
+
+
+def check_beam(beam: Any) -> float:
+    """The weighted table's beam: a finite number > 0 (nats)."""
+    ok = isinstance(beam, int | float | np.integer | np.floating) and not isinstance(beam, bool)
+    if not (ok and math.isfinite(beam) and beam > 0):
+        raise ValueError(f"beam must be a finite number > 0 (nats), got {beam!r}")
+    return float(beam)
 
 
 def resolve(
@@ -256,6 +276,8 @@ def resolve(
     encoding: str | None = None,
     readback: str | None = None,
     candidate_level: float | None = None,
+    weights: str | None = None,
+    beam: float | None = None,
     dtype: Any = "float32",
 ) -> DCYKOptions:
     """The options of a parse: the variant's preset (:data:`VARIANTS`) where None, each
@@ -272,6 +294,11 @@ def resolve(
         nothing else).
     candidate_level : float, optional
         Default :data:`DEFAULT_CANDIDATE_LEVEL` (used by ``readback="lstsq"`` only).
+    weights : {"chart", "table"}, optional
+        What a PCFG's probabilities do (:data:`WEIGHTS`, default ``"chart"``);
+        ``"table"`` needs the clean-up gate and its least-squares read-back.
+    beam : float, optional
+        Default :data:`DEFAULT_BEAM` (used by ``weights="table"`` only).
     beta, threshold
         Default :data:`DEFAULT_BETA` and :data:`DEFAULT_THRESHOLD`.
     prune : float, optional
@@ -315,6 +342,13 @@ def resolve(
         chosen["decoder"] = "trace"  # its readouts are the trace decoder's
     level = DEFAULT_CANDIDATE_LEVEL if candidate_level is None else candidate_level
     chosen["candidate_level"] = check_candidate_level(level)
+    chosen["weights"] = check_choice("weights", "chart" if weights is None else weights, WEIGHTS)
+    if chosen["weights"] == "table" and chosen["readback"] != "lstsq":
+        raise ValueError(
+            "weights='table' writes Viterbi scores as amplitudes and reads them back by "
+            "least squares: it needs variant='cleanup' with readback='lstsq' (the defaults)"
+        )
+    chosen["beam"] = check_beam(DEFAULT_BEAM if beam is None else beam)
     beta, threshold = check_beta_threshold(beta, threshold)
     return DCYKOptions(
         variant=variant,

@@ -38,7 +38,7 @@ from fastdcyk.cfg.grammar import Grammar, GrammarError, Rule, Symbol
 from fastdcyk.cfg.trees import Tree, un_cnf
 from fastdcyk.cfg.weights import check_lexical
 
-__all__ = ["ViterbiParse", "inside", "viterbi"]
+__all__ = ["ViterbiParse", "inside", "tree_from_scores", "viterbi"]
 
 
 class ViterbiParse(NamedTuple):
@@ -293,3 +293,81 @@ def inside(
     """
     _, tokens, score, _ = _fill(grammar, words, chart, "inside", strict, lexical)
     return float(score[(0, len(tokens))][grammar.nonterminal_index[grammar.start]])
+
+
+def tree_from_scores(
+    grammar: Grammar,
+    words: tuple[str, ...],
+    read_scores: dict[tuple[int, int, str], float],
+    *,
+    cnf: bool = False,
+) -> ViterbiParse:
+    """The most probable tree as given item scores rank it (a D-CYK weighted table's,
+    ``DCYKResult.table_scores``): top down from the start symbol over (0, n), each item's
+    split and rule the ones whose children's scores plus the rule's log probability are
+    largest, among the items that have a score and derive their words through items that
+    have one. Its log probability is the tree's own (the sum of its rules'), not the
+    scores'.
+
+    Parameters
+    ----------
+    grammar : Grammar
+        The weighted CNF grammar of the parse.
+    words : tuple of str
+    read_scores : dict
+        ``{(i, j, A): score}`` of the items that may enter the tree (the Viterbi score of
+        each, the log probability of its best subtree, as far as known).
+    cnf : bool
+        Return the CNF tree instead of the tree of the grammar it was made from.
+
+    Returns
+    -------
+    ViterbiParse
+        ``(None, -inf)`` when no tree of the start symbol over the sentence is made of
+        scored items.
+    """
+    n = len(words)
+    by_lhs: dict[str, list[tuple[str, str, float]]] = {}
+    for a, b, c in grammar.binary_rules:
+        by_lhs.setdefault(a, []).append((b, c, grammar.log_prob(_binary(a, b, c))))
+    lexicon = grammar.lexicon
+    # the scored items that derive their words through scored items, bottom up, each with
+    # its best (score, split, left, right, rule log probability) by the scores
+    cells: dict[tuple[int, int], dict[str, float]] = {}
+    for (i, j, a), v in read_scores.items():
+        cells.setdefault((i, j), {})[a] = float(v)
+    usable: dict[tuple[int, int], dict[str, tuple]] = {}
+    for i, word in enumerate(words):
+        here = lexicon.get(word, ())
+        usable[(i, i + 1)] = {a: () for a in cells.get((i, i + 1), {}) if a in here}
+    for span in range(2, n + 1):
+        for i in range(n - span + 1):
+            j = i + span
+            found: dict[str, tuple] = {}
+            for a in cells.get((i, j), {}):
+                best: tuple = (-math.inf,)
+                for k in range(i + 1, j):
+                    left, right = usable[(i, k)], usable[(k, j)]
+                    for b, c, lp in by_lhs.get(a, ()):
+                        if b in left and c in right:
+                            s = lp + cells[(i, k)][b] + cells[(k, j)][c]
+                            if s > best[0]:
+                                best = (s, k, b, c, lp)
+                if len(best) > 1:
+                    found[a] = best
+            usable[(i, j)] = found
+    if grammar.start not in usable[(0, n)]:
+        return ViterbiParse(None, -math.inf)
+    total = 0.0
+
+    def build(i: int, j: int, a: str) -> Tree:
+        nonlocal total
+        if j == i + 1:
+            total += grammar.log_prob(Rule(a, (Symbol(words[i], True),)))
+            return Tree(a, [words[i]])
+        _, k, b, c, lp = usable[(i, j)][a]
+        total += lp
+        return Tree(a, [build(i, k, b), build(k, j, c)])
+
+    tree = build(0, n, grammar.start)
+    return ViterbiParse(tree if cnf else un_cnf(tree, grammar), total)

@@ -42,6 +42,7 @@ from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.decode import chart_from_statistics, check_matrix, decode_statistics
 from fastdcyk.engine.numpy_backend import parse_numpy, release_kept
 from fastdcyk.engine.numpy_cleanup import readback_statistics
+from fastdcyk.engine.numpy_weighted import WeightedParser  # noqa: F401  (registers it)
 from fastdcyk.engine.plan import (
     Plan,
     clear_codebooks,
@@ -135,6 +136,8 @@ def dcyk(
     encoding: str | None = None,
     readback: str | None = None,
     candidate_level: float | None = None,
+    weights: str | None = None,
+    beam: float | None = None,
     unitary: bool | None = None,
     engine: Any = "auto",
     decode: bool = True,
@@ -215,6 +218,20 @@ def dcyk(
     candidate_level : float, optional
         The detection t_A above which a nonterminal is a candidate of its cell under
         ``readback="lstsq"`` (default 0.25, :data:`fastdcyk.options.DEFAULT_CANDIDATE_LEVEL`).
+    weights : {"chart", "table"}, optional
+        What a PCFG's probabilities do (docs/method.md, section 10). ``"chart"`` (the
+        default): they rank the trees of the decoded chart (:meth:`DCYKResult.tree`,
+        :meth:`DCYKResult.best_parse`), nothing of them is written. ``"table"``: each item
+        is written with an amplitude that carries its Viterbi score relative to its
+        cell's best (the cells' best scores kept outside the table), the scores are read
+        back by least squares and the parents' scores computed from them; the result's
+        :attr:`~DCYKResult.table_scores` and :meth:`~DCYKResult.table_parse` give the
+        scores and the most probable tree as read. Needs a weighted grammar, the clean-up
+        gate with ``readback="lstsq"`` and the numpy backend.
+    beam : float, optional
+        With ``weights="table"``: how far (nats) below its cell's best an item is still
+        written (default 10, :data:`fastdcyk.options.DEFAULT_BEAM`); amplitudes 1/2 to 1
+        span it, so a wider beam keeps more items and reads each score less precisely.
     unitary : bool, optional
         Unitary zero-mean symbol vectors, with the grammar's symbols and the span indices
         shifted by Sidon sets (only when the codebook is built here; see :class:`Codebook`
@@ -247,7 +264,7 @@ def dcyk(
     device : torch.device or str, optional
         Where the torch backend computes (default the CPU); only with ``backend="torch"``.
     options : DCYKOptions, optional
-        The options as one object (``variant`` to ``candidate_level``), instead of the
+        The options as one object (``variant`` to ``beam``), instead of the
         keywords; giving both is refused.
 
     Returns

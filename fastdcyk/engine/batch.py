@@ -123,6 +123,8 @@ def dcyk_batch(
     encoding: str | None = None,
     readback: str | None = None,
     candidate_level: float | None = None,
+    weights: str | None = None,
+    beam: float | None = None,
     unitary: bool | None = None,
     engine: Any = "auto",
     decode: bool = True,
@@ -142,7 +144,8 @@ def dcyk_batch(
         checks one (soft terminals included: a mapping ``{terminal: weight}`` at a
         position).
     codebook, d, seed, dtype, variant, gate, decoder, unary_mask, beta, threshold, prune,
-    order, encoding, readback, candidate_level, unitary, engine, decode, check_memory
+    order, encoding, readback, candidate_level, weights, beam, unitary, engine, decode,
+    check_memory
         As for :func:`fastdcyk.dcyk`; one codebook (given or built here) serves every
         sentence.
     backend : {"torch", "numpy"}, default "torch"

@@ -575,7 +575,7 @@ def parse_numpy(
     detections made, after each group of them."""
     with cb.lock:  # the parse uses the codebook's work buffers throughout
         spectral = opt.gate in SCALAR_GATES
-        parser = PARSERS[opt.gate](grammar, ws, cb, opt)
+        parser = PARSERS["weighted" if opt.weights == "table" else opt.gate](grammar, ws, cb, opt)
         try:
             return _parse(parser, grammar, ws, cb, opt, decode, record, on_progress)
         finally:  # also after an error: the index matrices kept stay within their budget
@@ -616,6 +616,14 @@ def _parse(
     _finite(p_left, "P_left after the parse")
     _finite(p_right, "P_right after the parse")
     logs = ledger.log_lists()
+    table = getattr(parser, "read_scores", None)  # a weighted table's scores as read
+    if table is not None:
+        names = parser.t.nonterminals
+        table = {
+            (i, j, names[r]): float(v)
+            for (i, j), (rows, values) in table.items()
+            for r, v in zip(rows, values, strict=True)
+        }
     return DCYKResult(
         words=ws,
         grammar=grammar,
@@ -628,4 +636,5 @@ def _parse(
         counts=ledger.count_dicts()[0],
         log=None if logs is None else logs[0],
         timings=timings,
+        table_scores=table,
     )

@@ -244,6 +244,8 @@ OPTION_KEYWORDS = (
     "encoding",
     "readback",
     "candidate_level",
+    "weights",
+    "beam",
 )
 
 
@@ -332,6 +334,17 @@ def prepare(
         unitary = VARIANTS[variant]["unitary"]
     opt_dtype = codebook.dtype if isinstance(codebook, Codebook) else check_dtype(dtype)
     opt = resolve(**options, dtype=opt_dtype)
+    if opt.weights == "table":
+        if backend != "numpy":
+            raise ValueError(
+                "weights='table' is built in the numpy engine only: use backend='numpy'"
+            )
+        if not grammar.is_weighted:
+            raise ValueError(
+                "weights='table' writes the rules' probabilities into the table, and the "
+                "grammar has none: read a PCFG (rules written 'A -> B C [0.5]') or induce "
+                "one from trees (fastdcyk.cfg.treebank)"
+            )
     longest = max((len(ws) for ws in all_words), default=1)
 
     built = []

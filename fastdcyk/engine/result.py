@@ -9,7 +9,7 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.trees import Forest, Tree
-from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
+from fastdcyk.cfg.viterbi import ViterbiParse, tree_from_scores, viterbi
 from fastdcyk.engine.decode import Statistics, chart_from_statistics, item_scores
 from fastdcyk.engine.soft import lexical_of
 from fastdcyk.hrr.codebook import Codebook
@@ -42,6 +42,10 @@ class DCYKResult:
         Seconds spent in the unary step, the binary step and the decoder.
     log : list of dict or None
         Every detection, when the parse ran with ``record=True``.
+    table_scores : dict or None
+        With ``weights="table"``: ``{(i, j, A): score}``, the Viterbi score (log
+        probability of the best subtree) of every present item as read back from P_left
+        (docs/method.md, section 10); None otherwise.
     """
 
     words: tuple[str, ...]
@@ -55,6 +59,7 @@ class DCYKResult:
     counts: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     log: list[dict[str, Any]] | None = None
+    table_scores: dict[tuple[int, int, str], float] | None = None
 
     def chart_at(
         self, threshold: float | None = None, beta: float | None = None
@@ -151,6 +156,26 @@ class DCYKResult:
             cached = viterbi(self.grammar, self.words, chart=self.chart, cnf=cnf, lexical=lexical)
             self.__dict__[key] = cached
         return cached
+
+    def table_parse(self, *, cnf: bool = False) -> ViterbiParse:
+        """With ``weights="table"``, the most probable tree as the table gives it: read top
+        down from the start symbol over the sentence, each item's split and rule chosen by
+        the read scores of its children (:attr:`table_scores`) and the rule's log
+        probability (:func:`~fastdcyk.cfg.viterbi.tree_from_scores`). The log
+        probability returned is the tree's own; ``(None, -inf)`` when the start symbol was
+        not read over the sentence.
+
+        Raises
+        ------
+        ValueError
+            When the parse did not write the weights into the table.
+        """
+        if self.table_scores is None:
+            raise ValueError(
+                "this parse did not write weights into the table: parse a PCFG with "
+                "weights='table' (best_parse() ranks the decoded chart's trees instead)"
+            )
+        return tree_from_scores(self.grammar, self.words, self.table_scores, cnf=cnf)
 
     def trees(self, k: int, *, cnf: bool = False) -> list[Tree]:
         """The ``k`` best trees, best first (fewer when the chart admits fewer)."""

@@ -1,0 +1,163 @@
+"""The numpy engine's weighted table (docs/method.md, section 10, "Through the table"): a
+PCFG's Viterbi scores written into P_left as amplitudes and read back by least squares.
+
+:class:`WeightedParser` is the clean-up parser with one change of what a detection writes:
+instead of a gate near 1, each item (i, j, A) is written with an amplitude that carries its
+Viterbi score v(i, j, A) (the log probability of its best subtree) relative to the cell's
+best, M(i, j) = max_A v(i, j, A), kept outside the table as one number per cell:
+
+    w = 1 - (M - v) / (2 beam),        items with M - v > beam not written,
+
+so that the written amplitudes lie in [1/2, 1]. A completed cell is read by least squares
+over its candidates (:mod:`fastdcyk.engine.readback`), which gives amplitudes a; the
+decoder's statistic is 2a (1 to 2 for a written item, so the clean-up variant's decision
+boundary, about 0.59, falls between absent items and the smallest written amplitude), an
+item is present when 2a is above that boundary, and its score as read is
+v^ = M - 2 beam (1 - a). The parents' scores are computed from those
+read scores only (max over splits and rules of log P(A -> B C) + v^(B) + v^(C); a unary
+cell's from the terminal read in it), so every score a parent uses went through P_left.
+The most probable tree is then read top down from the read scores
+(:func:`fastdcyk.cfg.viterbi.tree_from_scores`).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.cfg.symbols import Rule, Symbol
+from fastdcyk.engine import schedule as S
+from fastdcyk.engine.decode import decision_boundary
+from fastdcyk.engine.numpy_backend import PARSERS
+from fastdcyk.engine.numpy_cleanup import CleanupParser
+from fastdcyk.engine.readback import gram, solve
+from fastdcyk.engine.rules import RuleStructure, rule_structure, rules_of
+from fastdcyk.engine.schedule import Detections, Step
+
+__all__ = ["WeightedParser", "amplitude", "score_of"]
+
+
+@lru_cache(maxsize=8)
+def _log_probs(grammar: Grammar) -> tuple[np.ndarray, np.ndarray]:
+    """log P of every rule A -> a and A -> B C, in :func:`rule_structure`'s order."""
+    st = rule_structure(grammar)
+    names, terms = st.nonterminals, st.terminals
+    unary = np.array(
+        [
+            grammar.log_prob(Rule(names[st.unary[r]], (Symbol(terms[a], True),)))
+            for r, a in zip(st.unary_rule_row, st.unary_rule_terminal, strict=True)
+        ],
+        dtype=np.float64,
+    )
+    binary = np.array(
+        [
+            grammar.log_prob(
+                Rule(names[st.binary[r]], (Symbol(names[b], False), Symbol(names[c], False)))
+            )
+            for r, b, c in zip(
+                st.binary_rule_row, st.binary_rule_left, st.binary_rule_right, strict=True
+            )
+        ],
+        dtype=np.float64,
+    )
+    return unary, binary
+
+
+def amplitude(v: np.ndarray, best: float, beam: float) -> np.ndarray:
+    """The amplitude written for Viterbi scores ``v`` in a cell whose best is ``best``:
+    ``1 - (best - v) / (2 beam)``, 0 below the beam."""
+    gap = best - v
+    return np.where(gap <= beam, 1.0 - gap / (2.0 * beam), 0.0)
+
+
+def score_of(a: np.ndarray, best: float, beam: float) -> np.ndarray:
+    """The Viterbi score an amplitude read back stands for (the inverse of :func:`amplitude`)."""
+    return best - 2.0 * beam * (1.0 - a)
+
+
+class WeightedParser(CleanupParser):
+    """The clean-up parser writing a PCFG's Viterbi scores as amplitudes (module docstring).
+
+    Its decoder statistics are 2a (a the least-squares amplitudes): present items read near
+    1 to 2, absent ones near 0, so the clean-up variant's decoder boundary applies.
+    :attr:`read_scores` holds every present item's score as read, :attr:`best` the cells'
+    scales M(i, j).
+    """
+
+    def __init__(self, grammar, words, cb, opt, p_left=None):
+        if p_left is not None:
+            raise ValueError("a weighted table is read as it is parsed: no given P_left")
+        super().__init__(grammar, words, cb, opt)
+        self.beam = float(opt.beam)
+        self.unary_logp, self.binary_logp = _log_probs(grammar)
+        #: (i, j) -> (rows, scores as read) of the cell's present items
+        self.read_scores: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        #: (i, j) -> the cell's best Viterbi score M(i, j), kept outside the table
+        self.best: dict[tuple[int, int], float] = {}
+        self._v = np.zeros(0)
+        self._present = decision_boundary(opt.beta, opt.threshold) / 2.0
+
+    def read(self, i: int, j: int, step: Step) -> None:
+        st: RuleStructure = self.st
+        if step == S.UNARY:
+            c = self._clean(self._trace(self._term_spectra, self._q_lift(j, i)))
+            read = np.flatnonzero(c > self.opt.candidate_level)
+            self._term_read = read
+            present = np.zeros(len(c), bool)
+            present[read] = True
+            on = present[self._term_rows[st.unary_rule_terminal]]
+            v = np.full(len(st.unary), -np.inf)
+            np.maximum.at(v, st.unary_rule_row[on], self.unary_logp[on])
+        else:
+            v = np.full(len(st.binary), -np.inf)
+            nn = len(st.nonterminals)
+            left_v, right_v = np.full(nn, -np.inf), np.full(nn, -np.inf)
+            for k in range(i + 1, j):
+                lr, lv = self.read_scores.get((i, k), (np.zeros(0, np.intp), np.zeros(0)))
+                rr, rv = self.read_scores.get((k, j), (np.zeros(0, np.intp), np.zeros(0)))
+                if not len(lr) or not len(rr):
+                    continue
+                left_v[lr], right_v[rr] = lv, rv
+                rules = rules_of(st.rules_by_left, lr)
+                s = (
+                    self.binary_logp[rules]
+                    + left_v[st.binary_rule_left[rules]]
+                    + right_v[st.binary_rule_right[rules]]
+                )
+                ok = np.isfinite(s)
+                np.maximum.at(v, st.binary_rule_row[rules[ok]], s[ok])
+                left_v[lr], right_v[rr] = -np.inf, -np.inf
+        self._v = v
+        top = float(v.max()) if len(v) and np.isfinite(v).any() else -math.inf
+        self.best[(i, j)] = top
+        self._t = amplitude(v, top, self.beam) if math.isfinite(top) else np.zeros(len(v))
+
+    def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
+        w = self._t[ks]
+        cand = w > 0
+        self._cands.setdefault((i, j), []).append(self.rows(step)[ks][cand])
+        return Detections(w[None], w[None], w[None], w)
+
+    def end(self, i: int, j: int, step: Step) -> None:
+        """Read the completed cell by least squares over its written items (and, in a
+        unary cell, the word's terminal): the amplitudes, the present items and their
+        scores as read."""
+        q = self._q_lift(j, i)
+        rows = np.concatenate(self._cands.pop((i, j), [np.zeros(0, np.intp)]))
+        spectra, vectors = self.t.spectra[rows], self.t.vectors[rows]
+        if step == S.UNARY and len(self._term_read):
+            terms = [self.st.terminals[k] for k in self._term_ids[self._term_read]]
+            spectra = np.concatenate([spectra, self._term_spectra[self._term_read]])
+            vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
+        self._term_read = np.zeros(0, np.intp)
+        a = solve(gram(vectors), self._trace(spectra, q))[: len(rows)]
+        self.stats[i, j, rows] = 2.0 * a
+        on = a > self._present
+        best = self.best[(i, j)]
+        self.read_scores[(i, j)] = (rows[on], score_of(a[on], best, self.beam))
+
+
+PARSERS["weighted"] = WeightedParser
