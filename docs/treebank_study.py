@@ -1,6 +1,7 @@
 """The treebank study of docs/results.md: a PCFG induced from the Penn Treebank sample, its
-most probable trees by symbolic Viterbi CKY, by D-CYK (Viterbi over the decoded chart) and by
-NLTK's ViterbiParser, scored with evalb's labelled brackets.
+most probable trees by symbolic Viterbi CKY, by D-CYK (Viterbi over the decoded chart, and
+through the table: ``weights="table"``) and by NLTK's ViterbiParser, scored with evalb's
+labelled brackets.
 
 Train on files 0001-0179, test on every sentence of files 0180-0199 of at most 25 words
 (unknown words included). Each (parser, d, sentence) is one record of
@@ -11,6 +12,7 @@ Usage::
 
     python docs/treebank_study.py --treebank PATH/treebank --parser viterbi
     python docs/treebank_study.py --treebank PATH/treebank --parser dcyk --dim 2048
+    python docs/treebank_study.py --treebank PATH/treebank --parser table --dim 4096 --words 15
     python docs/treebank_study.py --treebank PATH/treebank --parser nltk --length 20
     python docs/treebank_study.py --table
 """
@@ -59,9 +61,13 @@ def run(args: argparse.Namespace) -> None:
     gold = [(k, g) for k, g in enumerate(gold) if len(g.leaves()) <= MAX_LEN]
     if args.length is not None:
         gold = [(k, g) for k, g in gold if len(g.leaves()) == args.length]
+    if args.words is not None:
+        gold = [(k, g) for k, g in gold if len(g.leaves()) <= args.words]
     if args.limit is not None:
         gold = gold[: args.limit]
-    name = args.parser if args.parser != "dcyk" else f"dcyk-{args.dim}"
+    name = args.parser if args.parser in ("viterbi", "nltk") else f"{args.parser}-{args.dim}"
+    if args.parser == "table" and args.beam != fd.options.DEFAULT_BEAM:
+        name += f"-beam{args.beam:g}"
     parser = None
     if args.parser == "nltk":
         import nltk
@@ -87,6 +93,22 @@ def run(args: argparse.Namespace) -> None:
             logp = trees[0].logprob() * math.log(2) if trees else -math.inf
             tree = fd.un_cnf(fd.Tree.from_nltk(trees[0]), tb.grammar) if trees else None
             best = ViterbiParse(tree, logp)
+        elif args.parser == "table":  # the weights written into the table and read back
+            t1 = time.perf_counter()
+            result = fd.dcyk(
+                tb.grammar,
+                words,
+                d=args.dim,
+                seed=0,
+                progress=False,
+                weights="table",
+                beam=args.beam,
+            )
+            best = result.table_parse()
+            seconds = time.perf_counter() - t1
+            exact = _viterbi_scores(tb.grammar, words)
+            errors = [abs(v - exact[x]) for x, v in result.table_scores.items() if x in exact]
+            extra = {"items": len(result.table_scores), "score_errors": errors}
         else:
             t1 = time.perf_counter()
             result = fd.dcyk(tb.grammar, words, d=args.dim, seed=0, progress=False)
@@ -102,7 +124,7 @@ def run(args: argparse.Namespace) -> None:
         scores = fd.evalb(g, tree)
         done[key] = {
             "parser": name,
-            "d": args.dim if args.parser == "dcyk" else None,
+            "d": args.dim if args.parser in ("dcyk", "table") else None,
             "sentence": k,
             "words": len(sentence),
             "unknown": len(tb.unknown(sentence)),
@@ -117,6 +139,21 @@ def run(args: argparse.Namespace) -> None:
             **extra,
         }
         OUT.write_text(json.dumps(done, indent=0, sort_keys=True))
+
+
+def _viterbi_scores(grammar: fd.Grammar, words: tuple[str, ...]) -> dict:
+    """Symbolic Viterbi's score of every item (i, j, A) that derives its words."""
+    import numpy as np
+
+    from fastdcyk.cfg.viterbi import _fill
+
+    _, _, score, _ = _fill(grammar, words, None, "viterbi", False)
+    names = grammar.nonterminals
+    return {
+        (i, j, names[a]): float(cell[a])
+        for (i, j), cell in score.items()
+        for a in np.flatnonzero(np.isfinite(cell))
+    }
 
 
 def table() -> None:
@@ -157,10 +194,14 @@ def table() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--treebank", help="the folder of wsj_0001.mrg .. wsj_0199.mrg")
-    ap.add_argument("--parser", choices=("viterbi", "dcyk", "nltk"), default="viterbi")
+    ap.add_argument("--parser", choices=("viterbi", "dcyk", "table", "nltk"), default="viterbi")
     ap.add_argument("--dim", type=int, default=2048)
     ap.add_argument("--length", type=int, help="only the test sentences of this many words")
+    ap.add_argument("--words", type=int, help="only the test sentences of at most this many words")
     ap.add_argument("--limit", type=int, help="only the first N test sentences")
+    ap.add_argument(
+        "--beam", type=float, default=fd.options.DEFAULT_BEAM, help="--parser table's beam (nats)"
+    )
     ap.add_argument("--table", action="store_true")
     args = ap.parse_args()
     if args.table:

@@ -120,7 +120,7 @@ DEFAULT_CANDIDATE_LEVEL = 0.25
 #: clean-up gate with the least-squares read-back, numpy backend).
 WEIGHTS = ("chart", "table")
 #: With ``weights="table"``: how far below its cell's best Viterbi score (in nats) an item
-#: is still written; the amplitudes 1/2 to 1 span it.
+#: is still written; the amplitudes 1/8 to 1 span it.
 DEFAULT_BEAM = 10.0
 #: ``"sequential"``: the paper's order (each update applied before the next detection of the
 #: same cell); ``"cell"``: every detection of a cell reads the table as it was before the cell.

@@ -230,7 +230,7 @@ def dcyk(
         gate with ``readback="lstsq"`` and the numpy backend.
     beam : float, optional
         With ``weights="table"``: how far (nats) below its cell's best an item is still
-        written (default 10, :data:`fastdcyk.options.DEFAULT_BEAM`); amplitudes 1/2 to 1
+        written (default 10, :data:`fastdcyk.options.DEFAULT_BEAM`); amplitudes 1/8 to 1
         span it, so a wider beam keeps more items and reads each score less precisely.
     unitary : bool, optional
         Unitary zero-mean symbol vectors, with the grammar's symbols and the span indices

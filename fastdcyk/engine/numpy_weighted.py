@@ -6,14 +6,14 @@ instead of a gate near 1, each item (i, j, A) is written with an amplitude that 
 Viterbi score v(i, j, A) (the log probability of its best subtree) relative to the cell's
 best, M(i, j) = max_A v(i, j, A), kept outside the table as one number per cell:
 
-    w = 1 - (M - v) / (2 beam),        items with M - v > beam not written,
+    w = 1 - (1 - f) (M - v) / beam,        items with M - v > beam not written,
 
-so that the written amplitudes lie in [1/2, 1]. A completed cell is read by least squares
-over its candidates (:mod:`fastdcyk.engine.readback`), which gives amplitudes a; the
-decoder's statistic is 2a (1 to 2 for a written item, so the clean-up variant's decision
-boundary, about 0.59, falls between absent items and the smallest written amplitude), an
-item is present when 2a is above that boundary, and its score as read is
-v^ = M - 2 beam (1 - a). The parents' scores are computed from those
+so that the written amplitudes lie in [f, 1], f = :data:`FLOOR` = 1/8. A completed cell is
+read by least squares over its candidates (:mod:`fastdcyk.engine.readback`), which gives
+amplitudes a; the decoder's statistic is a / f (1 to 8 for a written item, so that the
+clean-up variant's decision boundary, about 0.59, falls between absent items and the
+smallest written amplitude), an item is present when a / f is above that boundary, and its
+score as read is v^ = M - beam (1 - a) / (1 - f). The parents' scores are computed from those
 read scores only (max over splits and rules of log P(A -> B C) + v^(B) + v^(C); a unary
 cell's from the terminal read in it), so every score a parent uses went through P_left.
 The most probable tree is then read top down from the read scores
@@ -66,23 +66,32 @@ def _log_probs(grammar: Grammar) -> tuple[np.ndarray, np.ndarray]:
     return unary, binary
 
 
+#: The smallest amplitude written (an item at the beam's edge). A score read with amplitude
+#: error e is off by beam e / (1 - FLOOR) nats, and an item is present when its amplitude
+#: exceeds about 0.59 FLOOR: 1/8 keeps that margin at several times the read-back's noise
+#: from d = 2048 (docs/results.md, study (g)) and reads scores 1.75 times as precisely as
+#: the amplitudes 1/2 to 1 would.
+FLOOR = 0.125
+
+
 def amplitude(v: np.ndarray, best: float, beam: float) -> np.ndarray:
     """The amplitude written for Viterbi scores ``v`` in a cell whose best is ``best``:
-    ``1 - (best - v) / (2 beam)``, 0 below the beam."""
+    ``1 - (1 - FLOOR) (best - v) / beam``, 0 below the beam."""
     gap = best - v
-    return np.where(gap <= beam, 1.0 - gap / (2.0 * beam), 0.0)
+    return np.where(gap <= beam, 1.0 - (1.0 - FLOOR) * gap / beam, 0.0)
 
 
 def score_of(a: np.ndarray, best: float, beam: float) -> np.ndarray:
     """The Viterbi score an amplitude read back stands for (the inverse of :func:`amplitude`)."""
-    return best - 2.0 * beam * (1.0 - a)
+    return best - beam * (1.0 - a) / (1.0 - FLOOR)
 
 
 class WeightedParser(CleanupParser):
     """The clean-up parser writing a PCFG's Viterbi scores as amplitudes (module docstring).
 
-    Its decoder statistics are 2a (a the least-squares amplitudes): present items read near
-    1 to 2, absent ones near 0, so the clean-up variant's decoder boundary applies.
+    Its decoder statistics are a / :data:`FLOOR` (a the least-squares amplitudes): present
+    items read 1 to 8, absent ones near 0, so the clean-up variant's decoder boundary
+    applies.
     :attr:`read_scores` holds every present item's score as read, :attr:`best` the cells'
     scales M(i, j).
     """
@@ -98,7 +107,7 @@ class WeightedParser(CleanupParser):
         #: (i, j) -> the cell's best Viterbi score M(i, j), kept outside the table
         self.best: dict[tuple[int, int], float] = {}
         self._v = np.zeros(0)
-        self._present = decision_boundary(opt.beta, opt.threshold) / 2.0
+        self._present = decision_boundary(opt.beta, opt.threshold) * FLOOR
 
     def read(self, i: int, j: int, step: Step) -> None:
         st: RuleStructure = self.st
@@ -154,7 +163,7 @@ class WeightedParser(CleanupParser):
             vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
         self._term_read = np.zeros(0, np.intp)
         a = solve(gram(vectors), self._trace(spectra, q))[: len(rows)]
-        self.stats[i, j, rows] = 2.0 * a
+        self.stats[i, j, rows] = a / FLOOR
         on = a > self._present
         best = self.best[(i, j)]
         self.read_scores[(i, j)] = (rows[on], score_of(a[on], best, self.beam))
