@@ -12,7 +12,8 @@ Usage::
 
     python docs/treebank_study.py --treebank PATH/treebank --parser viterbi
     python docs/treebank_study.py --treebank PATH/treebank --parser dcyk --dim 2048
-    python docs/treebank_study.py --treebank PATH/treebank --parser table --dim 4096 --words 15
+    python docs/treebank_study.py --treebank PATH/treebank --parser table --dim 4096
+    python docs/treebank_study.py --treebank PATH/treebank --parser beam    # the beam's bound
     python docs/treebank_study.py --treebank PATH/treebank --parser nltk --length 20
     python docs/treebank_study.py --table
 """
@@ -29,7 +30,7 @@ from tqdm import tqdm
 
 import fastdcyk as fd
 from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
-from fastdcyk.cfg.viterbi import ViterbiParse
+from fastdcyk.cfg.viterbi import ViterbiParse, tree_from_scores
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "treebank_study.json"
@@ -66,6 +67,8 @@ def run(args: argparse.Namespace) -> None:
     if args.limit is not None:
         gold = gold[: args.limit]
     name = args.parser if args.parser in ("viterbi", "nltk") else f"{args.parser}-{args.dim}"
+    if args.parser == "beam":
+        name = f"beam{args.beam:g}"
     if args.parser == "table" and args.beam != fd.options.DEFAULT_BEAM:
         name += f"-beam{args.beam:g}"
     parser = None
@@ -93,6 +96,10 @@ def run(args: argparse.Namespace) -> None:
             logp = trees[0].logprob() * math.log(2) if trees else -math.inf
             tree = fd.un_cnf(fd.Tree.from_nltk(trees[0]), tb.grammar) if trees else None
             best = ViterbiParse(tree, logp)
+        elif args.parser == "beam":  # exact scores pruned as the table prunes: its bound
+            t1 = time.perf_counter()
+            best = tree_from_scores(tb.grammar, words, _beam_scores(tb.grammar, words, args.beam))
+            seconds = time.perf_counter() - t1
         elif args.parser == "table":  # the weights written into the table and read back
             t1 = time.perf_counter()
             result = fd.dcyk(
@@ -107,8 +114,7 @@ def run(args: argparse.Namespace) -> None:
             best = result.table_parse()
             seconds = time.perf_counter() - t1
             exact = _viterbi_scores(tb.grammar, words)
-            errors = [abs(v - exact[x]) for x, v in result.table_scores.items() if x in exact]
-            extra = {"items": len(result.table_scores), "score_errors": errors}
+            extra = {"items": len(result.table_scores), **_errors(result.table_scores, exact)}
         else:
             t1 = time.perf_counter()
             result = fd.dcyk(tb.grammar, words, d=args.dim, seed=0, progress=False)
@@ -156,6 +162,57 @@ def _viterbi_scores(grammar: fd.Grammar, words: tuple[str, ...]) -> dict:
     }
 
 
+def _errors(read: dict, exact: dict) -> dict:
+    """The read scores' errors against symbolic Viterbi's scores of the same items: their
+    median, 95th percentile and largest (nats), and the items read that symbolic CYK does
+    not have (a false item)."""
+    import numpy as np
+
+    e = np.abs([v - exact[x] for x, v in read.items() if x in exact])
+    out = {"false_items": sum(x not in exact for x in read)}
+    if len(e):
+        out |= {
+            "error_median": float(np.median(e)),
+            "error_p95": float(np.percentile(e, 95)),
+            "error_max": float(e.max()),
+        }
+    return out
+
+
+def _beam_scores(grammar: fd.Grammar, words: tuple[str, ...], beam: float) -> dict:
+    """Viterbi scores computed as the weighted table computes them, but exact: each cell's
+    items more than ``beam`` below its best dropped before its parents are computed."""
+    import numpy as np
+
+    from fastdcyk.cfg.viterbi import _tables
+
+    t, n = _tables(grammar), len(words)
+    score = {}
+    for i, w in enumerate(words):
+        cell = np.full(t.n, -np.inf)
+        if w in t.lexicon:
+            cell[t.lexicon[w][0]] = t.lexicon[w][1]
+        score[i, i + 1] = cell
+        cell[cell < cell.max() - beam] = -np.inf
+    for span in range(2, n + 1):
+        for i in range(n - span + 1):
+            j = i + span
+            best = np.full(len(t.lhs), -np.inf)
+            for k in range(i + 1, j):
+                np.maximum(best, score[i, k][t.left] + score[k, j][t.right], out=best)
+            cell = np.full(t.n, -np.inf)
+            cell[t.heads] = np.maximum.reduceat(best + t.log_prob, t.starts)
+            if np.isfinite(cell.max()):
+                cell[cell < cell.max() - beam] = -np.inf
+            score[i, j] = cell
+    names = grammar.nonterminals
+    return {
+        (i, j, names[a]): float(cell[a])
+        for (i, j), cell in score.items()
+        for a in np.flatnonzero(np.isfinite(cell))
+    }
+
+
 def table() -> None:
     """The table of docs/results.md from docs/treebank_study.json: per parser its bracket
     scores, and symbolic Viterbi's F1 on the same sentences (a run may cover a subset)."""
@@ -191,10 +248,45 @@ def table() -> None:
         )
 
 
+def table_route() -> None:
+    """The weighted table's rows (``--parser table``) and the beam's bound (``--parser
+    beam``): how often the tree is symbolic Viterbi's, and the read scores' errors."""
+    import numpy as np
+
+    done = json.loads(OUT.read_text())
+    by: dict[str, list[dict]] = {}
+    for e in done.values():
+        if e["parser"].startswith(("table", "beam")):
+            by.setdefault(e["parser"], []).append(e)
+    if not by:
+        return
+    print(
+        "\n| route 2 | sentences | = Viterbi | share | items per sentence | error median "
+        "(nats) | error p95 | error max | false items | s/sentence |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name in sorted(by, key=lambda n: (n.startswith("table"), len(n), n)):
+        rows = by[name]
+        same = sum(r["same"] for r in rows)
+        sec = sum(r["seconds"] for r in rows) / len(rows)
+        if "items" in rows[0]:
+            med = np.median([r["error_median"] for r in rows if "error_median" in r])
+            p95 = np.median([r["error_p95"] for r in rows if "error_p95" in r])
+            top = max(r.get("error_max", 0.0) for r in rows)
+            items = np.mean([r["items"] for r in rows])
+            false = sum(r["false_items"] for r in rows)
+            cols = f"{items:.0f} | {med:.3f} | {p95:.3f} | {top:.2f} | {false}"
+        else:
+            cols = " |  |  |  | "
+        print(f"| {name} | {len(rows)} | {same} | {same / len(rows):.3f} | {cols} | {sec:.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--treebank", help="the folder of wsj_0001.mrg .. wsj_0199.mrg")
-    ap.add_argument("--parser", choices=("viterbi", "dcyk", "table", "nltk"), default="viterbi")
+    ap.add_argument(
+        "--parser", choices=("viterbi", "dcyk", "table", "beam", "nltk"), default="viterbi"
+    )
     ap.add_argument("--dim", type=int, default=2048)
     ap.add_argument("--length", type=int, help="only the test sentences of this many words")
     ap.add_argument("--words", type=int, help="only the test sentences of at most this many words")
@@ -206,6 +298,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.table:
         table()
+        table_route()
     elif args.treebank is None:
         ap.error("--treebank or --table")
     else:

@@ -89,6 +89,10 @@ def beta(text: str) -> float:
     return checked(options.check_beta, number(text, float, "a finite number > 0"))
 
 
+def beam(text: str) -> float:
+    return checked(options.check_beam, number(text, float, "a finite number > 0 (nats)"))
+
+
 def encoding_name(text: str) -> str:
     try:
         codecs.lookup(text)

@@ -16,6 +16,7 @@ from fastdcyk.cli.common import (
     UsageError,
     add_grammar_file_options,
     add_parse_options,
+    beam,
     check_out_file,
     dimension,
     load_grammar,
@@ -29,7 +30,7 @@ from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.memory import check_parse_memory
 from fastdcyk.engine.plan import OPTION_KEYWORDS
 from fastdcyk.engine.progress import AUTO_DELAY, stderr_is_terminal
-from fastdcyk.options import resolve
+from fastdcyk.options import DEFAULT_BEAM, WEIGHTS, resolve
 
 #: ``fastdcyk parse`` shows its progress bar (on a terminal) once a parse has run this long.
 PARSE_PROGRESS_DELAY = AUTO_DELAY
@@ -57,7 +58,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     show = stderr_is_terminal() if args.progress is None else args.progress
     progress = PARSE_PROGRESS_DELAY if show else False
-    kwargs = parse_kwargs(args)
+    kwargs = {**parse_kwargs(args), "weights": args.weights, "beam": args.beam}
     try:  # a bad option is an error, and nothing else is printed
         options = {k: kwargs[k] for k in OPTION_KEYWORDS if k in kwargs}
         opt = resolve(kwargs["variant"], dtype=kwargs["dtype"], **options)
@@ -154,6 +155,19 @@ def _print_most_probable(result: Any, *, ascii: bool) -> None:
     )
     print(best.tree.pretty(ascii=ascii))
     print(best.tree)
+    if result.table_scores is not None:
+        table = result.table_parse()
+        if table.tree is None:
+            print("\nthe table's scores give no tree of the start symbol over the sentence")
+        elif table.log_prob == best.log_prob:
+            print("\nthe tree read from the table's scores (--weights table) is the same")
+        else:
+            print(
+                f"\nthe tree read from the table's scores (--weights table; log probability "
+                f"{table.log_prob:.4f}):"
+            )
+            print(table.tree.pretty(ascii=ascii))
+            print(table.tree)
 
 
 def _print_trees(result: Any, gold: Any, k: int, *, ascii: bool) -> None:
@@ -221,6 +235,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--k", type=positive_int, metavar="K", help="print the K best trees (implies --tree)"
     )
     p.add_argument("--ascii", action="store_true", help="draw trees with ASCII characters only")
+    p.add_argument(
+        "--weights",
+        choices=WEIGHTS,
+        help="on a probabilistic grammar: 'chart' (the default: the probabilities rank the "
+        "decoded chart's trees) or 'table' (each item's Viterbi score written into P_left "
+        "and read back; the tree read from those scores is printed too); docs/method.md, "
+        "section 10",
+    )
+    p.add_argument(
+        "--beam",
+        type=beam,
+        help=f"with --weights table: items this many nats below their cell's best are not "
+        f"written (default {DEFAULT_BEAM:g})",
+    )
     p.add_argument(
         "--plot",
         metavar="FILE",

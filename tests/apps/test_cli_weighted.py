@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import fastdcyk as fd
 from fastdcyk.cli import main
 
@@ -25,6 +27,21 @@ def test_parse_on_a_pcfg_prints_the_most_probable_tree(tmp_path, capsys):
     assert main(["parse", "--grammar", str(path), "--dim", "256", "--k", "2", *words]) == 0
     out = capsys.readouterr().out
     assert "tree 2 (log probability" in out and "gate values" not in out
+
+
+def test_parse_with_the_weights_through_the_table(capsys):
+    words = "john saw the man with a telescope".split()
+    argv = ["parse", "--grammar", str(PCFG_FILE), "--weights", "table", *words]
+    assert main(argv) == 0
+    assert "the tree read from the table's scores (--weights table) is the same" in (
+        capsys.readouterr().out
+    )
+    with pytest.raises(SystemExit) as err:  # argparse's usage error
+        main(["parse", "--grammar", str(PCFG_FILE), "--beam", "-1", *words])
+    assert err.value.code == 2
+    assert "beam must be a finite number > 0" in capsys.readouterr().err
+    assert main(["parse", "--weights", "table", "a", "a", "b"]) == 2  # no probabilities
+    assert "the grammar has none" in capsys.readouterr().err
 
 
 def test_treebank_induces_scores_and_writes(tmp_path, capsys):
