@@ -92,3 +92,42 @@ def test_dcyk_against_nltk_viterbi_parser(benchmark, timing):
     assert theirs.logprob() * 0.6931471805599453 == pytest.approx(symbolic.log_prob, abs=1e-6)
     if timing:
         assert dcyk_s < nltk_s, f"D-CYK {dcyk_s:.2f} s, NLTK's ViterbiParser {nltk_s:.2f} s"
+
+
+@pytest.mark.benchmark(group="treebank PCFG: weights through the table")
+def test_weighted_table_against_the_chart_route(benchmark, timing):
+    """``weights="table"`` (Viterbi scores written and read back, a beam of 10 nats) against
+    the default parse (the chart, then Viterbi over it) on the same sentence, d and thread,
+    in the same run; target: the table route costs less (its cells hold only the items near
+    their best)."""
+    if timing and not TREEBANK:
+        pytest.skip("set FASTDCYK_TREEBANK to the Penn Treebank sample's folder")
+    tb, sentence, warm = _material(timing)
+    d = 1024 if timing else 64
+    words, warm_words = tb.words(sentence), tb.words(warm)
+    with threads.limit(1):
+        fd.dcyk(tb.grammar, warm_words, d=d, progress=False)  # warm: codebook, tables
+        fd.dcyk(tb.grammar, warm_words, d=d, progress=False, weights="table")
+        t0 = time.perf_counter()
+        chart = fd.dcyk(tb.grammar, words, d=d, progress=False)
+        chart_s = time.perf_counter() - t0
+        result = benchmark.pedantic(
+            lambda: fd.dcyk(tb.grammar, words, d=d, progress=False, weights="table"),
+            rounds=1,
+            iterations=1,
+        )
+        table_s = benchmark.stats.stats.max if benchmark.stats else float("nan")
+    symbolic = fd.viterbi(tb.grammar, words)
+    benchmark.extra_info.update(
+        {
+            "words": len(words),
+            "d": d,
+            "chart_route_s": chart_s,
+            "table_route_s": table_s,
+            "table_same_tree": result.table_parse().log_prob == symbolic.log_prob,
+            "chart_same_tree": chart.best_parse().log_prob == symbolic.log_prob,
+        }
+    )
+    assert result.table_scores  # the scores were read back
+    if timing:
+        assert table_s < chart_s, f"table {table_s:.2f} s, chart {chart_s:.2f} s"

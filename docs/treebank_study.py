@@ -261,10 +261,11 @@ def table_route() -> None:
     if not by:
         return
     print(
-        "\n| route 2 | sentences | = Viterbi | share | items per sentence | error median "
-        "(nats) | error p95 | error max | false items | s/sentence |"
+        "\n| route 2 | sentences | = Viterbi | share | share, <= 15 words | share, 16-25 | "
+        "items per sentence | error median (nats) | error p95 | error max | false items | "
+        "s/sentence |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in sorted(by, key=lambda n: (n.startswith("table"), len(n), n)):
         rows = by[name]
         same = sum(r["same"] for r in rows)
@@ -278,7 +279,13 @@ def table_route() -> None:
             cols = f"{items:.0f} | {med:.3f} | {p95:.3f} | {top:.2f} | {false}"
         else:
             cols = " |  |  |  | "
-        print(f"| {name} | {len(rows)} | {same} | {same / len(rows):.3f} | {cols} | {sec:.2f} |")
+        short = [r["same"] for r in rows if r["words"] <= 15]
+        long = [r["same"] for r in rows if r["words"] > 15]
+        parts = " | ".join(f"{np.mean(x):.3f} ({len(x)})" if x else "" for x in (short, long))
+        print(
+            f"| {name} | {len(rows)} | {same} | {same / len(rows):.3f} | {parts} | {cols} | "
+            f"{sec:.2f} |"
+        )
 
 
 def main() -> None:
