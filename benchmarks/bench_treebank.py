@@ -48,6 +48,15 @@ def _material(timing: bool) -> tuple[TreebankGrammar, tuple[str, ...], tuple[str
     return TreebankGrammar.from_trees(MINI, rare=0), trees[1].leaves(), trees[0].leaves()
 
 
+def _setup(timing: bool) -> tuple[TreebankGrammar, tuple[str, ...], tuple[str, ...], int]:
+    """The grammar, the timed and warm-up sentences as its terminals, and d; a timed run
+    without the treebank is skipped."""
+    if timing and not TREEBANK:
+        pytest.skip("set FASTDCYK_TREEBANK to the Penn Treebank sample's folder")
+    tb, sentence, warm = _material(timing)
+    return tb, tb.words(sentence), tb.words(warm), 1024 if timing else 64
+
+
 def _nltk_parser(nltk, pcfg):
     """NLTK's ViterbiParser without its time limit (recent NLTK stops it after 5 s by default)."""
     try:
@@ -59,11 +68,7 @@ def _nltk_parser(nltk, pcfg):
 @pytest.mark.benchmark(group="treebank PCFG: most probable tree")
 def test_dcyk_against_nltk_viterbi_parser(benchmark, timing):
     nltk = pytest.importorskip("nltk")
-    if timing and not TREEBANK:
-        pytest.skip("set FASTDCYK_TREEBANK to the Penn Treebank sample's folder")
-    tb, sentence, warm = _material(timing)
-    d = 1024 if timing else 64
-    words, warm_words = tb.words(sentence), tb.words(warm)
+    tb, words, warm_words, d = _setup(timing)
     with threads.limit(1):
         fd.dcyk(tb.grammar, warm_words, d=d, progress=False)  # warm: codebook, tables
         result = benchmark.pedantic(
@@ -100,11 +105,7 @@ def test_weighted_table_against_the_chart_route(benchmark, timing):
     the default parse (the chart, then Viterbi over it) on the same sentence, d and thread,
     in the same run; target: the table route costs less (its cells hold only the items near
     their best)."""
-    if timing and not TREEBANK:
-        pytest.skip("set FASTDCYK_TREEBANK to the Penn Treebank sample's folder")
-    tb, sentence, warm = _material(timing)
-    d = 1024 if timing else 64
-    words, warm_words = tb.words(sentence), tb.words(warm)
+    tb, words, warm_words, d = _setup(timing)
     with threads.limit(1):
         fd.dcyk(tb.grammar, warm_words, d=d, progress=False)  # warm: codebook, tables
         fd.dcyk(tb.grammar, warm_words, d=d, progress=False, weights="table")

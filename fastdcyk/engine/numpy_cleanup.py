@@ -184,6 +184,16 @@ class CleanupParser(TraceParser):
         if not self.lstsq:
             self.scores[i, j] = self._clean(self._trace(self.t.spectra, q))
             return
+        rows, a = self.solve_cell(i, j, step, q)
+        self.stats[i, j, rows] = a
+        self.scores[i, j] = self._clean(self.stats[i, j])
+        self._read[(i, j)] = (rows, self._clean(a) - self._base)
+
+    def solve_cell(
+        self, i: int, j: int, step: Step, q: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The least-squares read of completed cell (i, j) (``q`` its lifted readout): the
+        rows of what was written in it and their amplitudes."""
         rows = np.concatenate(self._cands.pop((i, j), [np.zeros(0, np.intp)]))
         spectra, vectors = self.t.spectra[rows], self.t.vectors[rows]
         if step == S.UNARY and len(self._term_read):
@@ -192,10 +202,7 @@ class CleanupParser(TraceParser):
             spectra = np.concatenate([spectra, self._term_spectra[self._term_read]])
             vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
         self._term_read = np.zeros(0, np.intp)
-        a = solve(gram(vectors), self._trace(spectra, q))[: len(rows)]
-        self.stats[i, j, rows] = a
-        self.scores[i, j] = self._clean(self.stats[i, j])
-        self._read[(i, j)] = (rows, self._clean(a) - self._base)
+        return rows, solve(gram(vectors), self._trace(spectra, q))[: len(rows)]
 
     def statistics(self) -> Statistics:
         """The decoder statistic of every triple: the read-back's amplitudes (``"lstsq"``),

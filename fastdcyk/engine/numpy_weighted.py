@@ -33,7 +33,6 @@ from fastdcyk.engine import schedule as S
 from fastdcyk.engine.decode import decision_boundary
 from fastdcyk.engine.numpy_backend import PARSERS
 from fastdcyk.engine.numpy_cleanup import CleanupParser
-from fastdcyk.engine.readback import gram, solve
 from fastdcyk.engine.rules import RuleStructure, rule_structure, rules_of
 from fastdcyk.engine.schedule import Detections, Step
 
@@ -154,15 +153,7 @@ class WeightedParser(CleanupParser):
         """Read the completed cell by least squares over its written items (and, in a
         unary cell, the word's terminal): the amplitudes, the present items and their
         scores as read."""
-        q = self._q_lift(j, i)
-        rows = np.concatenate(self._cands.pop((i, j), [np.zeros(0, np.intp)]))
-        spectra, vectors = self.t.spectra[rows], self.t.vectors[rows]
-        if step == S.UNARY and len(self._term_read):
-            terms = [self.st.terminals[k] for k in self._term_ids[self._term_read]]
-            spectra = np.concatenate([spectra, self._term_spectra[self._term_read]])
-            vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
-        self._term_read = np.zeros(0, np.intp)
-        a = solve(gram(vectors), self._trace(spectra, q))[: len(rows)]
+        rows, a = self.solve_cell(i, j, step, self._q_lift(j, i))
         self.stats[i, j, rows] = a / FLOOR
         on = a > self._present
         best = self.best[(i, j)]
