@@ -227,7 +227,11 @@ def dcyk(
         back by least squares and the parents' scores computed from them; the result's
         :attr:`~DCYKResult.table_scores` and :meth:`~DCYKResult.table_parse` give the
         scores and the most probable tree as read. Needs a weighted grammar, the clean-up
-        gate with ``readback="lstsq"`` and the numpy backend.
+        gate with ``readback="lstsq"`` and the numpy backend. Its scores are read during
+        the parse, with the cells' scales kept outside the table: :func:`decode` of the
+        result gives its chart, a bare P_left of it decodes as a chart of gates (the
+        items written with amplitudes below the decision boundary, about 0.59, then read
+        as absent).
     beam : float, optional
         With ``weights="table"``: how far (nats) below its cell's best an item is still
         written (default 10, :data:`fastdcyk.options.DEFAULT_BEAM`); amplitudes 1/8 to 1
