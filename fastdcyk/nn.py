@@ -351,6 +351,12 @@ class DCYK(torch.nn.Module):
             raise TypeError(f"unknown option(s) {sorted(unknown)} for DCYK")
         options.setdefault("prune", 0.0)
         self.options = resolve(variant, dtype=_DTYPES[dtype], **options)
+        if self.options.weights == "table":
+            raise ValueError(
+                "weights='table' is built in the numpy engine only (fastdcyk.dcyk); the "
+                "layer writes the clean-up gates, and a PCFG's probabilities rank the trees "
+                "of its decoded charts (DCYKOutput.best_parses)"
+            )
         self.grammar = grammar
         self.learn = learn
         if codebook is None:

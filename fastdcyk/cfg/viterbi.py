@@ -327,6 +327,8 @@ def tree_from_scores(
         scored items.
     """
     n = len(words)
+    if n == 0:
+        raise ValueError("the sentence is empty")
     by_lhs: dict[str, list[tuple[str, str, float]]] = {}
     for a, b, c in grammar.binary_rules:
         by_lhs.setdefault(a, []).append((b, c, grammar.log_prob(_binary(a, b, c))))
@@ -335,7 +337,8 @@ def tree_from_scores(
     # its best (score, split, left, right, rule log probability) by the scores
     cells: dict[tuple[int, int], dict[str, float]] = {}
     for (i, j, a), v in read_scores.items():
-        cells.setdefault((i, j), {})[a] = float(v)
+        if math.isfinite(v):  # an item scored -inf (or nan) has no derivation to offer
+            cells.setdefault((i, j), {})[a] = float(v)
     usable: dict[tuple[int, int], dict[str, tuple]] = {}
     for i, word in enumerate(words):
         here = lexicon.get(word, ())

@@ -58,6 +58,13 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     show = stderr_is_terminal() if args.progress is None else args.progress
     progress = PARSE_PROGRESS_DELAY if show else False
+    if args.beam is not None and args.weights != "table":
+        raise UsageError("--beam applies to --weights table only: add --weights table")
+    if args.weights == "table" and args.k is not None:
+        raise UsageError(
+            "--k lists the decoded chart's trees; --weights table prints the tree read from "
+            "the table's scores beside the most probable one: leave one of them out"
+        )
     kwargs = {**parse_kwargs(args), "weights": args.weights, "beam": args.beam}
     try:  # a bad option is an error, and nothing else is printed
         options = {k: kwargs[k] for k in OPTION_KEYWORDS if k in kwargs}
@@ -159,7 +166,7 @@ def _print_most_probable(result: Any, *, ascii: bool) -> None:
         table = result.table_parse()
         if table.tree is None:
             print("\nthe table's scores give no tree of the start symbol over the sentence")
-        elif table.log_prob == best.log_prob:
+        elif table.tree == best.tree or abs(table.log_prob - best.log_prob) < 1e-9:
             print("\nthe tree read from the table's scores (--weights table) is the same")
         else:
             print(

@@ -67,9 +67,10 @@ def _log_probs(grammar: Grammar) -> tuple[np.ndarray, np.ndarray]:
 
 #: The smallest amplitude written (an item at the beam's edge). A score read with amplitude
 #: error e is off by beam e / (1 - FLOOR) nats, and an item is present when its amplitude
-#: exceeds about 0.59 FLOOR: 1/8 keeps that margin at several times the read-back's noise
-#: from d = 2048 (docs/results.md, study (g)) and reads scores 1.75 times as precisely as
-#: the amplitudes 1/2 to 1 would.
+#: exceeds about 0.59 FLOOR: at 1/8 an edge item is lost when its read errs by more than
+#: 0.05 (0.6 nats at the default beam), and scores are read 1.75 times as precisely as with
+#: the amplitudes 1/2 to 1 (docs/results.md, study (g), where no false item was read at
+#: any d).
 FLOOR = 0.125
 
 
@@ -105,10 +106,16 @@ class WeightedParser(CleanupParser):
         self.read_scores: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         #: (i, j) -> the cell's best Viterbi score M(i, j), kept outside the table
         self.best: dict[tuple[int, int], float] = {}
-        self._v = np.zeros(0)
+        self._cell: tuple[int, int] | None = None
         self._present = decision_boundary(opt.beta, opt.threshold) * FLOOR
 
     def read(self, i: int, j: int, step: Step) -> None:
+        """The cell's Viterbi scores from what was read before it, and their amplitudes;
+        computed once per cell (in the sequential order the schedule asks again after each
+        write, and the answer does not change)."""
+        if self._cell == (i, j):
+            return
+        self._cell = (i, j)
         st: RuleStructure = self.st
         if step == S.UNARY:
             c = self._clean(self._trace(self._term_spectra, self._q_lift(j, i)))
@@ -138,7 +145,6 @@ class WeightedParser(CleanupParser):
                 ok = np.isfinite(s)
                 np.maximum.at(v, st.binary_rule_row[rules[ok]], s[ok])
                 left_v[lr], right_v[rr] = -np.inf, -np.inf
-        self._v = v
         top = float(v.max()) if len(v) and np.isfinite(v).any() else -math.inf
         self.best[(i, j)] = top
         self._t = amplitude(v, top, self.beam) if math.isfinite(top) else np.zeros(len(v))

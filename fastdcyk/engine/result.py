@@ -44,7 +44,8 @@ class DCYKResult:
         Every detection, when the parse ran with ``record=True``.
     table_scores : dict or None
         With ``weights="table"``: ``{(i, j, A): score}``, the Viterbi score (log
-        probability of the best subtree) of every present item as read back from P_left
+        probability of the best subtree) of every present item as read: its cell's best
+        score (kept outside the table) less the offset read back from P_left
         (docs/method.md, section 10); None otherwise.
     """
 
@@ -188,8 +189,9 @@ class DCYKResult:
 
     def __repr__(self) -> str:
         o = self.options
+        table = f", weights='table', beam={o.beam:g}" if o.weights == "table" else ""
         return (
             f"DCYKResult({' '.join(self.words)!r}, d={self.codebook.d}, {self.codebook.dtype}, "
             f"variant={o.variant!r}, gate={o.gate!r}, decoder={o.decoder!r}, "
-            f"order={o.order!r}, encoding={o.encoding!r}, beta={o.beta:g})"
+            f"order={o.order!r}, encoding={o.encoding!r}, beta={o.beta:g}{table})"
         )

@@ -42,6 +42,10 @@ def test_parse_with_the_weights_through_the_table(capsys):
     assert "beam must be a finite number > 0" in capsys.readouterr().err
     assert main(["parse", "--weights", "table", "a", "a", "b"]) == 2  # no probabilities
     assert "the grammar has none" in capsys.readouterr().err
+    assert main([*argv, "--beam", "2.5"]) == 0  # a narrower beam, the same tree here
+    assert "(--weights table) is the same" in capsys.readouterr().out
+    assert main(["parse", "--grammar", str(PCFG_FILE), "--beam", "5", *words]) == 2
+    assert "--beam applies to --weights table only" in capsys.readouterr().err
 
 
 def test_treebank_induces_scores_and_writes(tmp_path, capsys):
