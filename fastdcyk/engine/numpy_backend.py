@@ -74,6 +74,11 @@ class _NumpyParser:
     def rows(self, step: Step) -> np.ndarray:
         return self.t.unary if step == S.UNARY else self.t.binary
 
+    def table_scores(self) -> dict[tuple[int, int, str], float] | None:
+        """The Viterbi scores read from a weighted table (``weights="table"``); None for
+        the parsers that write none."""
+        return None
+
     def group(self, step: Step) -> int | None:
         return None
 
@@ -616,14 +621,6 @@ def _parse(
     _finite(p_left, "P_left after the parse")
     _finite(p_right, "P_right after the parse")
     logs = ledger.log_lists()
-    table = getattr(parser, "read_scores", None)  # a weighted table's scores as read
-    if table is not None:
-        names = parser.t.nonterminals
-        table = {
-            (i, j, names[r]): float(v)
-            for (i, j), (rows, values) in table.items()
-            for r, v in zip(rows, values, strict=True)
-        }
     return DCYKResult(
         words=ws,
         grammar=grammar,
@@ -636,5 +633,5 @@ def _parse(
         counts=ledger.count_dicts()[0],
         log=None if logs is None else logs[0],
         timings=timings,
-        table_scores=table,
+        table_scores=parser.table_scores(),
     )

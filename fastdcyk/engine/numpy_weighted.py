@@ -165,5 +165,14 @@ class WeightedParser(CleanupParser):
         best = self.best[(i, j)]
         self.read_scores[(i, j)] = (rows[on], score_of(a[on], best, self.beam))
 
+    def table_scores(self) -> dict[tuple[int, int, str], float]:
+        """``{(i, j, A): score as read}`` of every present item (``DCYKResult.table_scores``)."""
+        names = self.t.nonterminals
+        return {
+            (i, j, names[r]): float(v)
+            for (i, j), (rows, values) in self.read_scores.items()
+            for r, v in zip(rows, values, strict=True)
+        }
+
 
 PARSERS["weighted"] = WeightedParser
