@@ -134,8 +134,11 @@ def _fill(
     mode: str,
     strict: bool,
     lexical: Sequence[Mapping[str, float] | None] | None = None,
+    given: Mapping[tuple[int, int], np.ndarray] | None = None,
 ):
-    """The log-score table (and, for Viterbi, the back pointers) of a sentence."""
+    """The log-score table (and, for Viterbi, the back pointers) of a sentence. With
+    ``given`` (per cell, a score per nonterminal, -inf for none), each derivable item's
+    score is the given one instead of the computed one: the parents' choices follow it."""
     t = _tables(grammar)
     tokens = Grammar.normalize_words(_words(words))
     n = len(tokens)
@@ -157,6 +160,8 @@ def _fill(
         keep = _mask(grammar, chart, i, i + 1)
         if keep is not None:
             cell[~keep] = -np.inf
+        if given is not None:
+            cell = _given(cell, given, i, i + 1)
         score[(i, i + 1)] = cell
     n_rules = len(t.lhs)
     with np.errstate(invalid="ignore"):
@@ -184,10 +189,36 @@ def _fill(
                 keep = _mask(grammar, chart, i, j)
                 if keep is not None:
                     cell[~keep] = -np.inf
+                if given is not None:
+                    cell = _given(cell, given, i, j)
                 score[(i, j)] = cell
                 if mode == "viterbi" and n_rules:
                     back[(i, j)] = (best, split)
     return t, tokens, score, back
+
+
+def _given(cell: np.ndarray, given: Mapping, i: int, j: int) -> np.ndarray:
+    """The given scores of cell (i, j) where the computed cell has a derivation."""
+    other = given.get((i, j))
+    if other is None:
+        return np.full_like(cell, -np.inf)
+    return np.where(np.isfinite(cell), other, -np.inf)
+
+
+def _build(t: _Tables, names, tokens, back: dict, start: int, n: int) -> Tree:
+    """The tree of the best rule and split of every item from the start symbol over (0, n)."""
+
+    def build(i: int, j: int, a: int) -> Tree:
+        if j == i + 1:
+            return Tree(names[a], [tokens[i]])
+        best, split = back[(i, j)]
+        segment = int(np.searchsorted(t.heads, a))
+        lo, hi = int(t.starts[segment]), int(t.ends[segment])
+        r = lo + int(np.argmax(best[lo:hi]))
+        k = int(split[r])
+        return Tree(names[a], [build(i, k, int(t.left[r])), build(k, j, int(t.right[r]))])
+
+    return build(0, n, start)
 
 
 def viterbi(
@@ -244,17 +275,7 @@ def viterbi(
         return ViterbiParse(None, -math.inf)
     names = grammar.nonterminals
 
-    def build(i: int, j: int, a: int) -> Tree:
-        if j == i + 1:
-            return Tree(names[a], [tokens[i]])
-        best, split = back[(i, j)]
-        segment = int(np.searchsorted(t.heads, a))
-        lo, hi = int(t.starts[segment]), int(t.ends[segment])
-        r = lo + int(np.argmax(best[lo:hi]))
-        k = int(split[r])
-        return Tree(names[a], [build(i, k, int(t.left[r])), build(k, j, int(t.right[r]))])
-
-    tree = build(0, n, start)
+    tree = _build(t, names, tokens, back, start, n)
     return ViterbiParse(tree if cnf else un_cnf(tree, grammar, lexical=lexical is not None), top)
 
 
@@ -326,51 +347,19 @@ def tree_from_scores(
         ``(None, -inf)`` when no tree of the start symbol over the sentence is made of
         scored items.
     """
-    n = len(words)
-    if n == 0:
+    tokens = Grammar.normalize_words(_words(words))
+    if not tokens:
         raise ValueError("the sentence is empty")
-    by_lhs: dict[str, list[tuple[str, str, float]]] = {}
-    for a, b, c in grammar.binary_rules:
-        by_lhs.setdefault(a, []).append((b, c, grammar.log_prob(_binary(a, b, c))))
-    lexicon = grammar.lexicon
-    # the scored items that derive their words through scored items, bottom up, each with
-    # its best (score, split, left, right, rule log probability) by the scores
-    cells: dict[tuple[int, int], dict[str, float]] = {}
+    index, nn = grammar.nonterminal_index, len(grammar.nonterminals)
+    given: dict[tuple[int, int], np.ndarray] = {}
     for (i, j, a), v in read_scores.items():
         if math.isfinite(v):  # an item scored -inf (or nan) has no derivation to offer
-            cells.setdefault((i, j), {})[a] = float(v)
-    usable: dict[tuple[int, int], dict[str, tuple]] = {}
-    for i, word in enumerate(words):
-        here = lexicon.get(word, ())
-        usable[(i, i + 1)] = {a: () for a in cells.get((i, i + 1), {}) if a in here}
-    for span in range(2, n + 1):
-        for i in range(n - span + 1):
-            j = i + span
-            found: dict[str, tuple] = {}
-            for a in cells.get((i, j), {}):
-                best: tuple = (-math.inf,)
-                for k in range(i + 1, j):
-                    left, right = usable[(i, k)], usable[(k, j)]
-                    for b, c, lp in by_lhs.get(a, ()):
-                        if b in left and c in right:
-                            s = lp + cells[(i, k)][b] + cells[(k, j)][c]
-                            if s > best[0]:
-                                best = (s, k, b, c, lp)
-                if len(best) > 1:
-                    found[a] = best
-            usable[(i, j)] = found
-    if grammar.start not in usable[(0, n)]:
+            given.setdefault((i, j), np.full(nn, -np.inf))[index[a]] = float(v)
+    t, tokens, score, back = _fill(grammar, tokens, None, "viterbi", False, given=given)
+    n, start = len(tokens), index[grammar.start]
+    if not math.isfinite(score[(0, n)][start]):
         return ViterbiParse(None, -math.inf)
-    total = 0.0
-
-    def build(i: int, j: int, a: str) -> Tree:
-        nonlocal total
-        if j == i + 1:
-            total += grammar.log_prob(Rule(a, (Symbol(words[i], True),)))
-            return Tree(a, [words[i]])
-        _, k, b, c, lp = usable[(i, j)][a]
-        total += lp
-        return Tree(a, [build(i, k, b), build(k, j, c)])
-
-    tree = build(0, n, grammar.start)
+    tree = _build(t, grammar.nonterminals, tokens, back, start, n)
+    # the tree's own log probability, not the scores'
+    total = sum(grammar.log_prob(rule) for rule in tree.productions())
     return ViterbiParse(tree if cnf else un_cnf(tree, grammar), total)
