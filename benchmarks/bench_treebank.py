@@ -133,3 +133,43 @@ def test_weighted_table_against_the_chart_route(benchmark, timing):
     assert (0, len(words), tb.grammar.start) in result.table_scores
     if timing:
         assert table_s < chart_s, f"table {table_s:.2f} s, chart {chart_s:.2f} s"
+
+
+#: What the cancelling read-back may cost beside the plain least-squares one, same parse:
+#: one more write and a subtraction per cell (docs/method.md, section 7).
+CANCEL_RATIO = 2.0
+
+
+@pytest.mark.benchmark(group="treebank PCFG: weights through the table")
+def test_cancelling_read_back_against_the_plain_one(benchmark, timing):
+    """``weights="table"`` with ``readback="cancel"`` (its default) against
+    ``readback="lstsq"`` on the same sentence, d and thread, in the same run; target: at
+    most :data:`CANCEL_RATIO` times the plain read's time. Both trees are compared with
+    symbolic Viterbi's (the point of cancelling)."""
+    tb, words, warm_words, d = _setup(timing)
+
+    def parse(readback: str) -> fd.DCYKResult:
+        return fd.dcyk(tb.grammar, words, d=d, progress=False, weights="table", readback=readback)
+
+    with threads.limit(1):
+        for readback in ("lstsq", "cancel"):  # warm: codebook, tables, kernels
+            fd.dcyk(tb.grammar, warm_words, d=d, progress=False, weights="table", readback=readback)
+        t0 = time.perf_counter()
+        plain = parse("lstsq")
+        plain_s = time.perf_counter() - t0
+        result = benchmark.pedantic(lambda: parse("cancel"), rounds=1, iterations=1)
+        cancel_s = benchmark.stats.stats.max if benchmark.stats else float("nan")
+    symbolic = fd.viterbi(tb.grammar, words)
+    benchmark.extra_info.update(
+        {
+            "words": len(words),
+            "d": d,
+            "lstsq_s": plain_s,
+            "cancel_s": cancel_s,
+            "lstsq_same_tree": abs(plain.table_parse().log_prob - symbolic.log_prob) < 1e-9,
+            "cancel_same_tree": abs(result.table_parse().log_prob - symbolic.log_prob) < 1e-9,
+        }
+    )
+    assert result.options.readback == "cancel" and plain.options.readback == "lstsq"
+    if timing:
+        assert cancel_s < CANCEL_RATIO * plain_s, f"cancel {cancel_s:.2f} s, lstsq {plain_s:.2f} s"

@@ -12,7 +12,8 @@ Usage::
 
     python docs/treebank_study.py --treebank PATH/treebank --parser viterbi
     python docs/treebank_study.py --treebank PATH/treebank --parser dcyk --dim 2048
-    python docs/treebank_study.py --treebank PATH/treebank --parser table --dim 4096
+    python docs/treebank_study.py --treebank PATH/treebank --parser table --dim 1024
+    python docs/treebank_study.py --treebank PATH/treebank --parser table --readback lstsq
     python docs/treebank_study.py --treebank PATH/treebank --parser beam    # the beam's bound
     python docs/treebank_study.py --treebank PATH/treebank --parser nltk --length 20
     python docs/treebank_study.py --table
@@ -69,8 +70,10 @@ def run(args: argparse.Namespace) -> None:
     name = args.parser if args.parser in ("viterbi", "nltk") else f"{args.parser}-{args.dim}"
     if args.parser == "beam":
         name = f"beam{args.beam:g}"
-    if args.parser == "table" and args.beam != fd.options.DEFAULT_BEAM:
-        name += f"-beam{args.beam:g}"
+    if args.parser == "table":
+        name = f"table-{args.readback}-{args.dim}"
+        if args.beam != fd.options.DEFAULT_BEAM:
+            name += f"-beam{args.beam:g}"
     parser = None
     if args.parser == "nltk":
         import nltk
@@ -110,6 +113,7 @@ def run(args: argparse.Namespace) -> None:
                 progress=False,
                 weights="table",
                 beam=args.beam,
+                readback=args.readback,
             )
             best = result.table_parse()
             seconds = time.perf_counter() - t1
@@ -300,6 +304,12 @@ def main() -> None:
     ap.add_argument("--limit", type=int, help="only the first N test sentences")
     ap.add_argument(
         "--beam", type=float, default=fd.options.DEFAULT_BEAM, help="--parser table's beam (nats)"
+    )
+    ap.add_argument(
+        "--readback",
+        choices=("cancel", "lstsq"),
+        default="cancel",
+        help="--parser table's read-back (default 'cancel', the library's for weights='table')",
     )
     ap.add_argument("--table", action="store_true")
     args = ap.parse_args()

@@ -62,7 +62,14 @@ from fastdcyk.engine.rules import (
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.hrr import memory as _memory
 from fastdcyk.hrr.codebook import Codebook, sidon_offsets
-from fastdcyk.options import DEFAULT_VARIANT, VARIANTS, check_dim, check_int, resolve
+from fastdcyk.options import (
+    DEFAULT_VARIANT,
+    VARIANTS,
+    DCYKOptions,
+    check_dim,
+    check_int,
+    resolve,
+)
 
 __all__ = ["DIM_GRID", "Prediction", "estimate_memory", "predict", "required_dim"]
 
@@ -683,6 +690,18 @@ def _solve_with_noise(g: np.ndarray, x: np.ndarray, scale: np.ndarray, z: np.nda
     return scipy.linalg.cho_solve((chol, True), x + scale * (chol @ z))
 
 
+def _modelled(opt: DCYKOptions) -> DCYKOptions:
+    """``opt``, if the model simulates its read-back (it has no model of ``"cancel"``)."""
+    if opt.readback == "cancel":
+        raise ValueError(
+            "the capacity model simulates readback='lstsq' and 'matched'; readback='cancel' "
+            "has no model (its reads are limited by the errors of the reads before them): "
+            "measure it with fastdcyk.dcyk, or model readback='lstsq', its upper bound on "
+            "the noise"
+        )
+    return opt
+
+
 def _grammar(grammar: Any) -> Grammar:
     if isinstance(grammar, str):
         grammar = Grammar.load(grammar)
@@ -750,7 +769,7 @@ def estimate_memory(
     grammar = _grammar(grammar)
     n1 = check_int("length", length, 1) + 1
     d = check_dim(d)
-    opt = resolve(variant, readback=readback)
+    opt = _modelled(resolve(variant, readback=readback))
     gate = opt.gate
     nn, rules = len(grammar.nonterminals), len(grammar.binary_rules)
     h = d // 2 + 1
@@ -850,14 +869,16 @@ def predict(
     grammar = _grammar(grammar)
     d = check_dim(d)
     samples, sentences = check_int("samples", samples, 1), check_int("sentences", sentences, 1)
-    opt = resolve(
-        variant,
-        order=order,
-        encoding=encoding,
-        beta=beta,
-        threshold=threshold,
-        readback=readback,
-        candidate_level=candidate_level,
+    opt = _modelled(
+        resolve(
+            variant,
+            order=order,
+            encoding=encoding,
+            beta=beta,
+            threshold=threshold,
+            readback=readback,
+            candidate_level=candidate_level,
+        )
     )
     gate, order, encoding, beta, threshold = (
         opt.gate,

@@ -41,6 +41,7 @@ __all__ = [
     "GATES",
     "SCALAR_GATES",
     "ORDERS",
+    "LEAST_SQUARES",
     "READBACKS",
     "VARIANTS",
     "WEIGHTS",
@@ -48,6 +49,7 @@ __all__ = [
     "check_backend",
     "check_beta",
     "check_beam",
+    "default_readback",
     "check_beta_threshold",
     "check_candidate_level",
     "check_choice",
@@ -107,9 +109,14 @@ DECODERS = ("entry", "trace")
 #: How the clean-up gate reads a completed cell (docs/method.md, section 7): ``"lstsq"``
 #: solves for the amplitudes of the cell's candidates (the nonterminals its detections
 #: proposed) by least squares, every other nonterminal reads 0; ``"matched"`` reads every
-#: nonterminal with its own matched filter, the decoder's readout. The other gates read
+#: nonterminal with its own matched filter, the decoder's readout; ``"cancel"`` is
+#: ``"lstsq"`` reading each cell from the table less what was read before it (every read
+#: cell's items, with the amplitudes read, subtracted from a second copy of the table:
+#: successive interference cancellation, docs/method.md, section 7). The other gates read
 #: with their decoder (``"matched"``).
-READBACKS = ("lstsq", "matched")
+READBACKS = ("lstsq", "cancel", "matched")
+#: The read-backs that solve for the candidates' amplitudes by least squares.
+LEAST_SQUARES = ("lstsq", "cancel")
 #: The detection t_A above which a nonterminal is a candidate of its cell under the
 #: least-squares read-back (written, and solved for): a quarter of one derivation whose
 #: children both read clean (docs/method.md, section 7).
@@ -243,8 +250,17 @@ class DCYKOptions:
     beam: float = DEFAULT_BEAM
 
     def __post_init__(self) -> None:
-        if self.readback is None:  # as resolve gives it: least squares for the clean-up gate
-            object.__setattr__(self, "readback", "lstsq" if self.gate == "cleanup" else "matched")
+        if self.readback is None:  # as resolve gives it
+            object.__setattr__(self, "readback", default_readback(self.gate, self.weights))
+
+
+def default_readback(gate: str, weights: str) -> str:
+    """The read-back a parse gets when none is given: ``"matched"`` for the gates other than
+    the clean-up gate (their decoder), ``"cancel"`` for the weighted table (its scores are
+    read, and read errors add up the table), ``"lstsq"`` otherwise."""
+    if gate != "cleanup":
+        return "matched"
+    return "cancel" if weights == "table" else "lstsq"
 
 
 def check_candidate_level(level: Any) -> float:
@@ -288,15 +304,16 @@ def resolve(
     variant : {"paper", "trace", "cleanup"}
     gate, decoder, unary_mask, order, encoding
         Override the variant's choice.
-    readback : {"lstsq", "matched"}, optional
+    readback : {"lstsq", "cancel", "matched"}, optional
         How the clean-up gate reads a completed cell (:data:`READBACKS`); default
-        ``"lstsq"`` with the clean-up gate, ``"matched"`` with the others (which accept
+        (:func:`default_readback`) ``"cancel"`` with ``weights="table"``, ``"lstsq"``
+        otherwise with the clean-up gate, ``"matched"`` with the others (which accept
         nothing else).
     candidate_level : float, optional
-        Default :data:`DEFAULT_CANDIDATE_LEVEL` (used by ``readback="lstsq"`` only).
+        Default :data:`DEFAULT_CANDIDATE_LEVEL` (used by the least-squares read-backs only).
     weights : {"chart", "table"}, optional
         What a PCFG's probabilities do (:data:`WEIGHTS`, default ``"chart"``);
-        ``"table"`` needs the clean-up gate and its least-squares read-back.
+        ``"table"`` needs the clean-up gate and a least-squares read-back.
     beam : float, optional
         Default :data:`DEFAULT_BEAM` (used by ``weights="table"`` only).
     beta, threshold
@@ -324,29 +341,30 @@ def resolve(
         ("encoding", encoding, ENCODINGS),
     ):
         chosen[name] = check_choice(name, preset[name] if value is None else value, allowed)
-    if readback is None:  # the clean-up gate reads by least squares unless told otherwise
-        readback = "lstsq" if chosen["gate"] == "cleanup" else "matched"
+    chosen["weights"] = check_choice("weights", "chart" if weights is None else weights, WEIGHTS)
+    if readback is None:
+        readback = default_readback(chosen["gate"], chosen["weights"])
     chosen["readback"] = check_choice("readback", readback, READBACKS)
-    if chosen["readback"] == "lstsq":
+    if chosen["readback"] in LEAST_SQUARES:
         if chosen["gate"] != "cleanup":
             raise ValueError(
-                f"readback='lstsq' reads the candidates of the clean-up gate; gate "
+                f"readback={readback!r} reads the candidates of the clean-up gate; gate "
                 f"{chosen['gate']!r} reads with its decoder: leave readback out, or use "
                 "gate='cleanup' (variant='cleanup')"
             )
         if decoder is not None and decoder != "trace":
             raise ValueError(
-                f"decoder={decoder!r} does not apply to readback='lstsq', which reads the "
-                "chart itself: use readback='matched' to decode with the entry decoder"
+                f"decoder={decoder!r} does not apply to readback={readback!r}, which reads "
+                "the chart itself: use readback='matched' to decode with the entry decoder"
             )
         chosen["decoder"] = "trace"  # its readouts are the trace decoder's
     level = DEFAULT_CANDIDATE_LEVEL if candidate_level is None else candidate_level
     chosen["candidate_level"] = check_candidate_level(level)
-    chosen["weights"] = check_choice("weights", "chart" if weights is None else weights, WEIGHTS)
-    if chosen["weights"] == "table" and chosen["readback"] != "lstsq":
+    if chosen["weights"] == "table" and chosen["readback"] not in LEAST_SQUARES:
         raise ValueError(
             "weights='table' writes Viterbi scores as amplitudes and reads them back by "
-            "least squares: it needs variant='cleanup' with readback='lstsq' (the defaults)"
+            "least squares: it needs variant='cleanup' with readback='cancel' (the default) "
+            "or 'lstsq'"
         )
     chosen["beam"] = check_beam(DEFAULT_BEAM if beam is None else beam)
     beta, threshold = check_beta_threshold(beta, threshold)

@@ -174,8 +174,10 @@ def add_readback_option(p: argparse.ArgumentParser) -> None:
         "--readback",
         choices=READBACKS,
         help="how the cleanup variant reads a finished cell: 'lstsq' (its default: its "
-        "candidates solved for by least squares) or 'matched' (one matched filter per "
-        "nonterminal); docs/method.md, section 7",
+        "candidates solved for by least squares), 'cancel' (the same, each cell read from "
+        "the table less what was read before it; the default with --weights table; numpy "
+        "backend) or 'matched' (one matched filter per nonterminal); docs/method.md, "
+        "section 7",
     )
 
 

@@ -205,19 +205,25 @@ def dcyk(
         namespace ``"right"``): P_right holds [X']+ [i]+ [j]+ and R_b^A = sum [B]+ [C']-
         (docs/method.md, section 3). Default: the variant's choice (paper: ``"paper"``,
         trace: ``"roles"``).
-    readback : {"lstsq", "matched"}, optional
+    readback : {"lstsq", "cancel", "matched"}, optional
         How the clean-up gate reads a completed cell, both for its parents and for the
         chart (docs/method.md, section 7). ``"lstsq"`` (its default): the cell's candidates
         (the nonterminals whose detection t_A exceeds ``candidate_level``, the only updates
         written) are read together by least squares over their vectors, so that the
         symbols of a cell no longer blur each other; every other nonterminal reads 0.
+        ``"cancel"`` (the default with ``weights="table"``; numpy backend): the same read
+        of a second copy of the table from which every read is subtracted (the words
+        first, then each cell's candidates with their amplitudes as read), so that the
+        items of the cells read before it no longer leak into a cell's read (successive
+        interference cancellation); one more spectrum of size d x d during the parse.
         ``"matched"``: every nonterminal is read with its own matched filter (the trace
         decoder), as before 0.3; the final chart is then the trace decoder's (or with
         ``decoder="entry"`` the entry decoder's). Other gates read with their decoder and
         accept ``"matched"`` only.
     candidate_level : float, optional
         The detection t_A above which a nonterminal is a candidate of its cell under
-        ``readback="lstsq"`` (default 0.25, :data:`fastdcyk.options.DEFAULT_CANDIDATE_LEVEL`).
+        the least-squares read-backs (default 0.25,
+        :data:`fastdcyk.options.DEFAULT_CANDIDATE_LEVEL`).
     weights : {"chart", "table"}, optional
         What a PCFG's probabilities do (docs/method.md, section 10). ``"chart"`` (the
         default): they rank the trees of the decoded chart (:meth:`DCYKResult.tree`,
@@ -227,7 +233,8 @@ def dcyk(
         back by least squares and the parents' scores computed from them; the result's
         :attr:`~DCYKResult.table_scores` and :meth:`~DCYKResult.table_parse` give the
         scores and the most probable tree as read. Needs a weighted grammar, the clean-up
-        gate with ``readback="lstsq"`` and the numpy backend. Its scores are read during
+        gate with a least-squares read-back (``"cancel"`` unless told otherwise) and the
+        numpy backend. Its scores are read during
         the parse, with the cells' scales kept outside the table: :func:`decode` of the
         result gives its chart, a bare P_left of it decodes as a chart of gates (the
         items written with amplitudes below the decision boundary, about 0.59, then read
@@ -346,7 +353,10 @@ def decode(
       docs/method.md, section 7): bottom-up from the words, each cell's candidates (the
       nonterminals the grammar's rules propose over the cells read before it) read together
       by least squares over their vectors. It needs the words and the grammar, and decodes a
-      P_left made elsewhere (by a network) to a chart.
+      P_left made elsewhere (by a network) to a chart. ``readback="cancel"`` reads the same
+      way from a copy of P_left from which every read (each word, then each cell's
+      candidates with their amplitudes as read) is subtracted, so that a cell's read is not
+      blurred by the cells read before it (docs/method.md, section 7).
 
     Parameters
     ----------
@@ -360,10 +370,11 @@ def decode(
         the result keeps are reused only when the grammar, length, codebook, decoder and
         read-back are its own).
     words : str or sequence of str, optional
-        The sentence: needed by ``readback="lstsq"`` with a bare P_left (its length is n).
+        The sentence: needed by the least-squares read-backs with a bare P_left (its length
+        is n).
     decoder : {"entry", "trace"}, optional
         With ``readback="matched"``. Default: the result's decoder, else "entry".
-    readback : {"matched", "lstsq"}, optional
+    readback : {"matched", "lstsq", "cancel"}, optional
         Default: the result's, else "matched".
     beta, threshold, candidate_level : float, optional
         Default: the result's, else the library defaults.
@@ -435,18 +446,19 @@ def decode(
         return chart_from_statistics(stats, n, beta=beta, threshold=threshold)
     if words is None:
         raise ValueError(
-            "readback='lstsq' reads the table bottom-up from the words: pass words= (the "
+            f"readback={readback!r} reads the table bottom-up from the words: pass words= (the "
             "sentence whose table P_left holds)"
         )
     grammar = cnf_grammar(grammar)
     ws = words_of(grammar, words)
     if decoder not in (None, "trace"):
         raise ValueError(
-            f"decoder={decoder!r} does not apply to readback='lstsq', which reads the chart "
-            "itself: use readback='matched' to decode with the entry decoder"
+            f"decoder={decoder!r} does not apply to readback={readback!r}, which reads the "
+            "chart itself: use readback='matched' to decode with the entry decoder"
         )
     opt = resolve(
         "cleanup",
+        readback=readback,
         beta=beta,
         threshold=threshold,
         candidate_level=candidate_level,

@@ -97,7 +97,9 @@ def parse_seconds(grammar: Grammar, n: int, d: int, options: DCYKOptions) -> flo
         return PAIRS_PER_ENTRYWISE_DETECTION * detections * pair
     h = d // 2 + 1
     nn = len(st.nonterminals)
-    seconds = (PAIRS_PER_SCALAR_CELL * cells + (n + 1)) * pair
+    # the cancelling read-back writes each cell twice and subtracts its read: twice the passes
+    passes = 2 if options.readback == "cancel" else 1
+    seconds = (passes * PAIRS_PER_SCALAR_CELL * cells + (n + 1)) * pair
     if options.gate == "trace":
         reads = n * (unary + nn) + (cells - n) * (binary + nn)
     elif options.readback == "matched":

@@ -29,7 +29,13 @@ __all__ = [
 
 
 def work_buffers(
-    gate: str, order: str, decoder: str, blockwise: bool, slots: int, kept: int = 0
+    gate: str,
+    order: str,
+    decoder: str,
+    blockwise: bool,
+    slots: int,
+    kept: int = 0,
+    cancel: bool = False,
 ) -> tuple[list[B.Buffer], list[B.Buffer]]:
     """The d x d arrays (:mod:`fastdcyk.hrr.buffers`) a parse holds: during it, and at its end.
 
@@ -44,12 +50,16 @@ def work_buffers(
     spectra, one real work buffer and ``slots`` G_k matrices; at
     its end one accumulator spectrum is still held while both dense results are formed, and
     the ``kept`` G_k matrices the codebook keeps for its next parse
-    (:func:`~fastdcyk.hrr.buffers.g_kept_slots`).
+    (:func:`~fastdcyk.hrr.buffers.g_kept_slots`). The cancelling read-back (``cancel``,
+    ``readback="cancel"``) holds a second P_left spectrum during the parse: the table less
+    what was read.
     """
     if gate in SCALAR_GATES:
         # the clean-up gate neither reads nor writes P_right: no PR spectrum
         pr = [B.PR] if gate == "trace" else []
         during = [B.ZT, *pr, B.W, *(B.g_matrix(k) for k in range(slots))]
+        if cancel:
+            during.append(B.ZR)
         g_kept = [B.g_matrix(k) for k in range(kept)]
         end = [*pr, B.W, B.Y, B.P_LEFT, B.P_RIGHT, *g_kept]
         if decoder == "entry":  # decoding reads the dense P_left back as a spectrum
@@ -101,7 +111,8 @@ def estimate_memory(
     eng = get_engine(engine, threads)
     slots = g_cache_slots(d, dtype, n)
     kept = g_kept_slots(d, dtype, slots)
-    during, end = work_buffers(gate, order, decoder, eng.blockwise, slots, kept)
+    cancel = opt.readback == "cancel"
+    during, end = work_buffers(gate, order, decoder, eng.blockwise, slots, kept, cancel)
     size = [sum(b.nbytes(d, dtype) for b in buffers) for buffers in (during, end)]
     if eng.blockwise and (gate not in SCALAR_GATES or decoder == "entry"):
         # the blocks of operator chains: in the parse, or in the decoder of a dense P_left

@@ -38,7 +38,7 @@ from fastdcyk.hrr import buffers as B
 from fastdcyk.hrr import kernels as K
 from fastdcyk.hrr.buffers import g_cache_slots
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import DCYKOptions
+from fastdcyk.options import LEAST_SQUARES, DCYKOptions
 
 __all__ = ["CleanupParser", "readback_statistics"]
 
@@ -63,7 +63,11 @@ class CleanupParser(TraceParser):
     The read-back (``opt.readback``, docs/method.md, section 7): ``"lstsq"`` writes only
     the cell's candidates (t_A above ``opt.candidate_level``) and reads their amplitudes a
     by least squares (:mod:`fastdcyk.engine.readback`), every other nonterminal 0; the
-    same amplitudes are the decoder statistics of the final chart. ``"matched"`` writes
+    same amplitudes are the decoder statistics of the final chart. ``"cancel"`` reads the
+    same way from a second copy of the table from which every read is subtracted (each
+    cell's candidates with their amplitudes as read, each word's terminals once, before the
+    first cell), so that a cell's read sees the other cells' items only through the errors
+    of their reads (successive interference cancellation). ``"matched"`` writes
     every update above the prune level and reads a_X = tr([X]+ [j]+ [i]+ P_left) / d for
     every X (the trace decoder's matched filter); the final chart is then the trace
     decoder's over the finished table.
@@ -88,7 +92,13 @@ class CleanupParser(TraceParser):
         self.w = B.W.get(cb)
         self.zt = B.ZT.new(cb) if p_left is None else self._spectrum_of(p_left)
         self.frozen = p_left is not None
-        self.lstsq = opt.readback == "lstsq"
+        self.lstsq = opt.readback in LEAST_SQUARES
+        self.cancel = opt.readback == "cancel"
+        # what the reads see: the table less what was read (a given P_left's own spectrum
+        # is ours to subtract from; a parse's second copy is made once the words are in)
+        self.zr = self.zt if self.cancel and self.frozen else None
+        self._refine = 0  # steps of iterative refinement of each cell's solve
+        self._word_c: dict[int, np.ndarray] = {}
         self._q = np.empty(d // 2 + 1, np.complex128)
         self._full, self._g = kept_spectra(cb)
         self._slots = g_cache_slots(d, cb.dtype, len(words))
@@ -135,14 +145,50 @@ class CleanupParser(TraceParser):
         otherwise be copied to complex128 at each read."""
         return (spectra @ (self._weights * q).astype(spectra.dtype)).real / self.d
 
+    def _q_lift(self, j: int, i: int) -> np.ndarray:
+        """:meth:`TraceParser._q_lift` of the table the reads see (the residual one when
+        cancelling)."""
+        z = self.zr if self.zr is not None else self.zt
+        return K.row_dots(self.gmat(j), z, self.full("index", i), self._q)
+
+    def word_scores(self, i: int, j: int) -> np.ndarray:
+        """The clean scores of the grammar's lexicon in unary cell (i, j): the word as given
+        when decoding a given P_left, else the terminals read from the table (when
+        cancelling, read once before the first cell: :meth:`_read_words`)."""
+        if j in self._word_c:
+            return self._word_c[j]
+        if self.frozen:  # decoding a given P_left: the word as read
+            c = np.zeros(len(self._term_ids))
+            if self._word_rows[i] >= 0:
+                c[self._word_rows[i]] = 1.0
+            return c
+        return self._clean(self._trace(self._term_spectra, self._q_lift(j, i)))
+
+    def _read_words(self) -> None:
+        """Cancelling: every word's terminals read (their clean scores kept for the unary
+        cells), solved for by least squares and subtracted from the residual table, before
+        any cell is read, so that no word leaks into another cell's read."""
+        for k in range(1, len(self.words) + 1):
+            c = self.word_scores(k - 1, k)
+            read = np.flatnonzero(c > self.opt.candidate_level)
+            if len(read):
+                q = self._q_lift(k, k - 1)
+                terms = [self.st.terminals[t] for t in self._term_ids[read]]
+                spectra = self._term_spectra[read]
+                a = solve(gram(self.cb.vectors("terminal", terms)), self._trace(spectra, q))
+                self._subtract(k - 1, k, a @ spectra)
+            self._word_c[k] = c
+
+    def _subtract(self, i: int, j: int, spectrum: np.ndarray) -> None:
+        """Take sum_X a_X [i]- [j]- [X]- (``spectrum`` = sum_X a_X X^) from the residual
+        table."""
+        s = np.conj(spectrum).astype(self.cb.cdtype)
+        np.negative(s, out=s)
+        K.outer_madd(self.zr, s, self.gmat(j), np.conj(self.full("index", i)), True)
+
     def read(self, i: int, j: int, step: Step) -> None:
         if step == S.UNARY:
-            if self.frozen:  # decoding a given P_left: the word as read
-                c = np.zeros(len(self._term_ids))
-                if self._word_rows[i] >= 0:
-                    c[self._word_rows[i]] = 1.0
-            else:
-                c = self._clean(self._trace(self._term_spectra, self._q_lift(j, i)))
+            c = self.word_scores(i, j)
             self._t = lexical_layer(self.st, c, self._term_rows)
             if self.lstsq:  # the terminals read in the cell (in the sequential order: any read)
                 read = np.flatnonzero(c > self.opt.candidate_level)
@@ -163,9 +209,15 @@ class CleanupParser(TraceParser):
         return Detections(t[None], gates[None], peaks[None], gates)
 
     def initialise(self) -> None:
-        """The words into P_left, unless it was given (it is read, never written)."""
+        """The words into P_left, unless it was given (it is read, never written); when
+        cancelling, the residual table made and the words read from it."""
         if not self.frozen:
             super().initialise()
+            if self.cancel:
+                self.zr = B.ZR.new(self.cb, zero=False)
+                np.copyto(self.zr, self.zt)
+        if self.cancel:
+            self._read_words()
 
     def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
         if not self.frozen:
@@ -174,8 +226,11 @@ class CleanupParser(TraceParser):
     def update(self, i: int, j: int, gates: np.ndarray, rows: np.ndarray) -> None:
         """sum_A g_A [i]- [j]- [A]- into P_left: the operator C_S^T, S^ = sum_A g_A A^."""
         cdt = self.cb.cdtype
-        left = (gates @ self.t.spectra[rows].astype(np.complex128)).astype(cdt)
-        K.outer_madd(self.zt, np.conj(left), self.gmat(j), np.conj(self.full("index", i)), True)
+        left = np.conj((gates @ self.t.spectra[rows].astype(np.complex128)).astype(cdt))
+        g, index = self.gmat(j), np.conj(self.full("index", i))
+        K.outer_madd(self.zt, left, g, index, True)
+        if self.zr is not None:  # the residual table holds what is written, until it is read
+            K.outer_madd(self.zr, left, g, index, True)
 
     def end(self, i: int, j: int, step: Step) -> None:
         """Read the completed cell once into its clean scores (and, with the least-squares
@@ -202,7 +257,10 @@ class CleanupParser(TraceParser):
             spectra = np.concatenate([spectra, self._term_spectra[self._term_read]])
             vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
         self._term_read = np.zeros(0, np.intp)
-        return rows, solve(gram(vectors), self._trace(spectra, q))[: len(rows)]
+        a = solve(gram(vectors), self._trace(spectra, q), refine=self._refine)
+        if self.zr is not None and len(a):  # what was read leaves the residual table
+            self._subtract(i, j, a @ spectra.astype(np.complex128))
+        return rows, a[: len(rows)]
 
     def statistics(self) -> Statistics:
         """The decoder statistic of every triple: the read-back's amplitudes (``"lstsq"``),
@@ -213,6 +271,7 @@ class CleanupParser(TraceParser):
 
     def dense(self) -> tuple[np.ndarray, np.ndarray]:
         """P_left as a new d x d array, and P_right, never written: zeros."""
+        self.zr = None  # the residual table is not part of the result
         return self._dense_left(), B.P_RIGHT.new(self.cb)
 
 

@@ -66,12 +66,20 @@ def _scale(g: np.ndarray) -> float:
     return scale if scale > 0 else 1.0
 
 
-def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE) -> np.ndarray:
+def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE, refine: int = 0) -> np.ndarray:
     """The amplitudes a with (G + ridge mean(diag G) I) a = x, in float64.
 
     Never raises for a finite G: the regularised matrix is positive definite, and should
     rounding make its Cholesky factorisation fail, the solve goes through its eigenvalues,
     floored at the ridge.
+
+    The ridge shrinks every amplitude by about ridge / mu (mu an eigenvalue of G: 0.1% of
+    it for well-separated vectors). Where amplitudes are read as values, not only
+    compared with a boundary, ``refine`` steps of iterative refinement,
+    a += (G + ridge I)^-1 (x - G a), take that bias to (ridge / mu)^(refine + 1) where G is
+    well conditioned (iterated Tikhonov regularisation: along G's smallest eigenvalues,
+    below the ridge, each step adds what the first solve gave, so the regularisation stays
+    defined).
 
     Parameters
     ----------
@@ -80,6 +88,8 @@ def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE) -> np.ndarray:
     x : ndarray, (k,) or (k, m)
         The matched-filter readouts of the k candidates.
     ridge : float, default :data:`RIDGE`
+    refine : int, default 0
+        Steps of iterative refinement after the first solve.
 
     Returns
     -------
@@ -98,8 +108,19 @@ def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE) -> np.ndarray:
         return np.zeros_like(x)
     m = ridge_matrix(g, ridge)
     try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(m), x)
+        factor = scipy.linalg.cho_factor(m)
+
+        def step(y: np.ndarray) -> np.ndarray:
+            return scipy.linalg.cho_solve(factor, y)
+
     except np.linalg.LinAlgError:
         w, u = np.linalg.eigh(m)
         w = np.maximum(w, max(ridge, 1e-12) * _scale(g))
-        return u @ ((u.T @ x) / (w if x.ndim == 1 else w[:, None]))
+
+        def step(y: np.ndarray) -> np.ndarray:
+            return u @ ((u.T @ y) / (w if y.ndim == 1 else w[:, None]))
+
+    a = step(x)
+    for _ in range(refine):
+        a += step(x - np.asarray(g, dtype=np.float64) @ a)
+    return a

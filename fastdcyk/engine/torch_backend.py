@@ -613,6 +613,11 @@ class _CleanupParser(_TraceParser):
         self._u_row, self._u_term = ix(st.unary_rule_row), ix(st.unary_rule_terminal)
         self._b_row, self._b_left = ix(st.binary_rule_row), ix(st.binary_rule_left)
         self._b_right = ix(st.binary_rule_right)
+        if self.opt.readback == "cancel":
+            raise ValueError(
+                "readback='cancel' is built in the numpy engine only: use backend='numpy', "
+                "or readback='lstsq' with the torch backend"
+            )
         self.lstsq = self.opt.readback == "lstsq"
         if self.lstsq:
             nn, nt = len(st.nonterminals), len(st.terminals)

@@ -169,6 +169,8 @@ FR = Buffer("FR", spectrum=True, axis=1)
 #: The trace-gate parser's accumulators, as 2-D half spectra.
 ZT = Buffer("ZT", spectrum=True)
 PR = Buffer("PR", spectrum=True)
+#: The residual table of the cancelling read-back (readback="cancel"): ZT less what was read.
+ZR = Buffer("ZR", spectrum=True)
 #: The dense results.
 P_LEFT = Buffer("P_left")
 P_RIGHT = Buffer("P_right")

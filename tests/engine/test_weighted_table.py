@@ -110,7 +110,7 @@ def test_unknown_words_of_a_treebank_grammar(bank):
 def test_mistakes_are_refused(pp):
     with pytest.raises(ValueError, match="the grammar has none"):
         fd.dcyk(fd.Grammar.builtin("example"), "a a b", d=256, weights="table")
-    with pytest.raises(ValueError, match="readback='lstsq'"):
+    with pytest.raises(ValueError, match="needs variant='cleanup' with readback='cancel'"):
         fd.dcyk(pp, PP, d=256, variant="trace", weights="table")
     with pytest.raises(ValueError, match="beam must be"):
         fd.dcyk(pp, PP, d=256, weights="table", beam=0)

@@ -1,0 +1,203 @@
+"""The cancelling read-back (``readback="cancel"``, docs/method.md, section 7): every read
+subtracted from a second copy of the table, so that a cell's read sees the other cells only
+through the errors of their reads; and the refined solve that the weighted table reads
+scores with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fastdcyk as fd
+from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
+from fastdcyk.cfg.viterbi import _tables
+from fastdcyk.engine.memory import estimate_memory, work_buffers
+from fastdcyk.engine.numpy_weighted import FLOOR
+from fastdcyk.engine.readback import RIDGE, gram, solve
+from fastdcyk.hrr import buffers as B
+
+DATA = Path(__file__).parent.parent / "data"
+PP = "john saw the man with a telescope".split()
+BEAM = fd.options.DEFAULT_BEAM
+#: CommandTalk sentences whose charts hold cells of 122 to 373 symbols (as in
+#: test_readback.py).
+BIG_CELLS = [
+    "that vehicle charlie eight assemble",
+    "cev umcp are skurkas",
+    "gunslinger five shamrock eight or sinbad",
+    "brdm2 can tow zpu t80",
+]
+
+
+def beam_scores(g: fd.Grammar, words) -> dict[tuple[int, int, str], float]:
+    """Viterbi scores computed as the weighted table computes them, exactly: each cell's
+    items more than the beam below its best dropped before its parents are computed."""
+    t, n = _tables(g), len(words)
+    score = {}
+    for i, w in enumerate(words):
+        cell = np.full(t.n, -np.inf)
+        cell[t.lexicon[w][0]] = t.lexicon[w][1]
+        cell[cell < cell.max() - BEAM] = -np.inf
+        score[i, i + 1] = cell
+    for span in range(2, n + 1):
+        for i in range(n - span + 1):
+            j = i + span
+            best = np.full(len(t.lhs), -np.inf)
+            for k in range(i + 1, j):
+                np.maximum(best, score[i, k][t.left] + score[k, j][t.right], out=best)
+            cell = np.full(t.n, -np.inf)
+            cell[t.heads] = np.maximum.reduceat(best + t.log_prob, t.starts)
+            if np.isfinite(cell.max()):
+                cell[cell < cell.max() - BEAM] = -np.inf
+            score[i, j] = cell
+    return {
+        (i, j, g.nonterminals[a]): float(cell[a])
+        for (i, j), cell in score.items()
+        for a in np.flatnonzero(np.isfinite(cell))
+    }
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[tuple[fd.Grammar, tuple[str, ...]]]:
+    """The PP grammar's ambiguous sentence and the first three of the mini treebank."""
+    bank = TreebankGrammar.from_trees(DATA / "mini_treebank.mrg")
+    trees = list(map(clean, read_trees(DATA / "mini_treebank.mrg")))[:3]
+    return [(fd.Grammar.load(DATA / "pp.pcfg"), tuple(PP))] + [
+        (bank.grammar, bank.words(t.leaves())) for t in trees
+    ]
+
+
+# -- the refined solve -------------------------------------------------------------------------
+
+
+def test_refinement_removes_the_ridges_shrinkage():
+    """Each step of iterative refinement multiplies the error of every eigen-component by
+    lambda g / (mu + lambda g) (mu its eigenvalue, g the mean diagonal): the bound holds
+    step by step, down to float64 rounding."""
+    rng = np.random.default_rng(0)
+    d, k = 256, 40
+    v = rng.normal(0, 1 / np.sqrt(d), (k, d))
+    amp = rng.uniform(0, 1, k)
+    g = gram(v)
+    x = v @ (amp @ v)
+    exact = np.linalg.solve(g, x)
+    factor = RIDGE * np.trace(g) / k
+    factor /= np.linalg.eigvalsh(g)[0] + factor
+    rounding = 1e3 * np.linalg.cond(g) * np.finfo(float).eps
+    errors = [np.linalg.norm(solve(g, x, refine=r) - exact) for r in range(3)]
+    assert errors[0] > 100 * rounding  # the ridge's shrinkage is there to remove
+    for r in (1, 2):
+        assert errors[r] <= errors[r - 1] * factor + rounding
+
+
+def test_refinement_stays_defined_on_a_singular_gram():
+    rng = np.random.default_rng(1)
+    v = rng.normal(0, 1 / 4, (40, 16))  # more candidates than d = 16
+    a = solve(gram(v), v @ v[:3].sum(0), refine=2)
+    assert a.shape == (40,) and np.all(np.isfinite(a))
+
+
+# -- the weighted table ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cancelling_reads_the_scores_to_second_order(cases, dtype):
+    """The plain least-squares read errs by the leakage of the other cells, amplitude
+    noise of standard deviation about sqrt(N) / d (N items in the table); cancelling
+    leaves the leakage of the reads' own errors, about N / d^2. A score is off by
+    beam / (1 - FLOOR) times its amplitude's error: the largest error stays within four
+    such deviations, and far below the plain read's."""
+    per_nat = BEAM / (1 - FLOOR)
+    for g, words in cases:
+        exact = beam_scores(g, words)
+        n_items = len(exact) + len(words)
+        for d in (256, 1024):
+            err = {}
+            for readback in ("lstsq", "cancel"):
+                r = fd.dcyk(g, words, d=d, dtype=dtype, weights="table", readback=readback)
+                assert set(r.table_scores) == set(exact)
+                err[readback] = max(abs(r.table_scores[k] - exact[k]) for k in exact)
+            assert err["cancel"] < 4 * per_nat * n_items / d**2, (words, d)
+            assert err["cancel"] < err["lstsq"] / 100, (words, d)
+
+
+def test_cancelling_is_the_weighted_tables_default(cases):
+    g, words = cases[0]
+    r = fd.dcyk(g, words, d=256, weights="table")
+    assert r.options.readback == "cancel"
+    assert fd.dcyk(g, words, d=256).options.readback == "lstsq"  # the chart route's default
+    plain = fd.dcyk(g, words, d=256, weights="table", readback="lstsq")
+    assert plain.options.readback == "lstsq"
+    assert r.table_parse().tree == fd.viterbi(g, words).tree
+
+
+# -- the chart route and the decoder -----------------------------------------------------------
+
+
+def test_more_candidates_than_d_read_with_cancelling(commandtalk):
+    """CommandTalk at d = 128 (cells of up to 373 symbols): the plain read's leakage makes
+    false candidates (precision 0.67 measured); cancelling the reads before a cell's keeps
+    precision 1 and raises recall (0.53 to 0.76)."""
+    g = commandtalk
+    cb = fd.Codebook.for_grammar(g, 128, 0)
+    scores = {}
+    for readback in ("lstsq", "cancel"):
+        total = fd.Scores(0, 0, 0)
+        for s in BIG_CELLS:
+            r = fd.dcyk(g, s, cb, variant="cleanup", readback=readback)
+            total = total + fd.cell_scores(fd.cyk(g, s.split()), r.chart)
+        scores[readback] = total
+    assert scores["cancel"].precision == 1.0 > scores["lstsq"].precision
+    assert scores["cancel"].recall > scores["lstsq"].recall
+
+
+def test_decode_cancels_on_a_given_p_left():
+    """A P_left made elsewhere (the symbolic chart written with the codebook's operators)
+    decodes to its chart with readback='cancel', and the words are subtracted from the
+    decoder's own copy only: the P_left given is unchanged."""
+    g = fd.Grammar.builtin("G1")
+    words = "fish swim fish near fish".split()
+    cb = fd.Codebook.for_grammar(g, 512, 0)
+    gold = fd.cyk(g, words)
+    eye = np.eye(cb.d, dtype=cb.dtype)
+    p_left = np.zeros((cb.d, cb.d), cb.dtype)
+    for i, w in enumerate(words, start=1):
+        p_left += cb.minus("index", i - 1) @ cb.minus("index", i) @ cb.minus("terminal", w) @ eye
+    for (i, j), cell in gold.items():
+        for a in cell:
+            op = cb.minus("index", i) @ cb.minus("index", j) @ cb.minus("nonterminal", a)
+            p_left += op @ eye
+    before = p_left.copy()
+    assert fd.decode(p_left, g, codebook=cb, words=words, readback="cancel") == gold
+    assert np.array_equal(p_left, before)
+    r = fd.dcyk(g, words, cb, variant="cleanup", readback="cancel")
+    assert r.chart == gold and fd.decode(r) == gold
+
+
+# -- what it costs, and where it is not built --------------------------------------------------
+
+
+def test_the_residual_table_is_one_spectrum_more_during_the_parse():
+    """It is freed before the dense results are formed: the end's arrays are the same."""
+    args = ("cleanup", "cell", "trace", False, 4)
+    during, end = work_buffers(*args)
+    assert work_buffers(*args, cancel=True) == ([*during, B.ZR], end)
+    plain = estimate_memory(1024, variant="cleanup", readback="lstsq")
+    assert estimate_memory(1024, variant="cleanup", readback="cancel") >= plain
+
+
+def test_where_cancelling_is_not_built(cases):
+    g, words = cases[0]
+    with pytest.raises(ValueError, match="has no model"):
+        fd.capacity.predict("G0", 5, 256, variant="cleanup", readback="cancel")
+    with pytest.raises(ValueError, match="reads the candidates of the clean-up gate"):
+        fd.dcyk(g, words, d=256, variant="trace", readback="cancel")
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ValueError, match="numpy engine only"):
+        fd.dcyk(g, words, d=256, readback="cancel", backend="torch")
+    from fastdcyk.nn import DCYK
+
+    with pytest.raises(ValueError, match="numpy engine only"):
+        DCYK(g, 64, dtype=torch.float64, readback="cancel")
