@@ -21,7 +21,14 @@ MODULES = sorted(
     if not name.endswith(".__main__")
 )
 #: Modules that need PyTorch (the optional extra ``fastdcyk[torch]``).
-NEEDS_TORCH = ("fastdcyk.engine.torch_backend", "fastdcyk.nn")
+NEEDS_TORCH = (
+    "fastdcyk.engine.torch_backend",
+    "fastdcyk.engine.torch_cleanup",
+    "fastdcyk.engine.torch_common",
+    "fastdcyk.engine.torch_dense",
+    "fastdcyk.engine.torch_trace",
+    "fastdcyk.nn",
+)
 
 
 def test_every_module_is_listed():

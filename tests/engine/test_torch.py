@@ -20,6 +20,7 @@ from fastdcyk.options import resolve
 
 torch = pytest.importorskip("torch")
 from fastdcyk.engine import torch_backend as T  # noqa: E402 - needs torch
+from fastdcyk.engine import torch_common  # noqa: E402 - needs torch
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -167,9 +168,9 @@ def test_g_cache_is_sized_from_the_free_memory(monkeypatch):
     assert _buffers.g_cache_slots(6000, "float32", 10, budget=5 * size) == 5
     assert _buffers.g_cache_slots(6000, "float32", 10, budget=0) == 2  # at least the default
     monkeypatch.setattr(_memory, "available_memory", lambda: 44 * size)
-    assert T._free_bytes(torch.device("cpu")) // 4 == 11 * size
+    assert torch_common.free_bytes(torch.device("cpu")) // 4 == 11 * size
     monkeypatch.setattr(_memory, "available_memory", lambda: None)  # unknown: the default
-    assert T._free_bytes(torch.device("cpu")) == 0
+    assert torch_common.free_bytes(torch.device("cpu")) == 0
 
 
 def test_record_log_matches_numpy():
@@ -406,7 +407,7 @@ def test_a_parse_leaves_no_reference_cycle_holding_its_tensors():
         out.loss().backward()
         del out
         gc.collect()
-        leaked = [o for o in gc.garbage if isinstance(o, T._Base)]
+        leaked = [o for o in gc.garbage if isinstance(o, T.TorchParser)]
     finally:
         gc.set_debug(0)
         gc.garbage.clear()

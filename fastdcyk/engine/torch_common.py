@@ -1,0 +1,363 @@
+"""What the torch parsers share (:mod:`fastdcyk.engine.torch_backend`): the symbol vectors
+as tensors, the rule spectra built from them, the array operations of the CYK schedule and
+the parsers' base class. Imported through :mod:`fastdcyk.engine.torch_backend`, which says
+how to install PyTorch when it is missing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from fastdcyk.engine import schedule as S
+from fastdcyk.engine.rules import RuleStructure
+from fastdcyk.engine.schedule import Step
+from fastdcyk.hrr import memory as _memory
+from fastdcyk.options import DCYKOptions
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fastdcyk.hrr.codebook import Codebook
+
+__all__ = [
+    "COMPLEX",
+    "SymbolVectors",
+    "TorchOps",
+    "TorchParse",
+    "TorchParser",
+    "free_bytes",
+    "parseval_weights",
+    "symbol_vectors",
+]
+
+COMPLEX = {torch.float32: torch.complex64, torch.float64: torch.complex128}
+
+
+# -- the symbol vectors -----------------------------------------------------------------------
+
+
+@dataclass
+class SymbolVectors:
+    """The symbol vectors and the permutation of a codebook, as torch tensors.
+
+    Attributes
+    ----------
+    terminal : Tensor, (T, d)
+        One row per terminal of the :class:`RuleStructure`.
+    nonterminal : Tensor, (N, d)
+        One row per nonterminal (the vectors of [A]+ and [A]-).
+    right : Tensor, (N, d), or None
+        The right-child role vectors A' (``encoding="roles"``); None with the paper's
+        encoding, where P_right holds the nonterminal vectors themselves.
+    index : Tensor, (n + 1, d)
+        The span index vectors 0..n (n at least the longest sentence).
+    perm : Tensor of int64, (d,)
+        Phi as an index: ``(Phi x)[k] = x[perm[k]]``.
+    """
+
+    terminal: torch.Tensor
+    nonterminal: torch.Tensor
+    right: torch.Tensor | None
+    index: torch.Tensor
+    perm: torch.Tensor
+
+    @property
+    def d(self) -> int:
+        return int(self.nonterminal.shape[-1])
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.nonterminal.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.nonterminal.device
+
+
+def symbol_vectors(
+    codebook: Codebook,
+    structure: RuleStructure,
+    n: int,
+    *,
+    encoding: str = "paper",
+    device: Any = None,
+    dtype: Any = None,
+) -> SymbolVectors:
+    """The vectors of ``codebook`` for a grammar's symbols and the span indices 0..n.
+
+    Parameters
+    ----------
+    codebook : Codebook
+        Its vectors and permutation are copied (the same numbers the numpy engine uses).
+    structure : RuleStructure
+    n : int
+        The longest sentence length.
+    encoding : {"paper", "roles"}
+        ``"roles"`` also takes the right-child role vectors.
+    device : torch.device or str, optional
+    dtype : torch.dtype, optional
+        Default: the codebook's dtype.
+
+    Returns
+    -------
+    SymbolVectors
+    """
+    if dtype is None:
+        dtype = torch.float64 if codebook.dtype == np.float64 else torch.float32
+
+    def stack(kind: str, syms: Sequence[Any]) -> torch.Tensor:
+        rows = [np.asarray(codebook.vector(kind, s)) for s in syms]
+        return torch.as_tensor(np.stack(rows), dtype=dtype, device=device)
+
+    nts = structure.nonterminals
+    return SymbolVectors(
+        terminal=stack("terminal", structure.terminals),
+        nonterminal=stack("nonterminal", nts),
+        right=stack("right", nts) if encoding == "roles" else None,
+        index=stack("index", range(n + 1)),
+        perm=torch.as_tensor(np.array(codebook.perm), dtype=torch.int64, device=device),
+    )
+
+
+@dataclass
+class TorchParse:
+    """What :func:`parse` returns for a batch of B sentences of at most n words.
+
+    Attributes
+    ----------
+    statistics : Tensor, (B, n, n + 1, N), or None
+        The decoder statistic of (i, j, A) at ``[b, i, j, A]`` (~1 for a triple in the
+        table); 0 outside the chart of sentence b (see ``mask``). None without decoding.
+    readouts : Tensor, (B, n, n + 1, N)
+        The gate's argument of every detection: tr(M) / d for the trace gate, the mean of
+        M's diagonal for the entrywise gate (M the detection matrix of docs/method.md,
+        section 2); 0 where no detection ran.
+    mask : Tensor of bool, (B, n, n + 1)
+        The cells (i, j), 0 <= i < j <= n_b, of each sentence.
+    lengths : list of int
+    p_left, p_right : Tensor, (B, d, d), or None
+        The accumulators (when asked for).
+    counts : list of dict
+        Per sentence: detections, updates (applied) and pruned, as the numpy engine counts.
+    log : list of list of dict, or None
+        Per sentence, every detection (``record=True``), as ``DCYKResult.log``.
+    timings : dict
+        Seconds spent in the unary step, the binary step and the decoder (whole batch).
+    """
+
+    statistics: torch.Tensor | None
+    readouts: torch.Tensor
+    mask: torch.Tensor
+    lengths: list[int]
+    p_left: torch.Tensor | None
+    p_right: torch.Tensor | None
+    counts: list[dict[str, int]]
+    log: list[list[dict[str, Any]]] | None
+    timings: dict[str, float]
+
+
+# -- shared machinery ------------------------------------------------------------------------
+
+
+def parseval_weights(d: int, dtype: torch.dtype, device: Any) -> torch.Tensor:
+    """w_f with sum_k a_k b_k = (1/d) sum_f w_f Re(A_f conj(B_f)) over the rfft half-spectrum."""
+    w = torch.full((d // 2 + 1,), 2.0, dtype=dtype, device=device)
+    w[0] = 1.0
+    if d % 2 == 0:
+        w[-1] = 1.0
+    return w
+
+
+class TorchOps(S.ArrayOps):
+    """The schedule's bookkeeping on torch tensors (one device synchronisation per cell)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def int_counts(self, batch: int) -> torch.Tensor:
+        return torch.zeros((3, batch), dtype=torch.int64, device=self.device)
+
+    def as_int(self, mask: Any) -> torch.Tensor:
+        return mask.to(torch.int64)
+
+    def flags(self, keep: Any, check: Any) -> tuple[bool, bool]:
+        any_kept, finite = torch.stack((keep.any(), torch.isfinite(check).all())).tolist()
+        return bool(any_kept), bool(finite)
+
+    def tolist(self, x: Any) -> list:
+        if isinstance(x, torch.Tensor):
+            return x.detach().cpu().tolist()
+        return np.asarray(x).tolist()
+
+
+class TorchParser:
+    """Tables, masks, counts, readouts and the detection log of one batched parse."""
+
+    def __init__(
+        self,
+        vec: SymbolVectors,
+        st: RuleStructure,
+        opt: DCYKOptions,
+        words: torch.Tensor,
+        lengths: list[int],
+        unary_weights: torch.Tensor | None,
+        binary_weights: torch.Tensor | None,
+        record: bool,
+        soft: torch.Tensor | None = None,
+        pre: torch.Tensor | None = None,
+    ) -> None:
+        self.vec, self.st, self.opt = vec, st, opt
+        # soft inputs: (B, n, T) terminal weights, or (B, n, U) preterminal scores
+        self.soft, self.pre = soft, pre
+        self.d = d = vec.d
+        self.h = d // 2 + 1
+        self.rdtype = vec.dtype
+        if self.rdtype not in COMPLEX:
+            raise TypeError(f"the symbol vectors must be float32 or float64, not {self.rdtype}")
+        self.cdtype = COMPLEX[self.rdtype]
+        self.dev = vec.device
+        self.words = words  # (B, n) terminal rows, padded with 0
+        self.lengths = lengths
+        self.B, self.n = len(lengths), max(lengths)
+        self.len_t = torch.as_tensor(lengths, device=self.dev)
+        self.grad = torch.is_grad_enabled() and any(
+            t is not None and t.requires_grad
+            for t in (
+                vec.terminal,
+                vec.nonterminal,
+                vec.right,
+                vec.index,
+                unary_weights,
+                binary_weights,
+                soft,
+                pre,
+            )
+        )
+        self.w = parseval_weights(d, self.rdtype, self.dev)
+        self._idx: dict[int, torch.Tensor] = {0: torch.arange(d, device=self.dev), 1: vec.perm}
+        inv = torch.empty_like(vec.perm)
+        inv[vec.perm] = torch.arange(d, device=self.dev)
+        self._idx[-1] = inv
+        self._tables(unary_weights, binary_weights)
+        self.ledger = S.Ledger(
+            TorchOps(self.dev),
+            st.nonterminals,
+            lengths,
+            opt.prune,
+            record=record,
+            readouts=True,
+            # not the bound method: the ledger would refer back to the parser, and that
+            # cycle would keep every tensor of the parse (under autograd its whole graph,
+            # gigabytes) alive until Python's cyclic collector happened to run
+            active=lambda j, lengths=self.len_t: lengths >= j,
+        )
+
+    def _tables(self, uw: torch.Tensor | None, bw: torch.Tensor | None) -> None:
+        """The rule spectra (docs/method.md, section 4.1) from the vectors, with torch.fft."""
+        self._uw, self._bw = uw, bw
+        st, vec, dev = self.st, self.vec, self.dev
+        rfft = torch.fft.rfft
+        self.spectra = rfft(vec.nonterminal)  # (N, h)
+        self.right_spectra = self.spectra if vec.right is None else rfft(vec.right)
+        self.index_half = rfft(vec.index)  # (n + 1, h)
+        self.unary_rows = torch.as_tensor(st.unary, device=dev)
+        self.binary_rows = torch.as_tensor(st.binary, device=dev)
+        if len(st.unary):
+            tspec = rfft(vec.terminal)
+            terms = tspec[torch.as_tensor(st.unary_rule_terminal, device=dev)]
+            if uw is not None:
+                terms = terms * uw.to(self.rdtype)[:, None]
+            rows = torch.as_tensor(st.unary_rule_row, device=dev)
+            zero = torch.zeros((len(st.unary), self.h), dtype=self.cdtype, device=dev)
+            self.unary_spectra = zero.index_add(0, rows, terms)
+        if len(st.binary):
+            left = self.spectra[torch.as_tensor(st.binary_rule_left, device=dev)]
+            right = self.right_spectra[torch.as_tensor(st.binary_rule_right, device=dev)]
+            prod = left * torch.conj(right)
+            if bw is not None:
+                prod = prod * bw.to(self.rdtype)[:, None]
+            rows = torch.as_tensor(st.binary_rule_row, device=dev)
+            zero = torch.zeros((len(st.binary), self.h), dtype=self.cdtype, device=dev)
+            self.binary_spectra = zero.index_add(0, rows, prod)
+
+    def word_rows(self, table: torch.Tensor, i: int) -> torch.Tensor:
+        """The row of ``table`` (one per terminal) of each sentence's word i (0-based),
+        (B, ...): with soft terminals, the rows mixed by the word's weights."""
+        if self.soft is None:
+            return table[self.words[:, i]]
+        return self.soft[:, i].to(table.dtype) @ table
+
+    def idx(self, k: int) -> torch.Tensor:
+        """``idx`` with ``(Phi^k x)[r] = x[idx[r]]``."""
+        got = self._idx.get(k)
+        if got is None:
+            base = self._idx[1 if k > 0 else -1]
+            got = base[self.idx(k - (1 if k > 0 else -1))]
+            self._idx[k] = got
+        return got
+
+    def active(self, j: int) -> torch.Tensor:
+        """(B,) bool: the sentences that have the cells (i, j)."""
+        return self.len_t >= j
+
+    def sigmoid(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid((x - 0.5) * self.opt.beta)
+
+    # -- readouts, counts and the log as the caller wants them -----------------------------
+
+    def cell_mask(self) -> torch.Tensor:
+        i = torch.arange(self.n, device=self.dev)[:, None]
+        j = torch.arange(self.n + 1, device=self.dev)[None, :]
+        return (i < j)[None] & (j[None] <= self.len_t[:, None, None])
+
+    def readout_tensor(self) -> torch.Tensor:
+        shape = (self.B, self.n, self.n + 1, len(self.st.nonterminals))
+        out = torch.zeros(shape, dtype=self.rdtype, device=self.dev)
+        for i, j, rows, vals in self.ledger.readouts:
+            out[:, i, j, torch.as_tensor(rows, device=self.dev)] = vals.to(self.rdtype)
+        return out * self.cell_mask()[..., None]
+
+    # -- the schedule's protocol (fastdcyk.engine.schedule.CellParser) -----------------------
+
+    def rows(self, step: Step) -> np.ndarray:
+        return self.st.unary if step == S.UNARY else self.st.binary
+
+    def group(self, step: Step) -> int | None:
+        return None
+
+    def begin(self, i: int, j: int, step: Step) -> None:
+        pass
+
+    def end(self, i: int, j: int, step: Step) -> None:
+        pass
+
+    def entry_statistics(self, col: torch.Tensor) -> torch.Tensor:
+        """The entry decoder (Algorithm 4) of every cell from column 0 of Phi P_left.
+
+        (C_A Phi C_j Phi C_i (Phi P_left))[0, 0] is row 0 of C_A Phi against
+        C_j Phi C_i times the column: every A of a cell at once with one product.
+        Returns (B, n, n + 1, N).
+        """
+        n, d = self.n, self.d
+        s = self.index_half
+        inner = torch.fft.irfft(torch.fft.rfft(col)[:, None, :] * s[None, :n], n=d)
+        ph = torch.fft.rfft(inner[..., self.idx(1)])  # Phi (C_i col)
+        u = torch.fft.irfft(ph[:, :, None, :] * s[None, None, :, :], n=d)  # (B, n, n+1, d)
+        cols = torch.fft.irfft(torch.conj(self.spectra), n=d)  # first columns of C_A^T
+        rows = cols[:, self.idx(-1)]  # row 0 of C_A Phi
+        return u @ rows.T
+
+
+# -- the trace gate: both accumulators as 2-D spectra ---------------------------------------
+
+
+def free_bytes(device: torch.device) -> int:
+    """Bytes free on ``device`` (the CPU: what the OS has left for this process; 0 when
+    unknown)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    if device.type == "cpu":
+        return _memory.available_memory() or 0
+    return 0
