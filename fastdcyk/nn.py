@@ -351,16 +351,16 @@ class DCYK(torch.nn.Module):
             raise TypeError(f"unknown option(s) {sorted(unknown)} for DCYK")
         options.setdefault("prune", 0.0)
         self.options = resolve(variant, dtype=_DTYPES[dtype], **options)
-        if self.options.readback == "cancel":
-            raise ValueError(
-                "readback='cancel' is built in the numpy engine only (fastdcyk.dcyk); the "
-                "layer reads with readback='lstsq'"
-            )
         if self.options.weights == "table":
             raise ValueError(
                 "weights='table' is built in the numpy engine only (fastdcyk.dcyk); the "
                 "layer writes the clean-up gates, and a PCFG's probabilities rank the trees "
                 "of its decoded charts (DCYKOutput.best_parses)"
+            )
+        if self.options.readback == "cancel":
+            raise ValueError(
+                "readback='cancel' is built in the numpy engine only (fastdcyk.dcyk); the "
+                "layer reads with readback='lstsq'"
             )
         self.grammar = grammar
         self.learn = learn

@@ -49,7 +49,6 @@ __all__ = [
     "check_backend",
     "check_beta",
     "check_beam",
-    "default_readback",
     "check_beta_threshold",
     "check_candidate_level",
     "check_choice",
@@ -58,6 +57,7 @@ __all__ = [
     "check_int",
     "check_prune",
     "check_threshold",
+    "default_readback",
     "resolve",
 ]
 
@@ -255,9 +255,22 @@ class DCYKOptions:
 
 
 def default_readback(gate: str, weights: str) -> str:
-    """The read-back a parse gets when none is given: ``"matched"`` for the gates other than
-    the clean-up gate (their decoder), ``"cancel"`` for the weighted table (its scores are
-    read, and read errors add up the table), ``"lstsq"`` otherwise."""
+    """The read-back a parse gets when none is given.
+
+    Parameters
+    ----------
+    gate : str
+        One of :data:`GATES`.
+    weights : str
+        One of :data:`WEIGHTS`.
+
+    Returns
+    -------
+    str
+        ``"matched"`` for the gates other than the clean-up gate (their decoder);
+        ``"cancel"`` for the weighted table (its scores are read, and read errors add up
+        the table); ``"lstsq"`` otherwise.
+    """
     if gate != "cleanup":
         return "matched"
     return "cancel" if weights == "table" else "lstsq"

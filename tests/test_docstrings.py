@@ -21,14 +21,7 @@ MODULES = sorted(
     if not name.endswith(".__main__")
 )
 #: Modules that need PyTorch (the optional extra ``fastdcyk[torch]``).
-NEEDS_TORCH = (
-    "fastdcyk.engine.torch_backend",
-    "fastdcyk.engine.torch_cleanup",
-    "fastdcyk.engine.torch_common",
-    "fastdcyk.engine.torch_dense",
-    "fastdcyk.engine.torch_trace",
-    "fastdcyk.nn",
-)
+NEEDS_TORCH = tuple(m for m in MODULES if m.startswith("fastdcyk.engine.torch_")) + ("fastdcyk.nn",)
 
 
 def test_every_module_is_listed():

@@ -137,7 +137,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help=VARIANT_HELP,
     )
     p.add_argument("--encoding", choices=ENCODINGS, help="override the variant's encoding")
-    add_readback_option(p)
+    add_readback_option(p, cancel=False)
     p.add_argument(
         "--dims",
         nargs="+",

@@ -143,7 +143,7 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
         help="'paper': the paper's encoding; 'roles': right children under their own "
         "vectors, so that rules A -> B B stay distinct (default: paper)",
     )
-    add_readback_option(p)
+    add_readback_option(p, weights=True)
     p.add_argument(
         "--unary-mask",
         action=argparse.BooleanOptionalAction,
@@ -169,15 +169,25 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_readback_option(p: argparse.ArgumentParser) -> None:
+def add_readback_option(
+    p: argparse.ArgumentParser, cancel: bool = True, weights: bool = False
+) -> None:
+    """``--readback``: with ``cancel`` the choice ``"cancel"`` too; ``weights``: the command
+    has ``--weights``, whose table route reads with it by default."""
+    choices = READBACKS if cancel else tuple(r for r in READBACKS if r != "cancel")
+    also = (
+        "'cancel' (the same, each cell read from the table less what was read before it; "
+        + ("the default with --weights table; " if weights else "")
+        + "numpy backend), "
+        if cancel
+        else ""
+    )
     p.add_argument(
         "--readback",
-        choices=READBACKS,
+        choices=choices,
         help="how the cleanup variant reads a finished cell: 'lstsq' (its default: its "
-        "candidates solved for by least squares), 'cancel' (the same, each cell read from "
-        "the table less what was read before it; the default with --weights table; numpy "
-        "backend) or 'matched' (one matched filter per nonterminal); docs/method.md, "
-        "section 7",
+        f"candidates solved for by least squares), {also}or 'matched' (one matched filter "
+        "per nonterminal); docs/method.md, section 7",
     )
 
 

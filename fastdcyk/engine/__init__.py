@@ -5,8 +5,10 @@
   :func:`~.batch.dcyk_batch`;
 - :mod:`.plan`: a parse prepared once (grammar, words, options, codebook) for any backend;
 - :mod:`.schedule`: the order of cells and detections and its bookkeeping, written once;
-- :mod:`.numpy_backend` (and :mod:`.numpy_cleanup`, its clean-up parser),
-  :mod:`.torch_backend`: the arithmetic of each backend;
+- :mod:`.numpy_backend` (and :mod:`.numpy_cleanup`, :mod:`.numpy_weighted`: its clean-up
+  and weighted-table parsers), :mod:`.torch_backend` (its parsers in :mod:`.torch_trace`,
+  :mod:`.torch_cleanup`, :mod:`.torch_dense`, on :mod:`.torch_common`): the arithmetic of
+  each backend;
 - :mod:`.cost`: what a parse will cost, and the note for a slow one;
 - :mod:`.rules`: the grammar's rule structure and the rule spectra;
 - :mod:`.decode`: reading the table back (the paper's Algorithm 4 and the trace decoder);

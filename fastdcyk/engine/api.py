@@ -215,7 +215,8 @@ def dcyk(
         of a second copy of the table from which every read is subtracted (the words
         first, then each cell's candidates with their amplitudes as read), so that the
         items of the cells read before it no longer leak into a cell's read (successive
-        interference cancellation); one more spectrum of size d x d during the parse.
+        interference cancellation); one more spectrum of (d/2 + 1) x d complex numbers (the
+        bytes of a d x d matrix) during the parse.
         ``"matched"``: every nonterminal is read with its own matched filter (the trace
         decoder), as before 0.3; the final chart is then the trace decoder's (or with
         ``decoder="entry"`` the entry decoder's). Other gates read with their decoder and

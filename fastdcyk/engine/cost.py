@@ -97,9 +97,11 @@ def parse_seconds(grammar: Grammar, n: int, d: int, options: DCYKOptions) -> flo
         return PAIRS_PER_ENTRYWISE_DETECTION * detections * pair
     h = d // 2 + 1
     nn = len(st.nonterminals)
-    # the cancelling read-back writes each cell twice and subtracts its read: twice the passes
-    passes = 2 if options.readback == "cancel" else 1
-    seconds = (passes * PAIRS_PER_SCALAR_CELL * cells + (n + 1)) * pair
+    # the cancelling read-back writes each cell twice and subtracts its read (twice the
+    # passes), and reads the words before the cells (their G_k again, where not all are kept)
+    cancel = options.readback == "cancel"
+    passes = 2 if cancel else 1
+    seconds = (passes * PAIRS_PER_SCALAR_CELL * cells + (n + 1) + (n if cancel else 0)) * pair
     if options.gate == "trace":
         reads = n * (unary + nn) + (cells - n) * (binary + nn)
     elif options.readback == "matched":

@@ -84,6 +84,7 @@ def estimate_memory(
     order: str | None = None,
     decoder: str | None = None,
     readback: str | None = None,
+    weights: str | None = None,
     n: int = 10,
 ) -> int:
     """Peak bytes of the d x d arrays one parse needs (accumulators, work buffers, results).
@@ -94,8 +95,9 @@ def estimate_memory(
     dtype : {"float32", "float64"}
     engine, threads
         As for :class:`Codebook`: the FFT engine and its threads.
-    variant, gate, order, decoder, readback
-        As for :func:`dcyk`: the options change which buffers a parse holds.
+    variant, gate, order, decoder, readback, weights
+        As for :func:`dcyk`: the options change which buffers a parse holds (the
+        cancelling read-back, ``weights="table"``'s default, one more spectrum).
     n : int, default 10
         Sentence length (the trace gate keeps up to n + 1 index matrices, within
         :data:`G_CACHE_BYTES`).
@@ -105,7 +107,9 @@ def estimate_memory(
     int
         Bytes; the larger of the figure during the parse and at its end.
     """
-    opt = resolve(variant, gate=gate, order=order, decoder=decoder, readback=readback)
+    opt = resolve(
+        variant, gate=gate, order=order, decoder=decoder, readback=readback, weights=weights
+    )
     gate, order, decoder = opt.gate, opt.order, opt.decoder
     check_int("the sentence length n", n, 1)
     eng = get_engine(engine, threads)

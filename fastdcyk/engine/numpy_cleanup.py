@@ -5,7 +5,8 @@ least-squares read-back of a given P_left.
 does (2-D half spectra) and never touches P_right; it registers itself as the numpy
 engine's parser of the clean-up gate (:data:`~fastdcyk.engine.numpy_backend.PARSERS`).
 :func:`readback_statistics` runs it over a given P_left without writing: the decoder of
-:func:`fastdcyk.decode` with ``readback="lstsq"``.
+:func:`fastdcyk.decode` with the least-squares read-backs (``readback="lstsq"`` or
+``"cancel"``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from fastdcyk.engine.numpy_backend import (
     NumpyOps,
     TraceParser,
     kept_spectra,
+    mixture,
     trim_kept,
 )
 from fastdcyk.engine.readback import candidates, gram, solve
@@ -67,7 +69,8 @@ class CleanupParser(TraceParser):
     same way from a second copy of the table from which every read is subtracted (each
     cell's candidates with their amplitudes as read, each word's terminals once, before the
     first cell), so that a cell's read sees the other cells' items only through the errors
-    of their reads (successive interference cancellation). ``"matched"`` writes
+    of their reads (successive interference cancellation); the words' clean scores are then
+    those of that first read, in the sequential order too. ``"matched"`` writes
     every update above the prune level and reads a_X = tr([X]+ [j]+ [i]+ P_left) / d for
     every X (the trace decoder's matched filter); the final chart is then the trace
     decoder's over the finished table.
@@ -151,10 +154,11 @@ class CleanupParser(TraceParser):
         z = self.zr if self.zr is not None else self.zt
         return K.row_dots(self.gmat(j), z, self.full("index", i), self._q)
 
-    def word_scores(self, i: int, j: int) -> np.ndarray:
+    def word_scores(self, i: int, j: int, q: np.ndarray | None = None) -> np.ndarray:
         """The clean scores of the grammar's lexicon in unary cell (i, j): the word as given
-        when decoding a given P_left, else the terminals read from the table (when
-        cancelling, read once before the first cell: :meth:`_read_words`)."""
+        when decoding a given P_left, else the terminals read from the table (``q``: the
+        cell's readout, when already lifted; when cancelling, every word is read once before
+        the first cell, :meth:`_read_words`, and its scores kept)."""
         if j in self._word_c:
             return self._word_c[j]
         if self.frozen:  # decoding a given P_left: the word as read
@@ -162,20 +166,30 @@ class CleanupParser(TraceParser):
             if self._word_rows[i] >= 0:
                 c[self._word_rows[i]] = 1.0
             return c
-        return self._clean(self._trace(self._term_spectra, self._q_lift(j, i)))
+        return self._clean(self._trace(self._term_spectra, self._q_lift(j, i) if q is None else q))
 
     def _read_words(self) -> None:
         """Cancelling: every word's terminals read (their clean scores kept for the unary
         cells), solved for by least squares and subtracted from the residual table, before
-        any cell is read, so that no word leaks into another cell's read."""
+        any cell is read, so that no word leaks into another cell's read. The terminals
+        solved for are those read (clean score above the candidate level) and, in a parse,
+        every terminal the parse wrote for the word (a soft word's mixture), so that the
+        weak parts of a mixture leave the residual table too."""
+        mixes = [] if self.frozen else [[t for t, _ in mixture(w)] for w in self.words]
+        ids = self.st.terminal_ids([t for m in mixes for t in m])
+        ends = np.cumsum([len(m) for m in mixes])
         for k in range(1, len(self.words) + 1):
-            c = self.word_scores(k - 1, k)
-            read = np.flatnonzero(c > self.opt.candidate_level)
-            if len(read):
-                q = self._q_lift(k, k - 1)
-                terms = [self.st.terminals[t] for t in self._term_ids[read]]
-                spectra = self._term_spectra[read]
-                a = solve(gram(self.cb.vectors("terminal", terms)), self._trace(spectra, q))
+            q = self._q_lift(k, k - 1)
+            c = self.word_scores(k - 1, k, q)
+            rows = np.flatnonzero(c > self.opt.candidate_level)
+            if not self.frozen:  # the lexicon's rows of what was written for the word
+                written = self._term_rows[ids[ends[k - 1] - len(mixes[k - 1]) : ends[k - 1]]]
+                rows = np.union1d(rows, written[written >= 0])
+            if len(rows):
+                terms = [self.st.terminals[t] for t in self._term_ids[rows]]
+                spectra = self._term_spectra[rows]
+                x = self._trace(spectra, q)
+                a = solve(gram(self.cb.vectors("terminal", terms)), x, refine=self._refine)
                 self._subtract(k - 1, k, a @ spectra)
             self._word_c[k] = c
 
@@ -263,8 +277,9 @@ class CleanupParser(TraceParser):
         return rows, a[: len(rows)]
 
     def statistics(self) -> Statistics:
-        """The decoder statistic of every triple: the read-back's amplitudes (``"lstsq"``),
-        or the trace decoder's readouts of the finished table (``"matched"``)."""
+        """The decoder statistic of every triple: the least-squares amplitudes (``"lstsq"``,
+        ``"cancel"``), or the trace decoder's readouts of the finished table
+        (``"matched"``)."""
         if not self.lstsq:
             return super().statistics()
         return Statistics(self.stats[: len(self.words)], self.t.nonterminals)
@@ -287,8 +302,12 @@ def readback_statistics(
     The clean-up parse without its writes: each unary cell's candidates are the
     nonterminals of the word's rules (its terminal solved for beside them), each binary
     cell's those whose rules fire on the clean scores of the cells read before it; every
-    cell is read by least squares over its candidates. ``words`` are terminals of the
-    grammar (checked); ``opt`` has the clean-up gate. The caller holds the codebook's lock.
+    cell is read by least squares over its candidates. With ``opt.readback == "cancel"``
+    the words (with amplitude as read) and then every cell read are subtracted from the
+    parser's own spectrum of P_left (the array given is not changed), so that a cell's read
+    is not blurred by those read before it; the cells above it are still in the table.
+    ``words`` are terminals of the grammar (checked); ``opt`` has the clean-up gate. The
+    caller holds the codebook's lock.
     """
     parser = CleanupParser(grammar, words, cb, opt, p_left=p_left)
     n = len(words)

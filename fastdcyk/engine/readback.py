@@ -23,7 +23,7 @@ own items while their vectors are independent, with the leakage amplified by the
 conditioning of G_C. The ridge lambda (relative to the mean of G_C's diagonal, g bar)
 bounds that amplification where G_C is (nearly) singular, as it is once the candidates
 outnumber the dimensions: the result is then defined, if not exact. The torch backend has
-the same arithmetic in :mod:`fastdcyk.engine.torch_backend` (differentiable); this module
+the same arithmetic in :mod:`fastdcyk.engine.torch_cleanup` (differentiable); this module
 is the numpy engine's and the capacity model's.
 """
 
@@ -76,10 +76,10 @@ def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE, refine: int = 0) -
     The ridge shrinks every amplitude by about ridge / mu (mu an eigenvalue of G: 0.1% of
     it for well-separated vectors). Where amplitudes are read as values, not only
     compared with a boundary, ``refine`` steps of iterative refinement,
-    a += (G + ridge I)^-1 (x - G a), take that bias to (ridge / mu)^(refine + 1) where G is
-    well conditioned (iterated Tikhonov regularisation: along G's smallest eigenvalues,
-    below the ridge, each step adds what the first solve gave, so the regularisation stays
-    defined).
+    a += (G + ridge mean(diag G) I)^-1 (x - G a), take that bias to
+    (ridge / mu)^(refine + 1) where G is well conditioned (iterated Tikhonov
+    regularisation: along G's eigenvalues below the ridge each step adds about what the
+    first solve gave, so the result stays bounded, by refine + 1 times the first).
 
     Parameters
     ----------

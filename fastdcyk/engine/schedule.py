@@ -16,7 +16,8 @@ the table is read again, the counts of detections, updates and pruned updates, t
 rule, the detection log, the check for non-finite readouts and its message, the readouts
 kept for a differentiable layer, the progress callback and the step timings. The arithmetic
 belongs to the backends, which implement :class:`CellParser`: the numpy engine's two parsers
-(:mod:`fastdcyk.engine.numpy_backend`), the torch parsers (:mod:`fastdcyk.engine.torch_backend`)
+(:mod:`fastdcyk.engine.numpy_backend`), the torch parsers (:mod:`fastdcyk.engine.torch_trace`,
+:mod:`fastdcyk.engine.torch_cleanup`, :mod:`fastdcyk.engine.torch_dense`)
 and the capacity model's simulations (:mod:`fastdcyk.capacity`).
 
 A backend that works on a batch of sentences gives every array a leading batch axis and an

@@ -45,7 +45,7 @@ class SymbolVectors:
     Attributes
     ----------
     terminal : Tensor, (T, d)
-        One row per terminal of the :class:`RuleStructure`.
+        One row per terminal of the :class:`~fastdcyk.engine.rules.RuleStructure`.
     nonterminal : Tensor, (N, d)
         One row per nonterminal (the vectors of [A]+ and [A]-).
     right : Tensor, (N, d), or None
@@ -123,7 +123,8 @@ def symbol_vectors(
 
 @dataclass
 class TorchParse:
-    """What :func:`parse` returns for a batch of B sentences of at most n words.
+    """What :func:`~fastdcyk.engine.torch_backend.parse` returns for a batch of B sentences
+    of at most n words.
 
     Attributes
     ----------

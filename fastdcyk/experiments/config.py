@@ -121,12 +121,13 @@ class ExperimentConfig:
     to_cnf : bool
         Convert grammars that are not in Chomsky normal form (:meth:`Grammar.to_cnf`)
         instead of refusing them.
-    readback : {None, "lstsq", "matched"}
+    readback : {None, "lstsq", "cancel", "matched"}
         The cleanup variant's read-back (:data:`fastdcyk.options.READBACKS`); None (the
-        default) is its own, ``"lstsq"``. Normalised to ``"matched"`` when the grid has no
-        cleanup variant (the other variants read with their decoders). In :meth:`to_dict`
-        only when it is ``"lstsq"``: files of the cleanup variant written before the
-        least-squares read-back existed read as ``"matched"``, which they were.
+        default) is its own, ``"lstsq"`` (``"cancel"``: numpy backend only). Normalised to
+        ``"matched"`` when the grid has no cleanup variant (the other variants read with
+        their decoders). In :meth:`to_dict` only when it is not ``"matched"``: files of the
+        cleanup variant written before the least-squares read-back existed read as
+        ``"matched"``, which they were.
 
     Raises
     ------

@@ -24,11 +24,12 @@ from fastdcyk.options import EXECUTORS, check_backend, check_choice
 
 
 def _check_grid_memory(
-    cells: Iterable[tuple[int, str, str, int]], dtype: str
+    cells: Iterable[tuple[int, str, str, int]], dtype: str, readback: str | None = None
 ) -> tuple[int, int | None]:
     """Refuse a grid whose largest parse cannot fit in this machine's memory.
 
-    ``cells``: (d, variant, order, longest sentence) of the parses to run. Every parse
+    ``cells``: (d, variant, order, longest sentence) of the parses to run; ``readback``:
+    the cleanup variant's read-back (``"cancel"`` holds one more spectrum). Every parse
     runs in a worker with one FFT thread, as :func:`run_task` runs it.
 
     Returns
@@ -46,9 +47,14 @@ def _check_grid_memory(
     """
     cells = list(cells)
 
+    def read(variant: str) -> str | None:
+        return readback if variant == "cleanup" else None
+
     def need(cell: tuple[int, str, str, int]) -> int:
         d, variant, order, n = cell
-        return estimate_memory(d, dtype, "auto", 1, variant=variant, order=order, n=n)
+        return estimate_memory(
+            d, dtype, "auto", 1, variant=variant, order=order, readback=read(variant), n=n
+        )
 
     worst = max(cells, key=need)
     most = need(worst)
@@ -57,7 +63,15 @@ def _check_grid_memory(
         return most, avail
     fits = min(
         largest_fitting_d(
-            int(0.9 * avail), dtype, "auto", threads=1, variant=v, order=o, n=n, upper=worst[0]
+            int(0.9 * avail),
+            dtype,
+            "auto",
+            threads=1,
+            variant=v,
+            order=o,
+            readback=read(v),
+            n=n,
+            upper=worst[0],
         )
         or 0
         for _, v, o, n in cells
@@ -226,6 +240,11 @@ def run_experiment(
     if executor == "dask" and not scheduler and client is None:
         raise ValueError("the dask executor needs a scheduler address (or a client)")
     device = _check_backend(backend, device, executor)
+    if backend == "torch" and config.readback == "cancel":
+        raise ValueError(
+            "readback='cancel' is built in the numpy engine only: run the grid with "
+            "backend='numpy', or set readback='lstsq' for the torch backend"
+        )
     say = echo or (lambda _msg: None)
     t0 = time.perf_counter()
     grammars = config.load_grammars()
@@ -242,6 +261,7 @@ def run_experiment(
         _check_grid_memory(
             [(d, v, o, longest) for d in config.dims for v, o in config.variant_orders()],
             config.dtype,
+            config.readback,
         )
     with _ResultsLock(path):  # one run at a time on a file, until this one ends
         return _run_locked(
@@ -312,7 +332,7 @@ def _run_locked(
     local = executor != "dask" and backend == "numpy"
     if local and tasks:  # what is left to do (a resumed file: maybe less)
         cells = {(t.d, t.variant, t.order, max(len(w) for w, _ in t.items)) for t in tasks}
-        need, avail = _check_grid_memory(cells, config.dtype)
+        need, avail = _check_grid_memory(cells, config.dtype, config.readback)
     total = config.grid_size()
     n_workers = 1
     if executor == "process":

@@ -13,6 +13,7 @@ import pytest
 import fastdcyk as fd
 from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
 from fastdcyk.cfg.viterbi import _tables
+from fastdcyk.engine import numpy_cleanup as NC
 from fastdcyk.engine.memory import estimate_memory, work_buffers
 from fastdcyk.engine.numpy_weighted import FLOOR
 from fastdcyk.engine.readback import RIDGE, gram, solve
@@ -93,10 +94,18 @@ def test_refinement_removes_the_ridges_shrinkage():
 
 
 def test_refinement_stays_defined_on_a_singular_gram():
+    """More candidates than d: each step fits the readouts at least as well, and the
+    amplitudes stay within refine + 1 times the first solve's (the null space of G gets
+    nothing: the readouts have no component there)."""
     rng = np.random.default_rng(1)
     v = rng.normal(0, 1 / 4, (40, 16))  # more candidates than d = 16
-    a = solve(gram(v), v @ v[:3].sum(0), refine=2)
-    assert a.shape == (40,) and np.all(np.isfinite(a))
+    g, x = gram(v), v @ v[:3].sum(0)
+    first = solve(g, x)
+    for refine in (1, 2):
+        a = solve(g, x, refine=refine)
+        assert a.shape == (40,) and np.all(np.isfinite(a))
+        assert np.linalg.norm(g @ a - x) <= np.linalg.norm(g @ first - x)
+        assert np.linalg.norm(a) <= (refine + 1) * np.linalg.norm(first)
 
 
 # -- the weighted table ------------------------------------------------------------------------
@@ -154,12 +163,14 @@ def test_more_candidates_than_d_read_with_cancelling(commandtalk):
 
 
 def test_decode_cancels_on_a_given_p_left():
-    """A P_left made elsewhere (the symbolic chart written with the codebook's operators)
-    decodes to its chart with readback='cancel', and the words are subtracted from the
-    decoder's own copy only: the P_left given is unchanged."""
+    """A P_left made elsewhere (the symbolic chart written with the codebook's operators,
+    every item with amplitude 1) decodes to its chart with readback='cancel'; its reads
+    are closer to the written amplitudes than the plain read's (the cells below a cell no
+    longer leak into it; those above still do, so the gain is partial), and the words are
+    subtracted from the decoder's own copy only: the P_left given is unchanged."""
     g = fd.Grammar.builtin("G1")
     words = "fish swim fish near fish".split()
-    cb = fd.Codebook.for_grammar(g, 512, 0)
+    cb = fd.Codebook.for_grammar(g, 256, 0)
     gold = fd.cyk(g, words)
     eye = np.eye(cb.d, dtype=cb.dtype)
     p_left = np.zeros((cb.d, cb.d), cb.dtype)
@@ -170,22 +181,62 @@ def test_decode_cancels_on_a_given_p_left():
             op = cb.minus("index", i) @ cb.minus("index", j) @ cb.minus("nonterminal", a)
             p_left += op @ eye
     before = p_left.copy()
-    assert fd.decode(p_left, g, codebook=cb, words=words, readback="cancel") == gold
+    error = {}
+    for readback in ("lstsq", "cancel"):
+        with cb.lock:
+            opt = fd.options.resolve("cleanup", readback=readback)
+            stats = NC.readback_statistics(p_left, g, tuple(words), cb, opt)
+        names = stats.nonterminals
+        error[readback] = max(
+            abs(stats.array[i, j, names.index(a)] - 1.0) for (i, j), c in gold.items() for a in c
+        )
+        chart = fd.decode(p_left, g, codebook=cb, words=words, readback=readback)
+        assert chart == gold
+    assert error["cancel"] < error["lstsq"]
     assert np.array_equal(p_left, before)
     r = fd.dcyk(g, words, cb, variant="cleanup", readback="cancel")
-    assert r.chart == gold and fd.decode(r) == gold
+    # a new candidate level makes decode read the table again, with the result's read-back
+    assert r.chart == gold and fd.decode(r, candidate_level=0.3) == gold
+
+
+def test_soft_words_leave_the_residual_table():
+    """Every terminal of a soft word's mixture is solved for and subtracted, the weak ones
+    too: what is left in the residual table is the ridge's shrinkage (about RIDGE of the
+    table), as with plain words."""
+    g = fd.Grammar.builtin("G1")
+    left = {}
+
+    def spy(self):
+        left[len(left)] = np.linalg.norm(self.zr) / np.linalg.norm(self.zt)
+        return original(self)
+
+    original = NC.CleanupParser.dense
+    words = ["fish", {"swim": 0.6, "fish": 0.4}, "fish"]
+    try:
+        NC.CleanupParser.dense = spy
+        fd.dcyk(g, words, d=512, variant="cleanup", readback="cancel")
+        fd.dcyk(g, ["fish", "swim", "fish"], d=512, variant="cleanup", readback="cancel")
+    finally:
+        NC.CleanupParser.dense = original
+    assert left[1] < 10 * RIDGE  # plain words
+    assert left[0] < 10 * RIDGE  # a mixture's 0.4 part subtracted too
 
 
 # -- what it costs, and where it is not built --------------------------------------------------
 
 
 def test_the_residual_table_is_one_spectrum_more_during_the_parse():
-    """It is freed before the dense results are formed: the end's arrays are the same."""
+    """It is freed before the dense results are formed: the end's arrays are the same, so
+    the peak grows by it only where the parse's arrays outweigh the end's (at d = 4096,
+    not at 1024, where the G_k cache is smaller than at the end)."""
     args = ("cleanup", "cell", "trace", False, 4)
     during, end = work_buffers(*args)
     assert work_buffers(*args, cancel=True) == ([*during, B.ZR], end)
-    plain = estimate_memory(1024, variant="cleanup", readback="lstsq")
-    assert estimate_memory(1024, variant="cleanup", readback="cancel") >= plain
+    for d, extra in ((1024, 0), (4096, B.ZR.nbytes(4096, "float32"))):
+        plain = estimate_memory(d, variant="cleanup", readback="lstsq", n=20)
+        cancel = estimate_memory(d, variant="cleanup", readback="cancel", n=20)
+        assert cancel - plain == extra
+        assert estimate_memory(d, variant="cleanup", weights="table", n=20) == cancel
 
 
 def test_where_cancelling_is_not_built(cases):
