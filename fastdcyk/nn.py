@@ -357,11 +357,6 @@ class DCYK(torch.nn.Module):
                 "layer writes the clean-up gates, and a PCFG's probabilities rank the trees "
                 "of its decoded charts (DCYKOutput.best_parses)"
             )
-        if self.options.readback == "cancel":
-            raise ValueError(
-                "readback='cancel' is built in the numpy engine only (fastdcyk.dcyk); the "
-                "layer reads with readback='lstsq'"
-            )
         self.grammar = grammar
         self.learn = learn
         if codebook is None:

@@ -176,9 +176,9 @@ def add_readback_option(
     has ``--weights``, whose table route reads with it by default."""
     choices = READBACKS if cancel else tuple(r for r in READBACKS if r != "cancel")
     also = (
-        "'cancel' (the same, each cell read from the table less what was read before it; "
-        + ("the default with --weights table; " if weights else "")
-        + "numpy backend), "
+        "'cancel' (the same, each cell read from the table less what was read before it"
+        + ("; the default with --weights table" if weights else "")
+        + "), "
         if cancel
         else ""
     )

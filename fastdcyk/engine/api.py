@@ -211,7 +211,7 @@ def dcyk(
         (the nonterminals whose detection t_A exceeds ``candidate_level``, the only updates
         written) are read together by least squares over their vectors, so that the
         symbols of a cell no longer blur each other; every other nonterminal reads 0.
-        ``"cancel"`` (the default with ``weights="table"``; numpy backend): the same read
+        ``"cancel"`` (the default with ``weights="table"``): the same read
         of a second copy of the table from which every read is subtracted (the words
         first, then each cell's candidates with their amplitudes as read), so that the
         items of the cells read before it no longer leak into a cell's read (successive

@@ -334,11 +334,6 @@ def prepare(
         unitary = VARIANTS[variant]["unitary"]
     opt_dtype = codebook.dtype if isinstance(codebook, Codebook) else check_dtype(dtype)
     opt = resolve(**options, dtype=opt_dtype)
-    if opt.readback == "cancel" and opt.weights != "table" and backend != "numpy":
-        raise ValueError(
-            "readback='cancel' is built in the numpy engine only: use backend='numpy', or "
-            "readback='lstsq' with the torch backend"
-        )
     if opt.weights == "table":
         if backend != "numpy":
             raise ValueError(

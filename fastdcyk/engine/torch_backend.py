@@ -25,8 +25,8 @@ own module:
   base class.
 
 This module holds the entry points. Every option of :func:`fastdcyk.dcyk` is supported
-(variant, gate, decoder, unary_mask, encoding, order, beta, threshold, prune; not
-``readback="cancel"`` or ``weights="table"``), and in float64 the numbers equal the numpy
+(variant, gate, decoder, unary_mask, encoding, order, beta, threshold, prune, readback;
+not ``weights="table"``), and in float64 the numbers equal the numpy
 engine's to rounding. The rule spectra are built from the symbol vectors with
 ``torch.fft`` (docs/method.md, section 4.1), so that gradients reach the vectors (and the
 optional per-rule weights): :func:`parse` is the differentiable core, and

@@ -15,6 +15,7 @@ from fastdcyk.engine.readback import RIDGE
 from fastdcyk.engine.rules import rules_of
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.engine.torch_trace import TraceParser
+from fastdcyk.options import LEAST_SQUARES
 
 __all__ = ["CleanupParser", "ridge_solve"]
 
@@ -30,8 +31,12 @@ class CleanupParser(TraceParser):
     written (t_A above the candidate level) and a cell's amplitudes a solve the ridge
     system of their Gram matrix (:mod:`fastdcyk.engine.readback`), batched over sentences
     whose candidate sets differ (padded with identity rows); the solve is part of the
-    autograd graph, and the amplitudes are the decoder statistics. With ``"matched"`` a is
-    the trace decoder's readout of every nonterminal.
+    autograd graph, and the amplitudes are the decoder statistics. With ``"cancel"`` the
+    same reads are made from a second table ``zr``, from which every read is subtracted (the
+    words first, then each cell's candidates with their amplitudes as read), as
+    :class:`fastdcyk.engine.numpy_cleanup.CleanupParser` does; under autograd its updates
+    are part of the graph too (about twice the memory of the accumulators). With
+    ``"matched"`` a is the trace decoder's readout of every nonterminal.
     """
 
     def __init__(self, *args: Any, g_cache: dict | None = None, **kwargs: Any) -> None:
@@ -45,18 +50,18 @@ class CleanupParser(TraceParser):
         self._u_row, self._u_term = ix(st.unary_rule_row), ix(st.unary_rule_terminal)
         self._b_row, self._b_left = ix(st.binary_rule_row), ix(st.binary_rule_left)
         self._b_right = ix(st.binary_rule_right)
-        if self.opt.readback == "cancel":
-            raise ValueError(
-                "readback='cancel' is built in the numpy engine only: use backend='numpy', "
-                "or readback='lstsq' with the torch backend"
-            )
-        self.lstsq = self.opt.readback == "lstsq"
+        self.lstsq = self.opt.readback in LEAST_SQUARES
+        self.cancel = self.opt.readback == "cancel"
+        self.zr: torch.Tensor | None = None  # the residual table (cancelling)
+        self._word_clean: dict[int, torch.Tensor] = {}
         if self.lstsq:
             nn, nt = len(st.nonterminals), len(st.terminals)
             # the regressors of a read: nonterminals, then terminals (unary cells), whose
             # amplitudes land in a scratch column past them when padding
             self._reg_vectors = torch.cat((self.vec.nonterminal, self.vec.terminal))
             self._reg_spectra = torch.cat((self.spectra_w, self.terminal_w))
+            # what a read amplitude of each regressor stands for in the table (cancelling)
+            self._reg_written = torch.cat((self.spectra, tspec.to(self.cdtype)))
             self._lexicon = torch.zeros(nt, dtype=torch.bool, device=dev)
             self._lexicon[self._u_term] = True
             self._nn, self._nt = nn, nt
@@ -81,13 +86,47 @@ class CleanupParser(TraceParser):
         q = self._rowdot(self.zt, self._outer(j, i))
         return (q @ spectra_w.T).real
 
+    def initialise(self) -> None:
+        """The words into P_left (:meth:`TraceParser.initialise`); when cancelling, the
+        residual table made, and every word read from it and subtracted before the first
+        cell (the terminals read, and those written for it: a soft word's mixture)."""
+        super().initialise()
+        if not self.cancel:
+            return
+        self.zr = self.zt.clone()
+        if self.pre is not None:  # nothing was written: the unary step takes the scores
+            return
+        nt, dev = self._nt, self.dev
+        for k in range(1, self.n + 1):
+            q = self._rowdot(self.zr, self._outer(k, k - 1))
+            clean = self.sigmoid((q @ self.terminal_w.T).real)
+            self._word_clean[k] = clean
+            if self.soft is None:
+                written = torch.zeros((self.B, nt), dtype=torch.bool, device=dev)
+                written[torch.arange(self.B, device=dev), self.words[:, k - 1]] = True
+            else:
+                written = self.soft[:, k - 1] > 0
+            terms = ((clean > self.opt.candidate_level) | written) & self._lexicon
+            terms &= self.active(k)[:, None]
+            nonterminals = torch.zeros((self.B, self._nn), dtype=torch.bool, device=dev)
+            self._subtract(k - 1, k, self._solve(torch.cat((nonterminals, terms), 1), q))
+
+    def _subtract(self, i: int, j: int, a: torch.Tensor) -> None:
+        """Take sum_X a_X [i]- [j]- [X]- from the residual table (``a`` (B, N + T): the
+        amplitudes of nonterminals, then terminals)."""
+        left = torch.conj(a.to(self.cdtype) @ self._reg_written)
+        self._madd("zr", -left, self._conj(self._outer(j, i)))
+
     def read(self, i: int, j: int, step: Step) -> None:
         uw, bw = self._weights()
         if step == S.UNARY and self.pre is not None:  # the unary step's t_A given
             self._t = self.pre[:, i].to(self.rdtype)
             return
         if step == S.UNARY:
-            clean = self.sigmoid(self._readout(i, j, self.terminal_w))
+            if self.cancel:  # read before the first cell
+                clean = self._word_clean[j]
+            else:
+                clean = self.sigmoid(self._readout(i, j, self.terminal_w))
             if self.lstsq:  # the terminals read in the cell (by any of its reads)
                 self._terms |= (clean > self.opt.candidate_level) & self._lexicon
             c = clean[:, self._u_term]
@@ -158,10 +197,13 @@ class CleanupParser(TraceParser):
             cols = kept.nonzero().flatten()
             rows, values, keep = rows[cols], values[:, cols], keep[:, cols]
         g = (values * keep).to(self.cdtype)
-        self._madd("zt", torch.conj(g @ self.spectra[rows]), self._conj(self._outer(j, i)))
+        left, m = torch.conj(g @ self.spectra[rows]), self._conj(self._outer(j, i))
+        self._madd("zt", left, m)
+        if self.zr is not None:  # the residual table holds what is written, until it is read
+            self._madd("zr", left, m)
 
     def end(self, i: int, j: int, step: Step) -> None:
-        q = self._rowdot(self.zt, self._outer(j, i))
+        q = self._rowdot(self.zt if self.zr is None else self.zr, self._outer(j, i))
         if not self.lstsq:
             self.scores[(i, j)] = self.sigmoid((q @ self.spectra_w.T).real)
             return
@@ -171,21 +213,25 @@ class CleanupParser(TraceParser):
         if step == S.UNARY:
             cands = torch.cat((cands, self._terms), dim=1)
             self._terms = torch.zeros_like(self._terms)
-        a = self._solve(cands, q)
+        full = self._solve(cands, q)
+        if self.zr is not None:  # what was read leaves the residual table
+            self._subtract(i, j, full)
+        a = full[:, : self._nn]
         self.stats[(i, j)] = a
         self.scores[(i, j)] = scores = self.sigmoid(a)
         anyone = cands[:, : self._nn].any(0).cpu().numpy()
         self._delta[(i, j)] = (scores - self._base, anyone)
 
     def _solve(self, cands: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-        """The least-squares amplitudes of every nonterminal, (B, N): the candidates'
+        """The least-squares amplitudes of every regressor, (B, N + T): the candidates'
         (``cands``, (B, N or N + T), the terminals read in a unary cell after the
         nonterminals) solved for together, the others 0."""
-        nn, width, dev = self._nn, cands.shape[1], self.dev
+        width, dev = cands.shape[1], self.dev
+        full_width = self._nn + self._nt
         counts = cands.sum(1)
         k = int(counts.max()) if self.B else 0
         if k == 0:
-            return torch.zeros((self.B, nn), dtype=self.rdtype, device=dev)
+            return torch.zeros((self.B, full_width), dtype=self.rdtype, device=dev)
         b, r = cands.nonzero(as_tuple=True)  # ordered by sentence, then row
         offsets = torch.cumsum(counts, 0) - counts
         pos = torch.arange(len(b), device=dev) - offsets[b]
@@ -203,8 +249,8 @@ class CleanupParser(TraceParser):
         scale = torch.where(scale > 0, scale, torch.ones_like(scale))
         ridge = RIDGE * scale[:, None, None] * eye + (~valid)[:, :, None] * eye
         a = ridge_solve(gram + ridge, x, RIDGE * scale)
-        full = torch.zeros((self.B, width + 1), dtype=self.rdtype, device=dev)
-        return full.scatter(1, idx, a * valid)[:, :nn]
+        full = torch.zeros((self.B, full_width + 1), dtype=self.rdtype, device=dev)
+        return full.scatter(1, torch.where(valid, idx, full_width), a * valid)[:, :full_width]
 
     def statistics(self) -> torch.Tensor:
         if not self.lstsq:

@@ -240,11 +240,6 @@ def run_experiment(
     if executor == "dask" and not scheduler and client is None:
         raise ValueError("the dask executor needs a scheduler address (or a client)")
     device = _check_backend(backend, device, executor)
-    if backend == "torch" and config.readback == "cancel":
-        raise ValueError(
-            "readback='cancel' is built in the numpy engine only: run the grid with "
-            "backend='numpy', or set readback='lstsq' for the torch backend"
-        )
     say = echo or (lambda _msg: None)
     t0 = time.perf_counter()
     grammars = config.load_grammars()

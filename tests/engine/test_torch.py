@@ -108,6 +108,8 @@ def test_float64_matches_numpy_engine(case, options):
     [
         ("lstsq", None, "cell"),
         ("lstsq", None, "sequential"),
+        ("cancel", None, "cell"),
+        ("cancel", None, "sequential"),
         ("matched", "trace", "cell"),
         ("matched", "trace", "sequential"),
         ("matched", "entry", "cell"),
@@ -238,18 +240,21 @@ def test_parse_core_masks_and_shapes():
         ("cleanup", "entry", "sequential", "roles"),
         ("cleanup", "lstsq", "cell", "paper"),
         ("cleanup", "lstsq", "sequential", "roles"),
+        ("cleanup", "cancel", "cell", "paper"),
     ],
 )
 def test_gradcheck_readouts(gate, decoder, order, encoding):
     """The decoder statistics and the gates' readouts, differentiated with respect to every
     symbol vector and the rule weights (prune=0: no update is cut; beta = 2: smooth). With
-    the least-squares read-back ("lstsq" in the decoder's place) through its solve; the
-    candidate level 0 makes every detection a candidate, so that no small change of the
-    vectors changes the candidate sets (a piecewise choice, as pruning is)."""
+    the least-squares read-backs ("lstsq", "cancel" in the decoder's place) through their
+    solves (and, cancelling, the subtractions of what was read); the candidate level 0
+    makes every detection a candidate, so that no small change of the vectors changes the
+    candidate sets (a piecewise choice, as pruning is)."""
     g = fd.Grammar.builtin("example")
     st = T.rule_structure(g)
     cb = fd.Codebook(16, seed=1, dtype="float64")
-    readback = {"readback": "lstsq", "candidate_level": 0.0} if decoder == "lstsq" else {}
+    least_squares = decoder in ("lstsq", "cancel")
+    readback = {"readback": decoder, "candidate_level": 0.0} if least_squares else {}
     opt = resolve(
         "paper",
         gate=gate,
