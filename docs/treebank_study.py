@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 import fastdcyk as fd
 from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
-from fastdcyk.cfg.viterbi import ViterbiParse, tree_from_scores
+from fastdcyk.cfg.viterbi import ViterbiParse, item_scores, tree_from_scores
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "treebank_study.json"
@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> None:
             best = ViterbiParse(tree, logp)
         elif args.parser == "beam":  # exact scores pruned as the table prunes: its bound
             t1 = time.perf_counter()
-            best = tree_from_scores(tb.grammar, words, _beam_scores(tb.grammar, words, args.beam))
+            pruned = item_scores(tb.grammar, words, beam=args.beam)
+            best = tree_from_scores(tb.grammar, words, pruned)
             seconds = time.perf_counter() - t1
         elif args.parser == "table":  # the weights written into the table and read back
             t1 = time.perf_counter()
@@ -117,8 +118,13 @@ def run(args: argparse.Namespace) -> None:
             )
             best = result.table_parse()
             seconds = time.perf_counter() - t1
-            exact = _viterbi_scores(tb.grammar, words)
+            exact = item_scores(tb.grammar, words)
             extra = {"items": len(result.table_scores), **_errors(result.table_scores, exact)}
+            # against what the table computes: the beam's exact scores (the same pruning)
+            pruned = item_scores(tb.grammar, words, beam=args.beam)
+            beam = _errors(result.table_scores, pruned)
+            extra.update({f"beam_{k}": v for k, v in beam.items()})
+            extra["beam_items_differ"] = len(set(result.table_scores) ^ set(pruned))
         else:
             t1 = time.perf_counter()
             result = fd.dcyk(tb.grammar, words, d=args.dim, seed=0, progress=False)
@@ -151,21 +157,6 @@ def run(args: argparse.Namespace) -> None:
         OUT.write_text(json.dumps(done, indent=0, sort_keys=True))
 
 
-def _viterbi_scores(grammar: fd.Grammar, words: tuple[str, ...]) -> dict:
-    """Symbolic Viterbi's score of every item (i, j, A) that derives its words."""
-    import numpy as np
-
-    from fastdcyk.cfg.viterbi import _fill
-
-    _, _, score, _ = _fill(grammar, words, None, "viterbi", False)
-    names = grammar.nonterminals
-    return {
-        (i, j, names[a]): float(cell[a])
-        for (i, j), cell in score.items()
-        for a in np.flatnonzero(np.isfinite(cell))
-    }
-
-
 def _errors(read: dict, exact: dict) -> dict:
     """The read scores' errors against symbolic Viterbi's scores of the same items: their
     median, 95th percentile and largest (nats), and the items read that symbolic CYK does
@@ -181,40 +172,6 @@ def _errors(read: dict, exact: dict) -> dict:
             "error_max": float(e.max()),
         }
     return out
-
-
-def _beam_scores(grammar: fd.Grammar, words: tuple[str, ...], beam: float) -> dict:
-    """Viterbi scores computed as the weighted table computes them, but exact: each cell's
-    items more than ``beam`` below its best dropped before its parents are computed."""
-    import numpy as np
-
-    from fastdcyk.cfg.viterbi import _tables
-
-    t, n = _tables(grammar), len(words)
-    score = {}
-    for i, w in enumerate(words):
-        cell = np.full(t.n, -np.inf)
-        if w in t.lexicon:
-            cell[t.lexicon[w][0]] = t.lexicon[w][1]
-        score[i, i + 1] = cell
-        cell[cell < cell.max() - beam] = -np.inf
-    for span in range(2, n + 1):
-        for i in range(n - span + 1):
-            j = i + span
-            best = np.full(len(t.lhs), -np.inf)
-            for k in range(i + 1, j):
-                np.maximum(best, score[i, k][t.left] + score[k, j][t.right], out=best)
-            cell = np.full(t.n, -np.inf)
-            cell[t.heads] = np.maximum.reduceat(best + t.log_prob, t.starts)
-            if np.isfinite(cell.max()):
-                cell[cell < cell.max() - beam] = -np.inf
-            score[i, j] = cell
-    names = grammar.nonterminals
-    return {
-        (i, j, names[a]): float(cell[a])
-        for (i, j), cell in score.items()
-        for a in np.flatnonzero(np.isfinite(cell))
-    }
 
 
 def table() -> None:
@@ -266,11 +223,18 @@ def table_route() -> None:
         return
     print(
         "\n| route 2 | sentences | = Viterbi | share | share, <= 15 words | share, 16-25 | "
-        "items per sentence | error median (nats) | error p95 | error max | false items | "
-        "s/sentence |"
+        "items per sentence | error median (nats) | error p95 | error max | error max against "
+        "the beam's scores (sentences) | false items | s/sentence |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name in sorted(by, key=lambda n: (n.startswith("table"), len(n), n)):
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+    def order(name: str) -> tuple:
+        parts = name.split("-")  # beamB, table-READBACK-D[-beamB]
+        if len(parts) < 3:
+            return (0, "", 0, name)
+        return (1, parts[1], int(parts[2]), name)
+
+    for name in sorted(by, key=order):
         rows = by[name]
         same = sum(r["same"] for r in rows)
         sec = sum(r["seconds"] for r in rows) / len(rows)
@@ -280,9 +244,11 @@ def table_route() -> None:
             top = max(r.get("error_max", 0.0) for r in rows)
             items = np.mean([r["items"] for r in rows])
             false = sum(r["false_items"] for r in rows)
-            cols = f"{items:.0f} | {med:.3f} | {p95:.3f} | {top:.2f} | {false}"
+            beam = [r["beam_error_max"] for r in rows if "beam_error_max" in r]
+            beam_col = f"{max(beam):.1e} ({len(beam)})" if beam else ""
+            cols = f"{items:.0f} | {med:.2g} | {p95:.2g} | {top:.2f} | {beam_col} | {false}"
         else:
-            cols = " |  |  |  | "
+            cols = " |  |  |  |  | "
         short = [r["same"] for r in rows if r["words"] <= 15]
         long = [r["same"] for r in rows if r["words"] > 15]
         parts = " | ".join(f"{np.mean(x):.3f} ({len(x)})" if x else "" for x in (short, long))

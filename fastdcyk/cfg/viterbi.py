@@ -38,7 +38,7 @@ from fastdcyk.cfg.grammar import Grammar, GrammarError, Rule, Symbol
 from fastdcyk.cfg.trees import Tree, un_cnf
 from fastdcyk.cfg.weights import check_lexical
 
-__all__ = ["ViterbiParse", "inside", "tree_from_scores", "viterbi"]
+__all__ = ["ViterbiParse", "inside", "item_scores", "tree_from_scores", "viterbi"]
 
 
 class ViterbiParse(NamedTuple):
@@ -135,10 +135,13 @@ def _fill(
     strict: bool,
     lexical: Sequence[Mapping[str, float] | None] | None = None,
     given: Mapping[tuple[int, int], np.ndarray] | None = None,
+    beam: float | None = None,
 ):
     """The log-score table (and, for Viterbi, the back pointers) of a sentence. With
     ``given`` (per cell, a score per nonterminal, -inf for none), each derivable item's
-    score is the given one instead of the computed one: the parents' choices follow it."""
+    score is the given one instead of the computed one: the parents' choices follow it.
+    With ``beam``, each cell's items more than ``beam`` below its best are dropped before
+    its parents are computed."""
     t = _tables(grammar)
     tokens = Grammar.normalize_words(_words(words))
     n = len(tokens)
@@ -162,7 +165,7 @@ def _fill(
             cell[~keep] = -np.inf
         if given is not None:
             cell = _given(cell, given, i, i + 1)
-        score[(i, i + 1)] = cell
+        score[(i, i + 1)] = _pruned(cell, beam)
     n_rules = len(t.lhs)
     with np.errstate(invalid="ignore"):
         for span in range(2, n + 1):
@@ -191,10 +194,66 @@ def _fill(
                     cell[~keep] = -np.inf
                 if given is not None:
                     cell = _given(cell, given, i, j)
-                score[(i, j)] = cell
+                score[(i, j)] = _pruned(cell, beam)
                 if mode == "viterbi" and n_rules:
                     back[(i, j)] = (best, split)
     return t, tokens, score, back
+
+
+def _pruned(cell: np.ndarray, beam: float | None) -> np.ndarray:
+    """``cell`` without its items more than ``beam`` below its best (in place)."""
+    if beam is not None and len(cell) and np.isfinite(cell.max()):
+        cell[cell < cell.max() - beam] = -np.inf
+    return cell
+
+
+def item_scores(
+    grammar: Grammar, words: Sequence[str] | str, *, beam: float | None = None
+) -> dict[tuple[int, int, str], float]:
+    """Symbolic Viterbi's score of every item (i, j, A) that derives its words: the log
+    probability of its best subtree.
+
+    With ``beam``, each cell's items more than ``beam`` nats below its best are dropped
+    before its parents are computed, as the weighted table (``weights="table"``,
+    docs/method.md, section 10) prunes them: the scores that table computes, exactly (its
+    oracle; an item whose best derivation went through a dropped item keeps its next best).
+
+    Parameters
+    ----------
+    grammar : Grammar
+        A weighted grammar in CNF.
+    words : str or sequence of str
+        Terminals of the grammar (a word it has no rule for leaves its cell empty).
+    beam : float, optional
+        In nats; None keeps every item.
+
+    Returns
+    -------
+    dict
+        ``{(i, j, A): score}``, finite scores only.
+
+    Examples
+    --------
+    >>> import fastdcyk as fd
+    >>> g = fd.Grammar.from_string("S -> A A [1.0]\\nA -> 'a' [0.5] | A A [0.5]")
+    >>> scores = item_scores(g, "a a")
+    >>> round(scores[0, 2, "S"], 4) == round(fd.viterbi(g, "a a").log_prob, 4)
+    True
+    """
+    if beam is not None and not (
+        isinstance(beam, int | float | np.integer | np.floating)
+        and not isinstance(beam, bool)
+        and beam > 0
+        and math.isfinite(beam)
+    ):
+        raise ValueError(f"beam must be a finite number > 0 (nats), got {beam!r}")
+    _, _, score, _ = _fill(grammar, words, None, "viterbi", False, beam=beam)
+    names = grammar.nonterminals
+    return {
+        (i, j, names[a]): float(cell[a])
+        for (i, j), cell in score.items()
+        for a in np.flatnonzero(np.isfinite(cell))
+    }
 
 
 def _given(cell: np.ndarray, given: Mapping, i: int, j: int) -> np.ndarray:

@@ -20,7 +20,7 @@ from fastdcyk.cfg.cyk import UnknownWordError
 from fastdcyk.cfg.grammar import Grammar, GrammarError, GrammarWarning, Rule, Symbol
 from fastdcyk.cfg.metrics import evalb, labelled_brackets
 from fastdcyk.cfg.trees import Forest, Tree
-from fastdcyk.cfg.viterbi import inside, viterbi
+from fastdcyk.cfg.viterbi import inside, item_scores, viterbi
 
 nltk = pytest.importorskip("nltk")
 
@@ -228,6 +228,30 @@ def test_viterbi_and_inside_equal_brute_force(seed):
         expect = sorted(scores, reverse=True)[: len(ranked)]
         assert [s for s, _ in ranked] == pytest.approx(expect, abs=LOG_EPS)
         assert all(tree_log_prob(g, t) == pytest.approx(s, abs=LOG_EPS) for s, t in ranked)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_item_scores_are_the_best_subtrees_and_the_beam_prunes_cell_by_cell(seed):
+    """Every item's score is the log probability of its best subtree (brute force over the
+    trees of its span); with a beam, the scores are those of CKY over the pruned cells:
+    each kept item within the beam of its cell's best, and no better than unpruned."""
+    g = random_pcfg(seed)
+    rng = random.Random(seed)
+    for _ in range(4):
+        words = [rng.choice(g.terminals) for _ in range(rng.randint(1, 5))]
+        scores = item_scores(g, words)
+        for (i, j, a), v in scores.items():
+            sub = Grammar(g.rules, log_probs=g.log_probs, start=a)  # the item as a sentence
+            trees = [tree_log_prob(g, t) for t in Forest(sub, words[i:j])]
+            assert v == pytest.approx(max(trees), abs=LOG_EPS)
+        for beam in (0.5, 2.0):
+            pruned = item_scores(g, words, beam=beam)
+            assert set(pruned) <= set(scores)
+            for (i, j, a), v in pruned.items():
+                best = max(w for (p, q, _), w in pruned.items() if (p, q) == (i, j))
+                assert best - v <= beam and v <= scores[i, j, a] + LOG_EPS
+    with pytest.raises(ValueError, match="beam must be"):
+        item_scores(g, words, beam=0)
 
 
 def test_viterbi_within_a_chart_is_the_best_tree_the_chart_admits():

@@ -12,7 +12,7 @@ import pytest
 
 import fastdcyk as fd
 from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
-from fastdcyk.cfg.viterbi import _tables
+from fastdcyk.cfg.viterbi import item_scores
 from fastdcyk.engine import numpy_cleanup as NC
 from fastdcyk.engine.memory import estimate_memory, work_buffers
 from fastdcyk.engine.numpy_weighted import FLOOR
@@ -30,34 +30,6 @@ BIG_CELLS = [
     "gunslinger five shamrock eight or sinbad",
     "brdm2 can tow zpu t80",
 ]
-
-
-def beam_scores(g: fd.Grammar, words) -> dict[tuple[int, int, str], float]:
-    """Viterbi scores computed as the weighted table computes them, exactly: each cell's
-    items more than the beam below its best dropped before its parents are computed."""
-    t, n = _tables(g), len(words)
-    score = {}
-    for i, w in enumerate(words):
-        cell = np.full(t.n, -np.inf)
-        cell[t.lexicon[w][0]] = t.lexicon[w][1]
-        cell[cell < cell.max() - BEAM] = -np.inf
-        score[i, i + 1] = cell
-    for span in range(2, n + 1):
-        for i in range(n - span + 1):
-            j = i + span
-            best = np.full(len(t.lhs), -np.inf)
-            for k in range(i + 1, j):
-                np.maximum(best, score[i, k][t.left] + score[k, j][t.right], out=best)
-            cell = np.full(t.n, -np.inf)
-            cell[t.heads] = np.maximum.reduceat(best + t.log_prob, t.starts)
-            if np.isfinite(cell.max()):
-                cell[cell < cell.max() - BEAM] = -np.inf
-            score[i, j] = cell
-    return {
-        (i, j, g.nonterminals[a]): float(cell[a])
-        for (i, j), cell in score.items()
-        for a in np.flatnonzero(np.isfinite(cell))
-    }
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +92,7 @@ def test_cancelling_reads_the_scores_to_second_order(cases, dtype):
     such deviations, and far below the plain read's."""
     per_nat = BEAM / (1 - FLOOR)
     for g, words in cases:
-        exact = beam_scores(g, words)
+        exact = item_scores(g, words, beam=BEAM)
         n_items = len(exact) + len(words)
         for d in (256, 1024):
             err = {}

@@ -10,7 +10,7 @@ import pytest
 
 import fastdcyk as fd
 from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
-from fastdcyk.cfg.viterbi import _fill, tree_from_scores
+from fastdcyk.cfg.viterbi import item_scores, tree_from_scores
 from fastdcyk.engine.numpy_weighted import FLOOR, amplitude, score_of
 
 DATA = Path(__file__).parent.parent / "data"
@@ -25,16 +25,6 @@ def pp() -> fd.Grammar:
 @pytest.fixture(scope="module")
 def bank() -> TreebankGrammar:
     return TreebankGrammar.from_trees(DATA / "mini_treebank.mrg")
-
-
-def viterbi_scores(g: fd.Grammar, words) -> dict[tuple[int, int, str], float]:
-    """Symbolic Viterbi's score of every item that derives its words."""
-    _, _, score, _ = _fill(g, words, None, "viterbi", False)
-    return {
-        (i, j, g.nonterminals[a]): float(cell[a])
-        for (i, j), cell in score.items()
-        for a in np.flatnonzero(np.isfinite(cell))
-    }
 
 
 def test_amplitudes_carry_scores_within_the_beam():
@@ -53,20 +43,20 @@ def test_exact_scores_give_viterbis_tree(pp, bank):
     ]
     for g, words in cases:
         best = fd.viterbi(g, words, cnf=True)
-        got = tree_from_scores(g, words, viterbi_scores(g, words), cnf=True)
+        got = tree_from_scores(g, words, item_scores(g, words), cnf=True)
         assert got.tree == best.tree
         assert got.log_prob == pytest.approx(best.log_prob, abs=1e-12)
 
 
 def test_scores_without_a_tree_give_none(pp):
-    scores = viterbi_scores(pp, PP)
+    scores = item_scores(pp, PP)
     del scores[(0, 1, "NP")]  # "john" unscored: no tree of S over the sentence
     assert tree_from_scores(pp, PP, scores) == (None, -math.inf)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_the_table_reads_the_viterbi_scores(pp, dtype):
-    exact = viterbi_scores(pp, PP)
+def test_the_table_reads_the_item_scores(pp, dtype):
+    exact = item_scores(pp, PP)
     errors = {}
     for d in (256, 1024):
         r = fd.dcyk(pp, PP, d=d, dtype=dtype, weights="table")
@@ -88,7 +78,7 @@ def test_the_beam_leaves_items_out(bank):
     """Items further than the beam below their cell's best are not written: a beam of 1 nat
     keeps a subset of what the default 10 keep, each item close to its cell's best."""
     words = bank.words("The dog saw a big cat .".split())
-    exact = viterbi_scores(bank.grammar, words)
+    exact = item_scores(bank.grammar, words)
     narrow = fd.dcyk(bank.grammar, words, d=1024, weights="table", beam=1.0)
     wide = fd.dcyk(bank.grammar, words, d=1024, weights="table")
     # every item of this sentence lies within 10 nats of its cell's best: all are kept
