@@ -5,8 +5,10 @@ given as paths: their licences keep them out of fastdcyk), and SRI's CommandTalk
 (tests/data/commandtalk.cfg.gz). Each is read with ``cnf="allow"`` and converted with
 ``to_cnf()``. Sentences are drawn from each grammar (``generate``, seed 1) and parsed by the
 cleanup variant with its default codebook (seed 0, and 1 for the agreement study), once
-with each read-back (``readback="lstsq"``, the default, and ``"matched"``); the capacity
-model predicts every point on the same sentences with the same codebooks. Studies:
+with each read-back (``readback="lstsq"``, the default, and ``"matched"``; ``--readback
+cancel``: the least-squares read-back with cancelling, for which the capacity model has no
+prediction); the capacity model predicts every point on the same sentences with the same
+codebooks. Studies:
 
 - ``dims``: F1 and exact tables against d in {256, 512, 1024, 2048, 4096}, on the lengths
   of the grammar's target (ATIS 11-20 words, CommandTalk 5-15, the treebank grammar 5-12),
@@ -26,6 +28,8 @@ Usage (docs/results.md gives the runs behind its tables)::
     python docs/readback_study.py --grammar atis --path PATH/atis.cfg --study dims
     python docs/readback_study.py --grammar commandtalk --study lengths
     python docs/readback_study.py --grammar ptb --path PATH/ptb_sample.cfg --study dims
+    python docs/readback_study.py --grammar atis --path PATH/atis.cfg --readback cancel \
+        --dims 256 512
     python docs/readback_study.py --plot
     python docs/readback_study.py --table
 """
@@ -35,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import types
 import warnings
 from pathlib import Path
 
@@ -52,7 +57,7 @@ GRAMMARS = {
 }
 DIMS = (256, 512, 1024, 2048, 4096)
 LENGTH_BINS = ((2, 5), (6, 10), (11, 15), (16, 20), (21, 25), (26, 30))
-READBACKS = ("lstsq", "matched")
+READBACKS = ("lstsq", "matched", "cancel")
 LABELS = {"atis": "ATIS", "commandtalk": "CommandTalk", "ptb": "treebank sample"}
 
 
@@ -75,7 +80,12 @@ def point(g, sents, readback: str, d: int, seed: int) -> dict:
         chart = fd.dcyk(g, w, cb, variant="cleanup", readback=readback, progress=False).chart
         total, exact = total + fd.cell_scores(gold, chart), exact + (chart == gold)
     seconds = (time.perf_counter() - t0) / len(sents)
-    p = fd.capacity.predict(g, sents, d, variant="cleanup", readback=readback, samples=1, seed=seed)
+    if readback == "cancel":  # the capacity model has no model of it
+        p = types.SimpleNamespace(f1=None, p_exact=None)
+    else:
+        p = fd.capacity.predict(
+            g, sents, d, variant="cleanup", readback=readback, samples=1, seed=seed
+        )
     return {
         "tp": total.tp,
         "gold": total.gold,
@@ -125,7 +135,7 @@ def run(args: argparse.Namespace) -> None:
         flush=True,
     )
     for key, rb, d, lo, hi, k, seed in plan(args.grammar, args.study, args.sentences):
-        if key in done or (args.dims and d not in args.dims):
+        if key in done or (args.dims and d not in args.dims) or rb not in args.readback:
             continue
         sents = fd.generate(g, k, min_len=lo, max_len=hi, seed=1)
         largest = max(len(c) for w in sents for c in fd.cyk(g, w).values())
@@ -134,9 +144,13 @@ def run(args: argparse.Namespace) -> None:
         entry["largest_cell"] = largest
         done[key] = entry
         out.write_text(json.dumps(done, indent=1, sort_keys=True) + "\n")
+        predicted = (
+            ""
+            if rb == "cancel"
+            else f" (predicted {entry['predicted_f1']:.5f}, exact {entry['predicted_exact']:.2f})"
+        )
         print(
-            f"{key}: F1 {entry['f1']:.5f} (predicted {entry['predicted_f1']:.5f}), exact "
-            f"{entry['exact']:.2f} ({entry['predicted_exact']:.2f}), "
+            f"{key}: F1 {entry['f1']:.5f}, exact {entry['exact']:.2f}{predicted}, "
             f"{entry['s_per_sentence']:.2f} s/sentence, largest cell {largest}",
             flush=True,
         )
@@ -154,7 +168,7 @@ def plot() -> None:
         raise SystemExit("no docs/readback_*.json yet: run a study first")
     fig = Figure(figsize=(4.2 * len(data), 9.6), layout="constrained")
     axes = fig.subplots(4, len(data), squeeze=False)
-    colours = {"lstsq": "tab:blue", "matched": "tab:red"}
+    colours = {"lstsq": "tab:blue", "matched": "tab:red", "cancel": "tab:green"}
     for col, (name, entries) in enumerate(data.items()):
         for rb in READBACKS:
             for row, (study, x_of, field) in enumerate(
@@ -176,7 +190,8 @@ def plot() -> None:
                 xs, ys, ps = zip(*pts, strict=True)
                 c = colours[rb]
                 ax.plot(xs, ys, "o-", color=c, label=f"{rb}, measured")
-                ax.plot(xs, ps, "x--", color=c, alpha=0.7, label=f"{rb}, predicted")
+                if rb != "cancel":  # the capacity model has no model of it
+                    ax.plot(xs, ps, "x--", color=c, alpha=0.7, label=f"{rb}, predicted")
                 if study == "dims":
                     ax.set_xscale("log", base=2)
                     ax.set_xticks(DIMS, [str(d) for d in DIMS])
@@ -191,7 +206,9 @@ def plot() -> None:
                 ax.set_ylabel(label)
             ax.set_xlabel("d" if row < 2 else "sentence length (bin centre)")
     axes[0, 0].legend(loc="lower right", fontsize=8)
-    fig.suptitle("The cleanup variant's two read-backs: least squares and the matched filter")
+    fig.suptitle(
+        "The cleanup variant's read-backs: least squares, with cancelling, and the matched filter"
+    )
     fig.savefig(HERE / "figures" / "readback.png", dpi=110)
     print(f"wrote {HERE / 'figures' / 'readback.png'}")
 
@@ -221,9 +238,9 @@ def table() -> None:
             cols = head[study].count("|")
             print(
                 f"{head[study]} | least squares F1 | predicted | exact | matched F1 | "
-                "predicted | exact | sentences |"
+                "predicted | exact | cancelling F1 | exact | sentences |"
             )
-            print("|" + "---:|" * (cols + 7))
+            print("|" + "---:|" * (cols + 9))
             order = sorted(points, key=lambda k: (k[1], k[0], k[3]) if study == "lengths" else k)
             for d, lo, hi, seed in order:
                 words = f"{lo}-{hi}" if lo < hi else str(lo)
@@ -233,11 +250,18 @@ def table() -> None:
                 cells = []
                 for rb in READBACKS:
                     e = points[(d, lo, hi, seed)].get(rb)
-                    cells += (
-                        ["", "", ""]
-                        if e is None
-                        else [f"{e['f1']:.5f}", f"{e['predicted_f1']:.5f}", f"{e['exact']:.2f}"]
-                    )
+                    if rb == "cancel":
+                        cells += ["", ""] if e is None else [f"{e['f1']:.5f}", f"{e['exact']:.2f}"]
+                    else:
+                        cells += (
+                            ["", "", ""]
+                            if e is None
+                            else [
+                                f"{e['f1']:.5f}",
+                                f"{e['predicted_f1']:.5f}",
+                                f"{e['exact']:.2f}",
+                            ]
+                        )
                 counts = [points[(d, lo, hi, seed)].get(rb) for rb in READBACKS]
                 n = " / ".join(dict.fromkeys(str(e["sentences"]) for e in counts if e))
                 print(f"{lead} | " + " | ".join(cells) + f" | {n} |")
@@ -250,6 +274,13 @@ def main() -> None:
     ap.add_argument("--study", choices=("dims", "lengths", "agreement"), default="dims")
     ap.add_argument("--sentences", type=int, default=100, help="per point of the dims study")
     ap.add_argument("--dims", type=int, nargs="*", help="only these d")
+    ap.add_argument(
+        "--readback",
+        nargs="*",
+        choices=READBACKS,
+        default=("lstsq", "matched"),
+        help="the read-backs to run (default: lstsq and matched; cancel has no model)",
+    )
     ap.add_argument("--plot", action="store_true")
     ap.add_argument("--table", action="store_true", help="print the tables of docs/results.md")
     args = ap.parse_args()
