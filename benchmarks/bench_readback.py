@@ -8,7 +8,9 @@ ratio to a baseline of the same run:
 
 - a 15-word CommandTalk sentence at d = 1024, float32, one thread: the least-squares
   read-back (the cleanup variant's default) no slower than the matched filter
-  (``readback="matched"``), each the best of 3 parses, timed interleaved.
+  (``readback="matched"``), each the best of 3 parses, timed interleaved;
+- the same sentence: the cancelling read-back (``readback="cancel"``) at most
+  :data:`CANCEL_RATIO` times the least-squares one.
 
 Run for real with
 
@@ -76,3 +78,45 @@ def test_lstsq_readback_against_matched(benchmark, timing):
     if timing:
         assert f1 == 1.0, f"the least-squares read-back's chart has F1 {f1}"
         assert ratio <= RATIO_TARGET, f"least squares costs {ratio:.2f}x the matched filter"
+
+
+#: What the cancelling read-back may cost beside the plain least-squares one, same parse:
+#: one more write and a subtraction per cell, and the words read first (docs/method.md,
+#: section 7).
+CANCEL_RATIO = 2.0
+
+
+@pytest.mark.benchmark(group="cleanup read-backs on CommandTalk")
+def test_cancelling_readback_against_lstsq(benchmark, timing):
+    """``readback="cancel"`` against ``"lstsq"`` on the same 15-word CommandTalk sentence at
+    d = 1024, float32, one thread, each the best of 3 parses timed interleaved; target: at
+    most :data:`CANCEL_RATIO` times the plain read's time, with the same (exact) chart."""
+    d, n = (1024, 15) if timing else (64, 5)
+    g = commandtalk()
+    (s,) = fd.generate(g, 1, min_len=n, max_len=n, seed=7)
+    rounds = 3 if timing else 1
+    with threads.limit(1):
+        cb = fd.Codebook.for_grammar(g, d, 0, threads=1)
+        for rb in ("lstsq", "cancel"):  # warm: rule tables, G_k, kernels
+            fd.dcyk(g, s[:4], cb, variant="cleanup", readback=rb)
+        best = {"lstsq": float("inf"), "cancel": float("inf")}
+        charts = {}
+
+        def both() -> None:
+            for _ in range(rounds):  # interleaved: both see the same load
+                for rb in best:
+                    t0 = time.perf_counter()
+                    charts[rb] = fd.dcyk(g, s, cb, variant="cleanup", readback=rb).chart
+                    best[rb] = min(best[rb], time.perf_counter() - t0)
+
+        benchmark.pedantic(both, rounds=1, iterations=1)
+    ratio = best["cancel"] / best["lstsq"]
+    gold = fd.cyk(g, s)
+    f1 = {rb: fd.cell_scores(gold, chart).f1 for rb, chart in charts.items()}
+    benchmark.extra_info.update(
+        {"d": d, "words": n, "lstsq_s": best["lstsq"], "cancel_s": best["cancel"]}
+        | {"ratio": ratio, "lstsq_f1": f1["lstsq"], "cancel_f1": f1["cancel"]}
+    )
+    if timing:
+        assert f1["cancel"] == 1.0, f"the cancelling read-back's chart has F1 {f1['cancel']}"
+        assert ratio <= CANCEL_RATIO, f"cancelling costs {ratio:.2f}x the plain read"
