@@ -77,14 +77,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from fastdcyk.hrr.codebook import Codebook
 
 __all__ = [
-    "RuleStructure",
     "SymbolVectors",
     "TorchParse",
     "check_device",
     "parse",
     "parse_sentences",
     "release_caches",
-    "rule_structure",
     "symbol_vectors",
 ]
 
