@@ -236,7 +236,7 @@ def table_route() -> None:
     print(
         "\n| route 2 | sentences | = Viterbi | share | share, <= 15 words | share, 16-25 | "
         "items per sentence | error median (nats) | error p95 | error max | against the beam's "
-        "scores: error median | sentences off by > 0.01 | items in or out at the edge | "
+        "scores: error median | sentences off by > 0.01 | items not the beam's | "
         "false items | s/sentence |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -17,7 +17,12 @@ from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.engine.torch_trace import TraceParser
 from fastdcyk.options import LEAST_SQUARES
 
-__all__ = ["CleanupParser", "ridge_solve"]
+__all__ = ["SOFT_LEVEL", "CleanupParser", "ridge_solve"]
+
+#: Cancelling with soft terminals: the weight above which a part of a word's mixture is solved
+#: for and subtracted with the word (an encoder's softmax gives every terminal some weight;
+#: a part below it leaks less into a read than the reads' own errors at the usual d).
+SOFT_LEVEL = 1e-3
 
 
 class CleanupParser(TraceParser):
@@ -35,7 +40,7 @@ class CleanupParser(TraceParser):
     same reads are made from a second table ``zr``, from which every read is subtracted (the
     words first, then each cell's candidates with their amplitudes as read), as
     :class:`fastdcyk.engine.numpy_cleanup.CleanupParser` does; under autograd its updates
-    are part of the graph too (about twice the memory of the accumulators). With
+    are kept for the backward pass as the accumulator's are. With
     ``"matched"`` a is the trace decoder's readout of every nonterminal.
     """
 
@@ -104,8 +109,8 @@ class CleanupParser(TraceParser):
             if self.soft is None:
                 written = torch.zeros((self.B, nt), dtype=torch.bool, device=dev)
                 written[torch.arange(self.B, device=dev), self.words[:, k - 1]] = True
-            else:
-                written = self.soft[:, k - 1] > 0
+            else:  # a mixture's parts that leak more than the reads' own noise
+                written = self.soft[:, k - 1] > SOFT_LEVEL
             terms = ((clean > self.opt.candidate_level) | written) & self._lexicon
             terms &= self.active(k)[:, None]
             nonterminals = torch.zeros((self.B, self._nn), dtype=torch.bool, device=dev)
@@ -113,8 +118,11 @@ class CleanupParser(TraceParser):
 
     def _subtract(self, i: int, j: int, a: torch.Tensor) -> None:
         """Take sum_X a_X [i]- [j]- [X]- from the residual table (``a`` (B, N + T): the
-        amplitudes of nonterminals, then terminals)."""
-        left = torch.conj(a.to(self.cdtype) @ self._reg_written)
+        amplitudes of nonterminals, then terminals; only the columns some sentence read)."""
+        cols = (a != 0).any(0).nonzero().flatten()
+        if not len(cols):
+            return
+        left = torch.conj(a[:, cols].to(self.cdtype) @ self._reg_written[cols])
         self._madd("zr", -left, self._conj(self._outer(j, i)))
 
     def read(self, i: int, j: int, step: Step) -> None:
@@ -128,7 +136,8 @@ class CleanupParser(TraceParser):
             else:
                 clean = self.sigmoid(self._readout(i, j, self.terminal_w))
             if self.lstsq:  # the terminals read in the cell (by any of its reads)
-                self._terms |= (clean > self.opt.candidate_level) & self._lexicon
+                read = (clean > self.opt.candidate_level) & self._lexicon
+                self._terms |= read & self.active(j)[:, None]
             c = clean[:, self._u_term]
             if uw is not None:
                 c = c * uw.to(self.rdtype)
@@ -262,6 +271,7 @@ class CleanupParser(TraceParser):
         return out
 
     def dense(self) -> tuple[torch.Tensor, torch.Tensor]:
+        self.zr = None  # the residual table is not part of the result
         d, inv = self.d, self.idx(-1)
         z = torch.fft.fft(torch.conj(self.zt), dim=-1).transpose(-1, -2)
         z = torch.fft.irfft(z, n=d, dim=-1)

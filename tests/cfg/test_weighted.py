@@ -250,6 +250,15 @@ def test_item_scores_are_the_best_subtrees_and_the_beam_prunes_cell_by_cell(seed
             for (i, j, a), v in pruned.items():
                 best = max(w for (p, q, _), w in pruned.items() if (p, q) == (i, j))
                 assert best - v <= beam and v <= scores[i, j, a] + LOG_EPS
+                if j - i > 1:  # computed from the pruned children, not the full ones
+                    from_kept = max(
+                        lp + pruned[i, k, r.rhs[0].name] + pruned[k, j, r.rhs[1].name]
+                        for r, lp in zip(g.rules, g.log_probs, strict=True)
+                        if r.lhs == a and len(r.rhs) == 2
+                        for k in range(i + 1, j)
+                        if (i, k, r.rhs[0].name) in pruned and (k, j, r.rhs[1].name) in pruned
+                    )
+                    assert v == pytest.approx(from_kept, abs=LOG_EPS)
     with pytest.raises(ValueError, match="beam must be"):
         item_scores(g, words, beam=0)
 

@@ -228,6 +228,28 @@ def test_the_layer_cancels_too(cases):
     assert out.charts[0] == ref.chart == fd.cyk(g, words)
 
 
+def test_the_torch_backend_cancels_soft_words_in_mixed_batches():
+    """A batch of sentences of different lengths, one with a soft word: each sentence's
+    statistics and P_left are the numpy engine's, parsed alone, to float64 rounding (the
+    cells a shorter sentence does not have subtract nothing from its residual table)."""
+    pytest.importorskip("torch")
+    g = fd.Grammar.builtin("G1")
+    cb = fd.Codebook.for_grammar(g, 256, 0, dtype="float64")
+    sentences = [
+        ["fish", {"swim": 0.6, "fish": 0.4}, "fish", "near", "fish"],
+        ["fish", "swim"],
+        ["fish", "swim", "fish"],
+    ]
+    kw = dict(variant="cleanup", readback="cancel")
+    batch = fd.dcyk_batch(g, sentences, cb, backend="torch", **kw)
+    for words, got in zip(sentences, batch, strict=True):
+        ref = fd.dcyk(g, words, cb, **kw)
+        scale = np.abs(ref.p_left).max()
+        assert np.abs(got.p_left - ref.p_left).max() <= 1e-12 * scale
+        assert max(abs(got.statistics[k] - v) for k, v in ref.statistics.items()) <= 1e-12
+        assert got.chart == ref.chart
+
+
 def test_where_cancelling_is_not_built(cases):
     g, words = cases[0]
     with pytest.raises(ValueError, match="has no model"):
