@@ -190,8 +190,9 @@ class DCYKResult:
     def __repr__(self) -> str:
         o = self.options
         table = f", weights='table', beam={o.beam:g}" if o.weights == "table" else ""
+        read = f", readback={o.readback!r}" if o.gate == "cleanup" else ""
         return (
             f"DCYKResult({' '.join(self.words)!r}, d={self.codebook.d}, {self.codebook.dtype}, "
-            f"variant={o.variant!r}, gate={o.gate!r}, decoder={o.decoder!r}, "
+            f"variant={o.variant!r}, gate={o.gate!r}, decoder={o.decoder!r}{read}, "
             f"order={o.order!r}, encoding={o.encoding!r}, beta={o.beta:g}{table})"
         )

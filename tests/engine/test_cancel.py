@@ -107,7 +107,7 @@ def test_cancelling_reads_the_scores_to_second_order(cases, dtype):
 def test_cancelling_is_the_weighted_tables_default(cases):
     g, words = cases[0]
     r = fd.dcyk(g, words, d=256, weights="table")
-    assert r.options.readback == "cancel"
+    assert r.options.readback == "cancel" and "readback='cancel'" in repr(r)
     assert fd.dcyk(g, words, d=256).options.readback == "lstsq"  # the chart route's default
     plain = fd.dcyk(g, words, d=256, weights="table", readback="lstsq")
     assert plain.options.readback == "lstsq"
