@@ -41,29 +41,37 @@ def commandtalk() -> fd.Grammar:
         return fd.Grammar.from_file(COMMANDTALK, cnf="allow", encoding="latin-1").to_cnf()
 
 
-@pytest.mark.benchmark(group="cleanup read-backs on CommandTalk")
-def test_lstsq_readback_against_matched(benchmark, timing):
+def _race(benchmark, timing: bool, readbacks: tuple[str, str]) -> tuple[dict, dict, int, int]:
+    """Two read-backs on the same CommandTalk sentence (15 words at d = 1024 when timing),
+    one thread, each the best of 3 parses timed interleaved (both see the same load):
+    their best seconds and their charts' F1, d and the length."""
     d, n = (1024, 15) if timing else (64, 5)
     g = commandtalk()
     (s,) = fd.generate(g, 1, min_len=n, max_len=n, seed=7)
     rounds = 3 if timing else 1
+    best = dict.fromkeys(readbacks, float("inf"))
+    charts = {}
     with threads.limit(1):
         cb = fd.Codebook.for_grammar(g, d, 0, threads=1)
-        for rb in ("lstsq", "matched"):  # warm: rule tables, G_k, kernels
+        for rb in readbacks:  # warm: rule tables, G_k, kernels
             fd.dcyk(g, s[:4], cb, variant="cleanup", readback=rb)
-        best = {"lstsq": float("inf"), "matched": float("inf")}
 
-        def both() -> float:
-            for _ in range(rounds):  # interleaved: both see the same load
-                for rb in best:
+        def both() -> None:
+            for _ in range(rounds):
+                for rb in readbacks:
                     t0 = time.perf_counter()
-                    r = fd.dcyk(g, s, cb, variant="cleanup", readback=rb)
+                    charts[rb] = fd.dcyk(g, s, cb, variant="cleanup", readback=rb).chart
                     best[rb] = min(best[rb], time.perf_counter() - t0)
-                    if rb == "lstsq":
-                        f1 = fd.cell_scores(fd.cyk(g, s), r.chart).f1
-            return f1
 
-        f1 = benchmark.pedantic(both, rounds=1, iterations=1)
+        benchmark.pedantic(both, rounds=1, iterations=1)
+    gold = fd.cyk(g, s)
+    return best, {rb: fd.cell_scores(gold, c).f1 for rb, c in charts.items()}, d, n
+
+
+@pytest.mark.benchmark(group="cleanup read-backs on CommandTalk")
+def test_lstsq_readback_against_matched(benchmark, timing):
+    best, f1s, d, n = _race(benchmark, timing, ("lstsq", "matched"))
+    f1 = f1s["lstsq"]
     ratio = best["lstsq"] / best["matched"]
     benchmark.extra_info.update(
         {
@@ -91,28 +99,8 @@ def test_cancelling_readback_against_lstsq(benchmark, timing):
     """``readback="cancel"`` against ``"lstsq"`` on the same 15-word CommandTalk sentence at
     d = 1024, float32, one thread, each the best of 3 parses timed interleaved; target: at
     most :data:`CANCEL_RATIO` times the plain read's time, with the same (exact) chart."""
-    d, n = (1024, 15) if timing else (64, 5)
-    g = commandtalk()
-    (s,) = fd.generate(g, 1, min_len=n, max_len=n, seed=7)
-    rounds = 3 if timing else 1
-    with threads.limit(1):
-        cb = fd.Codebook.for_grammar(g, d, 0, threads=1)
-        for rb in ("lstsq", "cancel"):  # warm: rule tables, G_k, kernels
-            fd.dcyk(g, s[:4], cb, variant="cleanup", readback=rb)
-        best = {"lstsq": float("inf"), "cancel": float("inf")}
-        charts = {}
-
-        def both() -> None:
-            for _ in range(rounds):  # interleaved: both see the same load
-                for rb in best:
-                    t0 = time.perf_counter()
-                    charts[rb] = fd.dcyk(g, s, cb, variant="cleanup", readback=rb).chart
-                    best[rb] = min(best[rb], time.perf_counter() - t0)
-
-        benchmark.pedantic(both, rounds=1, iterations=1)
+    best, f1, d, n = _race(benchmark, timing, ("lstsq", "cancel"))
     ratio = best["cancel"] / best["lstsq"]
-    gold = fd.cyk(g, s)
-    f1 = {rb: fd.cell_scores(gold, chart).f1 for rb, chart in charts.items()}
     benchmark.extra_info.update(
         {"d": d, "words": n, "lstsq_s": best["lstsq"], "cancel_s": best["cancel"]}
         | {"ratio": ratio, "lstsq_f1": f1["lstsq"], "cancel_f1": f1["cancel"]}
