@@ -357,7 +357,8 @@ def decode(
       P_left made elsewhere (by a network) to a chart. ``readback="cancel"`` reads the same
       way from a copy of P_left from which every read (each word, then each cell's
       candidates with their amplitudes as read) is subtracted, so that a cell's read is not
-      blurred by the cells read before it (docs/method.md, section 7).
+      blurred by the cells read before it, then reads every cell again twice without the
+      cells above it either (docs/method.md, section 7).
 
     Parameters
     ----------

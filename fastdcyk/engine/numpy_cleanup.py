@@ -42,7 +42,11 @@ from fastdcyk.hrr.buffers import g_cache_slots
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import LEAST_SQUARES, DCYKOptions
 
-__all__ = ["CleanupParser", "readback_statistics"]
+__all__ = ["DECODE_SWEEPS", "CleanupParser", "readback_statistics"]
+
+#: Decoding a given P_left with ``readback="cancel"``: the sweeps after the bottom-up pass
+#: (:meth:`CleanupParser.sweep`), in which every cell is read again without the cells above it.
+DECODE_SWEEPS = 2
 
 _OPS = NumpyOps()
 
@@ -101,6 +105,8 @@ class CleanupParser(TraceParser):
         # is ours to subtract from; a parse's second copy is made once the words are in)
         self.zr = self.zt if self.cancel and self.frozen else None
         self._refine = 0  # steps of iterative refinement of each cell's solve
+        # decoding a given P_left with cancelling: every read, to read again (sweep())
+        self._reads: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._word_c: dict[int, np.ndarray] = {}
         self._q = np.empty(d // 2 + 1, np.complex128)
         self._full, self._g = kept_spectra(cb)
@@ -189,8 +195,10 @@ class CleanupParser(TraceParser):
                 terms = [self.st.terminals[t] for t in self._term_ids[rows]]
                 spectra = self._term_spectra[rows]
                 x = self._trace(spectra, q)
-                a = solve(gram(self.cb.vectors("terminal", terms)), x, refine=self._refine)
+                g = gram(self.cb.vectors("terminal", terms))
+                a = solve(g, x, refine=self._refine)
                 self._subtract(k - 1, k, a @ spectra)
+                self._keep_read(k - 1, k, np.zeros(0, np.intp), spectra, g, a)
             self._word_c[k] = c
 
     def _subtract(self, i: int, j: int, spectrum: np.ndarray) -> None:
@@ -271,10 +279,31 @@ class CleanupParser(TraceParser):
             spectra = np.concatenate([spectra, self._term_spectra[self._term_read]])
             vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
         self._term_read = np.zeros(0, np.intp)
-        a = solve(gram(vectors), self._trace(spectra, q), refine=self._refine)
+        g = gram(vectors)
+        a = solve(g, self._trace(spectra, q), refine=self._refine)
         if self.zr is not None and len(a):  # what was read leaves the residual table
-            self._subtract(i, j, a @ spectra.astype(np.complex128))
+            spectra = spectra.astype(np.complex128)
+            self._subtract(i, j, a @ spectra)
+            self._keep_read(i, j, rows, spectra, g, a)
         return rows, a[: len(rows)]
+
+    def _keep_read(self, i, j, rows, spectra, g, a) -> None:
+        """Decoding a given P_left with cancelling: keep a read for :meth:`sweep`."""
+        if self.frozen:
+            self._reads.append((i, j, rows, spectra, g, a))
+
+    def sweep(self) -> None:
+        """Decoding a given P_left with cancelling: read every read again, in the same order,
+        from the residual table plus its own estimate (block Gauss-Seidel on the whole
+        table's least squares), so that the cells above a cell, still in the table when it
+        was first read, leave its read too. The candidates stay those of the first pass; the
+        statistics are the new amplitudes."""
+        for i, j, rows, spectra, g, a in self._reads:
+            da = solve(g, self._trace(spectra, self._q_lift(j, i)), refine=self._refine)
+            a += da
+            self._subtract(i, j, da @ spectra)
+            if len(rows):
+                self.stats[i, j, rows] = a[: len(rows)]
 
     def statistics(self) -> Statistics:
         """The decoder statistic of every triple: the least-squares amplitudes (``"lstsq"``,
@@ -305,7 +334,8 @@ def readback_statistics(
     cell is read by least squares over its candidates. With ``opt.readback == "cancel"``
     the words (with amplitude as read) and then every cell read are subtracted from the
     parser's own spectrum of P_left (the array given is not changed), so that a cell's read
-    is not blurred by those read before it; the cells above it are still in the table.
+    is not blurred by those read before it; then :data:`DECODE_SWEEPS` sweeps read every
+    cell again without the cells above it (:meth:`CleanupParser.sweep`).
     ``words`` are terminals of the grammar (checked); ``opt`` has the clean-up gate. The
     caller holds the codebook's lock.
     """
@@ -313,6 +343,9 @@ def readback_statistics(
     n = len(words)
     try:
         S.run(parser, n, "cell", S.Ledger(_OPS, parser.t.nonterminals, [n], opt.prune))
+        if parser.cancel:
+            for _ in range(DECODE_SWEEPS):
+                parser.sweep()
         return parser.statistics()
     finally:
         trim_kept(cb, parser._slots)

@@ -137,9 +137,11 @@ def test_more_candidates_than_d_read_with_cancelling(commandtalk):
 def test_decode_cancels_on_a_given_p_left():
     """A P_left made elsewhere (the symbolic chart written with the codebook's operators,
     every item with amplitude 1) decodes to its chart with readback='cancel'; its reads
-    are closer to the written amplitudes than the plain read's (the cells below a cell no
-    longer leak into it; those above still do, so the gain is partial), and the words are
-    subtracted from the decoder's own copy only: the P_left given is unchanged."""
+    are closer to the written amplitudes than the plain read's: the bottom-up pass cancels
+    the cells below a cell, the sweeps after it those above (a block Gauss-Seidel on the
+    whole table, whose error falls geometrically: 0.056 with the plain read, under 1e-5
+    after two sweeps, measured); the words are subtracted from the decoder's own copy only:
+    the P_left given is unchanged."""
     g = fd.Grammar.builtin("G1")
     words = "fish swim fish near fish".split()
     cb = fd.Codebook.for_grammar(g, 256, 0)
@@ -164,7 +166,7 @@ def test_decode_cancels_on_a_given_p_left():
         )
         chart = fd.decode(p_left, g, codebook=cb, words=words, readback=readback)
         assert chart == gold
-    assert error["cancel"] < error["lstsq"]
+    assert error["cancel"] < error["lstsq"] / 100
     assert np.array_equal(p_left, before)
     r = fd.dcyk(g, words, cb, variant="cleanup", readback="cancel")
     # a new candidate level makes decode read the table again, with the result's read-back
