@@ -26,7 +26,7 @@ import time
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.cfg.trees import Forest
+from fastdcyk.cfg.forest import Forest
 from fastdcyk.engine.decode import item_scores
 
 TREE_TARGET_S = 0.050

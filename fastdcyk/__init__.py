@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from fastdcyk import capacity, options, threads
 from fastdcyk.cfg.cyk import cyk, recognizes
+from fastdcyk.cfg.forest import Forest, bracket_scores
 from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar, GrammarError, GrammarWarning
 from fastdcyk.cfg.metrics import Scores, cell_scores, evalb
 from fastdcyk.cfg.random_grammar import random_grammar
 from fastdcyk.cfg.treebank import TreebankGrammar
-from fastdcyk.cfg.trees import Forest, Tree, bracket_scores, is_parse, un_cnf
+from fastdcyk.cfg.trees import Tree, is_parse, un_cnf
 from fastdcyk.cfg.viterbi import inside, viterbi
 from fastdcyk.engine import DCYKOptions, DCYKResult, dcyk, estimate_memory
 from fastdcyk.engine.api import clear_caches, decode

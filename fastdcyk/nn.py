@@ -44,8 +44,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("fastdcyk.nn needs PyTorch: pip install 'fastdcyk[torch]'") from exc
 
 from fastdcyk.cfg.cyk import cyk
+from fastdcyk.cfg.forest import Forest
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.cfg.trees import Forest
 from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
 from fastdcyk.engine import torch_backend as _torch
 from fastdcyk.engine.decode import decision_boundary, item_scores
@@ -98,7 +98,7 @@ class DCYKOutput:
         With soft inputs: per sentence and position, the preterminals that may stand over
         the word and their log scores (the preterminal scores' logs; with terminal
         weights p, log sum_a p_a P(A -> a)), which take the place of the grammar's rules
-        A -> word in the trees (:class:`~fastdcyk.cfg.trees.Forest`,
+        A -> word in the trees (:class:`~fastdcyk.cfg.forest.Forest`,
         :func:`~fastdcyk.cfg.viterbi.viterbi`); None for words.
     """
 
@@ -133,7 +133,7 @@ class DCYKOutput:
 
     @property
     def forests(self) -> list[Forest]:
-        """The trees each decoded chart admits (:class:`~fastdcyk.cfg.trees.Forest`), scored
+        """The trees each decoded chart admits (:class:`~fastdcyk.cfg.forest.Forest`), scored
         as :meth:`fastdcyk.engine.DCYKResult.tree` scores them: on a weighted grammar a
         tree's log probability (its lexical part from :attr:`lexical` with soft inputs),
         otherwise the sum of its items' log decoder gate values

@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from fastdcyk.cfg.forest import Forest
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.cfg.trees import Forest, Tree
+from fastdcyk.cfg.trees import Tree
 from fastdcyk.cfg.viterbi import ViterbiParse, tree_from_scores, viterbi
 from fastdcyk.engine.decode import Statistics, chart_from_statistics, item_scores
 from fastdcyk.engine.soft import lexical_of
@@ -87,7 +88,7 @@ class DCYKResult:
 
     @property
     def forest(self) -> Forest:
-        """The trees of the decoded chart (:class:`~fastdcyk.cfg.trees.Forest`), scored.
+        """The trees of the decoded chart (:class:`~fastdcyk.cfg.forest.Forest`), scored.
 
         Built once, on first use. Its trees use rules of the grammar and items of the
         decoded chart only, so each one is a parse of the sentence. On a weighted grammar

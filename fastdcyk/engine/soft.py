@@ -118,7 +118,7 @@ def lexical_scores(grammar: Any, weights: np.ndarray) -> list[dict[str, float]]:
 
 def lexical_of(grammar: Any, words: Sequence[str]) -> list[dict[str, float] | None] | None:
     """The lexical scores of a sentence's soft positions for the trees
-    (:class:`~fastdcyk.cfg.trees.Forest`, :func:`~fastdcyk.cfg.viterbi.viterbi`), by
+    (:class:`~fastdcyk.cfg.forest.Forest`, :func:`~fastdcyk.cfg.viterbi.viterbi`), by
     :func:`lexical_scores`; None for the words, and None when there is no soft position."""
     if not has_soft(words):
         return None

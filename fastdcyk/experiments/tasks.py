@@ -19,9 +19,10 @@ from typing import Any
 
 from fastdcyk import threads
 from fastdcyk.cfg.cyk import cyk
+from fastdcyk.cfg.forest import Forest, bracket_scores
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.metrics import cell_scores
-from fastdcyk.cfg.trees import Forest, bracket_scores, is_parse
+from fastdcyk.cfg.trees import is_parse
 from fastdcyk.engine import dcyk, default_codebook
 from fastdcyk.engine.decode import item_scores
 from fastdcyk.experiments.config import ExperimentConfig
@@ -424,7 +425,7 @@ def tree_fields(
     exactly when the chart admits a tree; :func:`~fastdcyk.cfg.trees.is_parse` checks it
     all the same. ``bracket_tp``, ``bracket_gold``, ``bracket_predicted``: the labelled
     brackets of that tree against the closest tree of the symbolic forest
-    (:func:`~fastdcyk.cfg.trees.bracket_scores`; 0 predicted without a tree).
+    (:func:`~fastdcyk.cfg.forest.bracket_scores`; 0 predicted without a tree).
     """
     tree = Forest(grammar, words, chart, scores).best(cnf=True)
     brackets = bracket_scores(tree, Forest(grammar, words))

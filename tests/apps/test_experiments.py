@@ -18,7 +18,7 @@ import pytest
 
 import fastdcyk.experiments as ex
 from fastdcyk import Codebook, Grammar, GrammarError, Scores, cell_scores, cyk, dcyk
-from fastdcyk.cfg.trees import Forest, bracket_scores
+from fastdcyk.cfg.forest import Forest, bracket_scores
 from fastdcyk.engine import VARIANTS, default_codebook
 from fastdcyk.experiments import config as ex_config
 from fastdcyk.experiments import executors as ex_exec

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from fastdcyk.cfg.cyk import cyk
+from fastdcyk.cfg.forest import Forest, bracket_scores
 from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.cfg.trees import Forest, Tree, bracket_scores, is_parse, un_cnf
+from fastdcyk.cfg.trees import Tree, is_parse, un_cnf
 
 BUILTINS = ("example", "G0", "G1", "G2", "G3", "G4")
 

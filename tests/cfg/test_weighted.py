@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 
 import fastdcyk as fd
 from fastdcyk.cfg.cyk import UnknownWordError
+from fastdcyk.cfg.forest import Forest
 from fastdcyk.cfg.grammar import Grammar, GrammarError, GrammarWarning, Rule, Symbol
 from fastdcyk.cfg.metrics import evalb, labelled_brackets
-from fastdcyk.cfg.trees import Forest, Tree
+from fastdcyk.cfg.trees import Tree
 from fastdcyk.cfg.viterbi import inside, item_scores, viterbi
 
 nltk = pytest.importorskip("nltk")

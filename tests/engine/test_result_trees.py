@@ -7,7 +7,8 @@ import math
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.cfg.trees import Forest, is_parse
+from fastdcyk.cfg.forest import Forest
+from fastdcyk.cfg.trees import is_parse
 
 
 @pytest.mark.parametrize("name", ["G0", "G1", "G2", "G3", "G4"])
