@@ -37,6 +37,7 @@ from fastdcyk.cfg.cyk import UnknownWordError, _words
 from fastdcyk.cfg.grammar import Grammar, GrammarError, Rule, Symbol
 from fastdcyk.cfg.trees import Tree, un_cnf
 from fastdcyk.cfg.weights import check_lexical
+from fastdcyk.options import check_beam
 
 __all__ = ["ViterbiParse", "inside", "item_scores", "tree_from_scores", "viterbi"]
 
@@ -240,13 +241,8 @@ def item_scores(
     >>> round(scores[0, 2, "S"], 4) == round(fd.viterbi(g, "a a").log_prob, 4)
     True
     """
-    if beam is not None and not (
-        isinstance(beam, int | float | np.integer | np.floating)
-        and not isinstance(beam, bool)
-        and beam > 0
-        and math.isfinite(beam)
-    ):
-        raise ValueError(f"beam must be a finite number > 0 (nats), got {beam!r}")
+    if beam is not None:
+        beam = check_beam(beam)
     _, _, score, _ = _fill(grammar, words, None, "viterbi", False, beam=beam)
     names = grammar.nonterminals
     return {
