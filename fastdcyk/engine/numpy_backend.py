@@ -62,7 +62,7 @@ def mixture(word: str) -> tuple[tuple[str, float], ...]:
     return word.weights if isinstance(word, SoftWord) else ((word, 1.0),)
 
 
-class _NumpyParser:
+class _NumpyParser(S.CellParser):
     """What both numpy parsers share: the rule tables, the Parseval weights, the rows."""
 
     def __init__(self, grammar: Grammar, words: tuple[str, ...], cb: Codebook, opt: DCYKOptions):
@@ -78,15 +78,6 @@ class _NumpyParser:
         """The Viterbi scores read from a weighted table (``weights="table"``); None for
         the parsers that write none."""
         return None
-
-    def group(self, step: Step) -> int | None:
-        return None
-
-    def begin(self, i: int, j: int, step: Step) -> None:
-        pass
-
-    def end(self, i: int, j: int, step: Step) -> None:
-        pass
 
 
 class EntrywiseParser(_NumpyParser):
@@ -444,16 +435,21 @@ class TraceParser(_NumpyParser):
         Both are one operator: C_S^T with S^ = sum_A g_A A^ (and A'^ for P_right).
         """
         cdt = self.cb.cdtype
-        left = (gates @ self.t.spectra[rows].astype(np.complex128)).astype(cdt)
+        self.add_left(self.zt, gates @ self.t.spectra[rows].astype(np.complex128), i, j)
         right = (gates @ self.t.right_spectra[rows].astype(np.complex128)).astype(cdt)
-        K.outer_madd(self.zt, np.conj(left), self.gmat(j), np.conj(self.full("index", i)), True)
         K.outer_madd(self.pr, right, self.gmat(i), self.full("index", j), False)
+
+    def add_left(self, z: np.ndarray, spectrum: np.ndarray, i: int, j: int) -> None:
+        """z += sum_X s_X [i]- [j]- [X]- for ``spectrum`` = sum_X s_X X^: a sum of symbols
+        written into cell (i, j) of a table kept as P_left is (ZT, or the clean-up parser's
+        residual table), in the codebook's complex dtype."""
+        left = np.conj(spectrum).astype(self.cb.cdtype, copy=False)
+        K.outer_madd(z, left, self.gmat(j), np.conj(self.full("index", i)), True)
 
     def initialise(self) -> None:
         """P_left = sum_i [i-1]- [i]- [a_i]- (P_right stays 0)."""
         for i, word in enumerate(self.words, start=1):
-            s = np.conj(self.terminal_spectrum(word))
-            K.outer_madd(self.zt, s, self.gmat(i), np.conj(self.full("index", i - 1)), True)
+            self.add_left(self.zt, self.terminal_spectrum(word), i - 1, i)
 
     def terminal_spectrum(self, word: str) -> np.ndarray:
         """A word's terminal spectrum; a soft word's mixture of its terminals' spectra."""

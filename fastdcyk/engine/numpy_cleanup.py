@@ -204,9 +204,7 @@ class CleanupParser(TraceParser):
     def _subtract(self, i: int, j: int, spectrum: np.ndarray) -> None:
         """Take sum_X a_X [i]- [j]- [X]- (``spectrum`` = sum_X a_X X^) from the residual
         table."""
-        s = np.conj(spectrum).astype(self.cb.cdtype)
-        np.negative(s, out=s)
-        K.outer_madd(self.zr, s, self.gmat(j), np.conj(self.full("index", i)), True)
+        self.add_left(self.zr, -spectrum, i, j)
 
     def read(self, i: int, j: int, step: Step) -> None:
         if step == S.UNARY:
@@ -247,12 +245,10 @@ class CleanupParser(TraceParser):
 
     def update(self, i: int, j: int, gates: np.ndarray, rows: np.ndarray) -> None:
         """sum_A g_A [i]- [j]- [A]- into P_left: the operator C_S^T, S^ = sum_A g_A A^."""
-        cdt = self.cb.cdtype
-        left = np.conj((gates @ self.t.spectra[rows].astype(np.complex128)).astype(cdt))
-        g, index = self.gmat(j), np.conj(self.full("index", i))
-        K.outer_madd(self.zt, left, g, index, True)
+        spectrum = gates @ self.t.spectra[rows].astype(np.complex128)
+        self.add_left(self.zt, spectrum, i, j)
         if self.zr is not None:  # the residual table holds what is written, until it is read
-            K.outer_madd(self.zr, left, g, index, True)
+            self.add_left(self.zr, spectrum, i, j)
 
     def end(self, i: int, j: int, step: Step) -> None:
         """Read the completed cell once into its clean scores (and, with the least-squares

@@ -121,6 +121,8 @@ def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE, refine: int = 0) -
             return u @ ((u.T @ y) / (w if y.ndim == 1 else w[:, None]))
 
     a = step(x)
-    for _ in range(refine):
-        a += step(x - np.asarray(g, dtype=np.float64) @ a)
+    if refine:
+        g = np.asarray(g, dtype=np.float64)
+        for _ in range(refine):
+            a += step(x - g @ a)
     return a
