@@ -95,7 +95,9 @@ class CellParser(Protocol):
     """What a backend implements for :func:`run`.
 
     ``rows(step)`` are the nonterminals (grammar rows) with rules of the step; a detection
-    call names some of them by position, as a slice ``ks`` of ``rows(step)``.
+    call names some of them by position, as a slice ``ks`` of ``rows(step)``. A backend's
+    parser may subclass it for the defaults of :meth:`group`, :meth:`begin` and :meth:`end`
+    (all of a cell's detections in one call; nothing before or after a cell).
     """
 
     def initialise(self) -> None:
@@ -106,10 +108,11 @@ class CellParser(Protocol):
 
     def group(self, step: Step) -> int | None:
         """In the ``"cell"`` order, how many detections one call to :meth:`detect` makes
-        (None: all of the cell's; 1 where each detection is a d x d matrix)."""
+        (None, the default: all of the cell's; 1 where each detection is a d x d matrix)."""
+        return None
 
     def begin(self, i: int, j: int, step: Step) -> None:
-        """Called once per cell, before its first :meth:`read`."""
+        """Called once per cell, before its first :meth:`read` (default: nothing)."""
 
     def read(self, i: int, j: int, step: Step) -> None:
         """The shared pass of cell (i, j): read the accumulators as they are now."""
@@ -121,7 +124,8 @@ class CellParser(Protocol):
         """Apply the updates of ``det`` that ``keep`` (batch, k) marks."""
 
     def end(self, i: int, j: int, step: Step) -> None:
-        """Called once per cell when it is complete (every cell, with rules or not)."""
+        """Called once per cell when it is complete (every cell, with rules or not; default:
+        nothing)."""
 
 
 class ArrayOps:

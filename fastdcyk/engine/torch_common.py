@@ -193,7 +193,7 @@ class TorchOps(S.ArrayOps):
         return np.asarray(x).tolist()
 
 
-class TorchParser:
+class TorchParser(S.CellParser):
     """Tables, masks, counts, readouts and the detection log of one batched parse."""
 
     def __init__(
@@ -324,15 +324,6 @@ class TorchParser:
 
     def rows(self, step: Step) -> np.ndarray:
         return self.st.unary if step == S.UNARY else self.st.binary
-
-    def group(self, step: Step) -> int | None:
-        return None
-
-    def begin(self, i: int, j: int, step: Step) -> None:
-        pass
-
-    def end(self, i: int, j: int, step: Step) -> None:
-        pass
 
     def entry_statistics(self, col: torch.Tensor) -> torch.Tensor:
         """The entry decoder (Algorithm 4) of every cell from column 0 of Phi P_left.
