@@ -11,16 +11,6 @@ import fastdcyk as fd
 from fastdcyk.engine import numpy_cleanup as NC
 from fastdcyk.engine.readback import RIDGE, gram, solve
 
-#: CommandTalk sentences whose charts hold cells of 122 to 373 symbols (generate(...,
-#: min_len=4, max_len=7, seed=3)).
-BIG_CELLS = [
-    "that vehicle charlie eight assemble",
-    "cev umcp are skurkas",
-    "gunslinger five shamrock eight or sinbad",
-    "brdm2 can tow zpu t80",
-]
-
-
 # -- the solve ---------------------------------------------------------------------------------
 
 
@@ -58,28 +48,22 @@ def test_solve_is_defined_for_singular_and_oversized_candidate_sets(ridge):
 # -- a real grammar's cells --------------------------------------------------------------------
 
 
-def test_cells_of_hundreds_of_symbols_read_by_least_squares(commandtalk):
+def test_cells_of_hundreds_of_symbols_read_by_least_squares(commandtalk, big_cells):
     """CommandTalk at d = 256: cells of 122 to 373 symbols. The matched filter drowns in
     false triples (F1 0.017 measured), least squares keeps precision 1 (F1 0.964)."""
     g = commandtalk
-    sizes = [max(len(c) for c in fd.cyk(g, s.split()).values()) for s in BIG_CELLS]
+    sizes = [max(len(c) for c in fd.cyk(g, s.split()).values()) for s in big_cells.sentences]
     assert min(sizes) >= 100
     cb = fd.Codebook.for_grammar(g, 256, 0)
-    scores = {}
-    for rb in ("lstsq", "matched"):
-        total = fd.Scores(0, 0, 0)
-        for s in BIG_CELLS:
-            r = fd.dcyk(g, s, cb, variant="cleanup", readback=rb)
-            total = total + fd.cell_scores(fd.cyk(g, s.split()), r.chart)
-        scores[rb] = total
+    scores = {rb: big_cells.scores(cb, rb) for rb in ("lstsq", "matched")}
     assert scores["lstsq"].precision == 1.0 and scores["lstsq"].f1 > 0.9
     assert scores["matched"].f1 < 0.1
 
 
-def test_more_candidates_than_d_gives_a_defined_result(commandtalk):
+def test_more_candidates_than_d_gives_a_defined_result(commandtalk, big_cells):
     """d = 128 and a cell of 373 symbols: the candidates cannot be separated; the parse
     still ends with finite statistics and a chart (a recall that falls, not an error)."""
-    g, s = commandtalk, BIG_CELLS[0]
+    g, s = commandtalk, big_cells.sentences[0]
     r = fd.dcyk(g, s, d=128, variant="cleanup")
     values = np.fromiter(r.statistics.values(), float)
     assert np.all(np.isfinite(values)) and np.all(np.isfinite(r.p_left))
@@ -87,12 +71,12 @@ def test_more_candidates_than_d_gives_a_defined_result(commandtalk):
     assert 0.0 < got.recall < 1.0
 
 
-def test_torch_batch_equals_numpy_on_large_cells(commandtalk, torch_one_thread):
+def test_torch_batch_equals_numpy_on_large_cells(commandtalk, big_cells, torch_one_thread):
     """Sentences of different lengths whose cells hold different candidate sets, batched
     (padded systems) in float64: the numpy engine's numbers to 1e-8."""
     g = commandtalk
     cb = fd.Codebook.for_grammar(g, 128, 2, dtype="float64")
-    sents = [BIG_CELLS[1], BIG_CELLS[3]]
+    sents = [big_cells.sentences[1], big_cells.sentences[3]]
     batch = fd.dcyk_batch(g, sents, cb, variant="cleanup", backend="torch")
     for s, got in zip(sents, batch, strict=True):
         ref = fd.dcyk(g, s, cb, variant="cleanup")
