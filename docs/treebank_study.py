@@ -174,6 +174,17 @@ def _errors(read: dict, exact: dict) -> dict:
     return out
 
 
+def _order(name: str) -> tuple:
+    """The tables' row order: viterbi, nltk, the beam's bound, dcyk by d, then the weighted
+    table by read-back and d."""
+    parts = name.split("-")  # viterbi, nltk, beamB, dcyk-D, table-READBACK-D[-beamB]
+    kinds = ("viterbi", "nltk", "beam", "dcyk", "table")
+    kind = next((k for k, p in enumerate(kinds) if parts[0].startswith(p)), len(kinds))
+    readback = parts[1] if parts[0] == "table" else ""
+    d = next((int(p) for p in parts[1:] if p.isdigit()), 0)
+    return (kind, readback, d, name)
+
+
 def table() -> None:
     """The table of docs/results.md from docs/treebank_study.json: per parser its bracket
     scores, and symbolic Viterbi's F1 on the same sentences (a run may cover a subset)."""
@@ -192,18 +203,7 @@ def table() -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
-    def order(name: str) -> tuple:
-        parts = name.split("-")  # viterbi, nltk, beamB, dcyk-D, table-READBACK-D[-beamB]
-        first = ("viterbi", "nltk", "beam10", "dcyk", "table")
-        group = first.index(parts[0]) if parts[0] in first else len(first)
-        return (
-            group,
-            *(parts[1:2] if len(parts) > 2 else ("",)),
-            int(parts[-1]) if parts[-1].isdigit() else 0,
-            name,
-        )
-
-    for name in sorted(by, key=order):
+    for name in sorted(by, key=_order):
         rows = by[name]
         s = fd.Scores(*(sum(r[k] for r in rows) for k in ("tp", "gold", "predicted")))
         parsed = sum(r["log_prob"] is not None for r in rows)
@@ -241,13 +241,7 @@ def table_route() -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
-    def order(name: str) -> tuple:
-        parts = name.split("-")  # beamB, table-READBACK-D[-beamB]
-        if len(parts) < 3:
-            return (0, "", 0, name)
-        return (1, parts[1], int(parts[2]), name)
-
-    for name in sorted(by, key=order):
+    for name in sorted(by, key=_order):
         rows = by[name]
         same = sum(r["same"] for r in rows)
         sec = sum(r["seconds"] for r in rows) / len(rows)
