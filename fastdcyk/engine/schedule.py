@@ -18,7 +18,7 @@ kept for a differentiable layer, the progress callback and the step timings. The
 belongs to the backends, which implement :class:`CellParser`: the numpy engine's two parsers
 (:mod:`fastdcyk.engine.numpy_backend`), the torch parsers (:mod:`fastdcyk.engine.torch_trace`,
 :mod:`fastdcyk.engine.torch_cleanup`, :mod:`fastdcyk.engine.torch_dense`)
-and the capacity model's simulations (:mod:`fastdcyk.capacity`).
+and the capacity model's simulations (:mod:`fastdcyk.engine.simulate`).
 
 A backend that works on a batch of sentences gives every array a leading batch axis and an
 ``active(j)`` mask (the sentences long enough to have cells ending at j); the numpy engine
