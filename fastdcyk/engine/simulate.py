@@ -422,7 +422,7 @@ _EXACT_MIN = 1e-6
 
 
 class CleanSim(TraceSim):
-    """The clean-up gate (docs/method.md, section 6): every completed cell read once into
+    r"""The clean-up gate (docs/method.md, section 6): every completed cell read once into
     clean scores sigma(a); a detection is the grammar's rules over the children's scores,
     gated; P_left only.
 
@@ -435,7 +435,7 @@ class CleanSim(TraceSim):
 
     A cell's exact readouts are sums over the terms written into it of their overlaps with
     every symbol: one column of overlaps per symbol that is ever written (computed once per
-    codebook), so a cell costs O(|N| x its terms), not a pass over every spectrum; the
+    codebook), so a cell costs O(\|N\| x its terms), not a pass over every spectrum; the
     noise model keeps running sums of the squared gates.
     """
 
