@@ -14,6 +14,7 @@
 - :mod:`.decode`: reading the table back (the paper's Algorithm 4 and the trace decoder);
 - :mod:`.readback`: the cleanup variant's least-squares read-back of a cell (its solve);
 - :mod:`.memory`: the memory a parse needs, checked before it starts;
+- :mod:`.simulate`: the capacity model's simulations of the read-backs (no d x d work);
 - :mod:`.result`: :class:`DCYKResult`.
 
 docs/architecture.md shows how they fit together.

@@ -20,14 +20,21 @@ readout of the trace variant splits into two parts:
 The model runs symbolic CYK over these readouts: every gate sigma(readout), every update
 written with its gate value into the simulated chart (so that errors cascade exactly as in
 the engine, with the variant's order), then the trace decoder and its threshold. One
-codebook draw per sample; the model (:func:`fastdcyk.capacity.predict`) averages over samples and
-sentences.
+codebook draw per sample; the model (:func:`fastdcyk.capacity.predict`) averages over
+samples and sentences. :class:`TraceSim` is this simulation.
 
 The paper variant (entrywise gate, entry decoder, Gaussian vectors) is modelled by the same
 simulation with per-entry noise: its readouts are single matrix entries, to which every
 superposed pair adds a few times 1/d of variance (section 3, "Why the trace sees less
 noise"; the factor, measured on single readouts, is ``_KAPPA_*``), and its gate writes a
-diagonal mask; the model carries the mask's mean.
+diagonal mask; the model carries the mask's mean (:class:`MaskSim`).
+
+The clean-up variant (the default) reads every completed cell once into clean scores and
+gates each detection with the grammar's rules over its children's scores
+(:class:`CleanSim`): its readouts are the matched filter's (the exact part from the
+spectra, the span part as noise) or, with the least-squares read-back, the solve of the
+candidates' Gram system with the exact readouts plus noise of the covariance the
+candidates share. The successive-cancelling read-back (``readback="cancel"``) has no model.
 
 See docs/method.md, section 5, for the derivation and docs/results.md for the validation
 against measurement.
@@ -63,7 +70,8 @@ _OPS = S.NumpyOps()
 
 
 class TraceSim:
-    """One codebook draw: rule spectra, terminal spectra, and the simulation of a sentence."""
+    """The trace variant's simulation (and the base of the others): one codebook draw, its
+    rule and terminal spectra, and the simulation of a sentence."""
 
     def __init__(
         self,
@@ -422,7 +430,7 @@ _EXACT_MIN = 1e-6
 
 
 class CleanSim(TraceSim):
-    r"""The clean-up gate (docs/method.md, section 6): every completed cell read once into
+    """The clean-up gate (docs/method.md, section 6): every completed cell read once into
     clean scores sigma(a); a detection is the grammar's rules over the children's scores,
     gated; P_left only.
 
@@ -435,8 +443,8 @@ class CleanSim(TraceSim):
 
     A cell's exact readouts are sums over the terms written into it of their overlaps with
     every symbol: one column of overlaps per symbol that is ever written (computed once per
-    codebook), so a cell costs O(\|N\| x its terms), not a pass over every spectrum; the
-    noise model keeps running sums of the squared gates.
+    codebook), so a cell costs O(N x its terms), N the nonterminals, not a pass over every
+    spectrum; the noise model keeps running sums of the squared gates.
     """
 
     def __init__(self, *args: Any, readback: str = "matched", level: float = 0.25) -> None:
