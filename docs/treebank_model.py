@@ -26,7 +26,8 @@ initialisation and the order of the training sentences); the report pools the se
 The tags are the grammar's preterminals (``TreebankGrammar.preterminals_of``): the POS tags,
 and the phrase labels whose unary chains end in a word (``NP -> NNP -> 'John'`` is the CNF
 rule ``NP -> 'John'``). The treebank sample may not be copied into the project: give its
-folder. Checkpoints and a log of the training curves go to ``--out``.
+folder. Checkpoints and a log of the training curves go to ``--out``/seed<N>; the results
+to docs/treebank_model.json (run the seeds one after another: each run rewrites it).
 
 Usage (one seed; docs/learning.md uses seeds 0 to 4)::
 
@@ -114,7 +115,7 @@ class Encoder(torch.nn.Module):
     """Word embeddings + a character CNN (the spelling: suffixes, capitals, digits, for the
     words the embeddings never saw) -> a BiLSTM -> one score per preterminal.
 
-    A BiLSTM rather than a transformer: 3,600 training sentences are few for a transformer
+    A BiLSTM rather than a transformer: 3,669 training sentences are few for a transformer
     trained from scratch, and the BiLSTM is the usual encoder of CPU-trained constituency
     parsers of this size; its context on both sides is what tagging needs.
     """
@@ -245,11 +246,10 @@ def train(args: argparse.Namespace) -> None:
     torch.save(enc.state_dict(), out / f"{args.model}.pt")
     (out / f"{args.model}.log.json").write_text(json.dumps(log, indent=1))
     record = load_record()
-    record.setdefault(f"seed {args.seed}", {})[f"training/{args.model}"] = {
-        "log": log,
-        "device": args.device,
-        "dim": args.dim,
-    }
+    entry = {"log": log, "device": args.device}
+    if args.model == "e2e":
+        entry["dim"] = args.dim
+    record.setdefault(f"seed {args.seed}", {})[f"training/{args.model}"] = entry
     save_record(record)
 
 
@@ -259,7 +259,7 @@ def train_tagger(args: argparse.Namespace, data: Data, enc: Encoder) -> list[dic
 
     The rate annealed to 0 over the 20 epochs (cosine) was tried too, and gave the weaker
     tagger: test tag accuracy 0.9361 after 20 epochs (seed 0) against 0.9448, the tag loss
-    still falling."""
+    still falling (its log: "tried: cosine pipeline, seed 0" in docs/treebank_model.json)."""
     opt = torch.optim.Adam(enc.parameters(), lr=2e-3)
     order = list(range(len(data.train)))
     log: list[dict] = []
@@ -296,9 +296,9 @@ def train_tagger(args: argparse.Namespace, data: Data, enc: Encoder) -> list[dic
 def second_stage(
     args: argparse.Namespace, data: Data, enc: Encoder, dev: torch.device, through_dcyk: bool
 ) -> list:
-    """The pipeline's tagger trained further, ``--e2e-steps`` steps, Adam from ``--e2e-lr``
+    """The pipeline's tagger trained further, ``--stage-steps`` steps, Adam from ``--stage-lr``
     annealed to 0 (cosine). Every step takes a batch of 32 training sentences (all lengths,
-    cycling through the training set) and one sentence of at most ``--e2e-length`` words,
+    cycling through the training set) and one sentence of at most ``--dcyk-length`` words,
     with the tag loss on both; ``e2e`` (``through_dcyk``) adds D-CYK's chart loss on the
     single sentence against the chart of its gold tags, through the table. Without it
     (``continued``) the stage is the same steps, batches and dropout: the control that tells
@@ -306,25 +306,25 @@ def second_stage(
 
     One D-CYK sentence per step: D-CYK keeps every cell's update for the backward pass (a
     15-word sentence needs about 2.3 GB at d = 1024 in float32). The batches keep the tag
-    loss on the whole training set: an earlier stage on the short sentences alone moved the
-    tagger away from the long ones (test tag accuracy fell, with or without the chart loss).
+    loss on the whole training set: an earlier stage on the short sentences alone, one per
+    step, lowered the test F1 with or without the chart loss (docs/learning.md).
     """
     layer = None
     if through_dcyk:
         layer = DCYK(
             data.grammar, args.dim, dtype=torch.float32, max_length=MAX_LEN, learn=(), device=dev
         )
-    opt = torch.optim.Adam(enc.parameters(), lr=args.e2e_lr)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.e2e_steps)
+    opt = torch.optim.Adam(enc.parameters(), lr=args.stage_lr)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.stage_steps)
     rng = random.Random(args.seed)
-    short = [s for s in data.train if len(s[0]) <= args.e2e_length]
+    short = [s for s in data.train if len(s[0]) <= args.dcyk_length]
     rng.shuffle(short)
     order: list[int] = []
     log, window = [], []
     start = time.perf_counter()
     enc.train()
     name = "end to end" if through_dcyk else "continued (tag loss only)"
-    for step in tqdm(range(1, args.e2e_steps + 1), desc=name):
+    for step in tqdm(range(1, args.stage_steps + 1), desc=name):
         if len(order) < BATCH:
             order += rng.sample(range(len(data.train)), len(data.train))
         batch = [data.train[k] for k in order[:BATCH]]
@@ -347,7 +347,7 @@ def second_stage(
         opt.step()
         schedule.step()
         window.append((float(chart.detach()), float(loss.detach())))
-        if step % 25 == 0 or step == args.e2e_steps:
+        if step % 25 == 0 or step == args.stage_steps:
             c, t = np.mean(window, axis=0)
             log.append(
                 {
@@ -365,24 +365,70 @@ def second_stage(
         {
             "stage": "second-end",
             "test_tag_accuracy": acc,
-            "steps": args.e2e_steps,
+            "steps": args.stage_steps,
             "seconds": time.perf_counter() - start,
         }
     )
     print(
-        f"{name}: {args.e2e_steps} steps, test tag accuracy {acc:.4f}, "
+        f"{name}: {args.stage_steps} steps, test tag accuracy {acc:.4f}, "
         f"{time.perf_counter() - start:.0f} s, peak {peak_rss_gb():.2f} GB",
         flush=True,
     )
     return log
 
 
+def gradients(args: argparse.Namespace) -> None:
+    """How hard the chart loss pulls beside the tag loss: the norms of their gradients at the
+    encoder's parameters, on the first ``--sentences`` sentences the second stage would take
+    through D-CYK, with a seed's pipeline tagger (in training mode, as the stage runs it)."""
+    torch.set_num_threads(args.threads)
+    data = Data(args.treebank)
+    dev = torch.device(args.device)
+    enc = make_encoder(data, args.seed).to(dev)
+    path = run_dir(args) / "pipeline.pt"
+    if not path.exists():
+        raise SystemExit(f"no {path}: train the pipeline first (--model pipeline)")
+    enc.load_state_dict(torch.load(path, map_location=dev))
+    enc.train()
+    layer = DCYK(
+        data.grammar, args.dim, dtype=torch.float32, max_length=MAX_LEN, learn=(), device=dev
+    )
+    rng = random.Random(args.seed)  # the stage's draw of sentences and batches
+    short = [s for s in data.train if len(s[0]) <= args.dcyk_length]
+    rng.shuffle(short)
+    order = rng.sample(range(len(data.train)), len(data.train))
+    params = list(enc.parameters())
+
+    def norm(loss: torch.Tensor) -> float:
+        grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+        return float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads if g is not None)))
+
+    random.seed(args.seed)
+    rows = []
+    for k, (words, tags) in enumerate(tqdm(short[: args.sentences], desc="gradients")):
+        batch = [data.train[i] for i in order[k * BATCH : (k + 1) * BATCH]]
+        logits = enc([words], 0.1)
+        out = layer([words], preterminals=dcyk_input(logits))
+        chart = out.loss([gold_chart(data, words, tags)])
+        tag = tag_loss(enc([w for w, _ in batch], 0.1), [t for _, t in batch])
+        tag = tag + tag_loss(logits, [tags])
+        rows.append({"words": len(words), "chart": norm(chart), "tag": norm(tag)})
+    ratio = np.array([r["chart"] / r["tag"] for r in rows])
+    print(
+        f"|grad chart loss| / |grad tag loss| at the encoder's parameters, seed {args.seed}, "
+        f"{len(rows)} sentences: median {np.median(ratio):.4f}, largest {ratio.max():.4f}"
+    )
+    record = load_record()
+    record.setdefault(f"seed {args.seed}", {})["gradients"] = {"dim": args.dim, "rows": rows}
+    save_record(record)
+
+
 def peak_rss_gb() -> float:
-    """The process's peak resident memory so far (Linux), in GB."""
+    """The process's peak resident memory so far (Linux), in GB (10^9 bytes)."""
     try:
         with open("/proc/self/status") as f:
             line = next(x for x in f if x.startswith("VmHWM:"))
-        return int(line.split()[1]) / 1e6
+        return int(line.split()[1]) * 1024 / 1e9  # VmHWM is in KiB
     except (OSError, StopIteration):
         return float("nan")
 
@@ -522,31 +568,40 @@ def _scores(rows: list[dict]) -> fd.Scores:
 
 
 def bootstrap(
-    a: list[list[dict]], b: list[list[dict]], samples: int = 2000
+    a: list[list[dict]], b: list[list[dict]], over_seeds: bool = False, samples: int = 2000
 ) -> tuple[float, float, float]:
     """F1(a) - F1(b) on the same sentences, and its 95% paired bootstrap interval.
 
-    ``a`` and ``b`` hold one list of sentence rows per seed (the same sentences in each): a
-    resampling draws sentences, and a model's F1 is that of its brackets summed over the
-    drawn sentences and every seed, so the interval covers the test sentences' sampling and
-    the seeds' spread is averaged in."""
+    ``a`` and ``b`` hold one list of sentence rows per seed (the same sentences, in the same
+    order, in each). A model's F1 is that of its brackets summed over the sentences and the
+    seeds. A resampling draws the test sentences (with replacement); with ``over_seeds`` it
+    draws the seeds too (the same draw for both models, which share a seed's pipeline), so
+    that the interval covers the training's variation as well as the test sentences'.
+    Without it the interval is conditional on the trained models at hand."""
     rng = np.random.default_rng(SEED)
 
-    def counts(runs: list[list[dict]]) -> np.ndarray:
-        return sum(
-            np.array([[r["tp"], r["gold"], r["predicted"]] for r in rows], dtype=float)
-            for rows in runs
+    def counts(runs: list[list[dict]]) -> np.ndarray:  # (seeds, sentences, 3)
+        return np.array(
+            [[[r["tp"], r["gold"], r["predicted"]] for r in rows] for rows in runs], dtype=float
         )
 
+    for ra, rb in zip(a, b, strict=True):
+        if [r["sentence"] for r in ra] != [r["sentence"] for r in rb]:
+            raise ValueError("the two models' rows are not of the same sentences")
     ta, tb_ = counts(a), counts(b)
+    seeds, n = ta.shape[:2]
 
     def f1(x: np.ndarray) -> np.ndarray:
         return 2 * x[..., 0] / (x[..., 1] + x[..., 2])
 
-    idx = rng.integers(0, len(ta), size=(samples, len(ta)))
-    diff = f1(ta[idx].sum(1)) - f1(tb_[idx].sum(1))
+    sent = rng.integers(0, n, size=(samples, 1, n))
+    if over_seeds:
+        seed = rng.integers(0, seeds, size=(samples, seeds, 1))
+    else:
+        seed = np.broadcast_to(np.arange(seeds)[None, :, None], (samples, seeds, 1))
+    diff = f1(ta[seed, sent].sum((1, 2))) - f1(tb_[seed, sent].sum((1, 2)))
     lo, hi = np.percentile(diff, [2.5, 97.5])
-    return float(f1(ta.sum(0)) - f1(tb_.sum(0))), float(lo), float(hi)
+    return float(f1(ta.sum((0, 1))) - f1(tb_.sum((0, 1)))), float(lo), float(hi)
 
 
 def _seeds(record: dict) -> list[int]:
@@ -564,6 +619,10 @@ def report(args: argparse.Namespace) -> None:
     }
     if runs:
         first = record[f"seed {min(runs)}"]["evaluation"]
+        for seed in runs:
+            ev = record[f"seed {seed}"]["evaluation"]
+            if (ev["dim"], ev["device"]) != (first["dim"], first["device"]):
+                print(f"note: seed {seed} was evaluated at d = {ev['dim']} on {ev['device']}")
         seeds = ", ".join(map(str, runs))
         print(f"d = {first['dim']}; seeds {seeds}; P, R and F1 of the brackets of every seed")
         print(f"| parser | parsed | bracket P | bracket R | bracket F1 | F1, seeds {seeds} | s |")
@@ -605,10 +664,13 @@ def report(args: argparse.Namespace) -> None:
                     f"bootstrap interval [{100 * lo:+.2f}, {100 * hi:+.2f}]"
                 )
             if len(both) > 1:
-                d, lo, hi = bootstrap([runs[x][a] for x in both], [runs[x][b] for x in both])
+                ra, rb = [runs[x][a] for x in both], [runs[x][b] for x in both]
+                d, lo, hi = bootstrap(ra, rb)
+                _, lo2, hi2 = bootstrap(ra, rb, over_seeds=True)
                 print(
                     f"{a} - {b}, seeds {', '.join(map(str, both))} pooled: {100 * d:+.2f} F1 "
-                    f"points, 95% paired bootstrap interval [{100 * lo:+.2f}, {100 * hi:+.2f}]"
+                    f"points, 95% paired bootstrap interval [{100 * lo:+.2f}, {100 * hi:+.2f}] "
+                    f"(sentences), [{100 * lo2:+.2f}, {100 * hi2:+.2f}] (seeds and sentences)"
                 )
     plot(record)
 
@@ -634,11 +696,11 @@ def plot(record: dict) -> None:
             label=f"seed {seed}",
         )
         last = max((e["epoch"] for e in tagger), default=0)
-        for model, marker in (("continued", "^"), ("e2e", "*")):
+        for model, marker, x in (("continued", "^", last + 0.7), ("e2e", "*", last + 1.4)):
             log = run.get(f"training/{model}", {}).get("log", [])
             end = [e for e in log if e["stage"] == "second-end"]
             if end:  # after the pipeline's last epoch
-                axes[0].plot([last + 1], [end[0]["test_tag_accuracy"]], marker, color=colour)
+                axes[0].plot([x], [end[0]["test_tag_accuracy"]], marker, color=colour)
             steps = [e for e in log if e["stage"] == "second"]
             if model == "e2e" and len(steps) >= 4:  # means over 100 steps
                 means = [
@@ -679,7 +741,7 @@ def plot(record: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    for name in ("train", "evaluate"):
+    for name in ("train", "evaluate", "gradients"):
         p = sub.add_parser(name)
         p.add_argument(
             "--treebank",
@@ -690,7 +752,8 @@ def main() -> None:
         p.add_argument(
             "--out",
             default="treebank_model_runs",
-            help="checkpoints and training logs (default ./treebank_model_runs)",
+            help="checkpoints and training logs, in a folder per seed (default "
+            "./treebank_model_runs)",
         )
         p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
         p.add_argument("--dim", type=int, default=1024, help="D-CYK's d (default 1024)")
@@ -702,6 +765,16 @@ def main() -> None:
             help="the encoder's initialisation and the order of the training sentences "
             "(default 0); each seed's models are kept apart",
         )
+        if name == "gradients":
+            p.add_argument(
+                "--sentences", type=int, default=20, help="sentences measured (default 20)"
+            )
+            p.add_argument(
+                "--dcyk-length",
+                type=int,
+                default=15,
+                help="the longest sentence through D-CYK (default 15 words)",
+            )
         if name == "train":
             p.add_argument(
                 "--model",
@@ -712,19 +785,19 @@ def main() -> None:
             )
             p.add_argument("--epochs", type=int, default=20, help="tag epochs (default 20)")
             p.add_argument(
-                "--e2e-steps",
+                "--stage-steps",
                 type=int,
                 default=600,
                 help="steps of the second stage (continued, e2e; default 600)",
             )
             p.add_argument(
-                "--e2e-length",
+                "--dcyk-length",
                 type=int,
                 default=15,
                 help="the longest sentence through D-CYK (default 15 words: memory)",
             )
             p.add_argument(
-                "--e2e-lr",
+                "--stage-lr",
                 type=float,
                 default=2e-4,
                 help="Adam's first learning rate in the second stage (default 2e-4)",
@@ -737,7 +810,8 @@ def main() -> None:
             )
     sub.add_parser("report")
     args = ap.parse_args()
-    {"train": train, "evaluate": evaluate, "report": report}[args.command](args)
+    commands = {"train": train, "evaluate": evaluate, "gradients": gradients, "report": report}
+    commands[args.command](args)
 
 
 if __name__ == "__main__":
