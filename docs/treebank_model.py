@@ -69,7 +69,9 @@ FLOOR = 1e-4
 BATCH = 32  # the tag loss's batch
 #: The trained models: the pipeline's tagger, the same trained further with the tag loss
 #: only (the control) and through D-CYK
-MODELS = ("pipeline", "continued", "e2e")
+MODELS = ("pipeline", "continued", "e2e", "e2e-log")
+#: The models parsed through D-CYK
+THROUGH_DCYK = ("e2e", "e2e-log")
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -191,10 +193,12 @@ def tag_loss(logits: torch.Tensor, tags: list[tuple[int, ...]]) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(logits[keep], gold[keep])
 
 
-def dcyk_input(logits: torch.Tensor) -> torch.Tensor:
+def dcyk_input(logits: torch.Tensor, log: bool = False) -> torch.Tensor:
     """The preterminal scores D-CYK takes: 1 for every tag whose probability (softmax)
     exceeds :data:`FLOOR`, 0 for the others, with the probabilities' own gradient (straight
-    through).
+    through), or with ``log`` the log probabilities' (the ``e2e-log`` model: a logit then
+    gets the table's gradient times 1 - p, not p (1 - p), so that tags of low probability,
+    where the chart's false items come from, are pulled too).
 
     Written as they are, probabilities put an unsure tag (two tags of 0.4) below the
     decoder's boundary and the sentence loses its parse: 58 of 138 test sentences parsed
@@ -203,7 +207,8 @@ def dcyk_input(logits: torch.Tensor) -> torch.Tensor:
     """
     p = torch.softmax(logits, -1)
     hard = (p > FLOOR).to(p.dtype)
-    return hard + p - p.detach()
+    g = torch.log_softmax(logits, -1) if log else p
+    return hard + g - g.detach()
 
 
 def lexical_scores(logits: torch.Tensor, tags: tuple[str, ...]) -> list[dict]:
@@ -242,13 +247,13 @@ def train(args: argparse.Namespace) -> None:
                 f"no {start}: train the pipeline first (--model pipeline --seed {args.seed})"
             )
         enc.load_state_dict(torch.load(start, map_location=dev))
-        log = second_stage(args, data, enc, dev, through_dcyk=args.model == "e2e")
+        log = second_stage(args, data, enc, dev, through_dcyk=args.model in THROUGH_DCYK)
     torch.save(enc.state_dict(), out / f"{args.model}.pt")
     (out / f"{args.model}.log.json").write_text(json.dumps(log, indent=1))
     record = load_record()
     entry = {"log": log, "device": args.device}
-    if args.model == "e2e":
-        entry["dim"] = args.dim
+    if args.model in THROUGH_DCYK:
+        entry["dim"], entry["chart_weight"] = args.dim, args.chart_weight
     record.setdefault(f"seed {args.seed}", {})[f"training/{args.model}"] = entry
     save_record(record)
 
@@ -336,7 +341,7 @@ def second_stage(
         loss = loss + tag_loss(logits, [tags])
         chart = torch.zeros(())
         if layer is not None:
-            out = layer([words], preterminals=dcyk_input(logits))
+            out = layer([words], preterminals=dcyk_input(logits, args.model == "e2e-log"))
             # the layer's loss: the mean over every (i, j, A) of the decisions' cross-entropy
             chart = out.loss([gold_chart(data, words, tags)])
             loss = loss + args.chart_weight * chart
@@ -408,18 +413,20 @@ def gradients(args: argparse.Namespace) -> None:
     for k, (words, tags) in enumerate(tqdm(short[: args.sentences], desc="gradients")):
         batch = [data.train[i] for i in order[k * BATCH : (k + 1) * BATCH]]
         logits = enc([words], 0.1)
-        out = layer([words], preterminals=dcyk_input(logits))
+        out = layer([words], preterminals=dcyk_input(logits, args.log))
         chart = out.loss([gold_chart(data, words, tags)])
         tag = tag_loss(enc([w for w, _ in batch], 0.1), [t for _, t in batch])
         tag = tag + tag_loss(logits, [tags])
         rows.append({"words": len(words), "chart": norm(chart), "tag": norm(tag)})
     ratio = np.array([r["chart"] / r["tag"] for r in rows])
     print(
-        f"|grad chart loss| / |grad tag loss| at the encoder's parameters, seed {args.seed}, "
+        f"|grad chart loss| / |grad tag loss| at the encoder's parameters "
+        f"({'log ' if args.log else ''}probabilities straight through), seed {args.seed}, "
         f"{len(rows)} sentences: median {np.median(ratio):.4f}, largest {ratio.max():.4f}"
     )
     record = load_record()
-    record.setdefault(f"seed {args.seed}", {})["gradients"] = {"dim": args.dim, "rows": rows}
+    key = "gradients, log" if args.log else "gradients"
+    record.setdefault(f"seed {args.seed}", {})[key] = {"dim": args.dim, "rows": rows}
     save_record(record)
 
 
@@ -466,13 +473,15 @@ def evaluate(args: argparse.Namespace) -> None:
     g, tb, dev = data.grammar, data.tb, torch.device(args.device)
     rows: dict[str, list[dict]] = {}
     encoders = {}
-    for model in MODELS:
+    for model in args.only or MODELS:
         path = run_dir(args) / f"{model}.pt"
+        if args.only and not path.exists():
+            raise SystemExit(f"no {path}: train it first (--model {model} --seed {args.seed})")
         if path.exists():
             enc = make_encoder(data, args.seed).to(dev)
             enc.load_state_dict(torch.load(path, map_location=dev))
             encoders[model] = enc.eval()
-    nltk_tagger = train_nltk_tagger(data)
+    nltk_tagger = None if args.only else train_nltk_tagger(data)
     layer = DCYK(g, args.dim, dtype=torch.float32, max_length=MAX_LEN, learn=(), device=dev)
     for k, (gold, gold_tags) in enumerate(tqdm(data.test, desc="test sentences")):
         words = tuple(gold.leaves())
@@ -481,13 +490,14 @@ def evaluate(args: argparse.Namespace) -> None:
         def score(name: str, tree, seconds: float, **extra) -> None:
             add_row(rows, name, tb, gold, k, unknown, tree, seconds, **extra)  # noqa: B023
 
-        t = time.perf_counter()
-        lex = [{a: 0.0} if a in g.preterminals else {} for a in gold_tags]
-        score("gold-tags", fd.viterbi(g, words, lexical=lex).tree, time.perf_counter() - t)
-        t = time.perf_counter()
-        tagged = [tag for _, tag in nltk_tagger.tag(list(words))]
-        best = fd.viterbi(g, words, lexical=[{a: 0.0} for a in tagged])
-        score("nltk-tagger", best.tree, time.perf_counter() - t)
+        if nltk_tagger is not None:
+            t = time.perf_counter()
+            lex = [{a: 0.0} if a in g.preterminals else {} for a in gold_tags]
+            score("gold-tags", fd.viterbi(g, words, lexical=lex).tree, time.perf_counter() - t)
+            t = time.perf_counter()
+            tagged = [tag for _, tag in nltk_tagger.tag(list(words))]
+            best = fd.viterbi(g, words, lexical=[{a: 0.0} for a in tagged])
+            score("nltk-tagger", best.tree, time.perf_counter() - t)
         with torch.no_grad():
             for model in ("pipeline", "continued"):  # tagger, then symbolic Viterbi
                 if model in encoders:
@@ -495,9 +505,9 @@ def evaluate(args: argparse.Namespace) -> None:
                     probs = torch.softmax(encoders[model]([words]), -1)[0].cpu().numpy()
                     best = fd.viterbi(g, words, lexical=lexical_of(probs, data.tags))
                     score(model, best.tree, time.perf_counter() - t)
-            if "e2e" in encoders:
+            for model in (m for m in THROUGH_DCYK if m in encoders):
                 t = time.perf_counter()
-                logits = encoders["e2e"]([words])
+                logits = encoders[model]([words])
                 out = layer([words], preterminals=dcyk_input(logits))
                 lex = lexical_scores(logits[0], data.tags)
                 best = fd.viterbi(g, words, chart=out.charts[0], lexical=lex)
@@ -509,13 +519,15 @@ def evaluate(args: argparse.Namespace) -> None:
                 same = best.log_prob == symbolic.log_prob or (
                     abs(best.log_prob - symbolic.log_prob) < 1e-9
                 )
-                score("e2e", best.tree, seconds, cell_f1=cells.f1, same_as_symbolic=same)
+                score(model, best.tree, seconds, cell_f1=cells.f1, same_as_symbolic=same)
     record = load_record()
-    record.setdefault(f"seed {args.seed}", {})["evaluation"] = {
-        "dim": args.dim,
-        "device": args.device,
-        "rows": rows,
-    }
+    run = record.setdefault(f"seed {args.seed}", {})
+    if args.only and "evaluation" in run:  # the other models' rows are kept
+        if (run["evaluation"]["dim"], run["evaluation"]["device"]) != (args.dim, args.device):
+            raise SystemExit("--only adds to an evaluation of the same --dim and --device")
+        run["evaluation"]["rows"].update(rows)
+    else:
+        run["evaluation"] = {"dim": args.dim, "device": args.device, "rows": rows}
     save_record(record)
     report(argparse.Namespace())
 
@@ -627,7 +639,7 @@ def report(args: argparse.Namespace) -> None:
         print(f"d = {first['dim']}; seeds {seeds}; P, R and F1 of the brackets of every seed")
         print(f"| parser | parsed | bracket P | bracket R | bracket F1 | F1, seeds {seeds} | s |")
         print("|---|---:|---:|---:|---:|---|---:|")
-        for name in ("e2e", "continued", "pipeline", "gold-tags", "nltk-tagger"):
+        for name in ("e2e-log", "e2e", "continued", "pipeline", "gold-tags", "nltk-tagger"):
             per = {seed: rows[name] for seed, rows in runs.items() if name in rows}
             if not per:
                 continue
@@ -642,7 +654,7 @@ def report(args: argparse.Namespace) -> None:
                 f"{sum(x['seconds'] for x in every) / len(every):.2f} |"
             )
         print("\ntest tag accuracy")
-        print("| seed | pipeline | continued | e2e |\n|---:|---:|---:|---:|")
+        print(f"| seed | {' | '.join(MODELS)} |\n|---:|" + "---:|" * len(MODELS))
         for seed in runs:
             run = record[f"seed {seed}"]
             acc = [
@@ -655,7 +667,9 @@ def report(args: argparse.Namespace) -> None:
             ]
             print(f"| {seed} | " + " | ".join(f"{a[-1]:.4f}" if a else "-" for a in acc) + " |")
         print()
-        for a, b in (("e2e", "pipeline"), ("e2e", "continued"), ("continued", "pipeline")):
+        pairs = [("e2e", "pipeline"), ("e2e", "continued"), ("continued", "pipeline")]
+        pairs += [("e2e-log", "pipeline"), ("e2e-log", "continued"), ("e2e-log", "e2e")]
+        for a, b in pairs:
             both = [seed for seed, rows in runs.items() if a in rows and b in rows]
             for seed in both:
                 d, lo, hi = bootstrap([runs[seed][a]], [runs[seed][b]])
@@ -696,39 +710,40 @@ def plot(record: dict) -> None:
             label=f"seed {seed}",
         )
         last = max((e["epoch"] for e in tagger), default=0)
-        for model, marker, x in (("continued", "^", last + 0.7), ("e2e", "*", last + 1.4)):
+        for model, marker, x in (
+            ("continued", "^", last + 0.7),
+            ("e2e", "*", last + 1.4),
+            ("e2e-log", "P", last + 2.1),
+        ):
             log = run.get(f"training/{model}", {}).get("log", [])
             end = [e for e in log if e["stage"] == "second-end"]
             if end:  # after the pipeline's last epoch
                 axes[0].plot([x], [end[0]["test_tag_accuracy"]], marker, color=colour)
             steps = [e for e in log if e["stage"] == "second"]
-            if model == "e2e" and len(steps) >= 4:  # means over 100 steps
+            if model in THROUGH_DCYK and len(steps) >= 4:  # means over 100 steps
                 means = [
                     (steps[i + 3]["step"], np.mean([e["chart_loss"] for e in steps[i : i + 4]]))
                     for i in range(0, len(steps) - 3, 4)
                 ]
-                axes[1].plot(*zip(*means, strict=True), "o-", color=colour)
+                style = "o-" if model == "e2e" else "P--"
+                axes[1].plot(*zip(*means, strict=True), style, color=colour)
         rows = run.get("evaluation", {}).get("rows", {})
-        if all(m in rows for m in MODELS):
-            axes[2].plot(
-                range(len(MODELS)),
-                [_scores(rows[m]).f1 for m in MODELS],
-                "o-",
-                color=colour,
-            )
+        have = [k for k, m in enumerate(MODELS) if m in rows]
+        if have:
+            axes[2].plot(have, [_scores(rows[MODELS[k]]).f1 for k in have], "o-", color=colour)
     axes[0].set(
-        xlabel="epoch (after the last: continued ^, e2e *)",
+        xlabel="epoch (after the last: continued ^, e2e *, e2e-log +)",
         ylabel="test tag accuracy",
         title="The tagger, by seed",
         ylim=(0.9, None),
     )
     axes[1].set(
         xlabel="step (one sentence through D-CYK each)",
-        ylabel="chart loss (mean over 100 steps)",
+        ylabel="chart loss (mean over 100 steps; e2e-log dashed)",
         title="End to end through D-CYK",
     )
     axes[2].set_xticks(range(len(MODELS)), MODELS)
-    axes[2].set(ylabel="test bracket F1", title="Each seed's three models")
+    axes[2].set(ylabel="test bracket F1", title="Each seed's models")
     axes[0].legend(fontsize=7)  # a seed's colour is the same in every panel
     for ax in axes:
         ax.grid(alpha=0.3)
@@ -765,9 +780,21 @@ def main() -> None:
             help="the encoder's initialisation and the order of the training sentences "
             "(default 0); each seed's models are kept apart",
         )
+        if name == "evaluate":
+            p.add_argument(
+                "--only",
+                nargs="+",
+                choices=MODELS,
+                help="evaluate these models only, adding their rows to the seed's evaluation",
+            )
         if name == "gradients":
             p.add_argument(
                 "--sentences", type=int, default=20, help="sentences measured (default 20)"
+            )
+            p.add_argument(
+                "--log",
+                action="store_true",
+                help="the log probabilities' gradient straight through (as e2e-log)",
             )
             p.add_argument(
                 "--dcyk-length",
