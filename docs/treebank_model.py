@@ -43,11 +43,13 @@ On a GPU: add ``--device cuda`` to train and evaluate.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import random
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -171,6 +173,23 @@ def run_dir(args: argparse.Namespace) -> Path:
     return Path(args.out) / f"seed{args.seed}"
 
 
+def load_encoder(data: Data, args: argparse.Namespace, model: str, dev: torch.device) -> Encoder:
+    """A seed's trained ``model`` (its checkpoint in :func:`run_dir`)."""
+    path = run_dir(args) / f"{model}.pt"
+    if not path.exists():
+        raise SystemExit(f"no {path}: train it first (--model {model} --seed {args.seed})")
+    enc = make_encoder(data, args.seed).to(dev)
+    enc.load_state_dict(torch.load(path, map_location=dev))
+    return enc
+
+
+def make_layer(data: Data, args: argparse.Namespace, dev: torch.device) -> DCYK:
+    """D-CYK with the treebank grammar at ``--dim``, float32, its codebook fixed."""
+    return DCYK(
+        data.grammar, args.dim, dtype=torch.float32, max_length=MAX_LEN, learn=(), device=dev
+    )
+
+
 def load_record() -> dict:
     return json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
 
@@ -237,16 +256,11 @@ def train(args: argparse.Namespace) -> None:
         flush=True,
     )
     dev = torch.device(args.device)
-    enc = make_encoder(data, args.seed).to(dev)
     if args.model == "pipeline":
+        enc = make_encoder(data, args.seed).to(dev)
         log = train_tagger(args, data, enc)
     else:  # the pipeline's tagger, trained further (through D-CYK for e2e)
-        start = out / "pipeline.pt"
-        if not start.exists():
-            raise SystemExit(
-                f"no {start}: train the pipeline first (--model pipeline --seed {args.seed})"
-            )
-        enc.load_state_dict(torch.load(start, map_location=dev))
+        enc = load_encoder(data, args, "pipeline", dev)
         log = second_stage(args, data, enc, dev, through_dcyk=args.model in THROUGH_DCYK)
     torch.save(enc.state_dict(), out / f"{args.model}.pt")
     (out / f"{args.model}.log.json").write_text(json.dumps(log, indent=1))
@@ -298,6 +312,38 @@ def train_tagger(args: argparse.Namespace, data: Data, enc: Encoder) -> list[dic
     return log
 
 
+def stage_draws(data: Data, args: argparse.Namespace) -> Iterator[tuple[list, tuple]]:
+    """The second stage's draws, step after step (endless): a batch of :data:`BATCH`
+    training sentences of every length (cycling through the training set, in a new order
+    each pass) and one sentence of at most ``--dcyk-length`` words, for D-CYK."""
+    rng = random.Random(args.seed)
+    short = [s for s in data.train if len(s[0]) <= args.dcyk_length]
+    rng.shuffle(short)
+    order: list[int] = []
+    for step in itertools.count():
+        if len(order) < BATCH:
+            order += rng.sample(range(len(data.train)), len(data.train))
+        yield [data.train[k] for k in order[:BATCH]], short[step % len(short)]
+        del order[:BATCH]
+
+
+def stage_losses(
+    enc: Encoder, layer: DCYK | None, data: Data, batch: list, sentence: tuple, log: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A step's tag loss (the batch's plus the sentence's) and, with a ``layer``, the
+    sentence's chart loss through D-CYK against the chart of its gold tags (0 without;
+    ``log``: :func:`dcyk_input`'s log-probability gradient)."""
+    words, tags = sentence
+    logits = enc([words], 0.1)
+    tag = tag_loss(enc([w for w, _ in batch], 0.1), [t for _, t in batch])
+    tag = tag + tag_loss(logits, [tags])
+    if layer is None:
+        return tag, torch.zeros(())
+    out = layer([words], preterminals=dcyk_input(logits, log))
+    # the layer's loss: the mean over every (i, j, A) of the decisions' cross-entropy
+    return tag, out.loss([gold_chart(data, words, tags)])
+
+
 def second_stage(
     args: argparse.Namespace, data: Data, enc: Encoder, dev: torch.device, through_dcyk: bool
 ) -> list:
@@ -314,37 +360,18 @@ def second_stage(
     loss on the whole training set: an earlier stage on the short sentences alone, one per
     step, lowered the test F1 with or without the chart loss (docs/learning.md).
     """
-    layer = None
-    if through_dcyk:
-        layer = DCYK(
-            data.grammar, args.dim, dtype=torch.float32, max_length=MAX_LEN, learn=(), device=dev
-        )
+    layer = make_layer(data, args, dev) if through_dcyk else None
     opt = torch.optim.Adam(enc.parameters(), lr=args.stage_lr)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.stage_steps)
-    rng = random.Random(args.seed)
-    short = [s for s in data.train if len(s[0]) <= args.dcyk_length]
-    rng.shuffle(short)
-    order: list[int] = []
     log, window = [], []
     start = time.perf_counter()
     enc.train()
     name = "end to end" if through_dcyk else "continued (tag loss only)"
-    for step in tqdm(range(1, args.stage_steps + 1), desc=name):
-        if len(order) < BATCH:
-            order += rng.sample(range(len(data.train)), len(data.train))
-        batch = [data.train[k] for k in order[:BATCH]]
-        del order[:BATCH]
-        words, tags = short[(step - 1) % len(short)]
+    draws = enumerate(itertools.islice(stage_draws(data, args), args.stage_steps), start=1)
+    for step, (batch, sentence) in tqdm(draws, desc=name, total=args.stage_steps):
         opt.zero_grad()
-        logits = enc([words], 0.1)
-        loss = tag_loss(enc([w for w, _ in batch], 0.1), [t for _, t in batch])
-        loss = loss + tag_loss(logits, [tags])
-        chart = torch.zeros(())
-        if layer is not None:
-            out = layer([words], preterminals=dcyk_input(logits, args.model == "e2e-log"))
-            # the layer's loss: the mean over every (i, j, A) of the decisions' cross-entropy
-            chart = out.loss([gold_chart(data, words, tags)])
-            loss = loss + args.chart_weight * chart
+        tag, chart = stage_losses(enc, layer, data, batch, sentence, args.model == "e2e-log")
+        loss = tag + args.chart_weight * chart
         loss.backward()
         # the decoder's sigmoid is steep (beta = 50): a score near its boundary gives a
         # gradient spike, clipped here
@@ -389,19 +416,9 @@ def gradients(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     data = Data(args.treebank)
     dev = torch.device(args.device)
-    enc = make_encoder(data, args.seed).to(dev)
-    path = run_dir(args) / "pipeline.pt"
-    if not path.exists():
-        raise SystemExit(f"no {path}: train the pipeline first (--model pipeline)")
-    enc.load_state_dict(torch.load(path, map_location=dev))
+    enc = load_encoder(data, args, "pipeline", dev)
     enc.train()
-    layer = DCYK(
-        data.grammar, args.dim, dtype=torch.float32, max_length=MAX_LEN, learn=(), device=dev
-    )
-    rng = random.Random(args.seed)  # the stage's draw of sentences and batches
-    short = [s for s in data.train if len(s[0]) <= args.dcyk_length]
-    rng.shuffle(short)
-    order = rng.sample(range(len(data.train)), len(data.train))
+    layer = make_layer(data, args, dev)
     params = list(enc.parameters())
 
     def norm(loss: torch.Tensor) -> float:
@@ -410,14 +427,10 @@ def gradients(args: argparse.Namespace) -> None:
 
     random.seed(args.seed)
     rows = []
-    for k, (words, tags) in enumerate(tqdm(short[: args.sentences], desc="gradients")):
-        batch = [data.train[i] for i in order[k * BATCH : (k + 1) * BATCH]]
-        logits = enc([words], 0.1)
-        out = layer([words], preterminals=dcyk_input(logits, args.log))
-        chart = out.loss([gold_chart(data, words, tags)])
-        tag = tag_loss(enc([w for w, _ in batch], 0.1), [t for _, t in batch])
-        tag = tag + tag_loss(logits, [tags])
-        rows.append({"words": len(words), "chart": norm(chart), "tag": norm(tag)})
+    draws = itertools.islice(stage_draws(data, args), args.sentences)
+    for batch, sentence in tqdm(draws, desc="gradients", total=args.sentences):
+        tag, chart = stage_losses(enc, layer, data, batch, sentence, args.log)
+        rows.append({"words": len(sentence[0]), "chart": norm(chart), "tag": norm(tag)})
     ratio = np.array([r["chart"] / r["tag"] for r in rows])
     print(
         f"|grad chart loss| / |grad tag loss| at the encoder's parameters "
@@ -473,16 +486,11 @@ def evaluate(args: argparse.Namespace) -> None:
     g, tb, dev = data.grammar, data.tb, torch.device(args.device)
     rows: dict[str, list[dict]] = {}
     encoders = {}
-    for model in args.only or MODELS:
-        path = run_dir(args) / f"{model}.pt"
-        if args.only and not path.exists():
-            raise SystemExit(f"no {path}: train it first (--model {model} --seed {args.seed})")
-        if path.exists():
-            enc = make_encoder(data, args.seed).to(dev)
-            enc.load_state_dict(torch.load(path, map_location=dev))
-            encoders[model] = enc.eval()
+    for model in args.only or MODELS:  # --only: each must exist; otherwise those trained
+        if args.only or (run_dir(args) / f"{model}.pt").exists():
+            encoders[model] = load_encoder(data, args, model, dev).eval()
     nltk_tagger = None if args.only else train_nltk_tagger(data)
-    layer = DCYK(g, args.dim, dtype=torch.float32, max_length=MAX_LEN, learn=(), device=dev)
+    layer = make_layer(data, args, dev)
     for k, (gold, gold_tags) in enumerate(tqdm(data.test, desc="test sentences")):
         words = tuple(gold.leaves())
         unknown = len(tb.unknown(words))
