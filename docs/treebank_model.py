@@ -302,6 +302,7 @@ def train_tagger(args: argparse.Namespace, data: Data, enc: Encoder) -> list[dic
                 "loss": total / len(order),
                 "test_tag_accuracy": acc,
                 "seconds": seconds,
+                "peak_device_gb": peak_device_gb(next(enc.parameters()).device),
             }
         )
         print(
@@ -389,6 +390,7 @@ def second_stage(
                     "loss": float(t),
                     "seconds": time.perf_counter() - start,
                     "peak_rss_gb": peak_rss_gb(),
+                    "peak_device_gb": peak_device_gb(dev),
                 }
             )
             window = []
@@ -453,6 +455,11 @@ def peak_rss_gb() -> float:
         return float("nan")
 
 
+def peak_device_gb(dev: torch.device) -> float | None:
+    """The peak of torch's allocations on a CUDA device so far, in GB (None on the CPU)."""
+    return torch.cuda.max_memory_allocated(dev) / 1e9 if dev.type == "cuda" else None
+
+
 @torch.no_grad()
 def tag_accuracy(enc: Encoder, data: Data) -> float:
     enc.eval()
@@ -484,6 +491,12 @@ def evaluate(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     data = Data(args.treebank)
     g, tb, dev = data.grammar, data.tb, torch.device(args.device)
+    earlier = load_record().get(f"seed {args.seed}", {}).get("evaluation")
+    if args.only and earlier and (earlier["dim"], earlier["device"]) != (args.dim, args.device):
+        raise SystemExit(
+            f"--only adds to seed {args.seed}'s evaluation, made at d = {earlier['dim']} on "
+            f"{earlier['device']}: give the same --dim and --device, or evaluate every model"
+        )
     rows: dict[str, list[dict]] = {}
     encoders = {}
     for model in args.only or MODELS:  # --only: each must exist; otherwise those trained
@@ -530,9 +543,7 @@ def evaluate(args: argparse.Namespace) -> None:
                 score(model, best.tree, seconds, cell_f1=cells.f1, same_as_symbolic=same)
     record = load_record()
     run = record.setdefault(f"seed {args.seed}", {})
-    if args.only and "evaluation" in run:  # the other models' rows are kept
-        if (run["evaluation"]["dim"], run["evaluation"]["device"]) != (args.dim, args.device):
-            raise SystemExit("--only adds to an evaluation of the same --dim and --device")
+    if args.only and "evaluation" in run:  # the other models' rows are kept (checked above)
         run["evaluation"]["rows"].update(rows)
     else:
         run["evaluation"] = {"dim": args.dim, "device": args.device, "rows": rows}

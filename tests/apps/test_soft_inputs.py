@@ -125,6 +125,33 @@ def test_gradcheck_through_the_soft_unary_step():
     )
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize(
+    ("variant", "given"), [("cleanup", "preterminals"), ("trace", "terminals")]
+)
+def test_the_layer_on_cuda_gives_the_cpu_scores_and_gradients(variant, given):
+    g = fd.Grammar.builtin("G4")
+    sentences = fd.generate(g, 4, min_len=2, max_len=6, seed=3)
+    got = {}
+    for dev in ("cpu", "cuda"):
+        layer = DCYK(g, 128, variant=variant, dtype=torch.float64, seed=1, max_length=6, device=dev)
+        soft = _indicator if given == "preterminals" else _one_hot
+        x = (soft(layer, sentences) * 0.8 + 0.1).to(dev).requires_grad_(True)
+        if given == "preterminals":
+            out = layer(sentences, preterminals=x)
+        else:  # the weights are the sentences
+            out = layer(terminals=x, lengths=[len(s) for s in sentences])
+        out.loss([fd.cyk(g, s) for s in sentences]).backward()
+        got[dev] = (out.scores.detach().cpu(), x.grad.cpu(), out.charts)
+    (s_cpu, g_cpu, c_cpu), (s_gpu, g_gpu, c_gpu) = got["cpu"], got["cuda"]
+    # float64 on both: the two FFT libraries round differently, far under these bounds
+    assert float((s_gpu - s_cpu).abs().max()) <= 1e-9
+    scale = float(g_cpu.abs().max())
+    assert scale > 0
+    assert float((g_gpu - g_cpu).abs().max()) <= 1e-9 * scale
+    assert c_gpu == c_cpu
+
+
 def test_preterminal_scores_take_the_place_of_the_words():
     g = fd.Grammar.builtin("G4")
     sentences = fd.generate(g, 4, min_len=2, max_len=6, seed=3)

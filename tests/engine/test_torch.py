@@ -417,3 +417,20 @@ def test_a_parse_leaves_no_reference_cycle_holding_its_tensors():
         gc.set_debug(0)
         gc.garbage.clear()
     assert leaked == []
+
+
+def test_the_gpu_rows_script_runs_on_the_cpu(tmp_path):
+    """benchmarks/gpu_rows.py (docs/performance.md's GPU rows) on the CPU at d = 256."""
+    import json
+    import runpy
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_rows.py"
+    main = runpy.run_path(str(script))["main"]
+    out = tmp_path / "rows.json"
+    rows = main(
+        ["--device", "cpu", "--dims", "256", "--count", "2", "--many", "3", "--json", str(out)]
+    )
+    assert [(r["d"], r["sentences"]) for r in rows] == [(256, 2), (256, 3)]
+    assert all(r["exact_charts"] == r["sentences"] and r["seconds"] > 0 for r in rows)
+    assert json.loads(out.read_text())["rows"] == rows
