@@ -70,10 +70,11 @@ SEED = 0
 FLOOR = 1e-4
 BATCH = 32  # the tag loss's batch
 #: The trained models: the pipeline's tagger, the same trained further with the tag loss
-#: only (the control) and through D-CYK
-MODELS = ("pipeline", "continued", "e2e", "e2e-log")
+#: only (the control), and with D-CYK: its chart loss (e2e, e2e-log) or a margin on the
+#: tags of the tree D-CYK's chart gives (e2e-tree)
+MODELS = ("pipeline", "continued", "e2e", "e2e-log", "e2e-tree")
 #: The models parsed through D-CYK
-THROUGH_DCYK = ("e2e", "e2e-log")
+THROUGH_DCYK = ("e2e", "e2e-log", "e2e-tree")
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -238,6 +239,52 @@ def lexical_scores(logits: torch.Tensor, tags: tuple[str, ...]) -> list[dict]:
     return [{tags[k]: float(row[k]) for k in np.flatnonzero(row > floor)} for row in logp]
 
 
+def chain_tops(tree: fd.Tree) -> list[str]:
+    """Each word's preterminal in a tree: the highest node over that word alone (the label
+    of the CNF grammar's lexical rule, above the unary chain the tree shows)."""
+    out: list[str] = []
+
+    def walk(t: fd.Tree) -> None:
+        if len(t.leaves()) == 1:
+            out.append(t.label)
+        else:
+            for c in t.children:
+                walk(c)
+
+    walk(tree)
+    return out
+
+
+def tree_loss(
+    logits: torch.Tensor, layer: DCYK, data: Data, words: tuple[str, ...], tags: tuple
+) -> torch.Tensor:
+    """The structured hinge of one sentence (e2e-tree): D-CYK parses the sentence from the
+    encoder's tags (its decoded chart; no gradient through the table), Viterbi finds the
+    most probable tree in that chart with every wrong tag's lexical score raised by 1 (the
+    margin: cost-augmented decoding over the tags), and the loss is the log probability of
+    that tree's tags less that of the gold tags, over the words where they differ, divided
+    by the sentence's length. The rules' log probabilities enter the choice of the tree
+    but not the gradient (they do not depend on the encoder), so the gradient reaches the
+    tags the parse chose and the gold tags where the two differ, and is 0 where the
+    parse's tags are the gold ones."""
+    with torch.no_grad():
+        out = layer([words], preterminals=dcyk_input(logits))
+    gold = [data.tags[t] for t in tags]
+    lex = lexical_scores(logits[0].detach(), data.tags)
+    lex = [{a: v + (a != g) for a, v in row.items()} for row, g in zip(lex, gold, strict=True)]
+    best = fd.viterbi(data.grammar, words, chart=out.charts[0], lexical=lex)
+    if best.tree is None:  # no tree in D-CYK's chart: nothing to compare
+        return logits.sum() * 0.0
+    index = {t: k for k, t in enumerate(data.tags)}
+    logp = torch.log_softmax(logits[0], -1)
+    terms = [
+        logp[i, index[a]] - logp[i, t]
+        for i, (a, t) in enumerate(zip(chain_tops(best.tree), tags, strict=True))
+        if index[a] != t
+    ]
+    return torch.stack(terms).sum() / len(words) if terms else logits.sum() * 0.0
+
+
 def gold_chart(data: Data, words: tuple[str, ...], tags: tuple[int, ...]) -> dict:
     """The chart the gold tags give (every item the grammar derives over them)."""
     return fd.cyk(data.grammar, words, tags=[data.tags[t] for t in tags])
@@ -329,17 +376,26 @@ def stage_draws(data: Data, args: argparse.Namespace) -> Iterator[tuple[list, tu
 
 
 def stage_losses(
-    enc: Encoder, layer: DCYK | None, data: Data, batch: list, sentence: tuple, log: bool
+    enc: Encoder,
+    layer: DCYK | None,
+    data: Data,
+    batch: list,
+    sentence: tuple,
+    log: bool,
+    tree: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A step's tag loss (the batch's plus the sentence's) and, with a ``layer``, the
     sentence's chart loss through D-CYK against the chart of its gold tags (0 without;
-    ``log``: :func:`dcyk_input`'s log-probability gradient)."""
+    ``log``: :func:`dcyk_input`'s log-probability gradient), or with ``tree`` its
+    :func:`tree_loss` instead."""
     words, tags = sentence
     logits = enc([words], 0.1)
     tag = tag_loss(enc([w for w, _ in batch], 0.1), [t for _, t in batch])
     tag = tag + tag_loss(logits, [tags])
     if layer is None:
         return tag, torch.zeros(())
+    if tree:
+        return tag, tree_loss(logits, layer, data, words, tags)
     out = layer([words], preterminals=dcyk_input(logits, log))
     # the layer's loss: the mean over every (i, j, A) of the decisions' cross-entropy
     return tag, out.loss([gold_chart(data, words, tags)])
@@ -368,10 +424,15 @@ def second_stage(
     start = time.perf_counter()
     enc.train()
     name = "end to end" if through_dcyk else "continued (tag loss only)"
+    # the second loss's name in the log: the tree margin's fraction of steps with a gradient
+    # ("active") beside it
+    second = "tree_loss" if args.model == "e2e-tree" else "chart_loss"
     draws = enumerate(itertools.islice(stage_draws(data, args), args.stage_steps), start=1)
     for step, (batch, sentence) in tqdm(draws, desc=name, total=args.stage_steps):
         opt.zero_grad()
-        tag, chart = stage_losses(enc, layer, data, batch, sentence, args.model == "e2e-log")
+        tag, chart = stage_losses(
+            enc, layer, data, batch, sentence, args.model == "e2e-log", args.model == "e2e-tree"
+        )
         loss = tag + args.chart_weight * chart
         loss.backward()
         # the decoder's sigmoid is steep (beta = 50): a score near its boundary gives a
@@ -379,14 +440,15 @@ def second_stage(
         torch.nn.utils.clip_grad_norm_(enc.parameters(), 5.0)
         opt.step()
         schedule.step()
-        window.append((float(chart.detach()), float(loss.detach())))
+        window.append((float(chart.detach()), float(loss.detach()), float(chart.detach() != 0)))
         if step % 25 == 0 or step == args.stage_steps:
-            c, t = np.mean(window, axis=0)
+            c, t, active = np.mean(window, axis=0)
             log.append(
                 {
                     "stage": "second",
                     "step": step,
-                    "chart_loss": float(c) if layer is not None else None,
+                    second: float(c) if layer is not None else None,
+                    **({"active": float(active)} if args.model == "e2e-tree" else {}),
                     "loss": float(t),
                     "seconds": time.perf_counter() - start,
                     "peak_rss_gb": peak_rss_gb(),
@@ -658,7 +720,7 @@ def report(args: argparse.Namespace) -> None:
         print(f"d = {first['dim']}; seeds {seeds}; P, R and F1 of the brackets of every seed")
         print(f"| parser | parsed | bracket P | bracket R | bracket F1 | F1, seeds {seeds} | s |")
         print("|---|---:|---:|---:|---:|---|---:|")
-        for name in ("e2e-log", "e2e", "continued", "pipeline", "gold-tags", "nltk-tagger"):
+        for name in (*reversed(MODELS), "gold-tags", "nltk-tagger"):
             per = {seed: rows[name] for seed, rows in runs.items() if name in rows}
             if not per:
                 continue
@@ -688,6 +750,7 @@ def report(args: argparse.Namespace) -> None:
         print()
         pairs = [("e2e", "pipeline"), ("e2e", "continued"), ("continued", "pipeline")]
         pairs += [("e2e-log", "pipeline"), ("e2e-log", "continued"), ("e2e-log", "e2e")]
+        pairs += [("e2e-tree", "pipeline"), ("e2e-tree", "continued"), ("e2e-tree", "e2e")]
         for a, b in pairs:
             both = [seed for seed, rows in runs.items() if a in rows and b in rows]
             for seed in both:
@@ -733,13 +796,14 @@ def plot(record: dict) -> None:
             ("continued", "^", last + 0.7),
             ("e2e", "*", last + 1.4),
             ("e2e-log", "P", last + 2.1),
+            ("e2e-tree", "X", last + 2.8),
         ):
             log = run.get(f"training/{model}", {}).get("log", [])
             end = [e for e in log if e["stage"] == "second-end"]
             if end:  # after the pipeline's last epoch
                 axes[0].plot([x], [end[0]["test_tag_accuracy"]], marker, color=colour)
             steps = [e for e in log if e["stage"] == "second"]
-            if model in THROUGH_DCYK and len(steps) >= 4:  # means over 100 steps
+            if model in ("e2e", "e2e-log") and len(steps) >= 4:  # means over 100 steps
                 means = [
                     (steps[i + 3]["step"], np.mean([e["chart_loss"] for e in steps[i : i + 4]]))
                     for i in range(0, len(steps) - 3, 4)
@@ -751,7 +815,7 @@ def plot(record: dict) -> None:
         if have:
             axes[2].plot(have, [_scores(rows[MODELS[k]]).f1 for k in have], "o-", color=colour)
     axes[0].set(
-        xlabel="epoch (after the last: continued ^, e2e *, e2e-log +)",
+        xlabel="epoch (after the last: continued ^, e2e *, e2e-log +, e2e-tree x)",
         ylabel="test tag accuracy",
         title="The tagger, by seed",
         ylim=(0.9, None),
@@ -827,7 +891,9 @@ def main() -> None:
                 choices=MODELS,
                 required=True,
                 help="pipeline: the tagger; continued: the tagger trained further with "
-                "the tag loss only; e2e: the same steps through D-CYK",
+                "the tag loss only; e2e: the same steps with D-CYK's chart loss (e2e-log: its "
+                "log-probability gradient); e2e-tree: with a margin on the tags of D-CYK's "
+                "tree",
             )
             p.add_argument("--epochs", type=int, default=20, help="tag epochs (default 20)")
             p.add_argument(
@@ -852,7 +918,8 @@ def main() -> None:
                 "--chart-weight",
                 type=float,
                 default=1.0,
-                help="the chart loss's weight beside the tag loss (default 1)",
+                help="the second loss's weight (the chart loss, or e2e-tree's margin) "
+                "beside the tag loss (default 1)",
             )
     sub.add_parser("report")
     args = ap.parse_args()
