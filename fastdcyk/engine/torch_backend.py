@@ -404,16 +404,18 @@ def parse_sentences(
             ids = [st.terminal_ids(s) for s in sentences]
         res = parse(vec, st, ids, options, g_cache=_codebook_g_cache(codebook, vec), **kw)
         t0 = time.perf_counter()
-        p_left = p_right = None
+        p_left = p_right = [None] * len(sentences)
         if dense:
-            p_left = res.p_left.cpu().numpy()
-            p_right = res.p_right.cpu().numpy()
-    for name, m in (("P_left", p_left), ("P_right", p_right)):
-        if m is not None and not np.all(np.isfinite(m)):
-            raise FloatingPointError(
-                f"non-finite values appeared in D-CYK's accumulators ({name} after the parse): "
-                "use float64, smaller vectors or a smaller beta"
-            )
+            # checked where the matrices are (on a GPU: no pass over them on the host), then
+            # each sentence's copied once into an array of its own
+            for name, m in (("P_left", res.p_left), ("P_right", res.p_right)):
+                if not bool(torch.isfinite(m).all()):
+                    raise FloatingPointError(
+                        f"non-finite values appeared in D-CYK's accumulators ({name} after "
+                        "the parse): use float64, smaller vectors or a smaller beta"
+                    )
+            p_left = [_host_matrix(m, codebook.dtype) for m in res.p_left]
+            p_right = [_host_matrix(m, codebook.dtype) for m in res.p_right]
     out = []
     for b, words in enumerate(sentences):
         stats = chart = None
@@ -430,8 +432,8 @@ def parse_sentences(
                 "grammar": grammar,
                 "codebook": codebook,
                 "options": options,
-                "p_left": _host_matrix(p_left, b, codebook.dtype),
-                "p_right": _host_matrix(p_right, b, codebook.dtype),
+                "p_left": p_left[b],
+                "p_right": p_right[b],
                 "statistics": stats,
                 "chart": chart,
                 "counts": res.counts[b],
@@ -442,6 +444,13 @@ def parse_sentences(
     return out
 
 
-def _host_matrix(batch: np.ndarray | None, b: int, dtype: np.dtype) -> np.ndarray | None:
-    """Sentence ``b``'s matrix of a (B, d, d) host array, as its own C array (None: None)."""
-    return None if batch is None else np.array(batch[b], dtype=dtype, order="C")
+def _host_matrix(m: torch.Tensor, dtype: np.dtype) -> np.ndarray:
+    """One sentence's (d, d) matrix as a C array of its own on the host, in ``dtype`` (the
+    codebook's, which is the tensor's): one copy, from the device or, on the CPU, out of the
+    batch's tensor (so that a result does not keep the whole batch alive)."""
+    if m.device.type == "cpu":
+        return np.array(m.numpy(), dtype=dtype, order="C")
+    host = m.cpu().numpy()  # a new host array: the copy from the device is the only one
+    if host.dtype != dtype:
+        raise TypeError(f"P is {host.dtype} on the device; the codebook's dtype is {dtype}")
+    return host

@@ -434,3 +434,25 @@ def test_the_gpu_rows_script_runs_on_the_cpu(tmp_path):
     assert [(r["d"], r["sentences"]) for r in rows] == [(256, 2), (256, 3)]
     assert all(r["exact_charts"] == r["sentences"] and r["seconds"] > 0 for r in rows)
     assert json.loads(out.read_text())["rows"] == rows
+
+
+def test_non_finite_values_and_each_result_owns_its_matrices():
+    example = fd.Grammar.builtin("example")
+    d = 16
+    rng = np.random.default_rng(0)
+    huge = {k: 1e15 * rng.standard_normal(d) for k in ("S", "D", "E")}
+    cb = fd.Codebook.from_vectors(
+        terminals={"a": 1e15 * rng.standard_normal(d), "b": 1e15 * rng.standard_normal(d)},
+        nonterminals=huge,
+        indices=[1e15 * rng.standard_normal(d) for _ in range(4)],
+        permutation=rng.permutation(d),
+    )
+    with pytest.raises(FloatingPointError, match="non-finite values"):
+        fd.dcyk(example, "a a b", cb, backend="torch", decode=False)
+    g, s, _ = CASES["G0"]
+    cb = _codebook(g, 64, "trace", "float32")
+    first, second = dcyk_batch(g, [s, "fish swim"], cb, variant="trace")
+    for r in (first, second):
+        for m in (r.p_left, r.p_right):
+            assert m.dtype == np.float32 and m.flags.c_contiguous and m.flags.owndata
+    assert not np.shares_memory(first.p_left, second.p_left)
