@@ -436,17 +436,8 @@ def test_the_gpu_rows_script_runs_on_the_cpu(tmp_path):
     assert json.loads(out.read_text())["rows"] == rows
 
 
-def test_non_finite_values_and_each_result_owns_its_matrices():
-    example = fd.Grammar.builtin("example")
-    d = 16
-    rng = np.random.default_rng(0)
-    huge = {k: 1e15 * rng.standard_normal(d) for k in ("S", "D", "E")}
-    cb = fd.Codebook.from_vectors(
-        terminals={"a": 1e15 * rng.standard_normal(d), "b": 1e15 * rng.standard_normal(d)},
-        nonterminals=huge,
-        indices=[1e15 * rng.standard_normal(d) for _ in range(4)],
-        permutation=rng.permutation(d),
-    )
+def test_non_finite_values_and_each_result_owns_its_matrices(overflowing_codebook):
+    example, cb = overflowing_codebook
     with pytest.raises(FloatingPointError, match="non-finite values"):
         fd.dcyk(example, "a a b", cb, backend="torch", decode=False)
     g, s, _ = CASES["G0"]
