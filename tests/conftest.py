@@ -17,25 +17,6 @@ def torch_one_thread():
     torch.set_num_threads(before)
 
 
-@pytest.fixture
-def overflowing_codebook():
-    """The built-in grammar "example" and a codebook of vectors of norm about 1e15 at
-    d = 16, whose products overflow float64 in D-CYK's accumulators."""
-    import numpy as np
-
-    import fastdcyk as fd
-
-    d, rng = 16, np.random.default_rng(0)
-    huge = {k: 1e15 * rng.standard_normal(d) for k in ("S", "D", "E")}
-    cb = fd.Codebook.from_vectors(
-        terminals={"a": 1e15 * rng.standard_normal(d), "b": 1e15 * rng.standard_normal(d)},
-        nonterminals=huge,
-        indices=[1e15 * rng.standard_normal(d) for _ in range(4)],
-        permutation=rng.permutation(d),
-    )
-    return fd.Grammar.builtin("example"), cb
-
-
 @pytest.fixture(scope="session")
 def commandtalk():
     """SRI's CommandTalk grammar in CNF (tests/data/commandtalk.cfg.gz, its notice kept):

@@ -445,12 +445,15 @@ def parse_sentences(
 
 
 def _host_matrix(m: torch.Tensor, dtype: np.dtype) -> np.ndarray:
-    """One sentence's (d, d) matrix as a C array of its own on the host, in ``dtype`` (the
-    codebook's, which is the tensor's): one copy, from the device or, on the CPU, out of the
-    batch's tensor (so that a result does not keep the whole batch alive)."""
+    """One sentence's (d, d) matrix as a C-ordered array of its own on the host: one copy
+    to the host, from the device or, on the CPU, out of the batch's tensor (so that a
+    result does not keep the whole batch alive). Some parsers give P as a transposed view:
+    on a device it is made C-ordered there first (one temporary d x d matrix on the
+    device). Its dtype is the codebook's (``dtype``; never converted)."""
     if m.device.type == "cpu":
-        return np.array(m.numpy(), dtype=dtype, order="C")
-    host = m.cpu().numpy()  # a new host array: the copy from the device is the only one
+        host = np.array(m.numpy(), order="C")
+    else:
+        host = m.contiguous().cpu().numpy()
     if host.dtype != dtype:
-        raise TypeError(f"P is {host.dtype} on the device; the codebook's dtype is {dtype}")
+        raise TypeError(f"P is {host.dtype}; the codebook's dtype is {dtype} (a bug: report it)")
     return host

@@ -402,8 +402,16 @@ def test_codebook_from_vectors_missing_symbol(example):
         fd.dcyk(example, "a b", cb)
 
 
-def test_non_finite_values_are_reported(overflowing_codebook):
-    example, cb = overflowing_codebook
+def test_non_finite_values_are_reported(example):
+    d = 16
+    rng = np.random.default_rng(0)
+    big = {k: 1e15 * rng.standard_normal(d) for k in ("S", "D", "E")}
+    cb = fd.Codebook.from_vectors(
+        terminals={"a": 1e15 * rng.standard_normal(d), "b": 1e15 * rng.standard_normal(d)},
+        nonterminals=big,
+        indices=[1e15 * rng.standard_normal(d) for _ in range(4)],
+        permutation=rng.permutation(d),
+    )
     with pytest.raises(FloatingPointError, match="non-finite values"):
         fd.dcyk(example, "a a b", cb)
 

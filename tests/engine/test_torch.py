@@ -436,14 +436,39 @@ def test_the_gpu_rows_script_runs_on_the_cpu(tmp_path):
     assert json.loads(out.read_text())["rows"] == rows
 
 
-def test_non_finite_values_and_each_result_owns_its_matrices(overflowing_codebook):
-    example, cb = overflowing_codebook
-    with pytest.raises(FloatingPointError, match="non-finite values"):
-        fd.dcyk(example, "a a b", cb, backend="torch", decode=False)
+def test_non_finite_p_is_reported(monkeypatch):
+    """An infinite value in P_left after the parse (the schedule's checks of the cells'
+    detections passed) is an error that says what to do."""
     g, s, _ = CASES["G0"]
     cb = _codebook(g, 64, "trace", "float32")
-    first, second = dcyk_batch(g, [s, "fish swim"], cb, variant="trace")
+    parse = T.parse
+
+    def overflowed(*args, **kwargs):
+        res = parse(*args, **kwargs)
+        res.p_left[0, 0, 0] = float("inf")
+        return res
+
+    monkeypatch.setattr(T, "parse", overflowed)
+    with pytest.raises(FloatingPointError, match=r"\(P_left after the parse\).*float64"):
+        fd.dcyk(g, s, cb, variant="trace", backend="torch")
+
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("variant", ["trace", "paper"])
+def test_each_result_owns_its_matrices_in_c_order(device, variant):
+    """P_left and P_right of each result: C-ordered arrays of the codebook's dtype with the
+    numpy engine's values, sharing no memory with another result's (the trace parser's
+    P_right and the dense parser's matrices are transposed views on the device)."""
+    g, s, _ = CASES["G0"]
+    cb = _codebook(g, 64, variant)  # float64: the paper variant's gates amplify rounding
+    first, second = dcyk_batch(g, [s, "fish swim"], cb, variant=variant, device=device)
+    ref = fd.dcyk(g, s, cb, variant=variant)
     for r in (first, second):
         for m in (r.p_left, r.p_right):
-            assert m.dtype == np.float32 and m.flags.c_contiguous and m.flags.owndata
-    assert not np.shares_memory(first.p_left, second.p_left)
+            assert m.dtype == np.float64 and m.flags.c_contiguous
+    for a, b in ((first.p_left, second.p_left), (first.p_right, second.p_right)):
+        assert not np.shares_memory(a, b)
+    _assert_same(ref, first, 1e-8)
