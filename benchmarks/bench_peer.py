@@ -27,7 +27,7 @@ For every grammar (random grammars of 20, 100, 500, 1,000 and 4,000 nonterminals
 ``random_grammar(n, max(8, n // 4), round(2.5 n), ambiguity=2, seed=0)``; and NLTK's ATIS
 grammar, converted to CNF, when ``--atis`` gives its path), sentence length (5, 10, 20 words,
 drawn from the grammar, seed 1) and batch size (1, 32), each system runs in a fresh process
-whose address space is limited to ``--memory`` GB (default: 22, under the 24 GB of the
+whose address space is limited to ``--memory`` GiB (default: 22, under the 24 GB of the
 machines of docs/performance.md), so that running out of memory is an answer, not a crash.
 It prints sentences per second (after an untimed warm-up on the same batch) and the process's
 peak resident memory (on a GPU: the device's peak allocation), or why there is none: out of
@@ -226,7 +226,7 @@ def measure(case: Case, gb: float) -> dict[str, Any]:
         return json.loads(proc.stdout.strip().splitlines()[-1])
     err = proc.stderr
     if "MemoryError" in err or "alloc" in err or "out of memory" in err.lower():
-        return {"error": f"out of memory (> {gb:g} GB)"}
+        return {"error": f"out of memory (> {gb:g} GiB)"}
     return {"error": f"failed: {err.strip().splitlines()[-1] if err.strip() else proc.returncode}"}
 
 
@@ -235,7 +235,7 @@ def cell(result: dict[str, Any]) -> str:
         return result["error"]
     rate = result["sentences"] / result["seconds"]
     part = "" if result["sentences"] == result["of"] else f" ({result['sentences']}/{result['of']})"
-    return f"{rate:.3g}/s, {result['peak_bytes'] / 2**30:.2f} GB{part}"
+    return f"{rate:.3g}/s, {result['peak_bytes'] / 2**30:.2f} GiB{part}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu", help="torch device of the torch systems")
     p.add_argument("--dim", type=int, default=1024, help="fastdcyk's d (default 1024)")
     p.add_argument("--cap", type=float, default=120.0, help="seconds per case (default 120)")
-    p.add_argument("--memory", type=float, default=22.0, help="GB per case (default 22)")
+    p.add_argument("--memory", type=float, default=22.0, help="GiB per case (default 22)")
     p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES),
                    help="nonterminals of the random grammars (0: none)")  # fmt: skip
     p.add_argument("--builtin", nargs="+", default=[], help="built-in grammars too (G0 ...)")
@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     specs = [str(n) for n in args.sizes if n] + args.builtin + ([args.atis] if args.atis else [])
     print(
         f"d = {args.dim}, variant {args.variant}, device {args.device}, float32; "
-        f"{args.memory:g} GB and {args.cap:g} s per case; sentences/s, peak memory"
+        f"{args.memory:g} GiB and {args.cap:g} s per case; sentences/s, peak memory"
     )
     print("| grammar | words | batch | " + " | ".join(args.systems) + " |")
     print("|---|---:|---:|" + "---|" * len(args.systems))
