@@ -2,7 +2,7 @@
 PCFG on top, trained end to end on the Penn Treebank sample (docs/learning.md).
 
 Train on files 0001-0179, test on every sentence of files 0180-0199 of at most 25 words
-(unknown words included). Five parsers, one grammar (``TreebankGrammar.from_trees`` of the
+(unknown words included). Seven parsers, one grammar (``TreebankGrammar.from_trees`` of the
 training files), each tree scored with evalb's labelled brackets against the gold tree:
 
 - ``pipeline``: the encoder (word embeddings, a character CNN for the spelling of unknown
@@ -14,13 +14,18 @@ training files), each tree scored with evalb's labelled brackets against the gol
   :func:`dcyk_input`), and the loss adds D-CYK's chart loss against the chart of the gold
   tags, through the table, to the tag loss. Its tree is the most probable tree of the decoded
   chart (Viterbi over it, the tags' log probabilities as lexical scores);
+- ``e2e-log``: as ``e2e``, with the log probabilities' gradient passed straight through
+  the table's inputs (:func:`dcyk_input`);
+- ``e2e-tree``: the pipeline's tagger trained further with a margin on the tags of the tree
+  that Viterbi finds in D-CYK's decoded chart (:func:`tree_loss`) beside the tag loss; no
+  gradient through the table; parsed as ``e2e`` is;
 - ``continued``: the same further training without D-CYK (the control), parsed as the
   pipeline is;
 - ``gold-tags``: symbolic Viterbi with the gold tags (the grammar's ceiling);
 - ``nltk-tagger``: NLTK's averaged perceptron tagger trained on the same trees, then symbolic
   Viterbi with its tags.
 
-Each of the three trained models is trained for every ``--seed`` given (the encoder's
+Each trained model is trained for every ``--seed`` given (the encoder's
 initialisation and the order of the training sentences); the report pools the seeds.
 
 The tags are the grammar's preterminals (``TreebankGrammar.preterminals_of``): the POS tags,
@@ -258,15 +263,20 @@ def chain_tops(tree: fd.Tree) -> list[str]:
 def tree_loss(
     logits: torch.Tensor, layer: DCYK, data: Data, words: tuple[str, ...], tags: tuple
 ) -> torch.Tensor:
-    """The structured hinge of one sentence (e2e-tree): D-CYK parses the sentence from the
-    encoder's tags (its decoded chart; no gradient through the table), Viterbi finds the
-    most probable tree in that chart with every wrong tag's lexical score raised by 1 (the
-    margin: cost-augmented decoding over the tags), and the loss is the log probability of
-    that tree's tags less that of the gold tags, over the words where they differ, divided
-    by the sentence's length. The rules' log probabilities enter the choice of the tree
-    but not the gradient (they do not depend on the encoder), so the gradient reaches the
-    tags the parse chose and the gold tags where the two differ, and is 0 where the
-    parse's tags are the gold ones."""
+    """The margin loss of one sentence (e2e-tree), a structured-perceptron surrogate of the
+    cost-augmented hinge: D-CYK parses the sentence from the encoder's tags (its decoded
+    chart; no gradient through the table), Viterbi finds the most probable tree in that
+    chart with every wrong tag's lexical score raised by 1 (cost-augmented decoding over
+    the tags), and the loss is the log probability of that tree's tags less that of the
+    gold tags, over the words where they differ, divided by the sentence's length.
+
+    Its gradient is the hinge's subgradient with respect to the lexical scores: at a word
+    whose tags differ, e_a - e_t on the logits (the parse's tag a pushed down, the gold tag
+    t up), 0 where the parse's tags are the gold ones or no tree is found. Its value is not
+    the hinge's: the rules' log probabilities and the costs, which choose the tree but do
+    not depend on the encoder, are left out, so it can be negative; and a gold tag below
+    :data:`FLOOR`, absent from the chart, always contributes (log p of it is under
+    log 1e-4)."""
     with torch.no_grad():
         out = layer([words], preterminals=dcyk_input(logits))
     gold = [data.tags[t] for t in tags]
@@ -407,10 +417,11 @@ def second_stage(
     """The pipeline's tagger trained further, ``--stage-steps`` steps, Adam from ``--stage-lr``
     annealed to 0 (cosine). Every step takes a batch of 32 training sentences (all lengths,
     cycling through the training set) and one sentence of at most ``--dcyk-length`` words,
-    with the tag loss on both; ``e2e`` (``through_dcyk``) adds D-CYK's chart loss on the
-    single sentence against the chart of its gold tags, through the table. Without it
-    (``continued``) the stage is the same steps, batches and dropout: the control that tells
-    the chart loss's effect from that of the extra training.
+    with the tag loss on both; ``e2e`` and ``e2e-log`` (``through_dcyk``) add D-CYK's chart
+    loss on the single sentence against the chart of its gold tags, through the table,
+    ``e2e-tree`` its :func:`tree_loss` instead. Without either (``continued``) the stage is
+    the same steps, batches and dropout: the control that tells the second loss's effect
+    from that of the extra training.
 
     One D-CYK sentence per step: D-CYK keeps every cell's update for the backward pass (a
     15-word sentence needs about 2.3 GB at d = 1024 in float32). The batches keep the tag
@@ -773,7 +784,7 @@ def report(args: argparse.Namespace) -> None:
 
 def plot(record: dict) -> None:
     """Three panels: the tagger's training by seed; the chart loss of the end-to-end stage;
-    each seed's test F1 for the three trained models (the spread between seeds beside the
+    each seed's test F1 for each trained model (the spread between seeds beside the
     differences between models)."""
     import matplotlib
 
