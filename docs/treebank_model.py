@@ -244,20 +244,10 @@ def lexical_scores(logits: torch.Tensor, tags: tuple[str, ...]) -> list[dict]:
     return [{tags[k]: float(row[k]) for k in np.flatnonzero(row > floor)} for row in logp]
 
 
-def chain_tops(tree: fd.Tree) -> list[str]:
-    """Each word's preterminal in a tree: the highest node over that word alone (the label
-    of the CNF grammar's lexical rule, above the unary chain the tree shows)."""
-    out: list[str] = []
-
-    def walk(t: fd.Tree) -> None:
-        if len(t.leaves()) == 1:
-            out.append(t.label)
-        else:
-            for c in t.children:
-                walk(c)
-
-    walk(tree)
-    return out
+def parse_tags(data: Data, tree: fd.Tree, words: tuple[str, ...]) -> tuple[str, ...]:
+    """Each word's preterminal in a tree of the grammar, read as the gold tags are: the
+    tree in the treebank's labels, then ``TreebankGrammar.preterminals_of``."""
+    return data.tb.preterminals_of(data.tb.to_treebank(tree, words))
 
 
 def tree_loss(
@@ -289,7 +279,8 @@ def tree_loss(
     logp = torch.log_softmax(logits[0], -1)
     terms = [
         logp[i, index[a]] - logp[i, t]
-        for i, (a, t) in enumerate(zip(chain_tops(best.tree), tags, strict=True))
+        # the tree's tags as the gold ones were read (TreebankGrammar.preterminals_of)
+        for i, (a, t) in enumerate(zip(parse_tags(data, best.tree, words), tags, strict=True))
         if index[a] != t
     ]
     return torch.stack(terms).sum() / len(words) if terms else logits.sum() * 0.0
@@ -386,27 +377,21 @@ def stage_draws(data: Data, args: argparse.Namespace) -> Iterator[tuple[list, tu
 
 
 def stage_losses(
-    enc: Encoder,
-    layer: DCYK | None,
-    data: Data,
-    batch: list,
-    sentence: tuple,
-    log: bool,
-    tree: bool = False,
+    enc: Encoder, layer: DCYK | None, data: Data, batch: list, sentence: tuple, model: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A step's tag loss (the batch's plus the sentence's) and, with a ``layer``, the
-    sentence's chart loss through D-CYK against the chart of its gold tags (0 without;
-    ``log``: :func:`dcyk_input`'s log-probability gradient), or with ``tree`` its
-    :func:`tree_loss` instead."""
+    sentence's second loss for ``model``: D-CYK's chart loss against the chart of its gold
+    tags (``e2e``; ``e2e-log`` with :func:`dcyk_input`'s log-probability gradient) or its
+    :func:`tree_loss` (``e2e-tree``); 0 without a layer."""
     words, tags = sentence
     logits = enc([words], 0.1)
     tag = tag_loss(enc([w for w, _ in batch], 0.1), [t for _, t in batch])
     tag = tag + tag_loss(logits, [tags])
     if layer is None:
         return tag, torch.zeros(())
-    if tree:
+    if model == "e2e-tree":
         return tag, tree_loss(logits, layer, data, words, tags)
-    out = layer([words], preterminals=dcyk_input(logits, log))
+    out = layer([words], preterminals=dcyk_input(logits, model == "e2e-log"))
     # the layer's loss: the mean over every (i, j, A) of the decisions' cross-entropy
     return tag, out.loss([gold_chart(data, words, tags)])
 
@@ -441,9 +426,7 @@ def second_stage(
     draws = enumerate(itertools.islice(stage_draws(data, args), args.stage_steps), start=1)
     for step, (batch, sentence) in tqdm(draws, desc=name, total=args.stage_steps):
         opt.zero_grad()
-        tag, chart = stage_losses(
-            enc, layer, data, batch, sentence, args.model == "e2e-log", args.model == "e2e-tree"
-        )
+        tag, chart = stage_losses(enc, layer, data, batch, sentence, args.model)
         loss = tag + args.chart_weight * chart
         loss.backward()
         # the decoder's sigmoid is steep (beta = 50): a score near its boundary gives a
@@ -504,7 +487,8 @@ def gradients(args: argparse.Namespace) -> None:
     rows = []
     draws = itertools.islice(stage_draws(data, args), args.sentences)
     for batch, sentence in tqdm(draws, desc="gradients", total=args.sentences):
-        tag, chart = stage_losses(enc, layer, data, batch, sentence, args.log)
+        model = "e2e-log" if args.log else "e2e"
+        tag, chart = stage_losses(enc, layer, data, batch, sentence, model)
         rows.append({"words": len(sentence[0]), "chart": norm(chart), "tag": norm(tag)})
     ratio = np.array([r["chart"] / r["tag"] for r in rows])
     print(
