@@ -12,15 +12,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastdcyk.hrr import kernels as K
+from fastdcyk.hrr import kernels
 
 IMPLS = ("numba-serial", "numba-parallel", "numpy")
 
 
 def _impl(name: str, impl: str):
     if impl == "numpy":
-        return getattr(K, f"{name}_numpy")
-    return getattr(getattr(K, name), impl.removeprefix("numba-"))
+        return getattr(kernels, f"{name}_numpy")
+    return getattr(getattr(kernels, name), impl.removeprefix("numba-"))
 
 
 def _args(name: str, d: int):

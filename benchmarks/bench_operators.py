@@ -20,7 +20,7 @@ import scipy.linalg
 
 from fastdcyk.hrr import blocks as _blocks
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.hrr.fft import available_engines, get_engine
+from fastdcyk.hrr.fft import available_ffts, get_fft
 
 SYMS = ("a", "b", "c")
 
@@ -160,13 +160,13 @@ def test_circulant_scipy_pair(benchmark, d_large, large_or_smoke):
     assert np.abs(result - x).max() < 100 * np.finfo(np.float32).eps * np.log2(d) * np.abs(x).max()
 
 
-@pytest.mark.benchmark(group="engine: rfft + irfft pair over d x d, float32")
+@pytest.mark.benchmark(group="FFT library: rfft + irfft pair over d x d, float32")
 @pytest.mark.parametrize("axis", [0, 1])
-@pytest.mark.parametrize("engine", available_engines())
-def test_engine_pair(benchmark, d_large, engine, axis, large_or_smoke):
+@pytest.mark.parametrize("library", available_ffts())
+def test_fft_pair(benchmark, d_large, library, axis, large_or_smoke):
     """Why "auto" is scipy: each engine's whole-matrix round trip, into reused buffers."""
     d = d_large
-    eng = get_engine(engine)
+    eng = get_fft(library)
     x = np.random.default_rng(2).standard_normal((d, d)).astype(np.float32)
     shape = (d // 2 + 1, d) if axis == 0 else (d, d // 2 + 1)
     spec = eng.empty(shape, np.complex64)

@@ -8,6 +8,8 @@ back so that it can be scored against symbolic CYK.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastdcyk import capacity, options, threads
 from fastdcyk.cfg.cyk import cyk, recognizes
 from fastdcyk.cfg.forest import Forest, bracket_scores
@@ -23,7 +25,7 @@ from fastdcyk.engine.api import clear_caches, decode
 from fastdcyk.engine.batch import dcyk_batch
 from fastdcyk.engine.decode import decode_statistics
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.hrr.fft import available_engines, get_engine
+from fastdcyk.hrr.fft import available_ffts, get_fft, renamed
 from fastdcyk.hrr.operators import Operator
 
 __version__ = "0.3.0"
@@ -41,7 +43,7 @@ __all__ = [
     "Tree",
     "TreebankGrammar",
     "__version__",
-    "available_engines",
+    "available_ffts",
     "bracket_scores",
     "capacity",
     "clear_caches",
@@ -56,7 +58,7 @@ __all__ = [
     "evalb",
     "generate",
     "is_parse",
-    "get_engine",
+    "get_fft",
     "inside",
     "random_grammar",
     "recognizes",
@@ -64,3 +66,7 @@ __all__ = [
     "un_cnf",
     "viterbi",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    raise renamed(__name__, name)

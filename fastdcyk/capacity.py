@@ -1,8 +1,9 @@
 """A capacity model: the fidelity D-CYK will reach, predicted without any d x d work.
 
-:func:`predict` runs symbolic CYK over modelled readouts (:mod:`fastdcyk.engine.simulate`:
-the exact part of each readout from the codebook's own symbol spectra, the rest as noise of
-the variance the algebra gives), with the variant's gate, order and decoder, and scores the
+:func:`predict` runs symbolic CYK over modelled readouts (the simulation of the options'
+detection mode, :mod:`fastdcyk.engine.modes`, on :mod:`fastdcyk.engine.simulation`: the exact
+part of each readout from the codebook's own symbol spectra, the rest as noise of the
+variance the algebra gives), with the variant's gate, order and decoder, and scores the
 simulated charts against symbolic CYK; :func:`required_dim` searches the smallest d that
 reaches a target; :func:`estimate_memory` is the model's own memory.
 
@@ -22,10 +23,10 @@ from fastdcyk.cfg.cyk import cyk
 from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.metrics import Scores, cell_scores
+from fastdcyk.engine import modes
 from fastdcyk.engine.plan import default_codebook
 from fastdcyk.engine.progress import check_progress, progress_bar
-from fastdcyk.engine.simulate import CleanSim, MaskSim, TraceSim
-from fastdcyk.hrr import memory as _memory
+from fastdcyk.hrr import memory as system_memory
 from fastdcyk.options import (
     DEFAULT_VARIANT,
     VARIANTS,
@@ -33,6 +34,7 @@ from fastdcyk.options import (
     check_dim,
     check_int,
     resolve,
+    takes_options,
 )
 
 __all__ = ["DIM_GRID", "Prediction", "estimate_memory", "predict", "required_dim"]
@@ -77,16 +79,28 @@ class Prediction:
         )
 
 
-def _modelled(opt: DCYKOptions) -> DCYKOptions:
-    """``opt``, if the model simulates its read-back (it has no model of ``"cancel"``)."""
-    if opt.readback == "cancel":
+#: The options :func:`predict` does not take: the simulations model the decoder of their gate
+#: (the entry decoder for the entrywise gate, the trace decoder for the others), the unary
+#: step without a mask, no pruning beyond the dtype's epsilon, and no weighted table.
+NOT_MODELLED = ("decoder", "unary_mask", "prune", "weights", "beam")
+
+
+def _simulation(opt: DCYKOptions) -> Any:
+    """The simulation of ``opt``'s mode, if it models its read-back (the registry's facts:
+    :mod:`fastdcyk.engine.modes`)."""
+    mode = modes.select(opt.gate, opt.weights)
+    if opt.readback not in mode.modelled_readbacks:
+        have = ", ".join(repr(r) for r in mode.modelled_readbacks) or "none"
         raise ValueError(
-            "the capacity model simulates readback='lstsq' and 'matched'; readback='cancel' "
-            "has no model (its reads are limited by the errors of the reads before them): "
-            "measure it with fastdcyk.dcyk, or model readback='lstsq', its upper bound on "
-            "the noise"
+            f"the capacity model has no model of readback={opt.readback!r} with "
+            f"{mode.describe()}; it simulates {have}. Measure it with fastdcyk.dcyk"
+            + (
+                ", or model readback='lstsq', its upper bound on the noise"
+                if "lstsq" in mode.modelled_readbacks
+                else ""
+            )
         )
-    return opt
+    return mode.part("simulation")
 
 
 def _grammar(grammar: Any) -> Grammar:
@@ -130,23 +144,34 @@ def _sentences(grammar: Grammar, sentences_or_length: Any, n_sentences: int, see
     return sents
 
 
+@takes_options(exclude=("variant", *NOT_MODELLED))
 def estimate_memory(
     grammar: Grammar | str,
     length: int,
     d: int,
     variant: str = DEFAULT_VARIANT,
-    readback: str | None = None,
+    **options: Any,
 ) -> int:
     """Peak bytes the capacity model needs for sentences of ``length`` words at ``d``.
 
-    The model's arrays grow with the sentence length n: every variant keeps a weight per
-    (cell, nonterminal) and the spectra of the span sums; the trace model draws, for each
-    cell, a value for every (i1, k1, k2, j2) of spans, (n + 1)^4 of them, and gathers the
-    rules' pairs over (n + 1)^2 spans; the paper variant's model keeps a length-d mask per
-    (cell, nonterminal); the clean-up model with the matched read-back a nonterminal x
-    nonterminal matrix of overlaps, with the least-squares read-back (``readback``, the
-    cleanup variant's default) the symbol vectors in float64. Its time grows likewise:
-    about (n + 1)^6 for the trace model.
+    The model's arrays grow with the sentence length n: every simulation keeps a weight per
+    (cell, nonterminal) and the spectra of the span sums, and each mode's its own
+    (:meth:`Simulation.memory <fastdcyk.engine.simulation.Simulation.memory>`): the trace
+    model draws, for each cell, a value for every (i1, k1, k2, j2) of spans, (n + 1)^4 of
+    them, and gathers the rules' pairs over (n + 1)^2 spans; the paper variant's model keeps
+    a length-d mask per (cell, nonterminal); the clean-up model with the matched read-back a
+    nonterminal x nonterminal matrix of overlaps, with the least-squares read-back
+    (``readback``, the cleanup variant's default) the symbol vectors in float64. Its time
+    grows likewise: about (n + 1)^6 for the trace model.
+
+    Parameters
+    ----------
+    grammar : Grammar or str
+    length : int
+        The sentences' length n.
+    d : int
+    variant : {"cleanup", "trace", "paper"}, default "cleanup"
+    {options}
 
     Examples
     --------
@@ -154,61 +179,48 @@ def estimate_memory(
     True
     """
     grammar = _grammar(grammar)
-    n1 = check_int("length", length, 1) + 1
+    n = check_int("length", length, 1)
     d = check_dim(d)
-    opt = _modelled(resolve(variant, readback=readback))
-    gate = opt.gate
-    nn, rules = len(grammar.nonterminals), len(grammar.binary_rules)
-    h = d // 2 + 1
-    need = 3 * nn * h * 16 + 8 * n1 * n1 * nn * 4 + 2 * n1 * n1 * h * 16  # spectra, weights
-    if gate == "trace":
-        need += 4 * 8 * n1**4 + 2 * 8 * n1 * n1 * rules  # span values, gathered rule pairs
-    elif gate == "entrywise":
-        need += 8 * n1 * n1 * nn * d  # masks
-    elif opt.readback == "matched":
-        need += 8 * nn * nn  # overlaps of the written symbols
-    else:
-        need += 8 * (nn + len(grammar.terminals)) * d  # the vectors, float64
-    return int(need)
+    return _model_memory(grammar, n, d, resolve(variant, **options))
 
 
-def _check_memory(
-    grammar: Grammar, length: int, d: int, variant: str, readback: str | None = None
-) -> None:
-    """MemoryError, before anything is computed, when :func:`estimate_memory` exceeds what
-    the system has available; the message names the longest sentences that fit."""
-    need = estimate_memory(grammar, length, d, variant, readback)
-    avail = _memory.available_memory()
+def _model_memory(grammar: Grammar, n: int, d: int, opt: DCYKOptions) -> int:
+    return int(_simulation(opt).memory(grammar, n, d, opt))
+
+
+def _check_memory(grammar: Grammar, length: int, d: int, opt: DCYKOptions) -> None:
+    """MemoryError, before anything is computed, when the model's memory
+    (:func:`estimate_memory`) exceeds what the system has available; the message names the
+    longest sentences that fit."""
+    need = _model_memory(grammar, length, d, opt)
+    avail = system_memory.available_memory()
     if avail is None or need <= avail:
         return
     fits = length - 1
-    while fits >= 1 and estimate_memory(grammar, fits, d, variant, readback) > 0.9 * avail:
+    while fits >= 1 and _model_memory(grammar, fits, d, opt) > 0.9 * avail:
         fits -= 1
     hint = f"sentences of at most {fits} words fit" if fits >= 1 else "free some memory"
+    need_text, have = system_memory.format_bytes(need), system_memory.format_bytes(avail)
     raise MemoryError(
-        f"the capacity model ({variant}) for sentences of {length} words at d = {d} needs "
-        f"about {_memory.format_bytes(need)}, but only {_memory.format_bytes(avail)} of "
-        f"memory is available: {hint}. (Its memory grows as (n + 1)^4 and its time as "
-        "(n + 1)^6 with the sentence length n for the trace variant.)"
+        f"the capacity model ({opt.variant}) for sentences of {length} words at d = {d} "
+        f"needs about {need_text}, but only {have} of memory is available: {hint}. (Its "
+        "memory grows as (n + 1)^4 and its time as (n + 1)^6 with the sentence length n for "
+        "the trace variant.)"
     )
 
 
+@takes_options(exclude=("variant", *NOT_MODELLED))
 def predict(
     grammar: Grammar | str,
     sentences_or_length: int | Sequence[str | Sequence[str]],
     d: int,
     *,
     variant: str = DEFAULT_VARIANT,
-    encoding: str | None = None,
-    order: str | None = None,
-    beta: float | None = None,
-    threshold: float | None = None,
-    readback: str | None = None,
-    candidate_level: float | None = None,
     samples: int = 3,
     sentences: int = 100,
     seed: int = 0,
     progress: bool | float | None = None,
+    **options: Any,
 ) -> Prediction:
     """Predict D-CYK's cell precision, recall, F1 and exact-table rate, without parsing.
 
@@ -223,8 +235,7 @@ def predict(
         The dimension.
     variant : {"cleanup", "trace", "paper"}, default "cleanup"
         As for :func:`fastdcyk.dcyk` (:data:`fastdcyk.options.DEFAULT_VARIANT`).
-    encoding, order, beta, threshold, readback, candidate_level :
-        As in :func:`fastdcyk.dcyk` (the variant's defaults where None).
+    {options}
     samples : int, default 3
         Codebook draws (seeds ``seed``, ``seed + 1``, ...): the same codebooks that
         ``dcyk(..., seed=s)`` would build.
@@ -256,26 +267,10 @@ def predict(
     grammar = _grammar(grammar)
     d = check_dim(d)
     samples, sentences = check_int("samples", samples, 1), check_int("sentences", sentences, 1)
-    opt = _modelled(
-        resolve(
-            variant,
-            order=order,
-            encoding=encoding,
-            beta=beta,
-            threshold=threshold,
-            readback=readback,
-            candidate_level=candidate_level,
-        )
-    )
-    gate, order, encoding, beta, threshold = (
-        opt.gate,
-        opt.order,
-        opt.encoding,
-        opt.beta,
-        opt.threshold,
-    )
+    opt = resolve(variant, dtype="float64", **options)
+    simulation = _simulation(opt)
     sents = _sentences(grammar, sentences_or_length, sentences, seed)
-    _check_memory(grammar, max(len(s) for s in sents), d, variant, opt.readback)
+    _check_memory(grammar, max(len(s) for s in sents), d, opt)
     golds = [cyk(grammar, s, strict=True) for s in sents]
     total, exact = Scores(0, 0, 0), 0
     unitary = VARIANTS[variant]["unitary"]
@@ -284,11 +279,7 @@ def predict(
     try:
         for k in range(samples):
             cb = default_codebook(grammar, int(d), seed + k, "float64", unitary=unitary, threads=1)
-            args = (grammar, cb, encoding, order, float(beta), float(threshold))
-            if gate == "cleanup":
-                sim = CleanSim(*args, readback=opt.readback, level=opt.candidate_level)
-            else:
-                sim = {"trace": TraceSim, "entrywise": MaskSim}[gate](*args)
+            sim = simulation(grammar, cb, opt)
             rng = np.random.default_rng(np.random.SeedSequence(seed + k, spawn_key=(0xCA9,)))
             for s, gold in zip(sents, golds, strict=True):
                 chart = sim.run(s, rng)

@@ -1,10 +1,17 @@
-"""D-CYK's options in one place: the variants, gates, decoders, orders and encodings, their
-defaults, and the checks of every value a user can pass (d, seeds, beta, threshold, prune,
-dtype, executor).
+"""D-CYK's options, declared once: the variants, each option with its documentation and its
+check, and :func:`resolve`, which turns the options a user gives into a parse's.
 
-The engine (:func:`fastdcyk.dcyk`), the decoder, the capacity model, the experiment grid and
-the command line all call these, so a value is accepted, defaulted and refused the same way
-wherever it is given. The module imports nothing from the rest of the package.
+The fields of :class:`DCYKOptions` are the declarations: each carries its numpydoc type and
+documentation, and, for the command line, its choices or its check. The keyword options of
+:func:`fastdcyk.dcyk`, :func:`fastdcyk.dcyk_batch`, :class:`fastdcyk.nn.DCYK` and
+:func:`fastdcyk.capacity.predict` (their signatures, their checks, their parameter
+documentation: :func:`takes_options`) and the command line's options
+(:mod:`fastdcyk.cli.common`) are derived from them, so an option is accepted, defaulted,
+refused and documented the same way wherever it is given.
+
+Which gates, read-backs and weights exist and combine is not declared here but in the
+registry of detection modes (:mod:`fastdcyk.engine.modes`), which :func:`resolve` consults;
+that registry imports nothing of the package, and this module imports nothing else of it.
 
 Examples
 --------
@@ -13,16 +20,20 @@ Examples
 'trace'
 >>> options.resolve("paper", order="cell").order
 'cell'
->>> options.check_choice("gate", "diagonal", options.GATES)
+>>> options.resolve("trace", readback="lstsq")
 Traceback (most recent call last):
 ...
-ValueError: unknown gate 'diagonal': choose one of ('entrywise', 'trace', 'cleanup')
+ValueError: readback='lstsq' is not a read-back of gate='trace' (...), which has 'matched' only: ...
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -31,34 +42,41 @@ __all__ = [
     "BACKENDS",
     "CODEBOOKS",
     "DECODERS",
+    "DEFAULT_BEAM",
     "DEFAULT_BETA",
-    "DEFAULT_VARIANT",
-    "DEFAULT_THRESHOLD",
     "DEFAULT_CANDIDATE_LEVEL",
+    "DEFAULT_THRESHOLD",
+    "DEFAULT_VARIANT",
     "DTYPES",
     "ENCODINGS",
     "EXECUTORS",
-    "GATES",
-    "SCALAR_GATES",
+    "NAMES",
     "ORDERS",
-    "LEAST_SQUARES",
     "READBACKS",
+    "RENAMED",
     "VARIANTS",
     "WEIGHTS",
     "DCYKOptions",
     "check_backend",
-    "check_beta",
     "check_beam",
+    "check_beta",
     "check_beta_threshold",
     "check_candidate_level",
     "check_choice",
     "check_dim",
     "check_dtype",
     "check_int",
+    "check_keywords",
     "check_prune",
     "check_threshold",
+    "choices",
+    "declaration",
     "default_readback",
+    "documentation",
+    "documented",
+    "refuses_renamed",
     "resolve",
+    "takes_options",
 ]
 
 #: The variants and what each chooses: ``"paper"`` is the faithful algorithm, ``"trace"``
@@ -97,26 +115,17 @@ VARIANTS: dict[str, dict[str, Any]] = {
 #: parse`` and ``fastdcyk capacity``): the one that parses real grammars. ``"paper"``
 #: reproduces the paper; ``fastdcyk experiment`` (the paper's grid) runs its two variants.
 DEFAULT_VARIANT = "cleanup"
-#: ``"entrywise"``: P_A = sigma(M) (the paper); ``"trace"``: P_A = sigma(tr(M) / d) I;
-#: ``"cleanup"``: every completed cell is read once into a gated score per symbol (the trace
-#: decoder's readout), and P_A = sigma(t_A) I with t_A the grammar's rules applied to the
-#: children's scores (docs/method.md, section 6). P_right is neither read nor written.
-GATES = ("entrywise", "trace", "cleanup")
-#: The gates whose parse keeps P_left as 2-D spectra (every update a multiple of I).
-SCALAR_GATES = ("trace", "cleanup")
 #: ``"entry"``: entry (0, 0) of the readout (the paper); ``"trace"``: its trace over d.
 DECODERS = ("entry", "trace")
-#: How the clean-up gate reads a completed cell (docs/method.md, section 7): ``"lstsq"``
-#: solves for the amplitudes of the cell's candidates (the nonterminals its detections
-#: proposed) by least squares, every other nonterminal reads 0; ``"matched"`` reads every
-#: nonterminal with its own matched filter, the decoder's readout; ``"cancel"`` is
-#: ``"lstsq"`` reading each cell from the table less what was read before it (every read
-#: cell's items, with the amplitudes read, subtracted from a second copy of the table:
-#: successive interference cancellation, docs/method.md, section 7). The other gates read
-#: with their decoder (``"matched"``).
+#: Every read-back a mode may have (docs/method.md, section 7): ``"matched"`` reads every
+#: nonterminal with its own matched filter, the decoder's readout (``decoder``), and is the
+#: only read-back of the entrywise and trace gates; the clean-up gate's ``"lstsq"`` solves
+#: for the amplitudes of the cell's candidates (the nonterminals its detections proposed) by
+#: least squares, every other nonterminal reading 0, and ``"cancel"`` is ``"lstsq"`` reading
+#: each cell from the table less what was read before it (successive interference
+#: cancellation). A read-back other than ``"matched"`` reads the chart itself: the decoder
+#: does not apply. Which mode has which: :mod:`fastdcyk.engine.modes`.
 READBACKS = ("lstsq", "cancel", "matched")
-#: The read-backs that solve for the candidates' amplitudes by least squares.
-LEAST_SQUARES = ("lstsq", "cancel")
 #: The detection t_A above which a nonterminal is a candidate of its cell under the
 #: least-squares read-back (written, and solved for): a quarter of one derivation whose
 #: children both read clean (docs/method.md, section 7).
@@ -135,8 +144,8 @@ ORDERS = ("sequential", "cell")
 #: ``"paper"``: [X]+ [i]+ [j]+ in P_right and R_b^A = sum [B]+ [C]-, as in the paper;
 #: ``"roles"``: the right child under its own vector X', [X']+ [i]+ [j]+ and [B]+ [C']-.
 ENCODINGS = ("paper", "roles")
-#: ``"numpy"``: the engine's parsers (:mod:`fastdcyk.engine`); ``"torch"``: the same
-#: algorithm in PyTorch, batched and differentiable (:mod:`fastdcyk.engine.torch_backend`).
+#: ``"numpy"``: the numpy backend (:mod:`fastdcyk.engine.numpy_backend`); ``"torch"``: the
+#: same algorithm in PyTorch, batched and differentiable (:mod:`fastdcyk.engine.torch_backend`).
 BACKENDS = ("numpy", "torch")
 #: Where the tasks of an experiment grid run.
 EXECUTORS = ("serial", "process", "dask")
@@ -145,6 +154,8 @@ EXECUTORS = ("serial", "process", "dask")
 CODEBOOKS = ("grammar", "plain")
 #: The dtypes of the accumulators.
 DTYPES = ("float32", "float64")
+#: Keywords renamed in 0.4, refused until 0.5 with a message naming the new one.
+RENAMED = {"engine": "fft"}
 #: sigma's slope in sigma(x) = 1 / (1 + exp(-(x - 0.5) beta)); the paper gives none. Chosen
 #: by measurement: see docs/method.md.
 DEFAULT_BETA = 50.0
@@ -231,51 +242,6 @@ def check_prune(prune: Any, dtype: Any) -> float:
     return float(prune)
 
 
-@dataclass(frozen=True)
-class DCYKOptions:
-    """The resolved options of one parse (see :func:`fastdcyk.dcyk` and :func:`resolve`)."""
-
-    variant: str
-    gate: str
-    decoder: str
-    unary_mask: bool
-    beta: float
-    threshold: float
-    prune: float
-    order: str = "sequential"
-    encoding: str = "paper"
-    readback: str | None = None
-    candidate_level: float = DEFAULT_CANDIDATE_LEVEL
-    weights: str = "chart"
-    beam: float = DEFAULT_BEAM
-
-    def __post_init__(self) -> None:
-        if self.readback is None:  # as resolve gives it
-            object.__setattr__(self, "readback", default_readback(self.gate, self.weights))
-
-
-def default_readback(gate: str, weights: str) -> str:
-    """The read-back a parse gets when none is given.
-
-    Parameters
-    ----------
-    gate : str
-        One of :data:`GATES`.
-    weights : str
-        One of :data:`WEIGHTS`.
-
-    Returns
-    -------
-    str
-        ``"matched"`` for the gates other than the clean-up gate (their decoder);
-        ``"cancel"`` for the weighted table (its scores are read, and read errors add up
-        the table); ``"lstsq"`` otherwise.
-    """
-    if gate != "cleanup":
-        return "matched"
-    return "cancel" if weights == "table" else "lstsq"
-
-
 def check_candidate_level(level: Any) -> float:
     """The least-squares read-back's candidate level: a finite number >= 0."""
     ok = isinstance(level, int | float | np.integer | np.floating) and not isinstance(level, bool)
@@ -292,49 +258,372 @@ def check_beam(beam: Any) -> float:
     return float(beam)
 
 
-def resolve(
-    variant: str,
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` as a bool when it is True or False (numpy's too)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _modes() -> Any:
+    """The registry of detection modes, :mod:`fastdcyk.engine.modes` (it imports nothing of
+    the package; imported here when first needed, once the package is loaded)."""
+    from fastdcyk.engine import modes
+
+    return modes
+
+
+def _gates() -> tuple[str, ...]:
+    return _modes().gates()
+
+
+def _readbacks() -> tuple[str, ...]:
+    found = (r for m in _modes().MODES.values() for r in m.readbacks)
+    return tuple(dict.fromkeys((*READBACKS, *found)))
+
+
+# -- the declarations -------------------------------------------------------------------------
+
+
+def declaration(
+    kind: str,
+    doc: str,
     *,
-    gate: str | None = None,
-    decoder: str | None = None,
-    unary_mask: bool | None = None,
-    beta: float | None = None,
-    threshold: float | None = None,
-    prune: float | None = None,
-    order: str | None = None,
-    encoding: str | None = None,
-    readback: str | None = None,
-    candidate_level: float | None = None,
-    weights: str | None = None,
-    beam: float | None = None,
-    dtype: Any = "float32",
-) -> DCYKOptions:
-    """The options of a parse: the variant's preset (:data:`VARIANTS`) where None, each
-    checked.
+    choices: Any = None,
+    check: Callable[[Any], Any] | None = None,
+    cli: str | None = None,
+    **default: Any,
+) -> Any:
+    """A field of :class:`DCYKOptions` that declares an option.
 
     Parameters
     ----------
-    variant : {"paper", "trace", "cleanup"}
-    gate, decoder, unary_mask, order, encoding
-        Override the variant's choice.
-    readback : {"lstsq", "cancel", "matched"}, optional
-        How the clean-up gate reads a completed cell (:data:`READBACKS`); default
-        (:func:`default_readback`) ``"cancel"`` with ``weights="table"``, ``"lstsq"``
-        otherwise with the clean-up gate, ``"matched"`` with the others (which accept
-        nothing else).
-    candidate_level : float, optional
-        Default :data:`DEFAULT_CANDIDATE_LEVEL` (used by the least-squares read-backs only).
-    weights : {"chart", "table"}, optional
-        What a PCFG's probabilities do (:data:`WEIGHTS`, default ``"chart"``);
-        ``"table"`` needs the clean-up gate and a least-squares read-back.
-    beam : float, optional
-        Default :data:`DEFAULT_BEAM` (used by ``weights="table"`` only).
-    beta, threshold
-        Default :data:`DEFAULT_BETA` and :data:`DEFAULT_THRESHOLD`.
-    prune : float, optional
-        Default: ``dtype``'s machine epsilon.
+    kind : str
+        Its numpydoc type, as the keyword documentation shows it.
+    doc : str
+        Its documentation (the keyword's, where None is the variant's or the default's
+        value).
+    choices : tuple or callable, optional
+        The values allowed (a callable: asked each time, for the registry's gates).
+    check : callable, optional
+        A value's check (a number's range), raising ValueError.
+    cli : str, optional
+        What the command line's help says of it (its first sentence otherwise).
+    **default
+        ``default=`` of the field, where it has one.
+    """
+    meta = {"kind": kind, "doc": " ".join(doc.split()), "choices": choices, "check": check}
+    meta["cli"] = cli
+    return field(metadata=meta, **default)
+
+
+@dataclass(frozen=True)
+class DCYKOptions:
+    """The options of one parse, resolved (:func:`resolve`); every option is declared here.
+
+    Each field carries its documentation and its check (:func:`declaration`): the keyword
+    options of :func:`fastdcyk.dcyk`, :func:`fastdcyk.dcyk_batch`,
+    :class:`fastdcyk.nn.DCYK`, :func:`fastdcyk.capacity.predict` and the command line are
+    derived from them (:func:`takes_options`, :func:`documentation`). ``DCYKOptions`` is
+    also how a set of options travels as one object (``dcyk(..., options=opts)``;
+    ``dataclasses.replace(opts, beta=20)`` changes one).
+
+    Examples
+    --------
+    >>> opts = resolve("trace", beta=20)
+    >>> opts.gate, opts.beta, opts.readback
+    ('trace', 20.0, 'matched')
+    """
+
+    variant: str = declaration(
+        '{"cleanup", "trace", "paper"}',
+        """Default ``"cleanup"`` (:data:`fastdcyk.options.DEFAULT_VARIANT`): the trace
+        variant's codebook with the clean-up detection and the least-squares read-back, the
+        variant that parses real grammars (thousands of rules, cells of hundreds of symbols;
+        docs/method.md, sections 6 and 7; P_left only). ``"paper"`` reproduces the paper:
+        its faithful algorithm (entrywise gate, entry (0, 0) decoder), with the corrections
+        of docs/method.md, section 2; slow on large grammars (a few FFT passes per
+        nonterminal and cell). ``"trace"``: the paper's algorithm improved (trace gate and
+        trace decoder, docs/method.md, section 3). Each variant is a preset of the options
+        below (:data:`fastdcyk.options.VARIANTS`); an option given overrides it.""",
+        choices=tuple(VARIANTS),
+        cli=f"'{DEFAULT_VARIANT}' (the default: the one for real grammars), 'trace' (the "
+        "paper's algorithm improved) or 'paper' (the paper's algorithm, reproduced: slow on "
+        "large grammars)",
+    )
+    gate: str = declaration(
+        '{"entrywise", "trace", "cleanup"}',
+        """The detection mode (:mod:`fastdcyk.engine.modes`): ``"entrywise"`` (the paper:
+        P_A = sigma(M), masked to the diagonal in the binary step), ``"trace"``
+        (P_A = sigma(tr(M) / d) I) or ``"cleanup"`` (the grammar's rules over the children's
+        read-back scores, docs/method.md, section 6), or the gate of a mode added with
+        :func:`fastdcyk.engine.modes.register`. Default: the variant's.""",
+        choices=_gates,
+        cli="override the variant's gate",
+    )
+    decoder: str = declaration(
+        '{"entry", "trace"}',
+        """How the finished table is decoded with ``readback="matched"``: ``"entry"``
+        (entry (0, 0) of each readout, the paper's Algorithm 4) or ``"trace"`` (its trace
+        over d, which sees far less noise). Default: the variant's.""",
+        choices=DECODERS,
+        cli="override the variant's decoder",
+    )
+    unary_mask: bool = declaration(
+        "bool",
+        """Mask the unary P_A to its diagonal, as the binary step masks its own
+        (the entrywise gate). Default: the variant's (False).""",
+        check=lambda v: check_flag("unary_mask", v),
+        cli="mask the unary P_A to its diagonal",
+    )
+    beta: float = declaration(
+        "float",
+        """Slope of sigma(x) = 1 / (1 + exp(-(x - 0.5) beta)); default
+        :data:`fastdcyk.options.DEFAULT_BETA`.""",
+        check=check_beta,
+        cli=f"sigmoid slope (default {DEFAULT_BETA:g})",
+    )
+    threshold: float = declaration(
+        "float",
+        """The decoder's threshold on sigma (default 0.99, the paper's).""",
+        check=check_threshold,
+        cli=f"decoder threshold on sigma (default {DEFAULT_THRESHOLD})",
+    )
+    prune: float = declaration(
+        "float",
+        """Skip an update whose P_A has no entry above this in magnitude (default: the
+        dtype's machine epsilon: such an update is below the accumulators' resolution).""",
+        check=lambda v: check_prune(v, "float32"),
+        cli="skip an update whose P_A has no entry above this (default: the dtype's epsilon)",
+    )
+    order: str = declaration(
+        '{"sequential", "cell"}',
+        """``"sequential"``: the paper's order, each update applied before the next
+        detection of the same cell (a later nonterminal reads an earlier one's update:
+        crosstalk, since in CNF no symbol of a cell depends on another of the same cell).
+        ``"cell"``: every detection of a cell reads the table as it was before the cell,
+        so the cell's detections share one pass and its updates are applied together (far
+        cheaper on large grammars). Default: the variant's (paper: sequential, trace and
+        cleanup: cell).""",
+        choices=ORDERS,
+        cli="order of the updates in a cell: 'sequential' (the paper's: each update applied "
+        "before the next detection) or 'cell' (every detection of a cell reads the table as "
+        "it was before the cell; much cheaper); default: the variant's ("
+        + ", ".join(f"{v} {p['order']}" for v, p in VARIANTS.items())
+        + ")",
+        default="sequential",
+    )
+    encoding: str = declaration(
+        '{"paper", "roles"}',
+        """``"paper"``: P_right holds [X]+ [i]+ [j]+ and R_b^A = sum over A -> B C of
+        [B]+ [C]-, as in the paper; a rule A -> B B then reduces to the identity (~I) and A
+        is proposed over any split whose halves share a nonterminal. ``"roles"``: every
+        nonterminal X also gets an independent right-child vector X' (the codebook's
+        namespace ``"right"``): P_right holds [X']+ [i]+ [j]+ and R_b^A = sum [B]+ [C']-
+        (docs/method.md, section 3). Default: the variant's (trace: ``"roles"``, the others:
+        ``"paper"``).""",
+        choices=ENCODINGS,
+        cli="'paper': the paper's encoding; 'roles': right children under their own "
+        "vectors, so that rules A -> B B stay distinct (default: the variant's)",
+        default="paper",
+    )
+    readback: str | None = declaration(
+        '{"lstsq", "cancel", "matched"}',
+        """How a completed cell is read, both for its parents and for the chart
+        (docs/method.md, section 7; which gate has which: :mod:`fastdcyk.engine.modes`).
+        ``"lstsq"`` (the clean-up gate's default): the cell's candidates (the nonterminals
+        whose detection t_A exceeds ``candidate_level``, the only updates written) are read
+        together by least squares over their vectors, so that the symbols of a cell no
+        longer blur each other; every other nonterminal reads 0. ``"cancel"`` (the default
+        with ``weights="table"``): the same read of a second copy of the table from which
+        every read is subtracted (the words first, then each cell's candidates with their
+        amplitudes as read), so that the items of the cells read before it no longer leak
+        into a cell's read (successive interference cancellation); one more spectrum of
+        (d/2 + 1) x d complex numbers (the bytes of a d x d matrix) during the parse.
+        ``"matched"``: every nonterminal is read with its own matched filter; the final
+        chart is then the decoder's (``decoder``). The entrywise and trace gates read with
+        their decoder and have ``"matched"`` only.""",
+        choices=_readbacks,
+        cli="how the cleanup variant reads a finished cell: 'lstsq' (its default: its "
+        "candidates solved for by least squares), 'cancel' (the same, each cell read from "
+        "the table less what was read before it; the default with --weights table) or "
+        "'matched' (one matched filter per nonterminal); docs/method.md, section 7",
+        default=None,
+    )
+    candidate_level: float = declaration(
+        "float",
+        """The detection t_A above which a nonterminal is a candidate of its cell under
+        the least-squares read-backs (default 0.25,
+        :data:`fastdcyk.options.DEFAULT_CANDIDATE_LEVEL`).""",
+        check=check_candidate_level,
+        cli="the detection above which a nonterminal is a candidate of its cell under the "
+        f"least-squares read-backs (default {DEFAULT_CANDIDATE_LEVEL:g})",
+        default=DEFAULT_CANDIDATE_LEVEL,
+    )
+    weights: str = declaration(
+        '{"chart", "table"}',
+        """What a PCFG's probabilities do (docs/method.md, section 10). ``"chart"`` (the
+        default): they rank the trees of the decoded chart (:meth:`DCYKResult.tree`,
+        :meth:`DCYKResult.best_parse`), nothing of them is written. ``"table"``: each item
+        is written with an amplitude that carries its Viterbi score relative to its cell's
+        best (the cells' best scores kept outside the table), the scores are read back by
+        least squares and the parents' scores computed from them; the result's
+        :attr:`~DCYKResult.table_scores` and :meth:`~DCYKResult.table_parse` give the
+        scores and the most probable tree as read. Needs a weighted grammar, the clean-up
+        gate with a least-squares read-back (``"cancel"`` unless told otherwise) and the
+        numpy backend. Its scores are read during the parse, with the cells' scales kept
+        outside the table: :func:`fastdcyk.decode` of the result gives its chart, a bare
+        P_left of it decodes as a chart of gates (the items written with amplitudes below
+        the decision boundary, about 0.59, then read as absent).""",
+        choices=WEIGHTS,
+        cli="'chart' (the default): a PCFG's probabilities rank the decoded chart's trees; "
+        "'table': each item is written with an amplitude carrying its Viterbi score, read "
+        "back from the table (docs/method.md, section 10)",
+        default="chart",
+    )
+    beam: float = declaration(
+        "float",
+        """With ``weights="table"``: how far (nats) below its cell's best an item is still
+        written (default 10, :data:`fastdcyk.options.DEFAULT_BEAM`); amplitudes 1/8 to 1
+        span it, so a wider beam keeps more items and reads each score less precisely.""",
+        check=check_beam,
+        cli=f"with --weights table: how far (nats) below its cell's best an item is still "
+        f"written (default {DEFAULT_BEAM:g})",
+        default=DEFAULT_BEAM,
+    )
+
+    def __post_init__(self) -> None:
+        if self.readback is None:  # as resolve gives it
+            object.__setattr__(self, "readback", default_readback(self.gate, self.weights))
+
+
+#: The options, in declaration order: the fields of :class:`DCYKOptions`.
+NAMES: tuple[str, ...] = tuple(f.name for f in fields(DCYKOptions))
+
+
+def _declared(name: str) -> Mapping[str, Any]:
+    return DCYKOptions.__dataclass_fields__[name].metadata
+
+
+def choices(name: str) -> tuple[Any, ...] | None:
+    """The values an option allows (None: a number or a flag, see its check)."""
+    allowed = _declared(name)["choices"]
+    return allowed() if callable(allowed) else allowed
+
+
+def documentation(names: Sequence[str] = NAMES, indent: int = 4) -> str:
+    """The numpydoc entries of the options ``names``, as keywords (each optional)."""
+    pad = " " * indent
+    out = []
+    for name in names:
+        meta = _declared(name)
+        out.append(f"{pad}{name} : {meta['kind']}, optional")
+        words, line = meta["doc"].split(), ""
+        for word in words:  # wrapped at 92 columns
+            if line and len(pad) + 4 + len(line) + 1 + len(word) > 92:
+                out.append(f"{pad}    {line}")
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        out.append(f"{pad}    {line}")
+    return "\n".join(out)
+
+
+def check_keywords(given: Mapping[str, Any], where: str, allowed: Sequence[str]) -> None:
+    """A TypeError for a keyword of ``given`` that is not in ``allowed``, as Python words it
+    (``where``: the callable's name), naming the keyword's new name where it was renamed
+    (:data:`RENAMED`) or the closest allowed ones."""
+    for key in given:
+        if key in allowed:
+            continue
+        if key in RENAMED:
+            raise TypeError(
+                f"{where}() got the keyword {key}=, renamed {RENAMED[key]}= in fastdcyk 0.4 "
+                f"(the FFT library: 'auto', 'scipy', 'pyfftw' or 'numpy'): write "
+                f"{RENAMED[key]}={given[key]!r}"
+            )
+        near = difflib.get_close_matches(key, allowed, n=2)
+        hint = f" (did you mean {' or '.join(near)}?)" if near else ""
+        raise TypeError(f"{where}() got an unexpected keyword argument {key!r}{hint}")
+
+
+def refuses_renamed(func: Any) -> Any:
+    """``func`` refusing a keyword of :data:`RENAMED` with a message naming its new name
+    (where Python would only say it is unexpected)."""
+
+    @functools.wraps(func)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        for key in kwargs:
+            if key in RENAMED:
+                check_keywords({key: kwargs[key]}, func.__qualname__.removesuffix(".__init__"), ())
+        return func(*args, **kwargs)
+
+    return call
+
+
+def takes_options(*, exclude: Sequence[str] = ()) -> Callable[[Any], Any]:
+    """Give a function the option keywords: its ``**options`` catch-all becomes the declared
+    options (keyword-only, default None) but ``exclude`` in its signature, the line
+    ``{options}`` of its docstring their documentation (:func:`documentation`), and a call
+    with any other keyword a TypeError (:func:`check_keywords`)."""
+
+    def wrap(func: Any) -> Any:
+        sig = inspect.signature(func)
+        own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        names = [n for n in NAMES if n not in exclude and n not in sig.parameters]
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        extra = [inspect.Parameter(n, keyword, default=None) for n in names]
+        positional = [p for p in own if p.kind is not keyword]
+        keywords = [p for p in own if p.kind is keyword]
+        allowed = tuple(p.name for p in own if p.kind is not p.VAR_POSITIONAL) + tuple(names)
+        where = func.__qualname__.removesuffix(".__init__")
+
+        @functools.wraps(func)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            check_keywords(kwargs, where, allowed)
+            return func(*args, **kwargs)
+
+        # the option keywords after the function's own, but before an ``options=`` object
+        last = [p for p in keywords if p.name == "options"]
+        first = [p for p in keywords if p.name != "options"]
+        call.__signature__ = sig.replace(parameters=[*positional, *first, *extra, *last])
+        call.__doc__ = documented(func.__doc__ or "", names)
+        call.option_names = tuple(names)
+        return call
+
+    return wrap
+
+
+def documented(doc: str, names: Sequence[str]) -> str:
+    """``doc`` with its line ``{options}`` replaced by the documentation of the options
+    ``names`` (:func:`documentation`, at that line's indent): for a docstring that
+    :func:`takes_options` does not reach (a class's, whose ``__init__`` takes them)."""
+    lines = doc.split("\n")
+    for k, line in enumerate(lines):
+        if line.strip() == "{options}":
+            lines[k] = documentation(names, len(line) - len(line.lstrip()))
+    return "\n".join(lines)
+
+
+def default_readback(gate: str, weights: str) -> str:
+    """The read-back a parse gets when none is given: the first of its mode's
+    (:mod:`fastdcyk.engine.modes`; ``"cancel"`` for the weighted table, ``"lstsq"`` for the
+    clean-up gate, ``"matched"`` for the others)."""
+    return _modes().select(gate, weights).readbacks[0]
+
+
+@takes_options(exclude=("variant",))
+def resolve(variant: str | None = None, *, dtype: Any = "float32", **options: Any) -> DCYKOptions:
+    """The options of a parse: the variant's preset (:data:`VARIANTS`) where None, each
+    checked, their combination checked against the registered modes.
+
+    Parameters
+    ----------
+    variant : {"cleanup", "trace", "paper"}, optional
+        Default :data:`DEFAULT_VARIANT`.
     dtype : {"float32", "float64"}
         The accumulators' dtype (sets prune's default).
+    {options}
 
     Returns
     -------
@@ -343,49 +632,54 @@ def resolve(
     Raises
     ------
     ValueError
-        For an unknown choice or a value out of range; the message names what is allowed.
+        For an unknown choice or a value out of range, or options that no registered mode
+        combines; the message names what is allowed.
     """
+    modes = _modes()
+    variant = DEFAULT_VARIANT if variant is None else variant
     preset = VARIANTS[check_choice("variant", variant, VARIANTS)]
-    chosen = {}
-    for name, value, allowed in (
-        ("gate", gate, GATES),
-        ("decoder", decoder, DECODERS),
-        ("order", order, ORDERS),
-        ("encoding", encoding, ENCODINGS),
-    ):
-        chosen[name] = check_choice(name, preset[name] if value is None else value, allowed)
-    chosen["weights"] = check_choice("weights", "chart" if weights is None else weights, WEIGHTS)
-    if readback is None:
-        readback = default_readback(chosen["gate"], chosen["weights"])
-    chosen["readback"] = check_choice("readback", readback, READBACKS)
-    if chosen["readback"] in LEAST_SQUARES:
-        if chosen["gate"] != "cleanup":
+    given = {name: options.get(name) for name in NAMES if name != "variant"}
+    chosen: dict[str, Any] = {}
+    for name in ("gate", "decoder", "order", "encoding"):
+        value = preset[name] if given[name] is None else given[name]
+        chosen[name] = check_choice(name, value, choices(name))
+    weights = "chart" if given["weights"] is None else given["weights"]
+    chosen["weights"] = check_choice("weights", weights, WEIGHTS)
+    mode = modes.select(chosen["gate"], chosen["weights"])
+    readback = mode.readbacks[0] if given["readback"] is None else given["readback"]
+    chosen["readback"] = check_choice("readback", readback, choices("readback"))
+    if readback not in mode.readbacks:
+        able = [m.gate for m in modes.MODES.values() if readback in m.readbacks]
+        has = " or ".join(repr(r) for r in mode.readbacks)
+        elsewhere = (
+            f"use a gate that has it: {', '.join(repr(g) for g in dict.fromkeys(able))}"
+            if able
+            else "no mode has it"
+        )
+        raise ValueError(
+            f"readback={readback!r} is not a read-back of {mode.describe()}, which has "
+            f"{has} only: leave readback out, or {elsewhere}"
+        )
+    if readback != "matched":  # the read-back reads the chart itself
+        if given["decoder"] not in (None, "trace"):
             raise ValueError(
-                f"readback={readback!r} reads the candidates of the clean-up gate; gate "
-                f"{chosen['gate']!r} reads with its decoder: leave readback out, or use "
-                "gate='cleanup' (variant='cleanup')"
-            )
-        if decoder is not None and decoder != "trace":
-            raise ValueError(
-                f"decoder={decoder!r} does not apply to readback={readback!r}, which reads "
-                "the chart itself: use readback='matched' to decode with the entry decoder"
+                f"decoder={given['decoder']!r} does not apply to readback={readback!r}, which "
+                "reads the chart itself: use readback='matched' to decode with the entry "
+                "decoder"
             )
         chosen["decoder"] = "trace"  # its readouts are the trace decoder's
-    level = DEFAULT_CANDIDATE_LEVEL if candidate_level is None else candidate_level
-    chosen["candidate_level"] = check_candidate_level(level)
-    if chosen["weights"] == "table" and chosen["readback"] not in LEAST_SQUARES:
-        raise ValueError(
-            "weights='table' writes Viterbi scores as amplitudes and reads them back by "
-            "least squares: it needs variant='cleanup' with readback='cancel' (the default) "
-            "or 'lstsq'"
-        )
-    chosen["beam"] = check_beam(DEFAULT_BEAM if beam is None else beam)
-    beta, threshold = check_beta_threshold(beta, threshold)
+    level = given["candidate_level"]
+    chosen["candidate_level"] = check_candidate_level(
+        DEFAULT_CANDIDATE_LEVEL if level is None else level
+    )
+    chosen["beam"] = check_beam(DEFAULT_BEAM if given["beam"] is None else given["beam"])
+    mask = preset["unary_mask"] if given["unary_mask"] is None else given["unary_mask"]
+    beta, threshold = check_beta_threshold(given["beta"], given["threshold"])
     return DCYKOptions(
         variant=variant,
-        unary_mask=preset["unary_mask"] if unary_mask is None else bool(unary_mask),
+        unary_mask=check_flag("unary_mask", mask),
         beta=beta,
         threshold=threshold,
-        prune=check_prune(prune, check_dtype(dtype)),
+        prune=check_prune(given["prune"], check_dtype(dtype)),
         **chosen,
     )

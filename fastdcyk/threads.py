@@ -1,19 +1,19 @@
 """fastdcyk's threads, in one place.
 
-Two things in fastdcyk run on several threads: the FFTs (each FFT engine has a thread count)
+Two things in fastdcyk run on several threads: the FFTs (each FFT has a thread count)
 and the Numba kernels (a serial and a parallel build of each). One setting governs both:
 
-- :func:`set_threads` ``(n)``: ``n = 1`` makes new FFT engines single-threaded and the
+- :func:`set_threads` ``(n)``: ``n = 1`` makes new FFTs single-threaded and the
   kernels run their serial builds; ``n > 1`` gives both ``n`` threads; ``0`` or None (the
   default) gives both every core this process may run on (:func:`cores`).
 - :func:`limit` ``(n)`` does the same for the duration of a ``with`` block and then puts
   the setting back, so that code that needs one thread (a task of an experiment grid, a
   benchmark) changes nothing for its caller.
 
-An engine keeps the thread count it was built with (engines are cached per count, so FFT
-plans are shared); a codebook keeps its engine. So set the threads before building a
-codebook, or pass ``threads=`` to :class:`~fastdcyk.Codebook` or
-:func:`~fastdcyk.get_engine` for one codebook or engine. A process pool of one worker per
+An FFT keeps the thread count it was built with (FFTs are cached per library and count, so
+their plans are shared); a codebook keeps its FFT. So set the threads before building a
+codebook, or pass ``threads=`` to :class:`~fastdcyk.Codebook` or :func:`~fastdcyk.get_fft`
+for one codebook or FFT. A process pool of one worker per
 core sets 1 in every worker, so that workers do not fight over the cores.
 
 The torch backend (``dcyk(..., backend="torch")``) computes with PyTorch's own thread pool,
@@ -24,7 +24,7 @@ Examples
 --------
 >>> import fastdcyk
 >>> with fastdcyk.threads.limit(1):
-...     fastdcyk.get_engine("scipy").threads
+...     fastdcyk.get_fft("scipy").threads
 1
 """
 
@@ -71,7 +71,7 @@ def set_threads(n: int | None) -> None:
 
     ``n > 1`` sets Numba's thread count to ``n`` (at most
     ``numba.config.NUMBA_NUM_THREADS``); 0 or None gives Numba all of its threads back; 1
-    leaves Numba's count alone (the kernels then run their serial builds). FFT engines built
+    leaves Numba's count alone (the kernels then run their serial builds). FFTs built
     from then on use ``n`` threads (every core for 0). Inside a :func:`limit` block, the
     block's setting applies to its thread until the block ends.
 
@@ -90,7 +90,7 @@ def get_threads() -> int:
 
 
 def fft_threads() -> int:
-    """Threads of an FFT engine built now, in this thread, without an explicit count."""
+    """Threads of an FFT built now, in this thread, without an explicit count."""
     return get_threads() or cores()
 
 

@@ -21,7 +21,11 @@ MODULES = sorted(
     if not name.endswith(".__main__")
 )
 #: Modules that need PyTorch (the optional extra ``fastdcyk[torch]``).
-NEEDS_TORCH = tuple(m for m in MODULES if m.startswith("fastdcyk.engine.torch_")) + ("fastdcyk.nn",)
+NEEDS_TORCH = tuple(
+    m
+    for m in MODULES
+    if m.startswith(("fastdcyk.engine.torch_", "fastdcyk.nn")) or m.endswith(".torch_parser")
+)
 
 
 def test_every_module_is_listed():

@@ -7,19 +7,21 @@ import sys
 import time
 from typing import Any
 
+from fastdcyk import capacity
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cli.common import (
-    VARIANT_HELP,
     UsageError,
     add_grammar_file_options,
-    add_readback_option,
+    add_option_arguments,
     dimension,
     load_grammar,
     nonnegative_int,
+    option_values,
     positive_int,
 )
+from fastdcyk.engine import modes
 from fastdcyk.hrr.memory import format_bytes
-from fastdcyk.options import DEFAULT_VARIANT, ENCODINGS, VARIANTS, resolve
+from fastdcyk.options import DEFAULT_VARIANT, resolve
 
 
 def _probability_or_one(text: str) -> float:
@@ -37,28 +39,20 @@ PROGRESS_DELAY = 2.0
 
 
 def _cmd_capacity(args: argparse.Namespace) -> int:
-    from fastdcyk import capacity
-
     grammar = load_grammar(args.grammar, encoding=args.grammar_encoding, to_cnf=args.to_cnf)
-    kw = dict(
-        variant=args.variant,
-        encoding=args.encoding,
-        readback=args.readback,
-        samples=args.samples,
-        sentences=args.sentences,
-        seed=args.seed,
-    )
+    given = option_values(args)
+    kw = dict(given, samples=args.samples, sentences=args.sentences, seed=args.seed)
     t0 = time.perf_counter()
     try:
-        opt = resolve(args.variant, encoding=args.encoding, readback=args.readback)
+        opt = resolve(**given)
+        need = capacity.estimate_memory(grammar, args.length, max(args.dims), **given)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    mode = modes.select(opt.gate, opt.weights)
     how = f"encoding={opt.encoding}"
-    if opt.gate == "cleanup":
+    if len(mode.readbacks) > 1:
         how += f", readback={opt.readback}"
-    memory = format_bytes(
-        capacity.estimate_memory(grammar, args.length, max(args.dims), args.variant, opt.readback)
-    )
+    memory = format_bytes(need)
     print(
         f"capacity model: {args.grammar}, {args.sentences} sentences of length {args.length}, "
         f"variant={args.variant}, {how}, {args.samples} "
@@ -96,7 +90,7 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
             else ""
         )
         print(f"no d up to {top} is predicted to reach F1 >= {args.target_f1:g}{further}")
-        if args.variant != "cleanup":
+        if mode is not modes.select(resolve(DEFAULT_VARIANT).gate):
             print(
                 "(on a grammar of many rules per nonterminal the trace detection's noise "
                 "grows with the grammar: --variant cleanup, docs/method.md section 6)"
@@ -130,14 +124,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--target-f1", type=_probability_or_one, default=0.99, help="target F1 (default 0.99)"
     )
-    p.add_argument(
-        "--variant",
-        choices=tuple(VARIANTS),
-        default=DEFAULT_VARIANT,
-        help=VARIANT_HELP,
-    )
-    p.add_argument("--encoding", choices=ENCODINGS, help="override the variant's encoding")
-    add_readback_option(p, cancel=False)
+    # the options the model simulates, and the read-backs it has a model of
+    modelled = (r for m in modes.MODES.values() for r in m.modelled_readbacks)
+    names = ("variant", *capacity.predict.option_names)
+    add_option_arguments(p, names, allowed={"readback": tuple(dict.fromkeys(modelled))})
     p.add_argument(
         "--dims",
         nargs="+",

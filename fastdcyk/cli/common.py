@@ -11,12 +11,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from fastdcyk import options
 from fastdcyk.cfg.cyk import cyk
 from fastdcyk.cfg.grammar import Grammar, GrammarError
 from fastdcyk.cfg.metrics import cell_scores
 from fastdcyk.display import format_chart, format_chart_compact
+from fastdcyk.engine import modes
 from fastdcyk.experiments import (
     ExperimentConfig,
     ResultsFileError,
@@ -27,24 +29,16 @@ from fastdcyk.experiments import (
 from fastdcyk.options import (
     BACKENDS,
     CODEBOOKS,
-    DECODERS,
-    DEFAULT_BETA,
-    DEFAULT_THRESHOLD,
     DEFAULT_VARIANT,
     ENCODINGS,
     EXECUTORS,
-    GATES,
+    NAMES,
     ORDERS,
-    READBACKS,
     VARIANTS,
 )
 
 #: The help of every --variant option.
-VARIANT_HELP = (
-    f"'{DEFAULT_VARIANT}' (the default: the one for real grammars), 'trace' (the paper's "
-    "algorithm improved) or 'paper' (the paper's algorithm, reproduced: slow on large "
-    "grammars)"
-)
+VARIANT_HELP = options.DCYKOptions.__dataclass_fields__["variant"].metadata["cli"]
 
 #: Each variant's own order, for the help: "paper sequential, trace cell".
 VARIANT_ORDERS = ", ".join(f"{v} {VARIANTS[v]['order']}" for v in VARIANTS)
@@ -120,45 +114,55 @@ def add_grammar_file_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_option_arguments(
+    p: Any,
+    names: Sequence[str] = NAMES,
+    *,
+    allowed: dict[str, Sequence[Any]] | None = None,
+    help: dict[str, str] | None = None,
+) -> None:
+    """An argument ``--name`` for each option of ``names``, as :mod:`fastdcyk.options`
+    declares it: its choices (``allowed`` narrows them), its check, its help (the
+    declaration's command-line help unless ``help`` gives one). ``--variant`` defaults to
+    :data:`~fastdcyk.options.DEFAULT_VARIANT`, every other to None (the variant's choice);
+    :func:`option_values` reads them back."""
+    allowed, help = allowed or {}, help or {}
+    fields = options.DCYKOptions.__dataclass_fields__
+    for name in names:
+        meta = fields[name].metadata
+        flag = "--" + name.replace("_", "-")
+        text = help.get(name) or meta["cli"] or meta["doc"].split(". ")[0]
+        kw: dict[str, Any] = {"dest": name, "help": text, "default": None}
+        values = allowed.get(name, options.choices(name))
+        if name == "variant":
+            kw["default"] = DEFAULT_VARIANT
+        if values is not None:
+            kw["choices"] = tuple(values)
+        elif fields[name].type in ("bool", bool):
+            kw["action"] = argparse.BooleanOptionalAction
+        else:
+            kw["type"] = _checked_number(name, meta["check"])
+        p.add_argument(flag, **kw)
+
+
+def _checked_number(name: str, check: Any) -> Any:
+    def convert(text: str) -> float:
+        return checked(check, number(text, float, f"a number for --{name.replace('_', '-')}"))
+
+    convert.__name__ = name  # argparse names the type in its messages
+    return convert
+
+
+def option_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The option keywords of the parsed ``args`` (those :func:`add_option_arguments` gave,
+    None where not given)."""
+    return {name: getattr(args, name) for name in NAMES if hasattr(args, name)}
+
+
 def add_parse_options(p: argparse.ArgumentParser) -> None:
-    """The D-CYK options shared by the subcommands that parse."""
-    p.add_argument(
-        "--variant",
-        choices=tuple(VARIANTS),
-        default=DEFAULT_VARIANT,
-        help=VARIANT_HELP,
-    )
-    p.add_argument("--gate", choices=GATES, help="override the variant's gate")
-    p.add_argument("--decoder", choices=DECODERS, help="override the variant's decoder")
-    p.add_argument(
-        "--order",
-        choices=ORDERS,
-        help="order of the updates in a cell: 'sequential' (the paper's: each update applied "
-        "before the next detection) or 'cell' (every detection of a cell reads the table as "
-        f"it was before the cell; much cheaper); default: the variant's ({VARIANT_ORDERS})",
-    )
-    p.add_argument(
-        "--encoding",
-        choices=ENCODINGS,
-        help="'paper': the paper's encoding; 'roles': right children under their own "
-        "vectors, so that rules A -> B B stay distinct (default: paper)",
-    )
-    add_readback_option(p, weights=True)
-    p.add_argument(
-        "--unary-mask",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="mask the unary P_A to its diagonal",
-    )
-    p.add_argument(
-        "--beta", type=beta, default=None, help=f"sigmoid slope (default {DEFAULT_BETA:g})"
-    )
-    p.add_argument(
-        "--threshold",
-        type=threshold,
-        default=None,
-        help=f"decoder threshold on sigma (default {DEFAULT_THRESHOLD})",
-    )
+    """The D-CYK options (every declared one) and the codebook's, shared by the
+    subcommands that parse."""
+    add_option_arguments(p)
     p.add_argument("--seed", type=nonnegative_int, default=0, help="codebook seed (default 0)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     p.add_argument(
@@ -166,28 +170,6 @@ def add_parse_options(p: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="unitary symbol vectors (default: the variant's choice)",
-    )
-
-
-def add_readback_option(
-    p: argparse.ArgumentParser, cancel: bool = True, weights: bool = False
-) -> None:
-    """``--readback``: with ``cancel`` the choice ``"cancel"`` too; ``weights``: the command
-    has ``--weights``, whose table route reads with it by default."""
-    choices = READBACKS if cancel else tuple(r for r in READBACKS if r != "cancel")
-    also = (
-        "'cancel' (the same, each cell read from the table less what was read before it"
-        + ("; the default with --weights table" if weights else "")
-        + "), "
-        if cancel
-        else ""
-    )
-    p.add_argument(
-        "--readback",
-        choices=choices,
-        help="how the cleanup variant reads a finished cell: 'lstsq' (its default: its "
-        f"candidates solved for by least squares), {also}or 'matched' (one matched filter "
-        "per nonterminal); docs/method.md, section 7",
     )
 
 
@@ -250,7 +232,14 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> 
         + ", ".join(f"{v!r} uses {VARIANTS[v]['encoding']!r}" for v in VARIANTS)
         + ")",
     )
-    add_readback_option(g)
+    add_option_arguments(
+        g,
+        ["readback"],
+        help={
+            "readback": "the cleanup variant's read-back (default: its own); "
+            "docs/method.md, section 7"
+        },
+    )
     g.add_argument(
         "--codebooks",
         choices=CODEBOOKS,
@@ -336,7 +325,7 @@ def add_run_options(p: argparse.ArgumentParser, *, default_executor: str = "proc
         "--backend",
         choices=BACKENDS,
         default="numpy",
-        help="'numpy': the numpy engine, one sentence at a time per worker (default); "
+        help="'numpy': the numpy backend, one sentence at a time per worker (default); "
         "'torch': each task's sentences in batches with PyTorch, on --device, from this "
         "process (pip install 'fastdcyk[torch]'). The records have the same fields (and in "
         "float64 the same values); their seconds are then a batch's time divided evenly "
@@ -413,20 +402,8 @@ def non_cnf_rule(grammar: Grammar) -> str:
 
 
 def parse_kwargs(args: argparse.Namespace) -> dict:
-    return {
-        "variant": args.variant,
-        "gate": args.gate,
-        "decoder": args.decoder,
-        "order": args.order,
-        "encoding": args.encoding,
-        "readback": args.readback,
-        "unary_mask": args.unary_mask,
-        "beta": args.beta,
-        "threshold": args.threshold,
-        "seed": args.seed,
-        "dtype": args.dtype,
-        "unitary": args.unitary,
-    }
+    """The keywords of :func:`fastdcyk.dcyk` that :func:`add_parse_options` gives."""
+    return {**option_values(args), "seed": args.seed, "dtype": args.dtype, "unitary": args.unitary}
 
 
 def report(
@@ -438,10 +415,11 @@ def report(
     o = result.options
     sc = cell_scores(gold, result.chart)
     t = sum(result.timings.values())
+    mode = modes.select(o.gate, o.weights)
     print(
         f"D-CYK, variant={o.variant} (gate={o.gate}, "
-        + (f"readback={o.readback}, " if o.gate == "cleanup" else "")
-        + (f"decoder={o.decoder}, " if o.readback == "matched" else "")
+        + (f"readback={o.readback}, " if len(mode.readbacks) > 1 else "")
+        + (f"decoder={o.decoder}, " if modes.reader_of(o.readback) is None else "")
         + f"order={o.order}, encoding={o.encoding}, beta={o.beta:g}, "
         f"threshold={o.threshold:g}), "
         f"d={result.codebook.d}, "

@@ -16,21 +16,20 @@ from fastdcyk.cli.common import (
     UsageError,
     add_grammar_file_options,
     add_parse_options,
-    beam,
     check_out_file,
     dimension,
     load_grammar,
+    option_values,
     parse_kwargs,
     positive_int,
     report,
 )
 from fastdcyk.display import CHART_STYLES, chart_width, format_chart, format_chart_compact
-from fastdcyk.engine import dcyk
+from fastdcyk.engine import dcyk, modes
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.memory import check_parse_memory
-from fastdcyk.engine.plan import OPTION_KEYWORDS
 from fastdcyk.engine.progress import AUTO_DELAY, stderr_is_terminal
-from fastdcyk.options import DEFAULT_BEAM, WEIGHTS, resolve
+from fastdcyk.options import resolve
 
 #: ``fastdcyk parse`` shows its progress bar (on a terminal) once a parse has run this long.
 PARSE_PROGRESS_DELAY = AUTO_DELAY
@@ -58,19 +57,19 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     show = stderr_is_terminal() if args.progress is None else args.progress
     progress = PARSE_PROGRESS_DELAY if show else False
-    if args.beam is not None and args.weights != "table":
+    kwargs = parse_kwargs(args)
+    try:  # a bad option is an error, and nothing else is printed
+        opt = resolve(dtype=args.dtype, **option_values(args))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    table = modes.select(opt.gate, opt.weights).needs_probabilities  # the weights' table
+    if args.beam is not None and not table:
         raise UsageError("--beam applies to --weights table only: add --weights table")
-    if args.weights == "table" and args.k is not None:
+    if table and args.k is not None:
         raise UsageError(
             "--k lists the decoded chart's trees; --weights table prints the tree read from "
             "the table's scores beside the most probable one: leave one of them out"
         )
-    kwargs = {**parse_kwargs(args), "weights": args.weights, "beam": args.beam}
-    try:  # a bad option is an error, and nothing else is printed
-        options = {k: kwargs[k] for k in OPTION_KEYWORDS if k in kwargs}
-        opt = resolve(kwargs["variant"], dtype=kwargs["dtype"], **options)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
     # a parse that cannot fit is refused (MemoryError) before its cost is estimated
     check_parse_memory(args.dim, np.dtype(args.dtype), "auto", opt, len(words))
     note = slow_parse_note(grammar, len(words), args.dim, opt)
@@ -242,20 +241,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--k", type=positive_int, metavar="K", help="print the K best trees (implies --tree)"
     )
     p.add_argument("--ascii", action="store_true", help="draw trees with ASCII characters only")
-    p.add_argument(
-        "--weights",
-        choices=WEIGHTS,
-        help="on a probabilistic grammar: 'chart' (the default: the probabilities rank the "
-        "decoded chart's trees) or 'table' (each item's Viterbi score written into P_left "
-        "and read back; the tree read from those scores is printed too); docs/method.md, "
-        "section 10",
-    )
-    p.add_argument(
-        "--beam",
-        type=beam,
-        help=f"with --weights table: items this many nats below their cell's best are not "
-        f"written (default {DEFAULT_BEAM:g})",
-    )
     p.add_argument(
         "--plot",
         metavar="FILE",

@@ -114,7 +114,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--beta",
         type=beta,
-        help="beta to draw (default: the engine's, or the smallest of the results without it)",
+        help="beta to draw (default: fastdcyk's default beta, or the smallest of the results "
+        "without it)",
     )
     p.add_argument("--formats", nargs="+", choices=FIGURE_FORMATS, default=["png", "svg"])
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")

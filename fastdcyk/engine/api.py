@@ -8,24 +8,14 @@ The table P is kept as two dense matrices (docs/method.md, section 1),
     P_{right} = \\sum_{(i,j,X)} [X]^+ [i]^+ [j]^+ D_{ijX},
 
 and filled by the paper's Algorithms 2 (unary) and 3 (binary) with the two corrections of
-docs/method.md, section 2 (binary rules encoded as [B]+ [C]-, span check [j]- [i]+). Every operator
-is an implicit :class:`~fastdcyk.hrr.operators.Operator`; P_left and P_right are the only d x d
-matrices that live through the parse, beside a few work buffers held by the codebook and
-reused from one parse to the next.
+docs/method.md, section 2 (binary rules encoded as [B]+ [C]-, span check [j]- [i]+). Every
+operator is an implicit :class:`~fastdcyk.hrr.operators.Operator`; P_left and P_right are the
+only d x d matrices that live through the parse, beside a few work buffers held by the
+codebook and reused from one parse to the next.
 
-Options (``variant="cleanup"``, the default, parses real grammars; ``variant="paper"`` is
-the faithful algorithm, ``variant="trace"`` its improved form):
-
-- ``gate``: ``"entrywise"`` (the paper: P_A = sigma(M), masked to the diagonal in the binary
-  step), ``"trace"`` (P_A = sigma(tr(M) / d) I) or ``"cleanup"`` (the grammar's rules over
-  the children's clean scores);
-- ``readback``: how the clean-up gate reads a finished cell (``"lstsq"`` or ``"matched"``);
-- ``decoder``: ``"entry"`` (entry (0, 0), the paper) or ``"trace"`` (tr / d);
-- ``unary_mask``: mask the unary P_A to its diagonal as the binary step does;
-- ``beta``, ``threshold``: sigma's slope and the decoder's threshold on sigma;
-- ``prune``: an update whose P_A has no entry above ``prune`` in magnitude is skipped. Its
-  default is the dtype's machine epsilon: such an update is below the accumulators'
-  resolution and cannot change the result.
+The options (``variant="cleanup"``, the default, parses real grammars; ``variant="paper"``
+is the faithful algorithm, ``variant="trace"`` its improved form) are declared in
+:mod:`fastdcyk.options`; the detection modes they select, in :mod:`fastdcyk.engine.modes`.
 """
 
 from __future__ import annotations
@@ -38,16 +28,17 @@ import numpy as np
 
 from fastdcyk.cfg.generate import clear_cache as clear_generate_cache
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.engine import modes
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.decode import chart_from_statistics, check_matrix, decode_statistics
-from fastdcyk.engine.numpy_backend import parse_numpy, release_kept
-from fastdcyk.engine.numpy_cleanup import readback_statistics
-from fastdcyk.engine.numpy_weighted import WeightedParser  # noqa: F401  (registers it)
+from fastdcyk.engine.numpy_backend import parse_sentence
+from fastdcyk.engine.numpy_spectral import release_kept
 from fastdcyk.engine.plan import (
     Plan,
     clear_codebooks,
     cnf_grammar,
-    prepare_from,
+    option_keywords,
+    prepare,
     trim_codebooks,
     words_of,
 )
@@ -56,11 +47,13 @@ from fastdcyk.engine.result import DCYKResult
 from fastdcyk.engine.schedule import detections
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import (
-    READBACKS,
+    DEFAULT_VARIANT,
     DCYKOptions,
     check_beta_threshold,
     check_choice,
+    choices,
     resolve,
+    takes_options,
 )
 
 __all__ = ["clear_caches", "dcyk", "decode", "parse_plan"]
@@ -69,7 +62,7 @@ __all__ = ["clear_caches", "dcyk", "decode", "parse_plan"]
 def clear_caches() -> None:
     """Forget what parses keep for the next one: the codebooks :func:`dcyk` built (with
     their symbols' vectors, rule tables and work buffers), and the index matrices kept per
-    codebook by the numpy engine and the torch backend. The next parse builds them again
+    codebook by the numpy backend and the torch backend. The next parse builds them again
     (the results are the same).
 
     Sentence generation keeps the derivation counts of its last few grammars too
@@ -81,7 +74,7 @@ def clear_caches() -> None:
     >>> fd.clear_caches()
     """
     clear_codebooks()
-    release_kept()
+    release_kept()  # the numpy backend's index matrices
     clear_generate_cache()
     if "fastdcyk.engine.torch_backend" in sys.modules:  # never import torch for this
         sys.modules["fastdcyk.engine.torch_backend"].release_caches()
@@ -99,7 +92,7 @@ def parse_plan(
     """Parse every sentence of a prepared plan with a backend, in one batch for torch.
 
     The one place where a backend is chosen: ``"numpy"`` parses the sentences one at a time
-    (:func:`fastdcyk.engine.numpy_backend.parse_numpy`), ``"torch"`` as one batch
+    (:func:`fastdcyk.engine.numpy_backend.parse_sentence`), ``"torch"`` as one batch
     (:func:`fastdcyk.engine.torch_backend.parse_sentences`). ``on_progress`` is called
     with the number of detections made, as they are made (a progress bar).
     """
@@ -113,10 +106,11 @@ def parse_plan(
         return [DCYKResult(**f) for f in fields]
     kw = {"decode": decode, "record": record, "on_progress": on_progress}
     return [
-        parse_numpy(plan.grammar, ws, plan.codebook, plan.options, **kw) for ws in plan.sentences
+        parse_sentence(plan.grammar, ws, plan.codebook, plan.options, **kw) for ws in plan.sentences
     ]
 
 
+@takes_options()
 def dcyk(
     grammar: Grammar | str,
     words: str | Sequence[str],
@@ -125,21 +119,8 @@ def dcyk(
     d: int | None = None,
     seed: int = 0,
     dtype: Any = None,
-    variant: str | None = None,
-    gate: str | None = None,
-    decoder: str | None = None,
-    unary_mask: bool | None = None,
-    beta: float | None = None,
-    threshold: float | None = None,
-    prune: float | None = None,
-    order: str | None = None,
-    encoding: str | None = None,
-    readback: str | None = None,
-    candidate_level: float | None = None,
-    weights: str | None = None,
-    beam: float | None = None,
     unitary: bool | None = None,
-    engine: Any = "auto",
+    fft: Any = "auto",
     decode: bool = True,
     check_memory: bool = True,
     progress: bool | float | None = None,
@@ -147,6 +128,7 @@ def dcyk(
     backend: str = "numpy",
     device: Any = None,
     options: DCYKOptions | None = None,
+    **keywords: Any,
 ) -> DCYKResult:
     """Parse a sentence with D-CYK (the paper's Algorithms 2, 3 and 4).
 
@@ -172,84 +154,14 @@ def dcyk(
         Codebook seed (ignored when a codebook is given).
     dtype : {"float32", "float64"}, optional
         Default float32; must match the codebook's if both are given.
-    variant : {"cleanup", "trace", "paper"}, optional
-        Default ``"cleanup"`` (:data:`fastdcyk.options.DEFAULT_VARIANT`): the trace
-        variant's codebook with the clean-up detection and the least-squares read-back, the
-        variant that parses real grammars (thousands of rules, cells of hundreds of symbols;
-        docs/method.md, sections 6 and 7; P_left only). ``"paper"`` reproduces the paper:
-        its faithful algorithm (entrywise gate, entry (0, 0) decoder), with the
-        corrections of docs/method.md, section 2; slow on large grammars (a few FFT passes
-        per nonterminal and cell). ``"trace"``: the paper's algorithm improved (trace gate
-        and trace decoder, docs/method.md, section 3).
-    gate, decoder, unary_mask : optional
-        Override one ingredient of the preset: ``gate`` in {"entrywise", "trace", "cleanup"},
-        ``decoder`` in {"entry", "trace"}, ``unary_mask`` (mask the unary P_A to its diagonal).
-    beta : float, optional
-        Slope of sigma(x) = 1 / (1 + exp(-(x - 0.5) beta)); default :data:`DEFAULT_BETA`.
-    threshold : float, optional
-        Decoder threshold on sigma (default 0.99, the paper's).
-    prune : float, optional
-        Skip an update whose P_A has no entry above this (default: the dtype's epsilon).
-    order : {"sequential", "cell"}, optional
-        ``"sequential"``: the paper's order, each update applied before the next detection
-        of the same cell (a later nonterminal reads an earlier one's update: crosstalk, since
-        in CNF no symbol of a cell depends on another of the same cell). ``"cell"``: every
-        detection of a cell reads the table as it was before the cell, so the cell's
-        detections share one pass and its updates are applied together (far cheaper on
-        large grammars). Default: the variant's choice (paper: sequential, trace: cell).
-    encoding : {"paper", "roles"}, optional
-        ``"paper"``: P_right holds [X]+ [i]+ [j]+ and R_b^A = sum over A -> B C of
-        [B]+ [C]-, as in the paper; a rule A -> B B then reduces to the identity (~I) and A
-        is proposed over any split whose halves share a nonterminal. ``"roles"``: every
-        nonterminal X also gets an independent right-child vector X' (the codebook's
-        namespace ``"right"``): P_right holds [X']+ [i]+ [j]+ and R_b^A = sum [B]+ [C']-
-        (docs/method.md, section 3). Default: the variant's choice (paper: ``"paper"``,
-        trace: ``"roles"``).
-    readback : {"lstsq", "cancel", "matched"}, optional
-        How the clean-up gate reads a completed cell, both for its parents and for the
-        chart (docs/method.md, section 7). ``"lstsq"`` (its default): the cell's candidates
-        (the nonterminals whose detection t_A exceeds ``candidate_level``, the only updates
-        written) are read together by least squares over their vectors, so that the
-        symbols of a cell no longer blur each other; every other nonterminal reads 0.
-        ``"cancel"`` (the default with ``weights="table"``): the same read
-        of a second copy of the table from which every read is subtracted (the words
-        first, then each cell's candidates with their amplitudes as read), so that the
-        items of the cells read before it no longer leak into a cell's read (successive
-        interference cancellation); one more spectrum of (d/2 + 1) x d complex numbers (the
-        bytes of a d x d matrix) during the parse.
-        ``"matched"``: every nonterminal is read with its own matched filter (the trace
-        decoder), as before 0.3; the final chart is then the trace decoder's (or with
-        ``decoder="entry"`` the entry decoder's). Other gates read with their decoder and
-        accept ``"matched"`` only.
-    candidate_level : float, optional
-        The detection t_A above which a nonterminal is a candidate of its cell under
-        the least-squares read-backs (default 0.25,
-        :data:`fastdcyk.options.DEFAULT_CANDIDATE_LEVEL`).
-    weights : {"chart", "table"}, optional
-        What a PCFG's probabilities do (docs/method.md, section 10). ``"chart"`` (the
-        default): they rank the trees of the decoded chart (:meth:`DCYKResult.tree`,
-        :meth:`DCYKResult.best_parse`), nothing of them is written. ``"table"``: each item
-        is written with an amplitude that carries its Viterbi score relative to its
-        cell's best (the cells' best scores kept outside the table), the scores are read
-        back by least squares and the parents' scores computed from them; the result's
-        :attr:`~DCYKResult.table_scores` and :meth:`~DCYKResult.table_parse` give the
-        scores and the most probable tree as read. Needs a weighted grammar, the clean-up
-        gate with a least-squares read-back (``"cancel"`` unless told otherwise) and the
-        numpy backend. Its scores are read during
-        the parse, with the cells' scales kept outside the table: :func:`decode` of the
-        result gives its chart, a bare P_left of it decodes as a chart of gates (the
-        items written with amplitudes below the decision boundary, about 0.59, then read
-        as absent).
-    beam : float, optional
-        With ``weights="table"``: how far (nats) below its cell's best an item is still
-        written (default 10, :data:`fastdcyk.options.DEFAULT_BEAM`); amplitudes 1/8 to 1
-        span it, so a wider beam keeps more items and reads each score less precisely.
+    {options}
     unitary : bool, optional
         Unitary zero-mean symbol vectors, with the grammar's symbols and the span indices
         shifted by Sidon sets (only when the codebook is built here; see :class:`Codebook`
         and :func:`default_codebook`). Default: the variant's choice (see :data:`VARIANTS`).
-    engine : str, default "auto"
-        FFT engine (only when the codebook is built here).
+    fft : {"auto", "scipy", "pyfftw", "numpy"}, default "auto"
+        The FFT library (only when the codebook is built here; the keyword was ``engine``
+        before 0.4, refused with a message until 0.5).
     decode : bool, default True
         Decode the chart (Algorithm 4) after parsing.
     check_memory : bool, default True
@@ -270,14 +182,14 @@ def dcyk(
         largest entry and whether the update was applied or pruned.
     backend : {"numpy", "torch"}, default "numpy"
         ``"torch"``: the same algorithm, options and codebook in PyTorch
-        (:mod:`fastdcyk.engine.torch_backend`; needs ``pip install 'fastdcyk[torch]'``).
-        In float64 its accumulators equal the numpy engine's to rounding; the result is the same
-        type.
+        (:mod:`fastdcyk.engine.torch_backend`; needs ``pip install 'fastdcyk[torch]'``), for
+        the modes that have a torch parser (:mod:`fastdcyk.engine.modes`). In float64 its
+        accumulators equal the numpy backend's to rounding; the result is the same type.
     device : torch.device or str, optional
         Where the torch backend computes (default the CPU); only with ``backend="torch"``.
     options : DCYKOptions, optional
-        The options as one object (``variant`` to ``beam``), instead of the
-        keywords; giving both is refused.
+        The options as one object (``variant`` to ``beam``), instead of the keywords;
+        giving both is refused.
 
     Returns
     -------
@@ -310,7 +222,20 @@ def dcyk(
     delay = check_progress(progress)
     if not isinstance(record, bool | np.bool_):
         raise ValueError(f"record must be True or False, got {record!r}")
-    plan = prepare_from(locals(), [words])
+    plan = prepare(
+        grammar,
+        [words],
+        codebook,
+        d=d,
+        seed=seed,
+        dtype=dtype,
+        unitary=unitary,
+        fft=fft,
+        check_memory=check_memory,
+        backend=backend,
+        device=device,
+        options=option_keywords(options, keywords),
+    )
     (ws,) = plan.sentences
     where = " (torch)" if backend == "torch" else ""
     if progress is True or (progress is None and delay is not None):  # asked, or a terminal
@@ -411,13 +336,12 @@ def decode(
     if hasattr(result_or_p_left, "options") and hasattr(result_or_p_left, "p_left"):
         r = result_or_p_left
         o = r.options
+        asked = {"decoder": decoder, "readback": readback, "candidate_level": candidate_level}
         own = (
             (grammar is None or grammar is r.grammar or grammar == r.grammar)
             and (n is None or n == len(r.words))
             and (codebook is None or codebook is r.codebook)
-            and (decoder is None or decoder == o.decoder)
-            and (readback is None or readback == o.readback)
-            and (candidate_level is None or candidate_level == o.candidate_level)
+            and all(v is None or v == getattr(o, k) for k, v in asked.items())
             and (words is None or words == r.words)
         )
         grammar = r.grammar if grammar is None else grammar
@@ -426,7 +350,7 @@ def decode(
             words = r.words
         n = len(r.words if words is None else words) if n is None else n
         readback = readback or o.readback
-        decoder = decoder or (o.decoder if readback == "matched" else None)
+        decoder = decoder or (o.decoder if modes.reader_of(readback) is None else None)
         beta = o.beta if beta is None else beta
         threshold = o.threshold if threshold is None else threshold
         if candidate_level is None:
@@ -440,9 +364,10 @@ def decode(
             raise ValueError(
                 "decoding a bare P_left needs grammar= and codebook=, and n= (or words=)"
             )
-    readback = check_choice("readback", readback or "matched", READBACKS)
+    readback = check_choice("readback", readback or "matched", choices("readback"))
     beta, threshold = check_beta_threshold(beta, threshold)
-    if readback == "matched":
+    mode = modes.reader_of(readback)
+    if mode is None:  # the decoders read any P_left
         n = len(words) if n is None else n
         stats = decode_statistics(p_left, grammar, n, codebook, decoder=decoder or "entry")
         return chart_from_statistics(stats, n, beta=beta, threshold=threshold)
@@ -459,7 +384,8 @@ def decode(
             "chart itself: use readback='matched' to decode with the entry decoder"
         )
     opt = resolve(
-        "cleanup",
+        DEFAULT_VARIANT,
+        gate=mode.gate,
         readback=readback,
         beta=beta,
         threshold=threshold,
@@ -468,5 +394,5 @@ def decode(
     )
     check_matrix(p_left, codebook)
     with codebook.lock:  # the read-back uses the codebook's work buffers
-        stats = readback_statistics(p_left, grammar, ws, codebook, opt)
+        stats = mode.part("reader")(p_left, grammar, ws, codebook, opt)
     return chart_from_statistics(stats, len(ws), beta=beta, threshold=threshold)

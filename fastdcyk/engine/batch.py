@@ -1,10 +1,10 @@
 """Parsing many sentences at once: :func:`dcyk_batch`.
 
 With ``backend="torch"`` the sentences are parsed in batches by
-:mod:`fastdcyk.engine.torch_backend` (the numpy engine's algorithm in PyTorch, docs/method.md,
+:mod:`fastdcyk.engine.torch_backend` (the numpy backend's algorithm in PyTorch, docs/method.md,
 sections 2-4): sentences of similar
 length go into one batch, the cells they share are computed together, and a cell beyond a
-sentence's length is masked out of its updates. With ``backend="numpy"`` the numpy engine
+sentence's length is masked out of its updates. With ``backend="numpy"`` the numpy backend
 parses them one at a time, as :func:`fastdcyk.dcyk` does. Either way every sentence gets the
 :class:`~fastdcyk.engine.DCYKResult` that ``dcyk`` would return for it with the same codebook
 and options.
@@ -20,10 +20,10 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine.api import parse_plan
-from fastdcyk.engine.plan import Plan, prepare_from
+from fastdcyk.engine.plan import Plan, option_keywords, prepare
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import DCYKOptions, check_int
+from fastdcyk.options import DCYKOptions, check_int, takes_options
 
 __all__ = ["dcyk_batch", "default_batch_size", "in_batches"]
 
@@ -104,6 +104,7 @@ def in_batches(
         start += len(chunk)
 
 
+@takes_options()
 def dcyk_batch(
     grammar: Grammar | str,
     sentences: Sequence[str | Sequence[str]],
@@ -112,27 +113,15 @@ def dcyk_batch(
     d: int | None = None,
     seed: int = 0,
     dtype: Any = None,
-    variant: str | None = None,
-    gate: str | None = None,
-    decoder: str | None = None,
-    unary_mask: bool | None = None,
-    beta: float | None = None,
-    threshold: float | None = None,
-    prune: float | None = None,
-    order: str | None = None,
-    encoding: str | None = None,
-    readback: str | None = None,
-    candidate_level: float | None = None,
-    weights: str | None = None,
-    beam: float | None = None,
     unitary: bool | None = None,
-    engine: Any = "auto",
+    fft: Any = "auto",
     decode: bool = True,
     check_memory: bool = True,
     backend: str = "torch",
     device: Any = None,
     batch_size: int | None = None,
     options: DCYKOptions | None = None,
+    **keywords: Any,
 ) -> list[DCYKResult]:
     """Parse sentences with D-CYK, in batches: one :class:`DCYKResult` per sentence.
 
@@ -143,15 +132,14 @@ def dcyk_batch(
         The sentences (a str is split on whitespace), each checked as :func:`fastdcyk.dcyk`
         checks one (soft terminals included: a mapping ``{terminal: weight}`` at a
         position).
-    codebook, d, seed, dtype, variant, gate, decoder, unary_mask, beta, threshold, prune,
-    order, encoding, readback, candidate_level, weights, beam, unitary, engine, decode,
-    check_memory
+    codebook, d, seed, dtype, unitary, fft, decode, check_memory
         As for :func:`fastdcyk.dcyk`; one codebook (given or built here) serves every
         sentence.
+    {options}
     backend : {"torch", "numpy"}, default "torch"
         ``"torch"``: :mod:`fastdcyk.engine.torch_backend` on batches of sentences (the
         reason to call this function, hence a default other than :func:`fastdcyk.dcyk`'s);
-        ``"numpy"``: the numpy engine, one sentence at a time (every check made once for
+        ``"numpy"``: the numpy backend, one sentence at a time (every check made once for
         all of them).
     device : torch.device or str, optional
         Where the torch backend computes (default the CPU).
@@ -189,7 +177,20 @@ def dcyk_batch(
         raise TypeError("sentences must be a sequence of sentences, not one str")
     if len(sentences) == 0:
         return []
-    plan = prepare_from(locals(), sentences)
+    plan = prepare(
+        grammar,
+        sentences,
+        codebook,
+        d=d,
+        seed=seed,
+        dtype=dtype,
+        unitary=unitary,
+        fft=fft,
+        check_memory=check_memory,
+        backend=backend,
+        device=device,
+        options=option_keywords(options, keywords),
+    )
     if backend == "numpy":
         return parse_plan(plan, backend, decode=decode)
     if batch_size is None:

@@ -14,21 +14,20 @@ A is put in cell (i, j) iff ``sigma(statistic) > threshold`` with
 ``statistic > 0.5 + logit(threshold) / beta``. The statistics are kept, so one parse can be
 decoded at many thresholds (:func:`chart_from_statistics`). The cleanup variant's
 least-squares read-back (docs/method.md, section 7) reads the chart bottom-up instead:
-:func:`fastdcyk.engine.numpy_cleanup.readback_statistics`; :func:`fastdcyk.decode` offers
-every decoder.
+:func:`fastdcyk.engine.modes.cleanup.numpy_parser.readback_statistics`;
+:func:`fastdcyk.decode` offers every decoder.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fastdcyk.engine.rules import rule_tables
-from fastdcyk.hrr import buffers as B
-from fastdcyk.hrr import kernels as K
+from fastdcyk.hrr import buffers, kernels
 from fastdcyk.options import (
     DECODERS,
     DEFAULT_BETA,
@@ -51,7 +50,6 @@ __all__ = [
     "decision_boundary",
     "decode_statistics",
     "item_scores",
-    "sigmoid",
     "statistics_from_spectrum",
 ]
 
@@ -136,12 +134,6 @@ class Statistics(Mapping):
         return f"Statistics(n={self.n}, {len(self.nonterminals)} nonterminals)"
 
 
-def sigmoid(x: Any, beta: float) -> Any:
-    """The paper's sigma(x) = 1 / (1 + exp(-(x - 0.5) * beta)) for scalars and vectors."""
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-(np.asarray(x, dtype=np.float64) - 0.5) * beta))
-
-
 def decision_boundary(beta: float, threshold: float) -> float:
     """The statistic above which sigma(statistic) > threshold: 0.5 + logit(threshold) / beta."""
     beta, threshold = check_beta_threshold(beta, threshold)
@@ -177,9 +169,9 @@ def decode_statistics(
     check_choice("decoder", decoder, DECODERS)
     check_matrix(p_left, codebook)
     # Every decoder operator ends in C Phi: work from the spectrum of (Phi P_left)^T.
-    shuffled_t = B.SHUFFLED.new(codebook, zero=False)
+    shuffled_t = buffers.SHUFFLED.new(codebook, zero=False)
     shuffled_t[...] = codebook.phi().apply(p_left).T
-    fl = codebook.engine.rfft(shuffled_t, 1)
+    fl = codebook.fft.rfft(shuffled_t, 1)
     del shuffled_t
     return statistics_from_spectrum(fl, grammar, n, codebook, decoder=decoder)
 
@@ -204,7 +196,7 @@ def statistics_from_spectrum(
 ) -> Statistics:
     """:func:`decode_statistics` from ``FL = rfft((Phi P_left)^T, axis=1)``.
 
-    The engine keeps P_left in this form during a parse, so decoding needs no forward FFT.
+    The entrywise parser keeps P_left in this form during a parse, so decoding needs no forward FFT.
     """
     check_choice("decoder", decoder, DECODERS)
     if n < 1:
@@ -242,22 +234,22 @@ def _statistics_from_spectrum(
     # V_i, axis=1) Phi^T, Wt = Zt C_j^T and tr(C_A Phi W) = tr(C_A^T Wt Phi^T) = sum_m c_A[m]
     # sum_k Wt[k, perm[(k + m) mod d]]: one sum shared by every A. The row spectra of Zt are
     # taken once per i and serve every j: each cell then costs one inverse FFT.
-    zt = B.Y.get(codebook)
-    w = B.W.get(codebook)
-    s = codebook.spectrum_buffer(fl.shape)
-    zhat = B.YHAT.get(codebook, fl.shape)
+    zt = buffers.Y.get(codebook)
+    w = buffers.W.get(codebook)
+    s = buffers.SPECTRUM.get(codebook, fl.shape)
+    zhat = buffers.YHAT.get(codebook, fl.shape)
     sums = np.empty(d, dtype=np.float64)
     ident = codebook.permutation_index(0)
     for i in range(n):
-        K.spec_mul_into_axis1(fl, spectrum("index", i), s)
-        codebook.engine.irfft(s, d, 1, out=w)
-        K.gather_cols(w, codebook.perm, zt)
-        codebook.engine.rfft(zt, 1, out=zhat)
+        kernels.spec_mul_into_axis1(fl, spectrum("index", i), s)
+        codebook.fft.irfft(s, d, 1, out=w)
+        kernels.gather_cols(w, codebook.perm, zt)
+        codebook.fft.rfft(zt, 1, out=zhat)
         for j in range(i + 1, n + 1):
             # Wt = Zt C_j^T: the row spectra times spec(j)
-            K.spec_mul_into_axis1(zhat, spectrum("index", j), s)
-            codebook.engine.irfft(s, d, 1, out=w)
-            K.wrapped_diag_sums(w, ident, codebook.perm, sums)
+            kernels.spec_mul_into_axis1(zhat, spectrum("index", j), s)
+            codebook.fft.irfft(s, d, 1, out=w)
+            kernels.wrapped_diag_sums(w, ident, codebook.perm, sums)
             out[i, j] = (cols @ sums) / d
         if on_row is not None:
             on_row()

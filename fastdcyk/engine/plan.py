@@ -2,7 +2,8 @@
 
 :func:`prepare` is what :func:`fastdcyk.dcyk` and :func:`fastdcyk.dcyk_batch` do before any
 backend runs: the grammar is loaded and checked to be in CNF, the words checked against its
-terminals, the options resolved (:func:`fastdcyk.options.resolve`), the memory checked before
+terminals, the options resolved (:func:`fastdcyk.options.resolve`) and their mode asked
+whether the backend has it (:mod:`fastdcyk.engine.modes`), the memory checked before
 anything of size d is allocated, and the codebook built or checked. Every backend takes the
 resulting :class:`Plan`; the rule structure of its grammar (:mod:`fastdcyk.engine.rules`) is
 shared by all of them.
@@ -19,13 +20,14 @@ from typing import Any
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.engine import modes
 from fastdcyk.engine.memory import check_codebook_memory, check_parse_memory
 from fastdcyk.engine.rules import RuleStructure, rule_structure
 from fastdcyk.engine.soft import SoftWord, soft_word
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.hrr.fft import get_engine
+from fastdcyk.hrr.fft import get_fft
 from fastdcyk.options import (
-    DEFAULT_VARIANT,
+    NAMES,
     VARIANTS,
     DCYKOptions,
     check_backend,
@@ -42,9 +44,8 @@ __all__ = [
     "cnf_grammar",
     "trim_codebooks",
     "default_codebook",
-    "options_from",
+    "option_keywords",
     "prepare",
-    "prepare_from",
     "resolve_codebook",
     "words_of",
 ]
@@ -97,7 +98,7 @@ def default_codebook(
 
     Unitary: :meth:`Codebook.for_grammar` (the grammar's symbols shifted, span indices
     shifted, zero-mean symbol vectors); otherwise Gaussian vectors, as in the paper.
-    ``kwargs`` go to :class:`Codebook` (``engine``, ``threads``).
+    ``kwargs`` go to :class:`Codebook` (``fft``, ``threads``).
     """
     if unitary:
         return Codebook.for_grammar(grammar, int(d), seed=seed, dtype=dtype, **kwargs)
@@ -105,7 +106,7 @@ def default_codebook(
 
 
 #: The codebooks :func:`resolve_codebook` built, kept for the next parse with the same
-#: grammar, d, seed, dtype, vectors and FFT engine (their symbols' vectors and spectra,
+#: grammar, d, seed, dtype, vectors and FFT library (their symbols' vectors and spectra,
 #: rule tables and work buffers are reused): at most :data:`CODEBOOK_CACHE_SIZE`, and within
 #: :data:`CODEBOOK_CACHE_BYTES` together; :func:`clear_codebooks` empties it.
 _CODEBOOKS: OrderedDict[tuple, Codebook] = OrderedDict()
@@ -149,28 +150,28 @@ def resolve_codebook(
     seed: int,
     dtype: Any,
     unitary: bool,
-    engine: Any,
+    fft: Any,
     grammar: Grammar,
     before_build: Any = None,
 ) -> Codebook:
     """The codebook of a parse: ``codebook`` checked against ``d`` and ``dtype``, or the one
     :func:`default_codebook` builds (kept for the next parse with the same grammar, d, seed,
-    dtype, vectors and FFT engine: :data:`_CODEBOOKS`). ``before_build(d, dtype, engine)``
-    runs before a codebook is built (the memory check), with the FFT engine it will use."""
+    dtype, vectors and FFT library: :data:`_CODEBOOKS`). ``before_build(d, dtype, fft)``
+    runs before a codebook is built (the memory check), with the FFT it will use."""
     if codebook is None:
         if d is None:
             d = 1024
         d = check_dim(d)
         dtype = check_dtype(dtype)
-        engine = get_engine(engine)
+        fft = get_fft(fft)
         seed = check_int("seed", seed, 0)
-        key = (grammar, int(d), seed, dtype.name, bool(unitary), engine.name, engine.threads)
+        key = (grammar, int(d), seed, dtype.name, bool(unitary), fft.name, fft.threads)
         with _CODEBOOKS_LOCK:
             cb = _CODEBOOKS.get(key)
         if cb is None:
             if before_build is not None:
-                before_build(int(d), dtype, engine)
-            cb = default_codebook(grammar, int(d), seed, dtype, unitary=unitary, engine=engine)
+                before_build(int(d), dtype, fft)
+            cb = default_codebook(grammar, int(d), seed, dtype, unitary=unitary, fft=fft)
         _keep(key, cb)
         return cb
     if not isinstance(codebook, Codebook):
@@ -231,73 +232,25 @@ class Plan:
         return max((len(ws) for ws in self.sentences), default=1)
 
 
-#: The keyword options of :func:`fastdcyk.dcyk` that :class:`DCYKOptions` holds, and the
-#: default of each keyword.
-OPTION_KEYWORDS = (
-    "gate",
-    "decoder",
-    "unary_mask",
-    "beta",
-    "threshold",
-    "prune",
-    "order",
-    "encoding",
-    "readback",
-    "candidate_level",
-    "weights",
-    "beam",
-)
-
-
-def options_from(options: DCYKOptions | None, variant: str | None, **keywords: Any) -> dict:
-    """The keyword form of the options of a parse, from ``options=`` or from keywords.
+def option_keywords(options: DCYKOptions | None, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of a parse as keywords, from ``options=`` or from the option keywords
+    ``given`` (:data:`fastdcyk.options.NAMES`; None where not given).
 
     ``options`` (a :class:`DCYKOptions`) and the keywords are two ways to say the same
     thing: giving both, with a keyword other than None, is refused.
     """
+    given = {k: v for k, v in given.items() if v is not None}
     if options is None:
-        return {"variant": DEFAULT_VARIANT if variant is None else variant, **keywords}
+        return given
     if not isinstance(options, DCYKOptions):
         raise TypeError(f"options must be a fastdcyk.DCYKOptions, got {type(options).__name__}")
-    given = [k for k, v in keywords.items() if v is not None]
-    if variant is not None:
-        given.insert(0, "variant")
     if given:
         raise ValueError(
-            f"options= and the keyword options {given} were both given: pass the options "
+            f"options= and the keyword options {list(given)} were both given: pass the options "
             "either as a DCYKOptions or as keywords (dataclasses.replace(options, ...) "
             "changes one)"
         )
-    return {"variant": options.variant, **{k: getattr(options, k) for k in OPTION_KEYWORDS}}
-
-
-#: The keywords of :func:`fastdcyk.dcyk` and :func:`fastdcyk.dcyk_batch` that
-#: :func:`prepare` takes as they are.
-PREPARE_KEYWORDS = (
-    "d",
-    "seed",
-    "dtype",
-    "unitary",
-    "engine",
-    "check_memory",
-    "backend",
-    "device",
-)
-
-
-def prepare_from(args: Mapping[str, Any], sentences: Sequence[str | Sequence[str]]) -> Plan:
-    """:func:`prepare` from the arguments of :func:`fastdcyk.dcyk` or
-    :func:`fastdcyk.dcyk_batch` (their ``locals()``): the grammar, the codebook, the
-    :data:`PREPARE_KEYWORDS`, and the options given as ``options=`` or as keywords."""
-    return prepare(
-        args["grammar"],
-        sentences,
-        args["codebook"],
-        **{k: args[k] for k in PREPARE_KEYWORDS},
-        options=options_from(
-            args["options"], args["variant"], **{k: args[k] for k in OPTION_KEYWORDS}
-        ),
-    )
+    return {name: getattr(options, name) for name in NAMES}
 
 
 def prepare(
@@ -309,18 +262,19 @@ def prepare(
     seed: int,
     dtype: Any,
     unitary: bool | None,
-    engine: Any,
+    fft: Any,
     check_memory: bool,
     backend: str,
     device: Any,
-    options: dict[str, Any],
+    options: Mapping[str, Any],
 ) -> Plan:
     """What :func:`fastdcyk.dcyk` and :func:`fastdcyk.dcyk_batch` check before parsing.
 
     Everything is checked before the codebook is built (and the memory before anything of
     size d): the backend and device, the grammar (CNF), the words, the options
-    (``options``: the keyword form, :func:`options_from`), the memory, the codebook and the
-    symbols it must hold.
+    (``options``: the keyword form, :func:`option_keywords`) and whether their mode has
+    the backend and the grammar it needs (:mod:`fastdcyk.engine.modes`), the memory, the
+    codebook and the symbols it must hold.
     """
     check_backend(backend, device)
     if backend == "torch":
@@ -329,33 +283,29 @@ def prepare(
         torch_backend.check_device(device)  # one message for every entry point
     grammar = cnf_grammar(grammar)
     all_words = [words_of(grammar, s) for s in sentences]
-    variant = options["variant"]
-    if variant in VARIANTS and unitary is None:
-        unitary = VARIANTS[variant]["unitary"]
     opt_dtype = codebook.dtype if isinstance(codebook, Codebook) else check_dtype(dtype)
-    opt = resolve(**options, dtype=opt_dtype)
-    if opt.weights == "table":
-        if backend != "numpy":
-            raise ValueError(
-                "weights='table' is built in the numpy engine only: use backend='numpy'"
-            )
-        if not grammar.is_weighted:
-            raise ValueError(
-                "weights='table' writes the rules' probabilities into the table, and the "
-                "grammar has none: read a PCFG (rules written 'A -> B C [0.5]') or induce "
-                "one from trees (fastdcyk.cfg.treebank)"
-            )
+    opt = resolve(dtype=opt_dtype, **options)
+    if unitary is None:  # the variant's codebook
+        unitary = VARIANTS[opt.variant]["unitary"]
+    mode = modes.select(opt.gate, opt.weights)
+    mode.parser(backend)  # a backend that lacks the mode is refused, naming those that have it
+    if mode.needs_probabilities and not grammar.is_weighted:
+        raise ValueError(
+            f"{mode.describe()} writes the rules' probabilities into the table, and the "
+            "grammar has none: read a PCFG (rules written 'A -> B C [0.5]') or induce "
+            "one from trees (fastdcyk.cfg.treebank)"
+        )
     longest = max((len(ws) for ws in all_words), default=1)
 
     built = []
 
-    def before_build(d: int, dtype: np.dtype, engine: Any) -> None:
+    def before_build(d: int, dtype: np.dtype, fft_library: Any) -> None:
         # before the codebook draws anything of size d (its permutation, its vectors)
         built.append(True)
         if check_memory:
-            check_parse_memory(d, dtype, engine, opt, longest)
+            check_parse_memory(d, dtype, fft_library, opt, longest)
 
-    cb = resolve_codebook(codebook, d, seed, dtype, bool(unitary), engine, grammar, before_build)
+    cb = resolve_codebook(codebook, d, seed, dtype, bool(unitary), fft, grammar, before_build)
     if check_memory and not built:  # a codebook given, or kept: its buffers are reused
         check_codebook_memory(cb, opt, longest)
     for ws in all_words:

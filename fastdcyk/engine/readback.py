@@ -22,17 +22,23 @@ for the candidates' amplitudes a (every other nonterminal reads 0): exact for th
 own items while their vectors are independent, with the leakage amplified by the
 conditioning of G_C. The ridge lambda (relative to the mean of G_C's diagonal, g bar)
 bounds that amplification where G_C is (nearly) singular, as it is once the candidates
-outnumber the dimensions: the result is then defined, if not exact. The torch backend has
-the same arithmetic in :mod:`fastdcyk.engine.torch_cleanup` (differentiable); this module
-is the numpy engine's and the capacity model's.
+outnumber the dimensions: the result is then defined, if not exact.
+
+Written once for every backend (:mod:`fastdcyk.engine.arrays`): :func:`ridge_solve` solves a
+batch of systems (the torch backend's sentences, padded to the largest candidate set, under
+autograd), :func:`solve` one system in numpy (the numpy backend's clean-up and weighted
+parsers, the capacity model).
 """
 
 from __future__ import annotations
 
-import numpy as np
-import scipy.linalg
+from typing import Any
 
-__all__ = ["RIDGE", "candidates", "gram", "ridge_matrix", "solve"]
+import numpy as np
+
+from fastdcyk.engine.arrays import NUMPY, ArrayNamespace
+
+__all__ = ["RIDGE", "candidates", "gram", "ridge_matrix", "ridge_solve", "solve"]
 
 #: The ridge lambda of :func:`solve`, relative to the mean diagonal of the Gram matrix: the
 #: amplitudes of well-separated candidates move by about lambda / (smallest eigenvalue of
@@ -40,9 +46,10 @@ __all__ = ["RIDGE", "candidates", "gram", "ridge_matrix", "solve"]
 RIDGE = 1e-3
 
 
-def candidates(t: np.ndarray, gates: np.ndarray, level: float, prune: float) -> np.ndarray:
+def candidates(t: Any, gates: Any, level: float, prune: float) -> Any:
     """Which detections make candidates: t_A above ``level`` and a gate above ``prune``
-    (so that the candidates are exactly the updates the parse writes)."""
+    (so that the candidates are exactly the updates the parse writes); numpy arrays or
+    torch tensors."""
     return (t > level) & (gates > prune)
 
 
@@ -53,25 +60,87 @@ def gram(vectors: np.ndarray) -> np.ndarray:
 
 
 def ridge_matrix(g: np.ndarray, ridge: float = RIDGE) -> np.ndarray:
-    """G + ridge mean(diag G) I, a new float64 array (the matrix :func:`solve` factors)."""
-    m = np.array(g, dtype=np.float64)
-    m[np.diag_indices(g.shape[0])] += ridge * _scale(g)
-    return m
-
-
-def _scale(g: np.ndarray) -> float:
-    """The mean diagonal of g (1 where it is not positive): what the ridge is relative to."""
+    """G + ridge mean(diag G) I, a new float64 array (the matrix :func:`solve` factors; 1
+    stands for a mean diagonal that is not positive)."""
+    g = np.asarray(g, dtype=np.float64)
     k = g.shape[0]
-    scale = float(np.trace(g)) / k if k else 1.0
-    return scale if scale > 0 else 1.0
+    scale = np.trace(g) / k if k else 1.0
+    return NUMPY.add_to_diagonal(g[None], ridge * (scale if scale > 0 else 1.0))[0]
+
+
+def ridge_solve(
+    g: Any,
+    x: Any,
+    *,
+    ridge: float = RIDGE,
+    refine: int = 0,
+    valid: Any = None,
+    xp: ArrayNamespace = NUMPY,
+) -> Any:
+    """The amplitudes a with (G + ridge mean(diag G) I) a = x, for a batch of systems.
+
+    Never fails for a finite G: the regularised matrix is positive definite, and a system
+    whose Cholesky factorisation rounding defeats goes through its eigenvalues, floored at
+    the ridge. ``refine`` steps of iterative refinement follow (see :func:`solve`).
+
+    Parameters
+    ----------
+    g : array, (B, k, k)
+        Gram matrices (symmetric, positive semi-definite).
+    x : array, (B, k)
+        The matched-filter readouts of the k candidates of each system.
+    ridge : float, default :data:`RIDGE`
+    refine : int, default 0
+    valid : array of bool, (B, k), optional
+        For systems padded to one size: which rows are candidates. A padded row and
+        column of ``g`` (and entry of ``x``) must be 0; it gets 1 on the diagonal and
+        solves to 0, and the mean diagonal counts the valid rows only.
+    xp : ArrayNamespace, default :data:`~fastdcyk.engine.arrays.NUMPY`
+
+    Returns
+    -------
+    array, (B, k)
+    """
+    k = g.shape[-1]
+    if k == 0:
+        return x * 0
+    count = k if valid is None else xp.maximum(valid.sum(-1), 1)
+    scale = xp.diagonal(g).sum(-1) / count  # the mean diagonal: 1 where it is not positive
+    scale = xp.where(scale > 0, scale, 1.0)
+    added = ridge * scale[:, None]
+    if valid is not None:  # padding: 1 on the diagonal
+        added = added + ~valid
+    m = xp.add_to_diagonal(g, added)
+    step = _factorised(m, max(ridge, 1e-12) * scale, xp)
+    a = step(x)
+    for _ in range(refine):
+        a = a + step(x - xp.matvec(g, a))
+    return a
+
+
+def _factorised(m: Any, floor: Any, xp: ArrayNamespace) -> Any:
+    """y -> m^-1 y for a batch (B, k, k) of positive definite m: by Cholesky, and for the
+    systems whose factorisation fails, through eigenvalues floored at ``floor`` (B,)."""
+    factor, ok = xp.cholesky(m)
+    if xp.all(ok):
+        return lambda y: xp.cho_solve(factor, y)
+    good, bad = xp.nonzero(ok), xp.nonzero(~ok)
+    w, u = xp.eigh(m[bad])
+    w = xp.maximum(w, floor[bad][:, None])
+    ut = u.swapaxes(-1, -2)
+
+    def step(y: Any) -> Any:
+        parts = [(bad, xp.matvec(u, xp.matvec(ut, y[bad]) / w))]
+        if len(good):
+            parts.append((good, xp.cho_solve(factor, y[good], good)))
+        return xp.assemble(y, parts)
+
+    return step
 
 
 def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE, refine: int = 0) -> np.ndarray:
-    """The amplitudes a with (G + ridge mean(diag G) I) a = x, in float64.
-
-    Never raises for a finite G: the regularised matrix is positive definite, and should
-    rounding make its Cholesky factorisation fail, the solve goes through its eigenvalues,
-    floored at the ridge.
+    """The amplitudes a with (G + ridge mean(diag G) I) a = x, in float64: one system of
+    :func:`ridge_solve`.
 
     The ridge shrinks every amplitude by about ridge / mu (mu an eigenvalue of G: 0.1% of
     it for well-separated vectors). Where amplitudes are read as values, not only
@@ -85,7 +154,7 @@ def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE, refine: int = 0) -
     ----------
     g : ndarray, (k, k)
         A Gram matrix (symmetric, positive semi-definite).
-    x : ndarray, (k,) or (k, m)
+    x : ndarray, (k,)
         The matched-filter readouts of the k candidates.
     ridge : float, default :data:`RIDGE`
     refine : int, default 0
@@ -93,7 +162,7 @@ def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE, refine: int = 0) -
 
     Returns
     -------
-    ndarray of float64, the shape of ``x``
+    ndarray of float64, (k,)
 
     Examples
     --------
@@ -102,27 +171,6 @@ def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE, refine: int = 0) -
     >>> np.round(solve(gram(v), x, ridge=0.0), 6)
     array([2., 1.])
     """
+    g = np.asarray(g, dtype=np.float64)
     x = np.asarray(x, dtype=np.float64)
-    k = g.shape[0]
-    if k == 0:
-        return np.zeros_like(x)
-    m = ridge_matrix(g, ridge)
-    try:
-        factor = scipy.linalg.cho_factor(m)
-
-        def step(y: np.ndarray) -> np.ndarray:
-            return scipy.linalg.cho_solve(factor, y)
-
-    except np.linalg.LinAlgError:
-        w, u = np.linalg.eigh(m)
-        w = np.maximum(w, max(ridge, 1e-12) * _scale(g))
-
-        def step(y: np.ndarray) -> np.ndarray:
-            return u @ ((u.T @ y) / (w if y.ndim == 1 else w[:, None]))
-
-    a = step(x)
-    if refine:
-        g = np.asarray(g, dtype=np.float64)
-        for _ in range(refine):
-            a += step(x - g @ a)
-    return a
+    return ridge_solve(g[None], x[None], ridge=ridge, refine=refine)[0]

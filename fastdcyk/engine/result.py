@@ -11,6 +11,7 @@ from fastdcyk.cfg.forest import Forest
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.trees import Tree
 from fastdcyk.cfg.viterbi import ViterbiParse, tree_from_scores, viterbi
+from fastdcyk.engine import modes
 from fastdcyk.engine.decode import Statistics, chart_from_statistics, item_scores
 from fastdcyk.engine.soft import lexical_of
 from fastdcyk.hrr.codebook import Codebook
@@ -190,8 +191,9 @@ class DCYKResult:
 
     def __repr__(self) -> str:
         o = self.options
-        table = f", weights='table', beam={o.beam:g}" if o.weights == "table" else ""
-        read = f", readback={o.readback!r}" if o.gate == "cleanup" else ""
+        mode = modes.select(o.gate, o.weights)
+        table = f", weights={o.weights!r}, beam={o.beam:g}" if mode.needs_probabilities else ""
+        read = f", readback={o.readback!r}" if len(mode.readbacks) > 1 else ""
         return (
             f"DCYKResult({' '.join(self.words)!r}, d={self.codebook.d}, {self.codebook.dtype}, "
             f"variant={o.variant!r}, gate={o.gate!r}, decoder={o.decoder!r}{read}, "

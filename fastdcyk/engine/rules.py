@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from fastdcyk.engine.arrays import NUMPY, ArrayNamespace
 
 if TYPE_CHECKING:  # pragma: no cover
     from fastdcyk.cfg.grammar import Grammar
@@ -28,6 +30,7 @@ __all__ = [
     "RuleStructure",
     "RuleTables",
     "candidate_rule_layer",
+    "cell_splits",
     "lexical_layer",
     "parseval_weights",
     "rule_layer",
@@ -88,7 +91,7 @@ class RuleTables:
 class RuleStructure:
     """A CNF grammar's rules as index arrays, in the row order of the engine's rule tables.
 
-    One structure per grammar serves every backend: the numpy engine's
+    One structure per grammar serves every backend: the numpy backend's
     :class:`RuleTables` sum the symbol spectra of a codebook over these rules
     (docs/method.md, section 4.1), the torch backend forms the same sums from its symbol
     vectors (so that gradients flow to the vectors and to per-rule weights), and the
@@ -173,7 +176,9 @@ def rule_structure(grammar: Grammar) -> RuleStructure:
     rules_b = grammar.binary_rules
 
     def arr(values: Any) -> np.ndarray:
-        return np.array(list(values), dtype=np.int64)
+        a = np.array(list(values), dtype=np.int64)
+        a.setflags(write=False)  # shared by every parse of the grammar
+        return a
 
     return RuleStructure(
         nonterminals=nts,
@@ -227,70 +232,124 @@ def _build(cb: Codebook, grammar: Grammar, encoding: str, rules: bool) -> RuleTa
     )
 
 
-def lexical_layer(st: RuleStructure, terminal_scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def lexical_layer(
+    st: RuleStructure,
+    scores: Any,
+    columns: np.ndarray | None = None,
+    *,
+    rule_weights: Any = None,
+    xp: ArrayNamespace = NUMPY,
+) -> Any:
     """The clean-up gate's unary detections: t_A = sum over rules A -> a of the word's clean
-    score for a (docs/method.md, section 6), for the nonterminals ``st.unary``.
+    score for a (times the rule's weight, when given; docs/method.md, section 6), for the
+    nonterminals ``st.unary``.
 
-    ``terminal_scores[rows[k]]`` is the score of terminal k of ``st.terminals``.
+    ``scores`` (..., C): clean scores of terminals, column ``columns[k]`` for terminal k of
+    ``st.terminals`` (``columns`` None: one column per terminal, in that order).
     """
-    c = terminal_scores[rows[st.unary_rule_terminal]]
-    return np.bincount(st.unary_rule_row, c, minlength=len(st.unary))
+    cols = st.unary_rule_terminal if columns is None else columns[st.unary_rule_terminal]
+    c = xp.take(scores, cols)
+    if rule_weights is not None:
+        c = c * rule_weights
+    return xp.index_add(xp.zeros((*c.shape[:-1], len(st.unary)), c), st.unary_rule_row, c)
 
 
-def rule_layer(st: RuleStructure, scores: np.ndarray, i: int, j: int) -> np.ndarray:
+def rule_layer(
+    st: RuleStructure,
+    cell: Callable[[int, int], Any],
+    i: int,
+    j: int,
+    *,
+    rule_weights: Any = None,
+    xp: ArrayNamespace = NUMPY,
+) -> Any:
     """The clean-up gate's binary detections of cell (i, j): t_A = sum over splits k and
-    rules A -> B C of scores[i, k, B] scores[k, j, C], for the nonterminals ``st.binary``."""
-    t = np.zeros(len(st.binary))
+    rules A -> B C of c(i, k, B) c(k, j, C) (times the rule's weight, when given), for the
+    nonterminals ``st.binary``; ``cell(i, k)`` gives the clean scores (..., N) of a cell."""
+    t = None
     for k in range(i + 1, j):
-        pairs = scores[i, k, st.binary_rule_left] * scores[k, j, st.binary_rule_right]
-        t += np.bincount(st.binary_rule_row, pairs, minlength=len(t))
+        left, right = cell(i, k), cell(k, j)
+        pairs = xp.take(left, st.binary_rule_left) * xp.take(right, st.binary_rule_right)
+        if rule_weights is not None:
+            pairs = pairs * rule_weights
+        if t is None:
+            t = xp.zeros((*pairs.shape[:-1], len(st.binary)), pairs)
+        t = xp.index_add(t, st.binary_rule_row, pairs)
     return t
 
 
 def candidate_rule_layer(
     st: RuleStructure,
-    cells: Mapping[tuple[int, int], tuple[np.ndarray, np.ndarray]],
-    i: int,
-    j: int,
+    splits: Iterable[tuple[tuple[np.ndarray, Any], tuple[np.ndarray, Any]]],
     base: float,
-) -> np.ndarray:
+    scratch: np.ndarray,
+    *,
+    rule_sums: Any = None,
+    rule_weights: Any = None,
+    xp: ArrayNamespace = NUMPY,
+) -> Any:
     """:func:`rule_layer` where every clean score is ``base`` but those of each cell's
     candidates, without a pass over every rule.
 
-    ``cells[(i, k)]`` is (rows, deltas): the candidates of cell (i, k) and their scores
-    less ``base``. With s = base + delta, a rule's product is base^2 + base delta_B +
-    base delta_C + delta_B delta_C: the first term is the same for every rule, and the
-    others are non-zero only for the rules whose left or right child is a candidate, found
-    through :attr:`RuleStructure.rules_by_left` and :attr:`~RuleStructure.rules_by_right`.
-    The least-squares read-back scores every non-candidate sigma(0) exactly (its amplitude
-    is 0), so this is :func:`rule_layer` to rounding, at a cost that follows the
-    candidates' rules instead of the grammar's.
+    ``splits`` gives, for each split k of cell (i, j), ``((rows, deltas), (rows, deltas))``
+    of cells (i, k) and (k, j): the rows of their candidates (for a batch, those of any of
+    its sentences) and their scores less ``base``, (..., len(rows)). With s = base + delta,
+    a rule's product is base^2 + base delta_B + base delta_C + delta_B delta_C: the first
+    term is the same for every rule, and the others are non-zero only for the rules whose
+    left or right child is a candidate, found through :attr:`RuleStructure.rules_by_left`
+    and :attr:`~RuleStructure.rules_by_right`. The least-squares read-back scores every
+    non-candidate sigma(0) exactly (its amplitude is 0), so this is :func:`rule_layer` to
+    rounding, at a cost that follows the candidates' rules instead of the grammar's.
+
+    ``scratch``: an int array of -1, one entry per nonterminal, lent by the caller for the
+    positions of candidates (left as it was found). ``rule_sums``: per nonterminal of
+    ``st.binary``, the sum of its rules' weights (default their counts).
     """
-    nn = len(st.nonterminals)
-    t = st.binary_rule_counts * ((j - i - 1) * base * base)
+    splits = list(splits)
+    sums = st.binary_rule_counts if rule_sums is None else rule_sums
+    t = sums * (len(splits) * base * base)
     rows, values = [], []
-    dl, dr = np.zeros(nn), np.zeros(nn)
-    for k in range(i + 1, j):
-        left_rows, left = cells[(i, k)]
-        right_rows, right = cells[(k, j)]
-        dl[left_rows], dr[right_rows] = left, right
+    for (left_rows, left), (right_rows, right) in splits:
         by_left = rules_of(st.rules_by_left, left_rows)
         by_right = rules_of(st.rules_by_right, right_rows)
-        rows += [st.binary_rule_row[by_left], st.binary_rule_row[by_right]]
-        values += [
-            dl[st.binary_rule_left[by_left]] * (base + dr[st.binary_rule_right[by_left]]),
-            base * dr[st.binary_rule_right[by_right]],
-        ]
-        dl[left_rows], dr[right_rows] = 0.0, 0.0
+        scratch[left_rows] = np.arange(len(left_rows))
+        at_left = scratch[st.binary_rule_left[by_left]]
+        scratch[left_rows] = -1
+        scratch[right_rows] = np.arange(len(right_rows))
+        # a rule by its left child whose right child is no candidate reads delta 0: the
+        # zero past the last candidate
+        beside = scratch[st.binary_rule_right[by_left]]
+        beside[beside < 0] = len(right_rows)
+        at_right = scratch[st.binary_rule_right[by_right]]
+        scratch[right_rows] = -1
+        padded = xp.pad_zero(right)
+        parts = (
+            xp.take(left, at_left) * (base + xp.take(padded, beside)),
+            base * xp.take(right, at_right),
+        )
+        for rules, part in zip((by_left, by_right), parts, strict=True):
+            if len(rules):
+                rows.append(st.binary_rule_row[rules])
+                values.append(part if rule_weights is None else part * rule_weights[rules])
     if rows:
-        t += np.bincount(np.concatenate(rows), np.concatenate(values), minlength=len(t))
+        t = xp.index_add(t, np.concatenate(rows), xp.concat(values))
     return t
+
+
+def cell_splits(
+    cells: Mapping[tuple[int, int], tuple[np.ndarray, Any]], i: int, j: int
+) -> list[tuple[tuple[np.ndarray, Any], tuple[np.ndarray, Any]]]:
+    """The splits of cell (i, j) for :func:`candidate_rule_layer`: the pairs of ``cells``
+    (i, k) and (k, j), each (rows of its candidates, their scores less the base)."""
+    return [(cells[(i, k)], cells[(k, j)]) for k in range(i + 1, j)]
 
 
 def _group(child: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(child, kind="stable")
     ptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(child, minlength=n), out=ptr[1:])
+    order.setflags(write=False)
+    ptr.setflags(write=False)
     return order, ptr
 
 

@@ -15,13 +15,12 @@ This module owns that control flow and its bookkeeping: which cells, in which or
 the table is read again, the counts of detections, updates and pruned updates, the pruning
 rule, the detection log, the check for non-finite readouts and its message, the readouts
 kept for a differentiable layer, the progress callback and the step timings. The arithmetic
-belongs to the backends, which implement :class:`CellParser`: the numpy engine's two parsers
-(:mod:`fastdcyk.engine.numpy_backend`), the torch parsers (:mod:`fastdcyk.engine.torch_trace`,
-:mod:`fastdcyk.engine.torch_cleanup`, :mod:`fastdcyk.engine.torch_dense`)
-and the capacity model's simulations (:mod:`fastdcyk.engine.simulate`).
+belongs to the detection modes (:mod:`fastdcyk.engine.modes`), whose parsers and
+simulations implement :class:`CellParser`: each mode's numpy and torch parsers and the
+capacity model's simulation of it.
 
 A backend that works on a batch of sentences gives every array a leading batch axis and an
-``active(j)`` mask (the sentences long enough to have cells ending at j); the numpy engine
+``active(j)`` mask (the sentences long enough to have cells ending at j); the numpy backend
 parses one sentence (a batch of one).
 """
 
@@ -34,16 +33,17 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from fastdcyk.engine.arrays import ArrayNamespace
+
 __all__ = [
     "BINARY",
     "UNARY",
-    "ArrayOps",
     "CellParser",
     "Detections",
     "Ledger",
-    "NumpyOps",
     "cells",
     "detections",
+    "non_finite",
     "run",
 ]
 
@@ -128,37 +128,6 @@ class CellParser(Protocol):
         nothing)."""
 
 
-class ArrayOps:
-    """The few array operations the bookkeeping needs, for one array library."""
-
-    def int_counts(self, batch: int) -> Any:
-        raise NotImplementedError
-
-    def as_int(self, mask: Any) -> Any:
-        raise NotImplementedError
-
-    def flags(self, keep: Any, check: Any) -> tuple[bool, bool]:
-        """(any update kept, every checked value finite), read together."""
-        raise NotImplementedError
-
-    def tolist(self, x: Any) -> list:
-        raise NotImplementedError
-
-
-class NumpyOps(ArrayOps):
-    def int_counts(self, batch: int) -> np.ndarray:
-        return np.zeros((3, batch), np.int64)
-
-    def as_int(self, mask: Any) -> np.ndarray:
-        return np.asarray(mask, np.int64)
-
-    def flags(self, keep: Any, check: Any) -> tuple[bool, bool]:
-        return bool(np.any(keep)), bool(np.all(np.isfinite(check)))
-
-    def tolist(self, x: Any) -> list:
-        return np.asarray(x).tolist()
-
-
 def non_finite(where: str) -> FloatingPointError:
     """The error raised when non-finite values appear (``where``: in which computation)."""
     return FloatingPointError(
@@ -173,12 +142,12 @@ class Ledger:
 
     Parameters
     ----------
-    ops : ArrayOps
-        The array library of the backend.
+    xp : ArrayNamespace
+        The array library of the backend (:mod:`fastdcyk.engine.arrays`).
     names : sequence of str
         The grammar's nonterminals (the log names them).
     lengths : sequence of int
-        The sentences' lengths (one for the numpy engine).
+        The sentences' lengths (one for the numpy backend).
     prune : float
         An update whose P_A has no entry above this in magnitude is skipped.
     record : bool
@@ -192,7 +161,7 @@ class Ledger:
 
     def __init__(
         self,
-        ops: ArrayOps,
+        xp: ArrayNamespace,
         names: Sequence[str],
         lengths: Sequence[int],
         prune: float,
@@ -201,9 +170,9 @@ class Ledger:
         readouts: bool = False,
         active: Callable[[int], Any] | None = None,
     ) -> None:
-        self.ops, self.names, self.lengths = ops, names, list(lengths)
+        self.xp, self.names, self.lengths = xp, names, list(lengths)
         self.prune, self.active = prune, active
-        self.counts = ops.int_counts(len(self.lengths))
+        self.counts = xp.int_counts(len(self.lengths))
         self.log: list[tuple[int, int, Any, Any, Any, Any]] | None = [] if record else None
         self.readouts: list[tuple[int, int, Any, Any]] | None = [] if readouts else None
 
@@ -220,7 +189,7 @@ class Ledger:
         else:
             act = self.active(j)
             keep = keep & act[:, None]
-            n_act = self.ops.as_int(act) * k
+            n_act = self.xp.as_int(act) * k
         n_kept = keep.sum(-1)
         self.counts[0] += n_act
         self.counts[1] += n_kept
@@ -229,14 +198,14 @@ class Ledger:
             self.readouts.append((i, j, rows, det.readouts))
         if self.log is not None:
             self.log.append((i, j, rows, det.means, det.peaks, keep))
-        any_kept, finite = self.ops.flags(keep, det.readouts if det.check is None else det.check)
+        any_kept, finite = self.xp.flags(keep, det.readouts if det.check is None else det.check)
         if not finite:
             raise non_finite(f"detections in cell ({i}, {j})")
         return keep, any_kept
 
     def count_dicts(self) -> list[dict[str, int]]:
         """Per sentence: detections, updates applied and updates pruned."""
-        c = self.ops.tolist(self.counts)
+        c = self.xp.tolist(self.counts)
         keys = ("detections", "updates", "pruned")
         return [{key: int(c[r][b]) for r, key in enumerate(keys)} for b in range(len(c[0]))]
 
@@ -245,7 +214,7 @@ class Ledger:
         if self.log is None:
             return None
         logs: list[list[dict[str, Any]]] = [[] for _ in self.lengths]
-        tolist = self.ops.tolist
+        tolist = self.xp.tolist
         for i, j, rows, means, peaks, keep in self.log:
             means, peaks, keep = tolist(means), tolist(peaks), tolist(keep)
             rows = tolist(rows)

@@ -1,40 +1,28 @@
-"""The D-CYK engine in PyTorch: the same algorithm as :mod:`fastdcyk.engine`, batched and
-differentiable.
+"""The torch backend: the same algorithm as the numpy backend, batched and differentiable.
 
-The parsers mirror the numpy engine's (docs/method.md, section 4) with torch tensors, for
-a batch of sentences at once (sentences of different lengths share every cell (i, j) that
-exists in them; a cell beyond a sentence's length is masked out of its updates), each in its
-own module:
-
-- :class:`~fastdcyk.engine.torch_trace.TraceParser` (:mod:`.torch_trace`) mirrors the
-  trace-gate parser (section 4.4): both accumulators are kept as 2-D half spectra ``ZT``
-  and ``PR``, every cell costs a few element-wise passes and one product with a rule table,
-  and the only FFTs are those of the index matrices G_k = (Phi C_k Phi)~ (shared by the
-  batch, and kept per codebook across parses by :func:`parse_sentences`) and of the dense
-  results;
-- :class:`~fastdcyk.engine.torch_cleanup.CleanupParser` (:mod:`.torch_cleanup`) is the
-  clean-up gate on the trace parser's P_left, with the least-squares read-back (sections 6
-  and 7);
-- :class:`~fastdcyk.engine.torch_dense.DenseParser` (:mod:`.torch_dense`) mirrors the
-  entrywise-gate parser (section 4.3, the paper's variant): the accumulators are kept as
-  the row spectra ``FL = rfft((Phi P_left)^T)`` and ``FR = rfft(P_right^T)``, P_A =
-  sigma(M) is a dense matrix (or a diagonal), circulants are applied with ``torch.fft`` and
-  the permutation Phi with index gathers;
-- :mod:`.torch_common` holds what they share: the symbol vectors as tensors
-  (:class:`SymbolVectors`), the rule spectra, the schedule's array operations and their
-  base class.
+Each detection mode's torch parser (:mod:`fastdcyk.engine.modes`: its folder's
+``torch_parser``) mirrors its numpy parser (docs/method.md, section 4) with torch tensors,
+for a batch of sentences at once (sentences of different lengths share every cell (i, j)
+that exists in them; a cell beyond a sentence's length is masked out of its updates). The
+scalar gates' parsers keep the table as 2-D half spectra
+(:class:`fastdcyk.engine.torch_spectral.SpectralParser`: every cell costs a few
+element-wise passes and one product with a rule table, and the only FFTs are those of the
+index matrices G_k = (Phi C_k Phi)~, shared by the batch and kept per codebook across
+parses by :func:`parse_sentences`, and of the dense results); the entrywise gate's keeps
+the row spectra of the accumulators, with P_A = sigma(M) a dense matrix (or a diagonal).
+:mod:`fastdcyk.engine.torch_common` holds what they share: the symbol vectors as tensors
+(:class:`SymbolVectors`), the rule spectra, the torch array namespace and their base class.
 
 This module holds the entry points. Every option of :func:`fastdcyk.dcyk` is supported
-(variant, gate, decoder, unary_mask, encoding, order, beta, threshold, prune, readback;
-not ``weights="table"``), and in float64 the numbers equal the numpy
-engine's to rounding. The rule spectra are built from the symbol vectors with
-``torch.fft`` (docs/method.md, section 4.1), so that gradients reach the vectors (and the
-optional per-rule weights): :func:`parse` is the differentiable core, and
-:func:`parse_sentences` runs it on a :class:`~fastdcyk.hrr.codebook.Codebook` and returns the
-fields of :class:`fastdcyk.engine.DCYKResult` (``dcyk(..., backend="torch")`` and
-:func:`fastdcyk.engine.batch.dcyk_batch` call it). ``prune`` makes the computation piecewise:
-an update whose gate is at most ``prune`` is skipped, as in the numpy engine (use
-``prune=0`` for gradient checks).
+for the modes that have a torch parser (all but ``weights="table"``), and in float64 the
+numbers equal the numpy backend's to rounding. The rule spectra are built from the symbol
+vectors with ``torch.fft`` (docs/method.md, section 4.1), so that gradients reach the
+vectors (and the optional per-rule weights): :func:`parse` is the differentiable core, and
+:func:`parse_sentences` runs it on a :class:`~fastdcyk.hrr.codebook.Codebook` and returns
+the fields of :class:`fastdcyk.engine.DCYKResult` (``dcyk(..., backend="torch")`` and
+:func:`fastdcyk.engine.batch.dcyk_batch` call it). ``prune`` makes the computation
+piecewise: an update whose gate is at most ``prune`` is skipped, as in the numpy backend
+(use ``prune=0`` for gradient checks).
 
 PyTorch is imported here only: ``import fastdcyk`` works without it, and
 ``dcyk(..., backend="torch")`` tells how to install it (``pip install 'fastdcyk[torch]'``).
@@ -57,19 +45,16 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
         "the torch backend of fastdcyk needs PyTorch: pip install 'fastdcyk[torch]'"
     ) from exc
 
-from fastdcyk.engine import schedule as S
+from fastdcyk.engine import modes, schedule
 from fastdcyk.engine.decode import Statistics, chart_from_statistics
 from fastdcyk.engine.rules import RuleStructure, rule_structure
 from fastdcyk.engine.soft import has_soft, terminal_weights
-from fastdcyk.engine.torch_cleanup import CleanupParser
 from fastdcyk.engine.torch_common import (
     SymbolVectors,
     TorchParse,
     TorchParser,
     symbol_vectors,
 )
-from fastdcyk.engine.torch_dense import DenseParser
-from fastdcyk.engine.torch_trace import TraceParser
 from fastdcyk.options import DCYKOptions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,9 +70,6 @@ __all__ = [
     "release_caches",
     "symbol_vectors",
 ]
-
-
-# -- the entry points ----------------------------------------------------------------------
 
 
 def check_device(device: Any) -> torch.device:
@@ -171,7 +153,7 @@ def parse(
 
     Differentiable with respect to every tensor of ``vectors`` (but ``perm``) and the rule
     weights, wherever ``prune`` does not cut (an update whose gate is at most ``prune`` is
-    skipped, as in the numpy engine: use ``prune=0`` where gradients must be exact).
+    skipped, as in the numpy backend: use ``prune=0`` where gradients must be exact).
 
     Parameters
     ----------
@@ -200,7 +182,7 @@ def parse(
     on_progress : callable, optional
         Called with the number of detections made, as they are made (a progress bar).
     g_cache : dict, optional
-        The trace gate's G_k matrices (docs/method.md, section 4.4) by span index k, kept
+        The scalar gates' G_k matrices (docs/method.md, section 4.4) by span index k, kept
         across calls: pass the same dict to parses with the same index vectors, permutation,
         dtype and device (never under autograd, where it is not used).
     terminal_weights : Tensor, (B, n, T), optional
@@ -211,7 +193,8 @@ def parse(
         one-hot weights give the words' parse. ``sentences`` then gives only the lengths.
         The vectors' dtype and device; differentiable.
     preterminal_scores : Tensor, (B, n, U), optional
-        Soft preterminals (clean-up gate only): per sentence and position, a score in
+        Soft preterminals (for the modes that take them: the clean-up gate): per sentence
+        and position, a score in
         [0, 1] of every nonterminal with a rule A -> a (the rows ``structure.unary``, the
         grammar's :attr:`~fastdcyk.cfg.grammar.Grammar.preterminals`), taken as the unary
         step's detection and gate: the scores above the candidate level are written with
@@ -248,24 +231,22 @@ def parse(
     )
     if soft is not None and pre is not None:
         raise ValueError("give terminal_weights or preterminal_scores, not both")
-    if pre is not None and options.gate != "cleanup":
+    mode = modes.select(options.gate, options.weights)
+    parser_class = mode.parser("torch")
+    if pre is not None and not mode.soft_preterminals:
+        able = " or ".join(m.describe() for m in modes.MODES.values() if m.soft_preterminals)
         raise ValueError(
-            f"preterminal_scores need the clean-up gate (variant='cleanup'), not gate="
-            f"{options.gate!r}: the other gates read the unary step from the table; give "
+            f"preterminal_scores need a mode that takes them ({able}; variant='cleanup'), "
+            f"not {mode.describe()}, which reads the unary step from the table: give "
             "terminal_weights instead"
         )
     padded = [list(s) + [0] * (n - len(s)) for s in sentences]
     words = torch.as_tensor(padded, dtype=torch.int64, device=vectors.device)
     args = (vectors, structure, options, words, lengths, unary_weights, binary_weights, record)
     args += (soft, pre)
-    if options.gate == "trace":
-        p: TorchParser = TraceParser(*args, g_cache=g_cache)
-    elif options.gate == "cleanup":
-        p = CleanupParser(*args, g_cache=g_cache)
-    else:
-        p = DenseParser(*args)
+    p: TorchParser = parser_class(*args, g_cache=g_cache)
     timings: dict[str, float] = {}
-    S.run(p, p.n, options.order, p.ledger, on_progress=on_progress, timings=timings)
+    schedule.run(p, p.n, options.order, p.ledger, on_progress=on_progress, timings=timings)
     t2 = time.perf_counter()
     stats = p.statistics() * p.cell_mask()[..., None] if decode else None
     t3 = time.perf_counter()
@@ -273,10 +254,7 @@ def parse(
     if dense:
         p_left, p_right = p.dense()
     if stats is not None and not bool(torch.isfinite(stats).all()):
-        raise FloatingPointError(
-            "non-finite values appeared in D-CYK's accumulators (the decoder statistics): "
-            "use float64, smaller vectors or a smaller beta"
-        )
+        raise schedule.non_finite("the decoder statistics")
     return TorchParse(
         statistics=stats,
         readouts=p.readout_tensor(),
@@ -323,7 +301,7 @@ def statistics_of(stats: torch.Tensor, n: int, nonterminals: Sequence[str]) -> S
 
 #: Per codebook, the G_k matrices of the trace gate by (device, dtype): a codebook's index
 #: vectors and permutation never change, so later parses with it reuse them (within
-#: :data:`G_CACHE_BYTES`, as the numpy engine keeps its work buffers in the codebook).
+#: :data:`G_CACHE_BYTES`, as the numpy backend keeps its work buffers in the codebook).
 _G_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -410,10 +388,7 @@ def parse_sentences(
             # each sentence's copied once into an array of its own
             for name, m in (("P_left", res.p_left), ("P_right", res.p_right)):
                 if not bool(torch.isfinite(m).all()):
-                    raise FloatingPointError(
-                        f"non-finite values appeared in D-CYK's accumulators ({name} after "
-                        "the parse): use float64, smaller vectors or a smaller beta"
-                    )
+                    raise schedule.non_finite(f"{name} after the parse")
             p_left = [_host_matrix(m, codebook.dtype) for m in res.p_left]
             p_right = [_host_matrix(m, codebook.dtype) for m in res.p_right]
     out = []

@@ -1,7 +1,8 @@
 """What the torch parsers share (:mod:`fastdcyk.engine.torch_backend`): the symbol vectors
-as tensors, the rule spectra built from them, the array operations of the CYK schedule and
-the parsers' base class. Imported through :mod:`fastdcyk.engine.torch_backend`, which says
-how to install PyTorch when it is missing."""
+as tensors, the rule spectra built from them, the torch array namespace of the shared code
+(:mod:`fastdcyk.engine.arrays`) and the parsers' base class. Imported through
+:mod:`fastdcyk.engine.torch_backend`, which says how to install PyTorch when it is
+missing."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from fastdcyk.engine import schedule as S
-from fastdcyk.engine.rules import RuleStructure
+from fastdcyk.engine import schedule
+from fastdcyk.engine.arrays import ArrayNamespace, sigmoid
+from fastdcyk.engine.rules import RuleStructure, parseval_weights
 from fastdcyk.engine.schedule import Step
-from fastdcyk.hrr import memory as _memory
+from fastdcyk.hrr import memory as system_memory
 from fastdcyk.options import DCYKOptions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,11 +26,10 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "COMPLEX",
     "SymbolVectors",
-    "TorchOps",
+    "TorchNamespace",
     "TorchParse",
     "TorchParser",
     "free_bytes",
-    "parseval_weights",
     "symbol_vectors",
 ]
 
@@ -90,7 +91,7 @@ def symbol_vectors(
     Parameters
     ----------
     codebook : Codebook
-        Its vectors and permutation are copied (the same numbers the numpy engine uses).
+        Its vectors and permutation are copied (the same numbers the numpy backend uses).
     structure : RuleStructure
     n : int
         The longest sentence length.
@@ -141,7 +142,7 @@ class TorchParse:
     p_left, p_right : Tensor, (B, d, d), or None
         The accumulators (when asked for).
     counts : list of dict
-        Per sentence: detections, updates (applied) and pruned, as the numpy engine counts.
+        Per sentence: detections, updates (applied) and pruned, as the numpy backend counts.
     log : list of list of dict, or None
         Per sentence, every detection (``record=True``), as ``DCYKResult.log``.
     timings : dict
@@ -162,20 +163,95 @@ class TorchParse:
 # -- shared machinery ------------------------------------------------------------------------
 
 
-def parseval_weights(d: int, dtype: torch.dtype, device: Any) -> torch.Tensor:
-    """w_f with sum_k a_k b_k = (1/d) sum_f w_f Re(A_f conj(B_f)) over the rfft half-spectrum."""
-    w = torch.full((d // 2 + 1,), 2.0, dtype=dtype, device=device)
-    w[0] = 1.0
-    if d % 2 == 0:
-        w[-1] = 1.0
-    return w
+class TorchNamespace(ArrayNamespace):
+    """The primitives of the shared code (:mod:`fastdcyk.engine.arrays`) in torch, on one
+    device, out of place (autograd sees every step). Index arrays come as numpy arrays;
+    the read-only ones (a grammar's :class:`~fastdcyk.engine.rules.RuleStructure`) are copied
+    to the device once."""
 
-
-class TorchOps(S.ArrayOps):
-    """The schedule's bookkeeping on torch tensors (one device synchronisation per cell)."""
+    name = "torch"
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
+        self._indices: dict[int, tuple[np.ndarray, torch.Tensor]] = {}
+
+    def index(self, a: np.ndarray) -> torch.Tensor:
+        """A numpy index array on the device: kept for a read-only array that owns its data
+        (a grammar's structure), copied for any other read-only one (torch writes no
+        read-only array), shared where the device is the CPU."""
+        if a.flags.writeable:
+            return torch.as_tensor(a, device=self.device)
+        if a.base is not None:
+            return torch.tensor(a, device=self.device)
+        got = self._indices.get(id(a))
+        if got is None or got[0] is not a:
+            got = (a, torch.tensor(a, device=self.device))
+            self._indices[id(a)] = got
+        return got[1]
+
+    def asfloat(self, x: Any) -> torch.Tensor:
+        return x
+
+    def logistic(self, z: Any) -> torch.Tensor:
+        return torch.sigmoid(z)
+
+    def index_add(self, target: Any, index: Any, values: Any) -> torch.Tensor:
+        shape = (*values.shape[:-1], target.shape[-1])
+        return target.expand(shape).index_add(-1, self.index(index), values)
+
+    def zeros(self, shape: tuple[int, ...], like: Any) -> torch.Tensor:
+        return torch.zeros(shape, dtype=like.dtype, device=like.device)
+
+    def add_to_diagonal(self, m: Any, values: Any) -> torch.Tensor:
+        return m + torch.diag_embed(values.expand(m.shape[:-1]))
+
+    def cholesky(self, m: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        factor, info = torch.linalg.cholesky_ex(m)
+        return factor, info == 0
+
+    def cho_solve(self, factor: Any, y: Any, rows: Any = None) -> torch.Tensor:
+        used = factor if rows is None else factor[rows]
+        return torch.cholesky_solve(y[..., None], used).squeeze(-1)
+
+    def diagonal(self, m: Any) -> torch.Tensor:
+        return torch.diagonal(m, dim1=-2, dim2=-1)
+
+    def nonzero(self, mask: Any) -> torch.Tensor:
+        return mask.nonzero().flatten()
+
+    def assemble(self, like: Any, parts: Any) -> torch.Tensor:
+        out = torch.zeros_like(like)
+        for idx, values in parts:
+            out = out.index_copy(0, idx, values)
+        return out
+
+    def all(self, mask: Any) -> bool:
+        return bool(mask.all())
+
+    def eigh(self, m: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.linalg.eigh(m)
+
+    def matvec(self, m: Any, v: Any) -> torch.Tensor:
+        return (m @ v[..., None]).squeeze(-1)
+
+    def maximum(self, x: Any, floor: Any) -> torch.Tensor:
+        if isinstance(floor, torch.Tensor):
+            return torch.maximum(x, floor)
+        return x.clamp(min=floor)
+
+    def where(self, cond: Any, x: Any, y: Any) -> torch.Tensor:
+        if not isinstance(y, torch.Tensor):
+            y = torch.full_like(x, y)
+        return torch.where(cond, x, y)
+
+    def take(self, x: Any, index: np.ndarray) -> torch.Tensor:
+        return x[..., self.index(index)]
+
+    def pad_zero(self, x: Any) -> torch.Tensor:
+        return torch.cat((x, x.new_zeros((*x.shape[:-1], 1))), -1)
+
+    def concat(self, parts: Any) -> torch.Tensor:
+        return torch.cat(list(parts), -1)
 
     def int_counts(self, batch: int) -> torch.Tensor:
         return torch.zeros((3, batch), dtype=torch.int64, device=self.device)
@@ -193,7 +269,7 @@ class TorchOps(S.ArrayOps):
         return np.asarray(x).tolist()
 
 
-class TorchParser(S.CellParser):
+class TorchParser(schedule.CellParser):
     """Tables, masks, counts, readouts and the detection log of one batched parse."""
 
     def __init__(
@@ -209,20 +285,20 @@ class TorchParser(S.CellParser):
         soft: torch.Tensor | None = None,
         pre: torch.Tensor | None = None,
     ) -> None:
-        self.vec, self.st, self.opt = vec, st, opt
+        self.vec, self.structure, self.opt = vec, st, opt
         # soft inputs: (B, n, T) terminal weights, or (B, n, U) preterminal scores
         self.soft, self.pre = soft, pre
         self.d = d = vec.d
-        self.h = d // 2 + 1
+        self.half = d // 2 + 1
         self.rdtype = vec.dtype
         if self.rdtype not in COMPLEX:
             raise TypeError(f"the symbol vectors must be float32 or float64, not {self.rdtype}")
         self.cdtype = COMPLEX[self.rdtype]
-        self.dev = vec.device
+        self.device = vec.device
         self.words = words  # (B, n) terminal rows, padded with 0
         self.lengths = lengths
-        self.B, self.n = len(lengths), max(lengths)
-        self.len_t = torch.as_tensor(lengths, device=self.dev)
+        self.batch, self.n = len(lengths), max(lengths)
+        self.lengths_tensor = torch.as_tensor(lengths, device=self.device)
         self.grad = torch.is_grad_enabled() and any(
             t is not None and t.requires_grad
             for t in (
@@ -236,14 +312,18 @@ class TorchParser(S.CellParser):
                 pre,
             )
         )
-        self.w = parseval_weights(d, self.rdtype, self.dev)
-        self._idx: dict[int, torch.Tensor] = {0: torch.arange(d, device=self.dev), 1: vec.perm}
+        self.xp = TorchNamespace(self.device)
+        self.parseval = torch.as_tensor(parseval_weights(d), dtype=self.rdtype, device=self.device)
+        self._powers: dict[int, torch.Tensor] = {
+            0: torch.arange(d, device=self.device),
+            1: vec.perm,
+        }
         inv = torch.empty_like(vec.perm)
-        inv[vec.perm] = torch.arange(d, device=self.dev)
-        self._idx[-1] = inv
+        inv[vec.perm] = torch.arange(d, device=self.device)
+        self._powers[-1] = inv
         self._tables(unary_weights, binary_weights)
-        self.ledger = S.Ledger(
-            TorchOps(self.dev),
+        self.ledger = schedule.Ledger(
+            self.xp,
             st.nonterminals,
             lengths,
             opt.prune,
@@ -252,35 +332,35 @@ class TorchParser(S.CellParser):
             # not the bound method: the ledger would refer back to the parser, and that
             # cycle would keep every tensor of the parse (under autograd its whole graph,
             # gigabytes) alive until Python's cyclic collector happened to run
-            active=lambda j, lengths=self.len_t: lengths >= j,
+            active=lambda j, lengths=self.lengths_tensor: lengths >= j,
         )
 
     def _tables(self, uw: torch.Tensor | None, bw: torch.Tensor | None) -> None:
         """The rule spectra (docs/method.md, section 4.1) from the vectors, with torch.fft."""
-        self._uw, self._bw = uw, bw
-        st, vec, dev = self.st, self.vec, self.dev
+        self.unary_weights, self.binary_weights = uw, bw
+        st, vec, dev = self.structure, self.vec, self.device
         rfft = torch.fft.rfft
         self.spectra = rfft(vec.nonterminal)  # (N, h)
         self.right_spectra = self.spectra if vec.right is None else rfft(vec.right)
         self.index_half = rfft(vec.index)  # (n + 1, h)
-        self.unary_rows = torch.as_tensor(st.unary, device=dev)
-        self.binary_rows = torch.as_tensor(st.binary, device=dev)
+        self.unary_rows = self.xp.index(st.unary)
+        self.binary_rows = self.xp.index(st.binary)
         if len(st.unary):
             tspec = rfft(vec.terminal)
-            terms = tspec[torch.as_tensor(st.unary_rule_terminal, device=dev)]
+            terms = tspec[self.xp.index(st.unary_rule_terminal)]
             if uw is not None:
                 terms = terms * uw.to(self.rdtype)[:, None]
-            rows = torch.as_tensor(st.unary_rule_row, device=dev)
-            zero = torch.zeros((len(st.unary), self.h), dtype=self.cdtype, device=dev)
+            rows = self.xp.index(st.unary_rule_row)
+            zero = torch.zeros((len(st.unary), self.half), dtype=self.cdtype, device=dev)
             self.unary_spectra = zero.index_add(0, rows, terms)
         if len(st.binary):
-            left = self.spectra[torch.as_tensor(st.binary_rule_left, device=dev)]
-            right = self.right_spectra[torch.as_tensor(st.binary_rule_right, device=dev)]
+            left = self.spectra[self.xp.index(st.binary_rule_left)]
+            right = self.right_spectra[self.xp.index(st.binary_rule_right)]
             prod = left * torch.conj(right)
             if bw is not None:
                 prod = prod * bw.to(self.rdtype)[:, None]
-            rows = torch.as_tensor(st.binary_rule_row, device=dev)
-            zero = torch.zeros((len(st.binary), self.h), dtype=self.cdtype, device=dev)
+            rows = self.xp.index(st.binary_rule_row)
+            zero = torch.zeros((len(st.binary), self.half), dtype=self.cdtype, device=dev)
             self.binary_spectra = zero.index_add(0, rows, prod)
 
     def word_rows(self, table: torch.Tensor, i: int) -> torch.Tensor:
@@ -290,40 +370,41 @@ class TorchParser(S.CellParser):
             return table[self.words[:, i]]
         return self.soft[:, i].to(table.dtype) @ table
 
-    def idx(self, k: int) -> torch.Tensor:
-        """``idx`` with ``(Phi^k x)[r] = x[idx[r]]``."""
-        got = self._idx.get(k)
+    def permutation_index(self, k: int) -> torch.Tensor:
+        """The index ``ix`` with ``(Phi^k x)[r] = x[ix[r]]``."""
+        got = self._powers.get(k)
         if got is None:
-            base = self._idx[1 if k > 0 else -1]
-            got = base[self.idx(k - (1 if k > 0 else -1))]
-            self._idx[k] = got
+            base = self._powers[1 if k > 0 else -1]
+            got = base[self.permutation_index(k - (1 if k > 0 else -1))]
+            self._powers[k] = got
         return got
 
     def active(self, j: int) -> torch.Tensor:
         """(B,) bool: the sentences that have the cells (i, j)."""
-        return self.len_t >= j
+        return self.lengths_tensor >= j
 
     def sigmoid(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid((x - 0.5) * self.opt.beta)
+        """sigma with the options' beta (:func:`fastdcyk.engine.arrays.sigmoid`)."""
+        return sigmoid(x, self.opt.beta, self.xp)
 
     # -- readouts, counts and the log as the caller wants them -----------------------------
 
     def cell_mask(self) -> torch.Tensor:
-        i = torch.arange(self.n, device=self.dev)[:, None]
-        j = torch.arange(self.n + 1, device=self.dev)[None, :]
-        return (i < j)[None] & (j[None] <= self.len_t[:, None, None])
+        i = torch.arange(self.n, device=self.device)[:, None]
+        j = torch.arange(self.n + 1, device=self.device)[None, :]
+        return (i < j)[None] & (j[None] <= self.lengths_tensor[:, None, None])
 
     def readout_tensor(self) -> torch.Tensor:
-        shape = (self.B, self.n, self.n + 1, len(self.st.nonterminals))
-        out = torch.zeros(shape, dtype=self.rdtype, device=self.dev)
+        shape = (self.batch, self.n, self.n + 1, len(self.structure.nonterminals))
+        out = torch.zeros(shape, dtype=self.rdtype, device=self.device)
         for i, j, rows, vals in self.ledger.readouts:
-            out[:, i, j, torch.as_tensor(rows, device=self.dev)] = vals.to(self.rdtype)
+            out[:, i, j, self.xp.index(np.asarray(rows))] = vals.to(self.rdtype)
         return out * self.cell_mask()[..., None]
 
     # -- the schedule's protocol (fastdcyk.engine.schedule.CellParser) -----------------------
 
     def rows(self, step: Step) -> np.ndarray:
-        return self.st.unary if step == S.UNARY else self.st.binary
+        return self.structure.unary if step == schedule.UNARY else self.structure.binary
 
     def entry_statistics(self, col: torch.Tensor) -> torch.Tensor:
         """The entry decoder (Algorithm 4) of every cell from column 0 of Phi P_left.
@@ -335,14 +416,11 @@ class TorchParser(S.CellParser):
         n, d = self.n, self.d
         s = self.index_half
         inner = torch.fft.irfft(torch.fft.rfft(col)[:, None, :] * s[None, :n], n=d)
-        ph = torch.fft.rfft(inner[..., self.idx(1)])  # Phi (C_i col)
+        ph = torch.fft.rfft(inner[..., self.permutation_index(1)])  # Phi (C_i col)
         u = torch.fft.irfft(ph[:, :, None, :] * s[None, None, :, :], n=d)  # (B, n, n+1, d)
         cols = torch.fft.irfft(torch.conj(self.spectra), n=d)  # first columns of C_A^T
-        rows = cols[:, self.idx(-1)]  # row 0 of C_A Phi
+        rows = cols[:, self.permutation_index(-1)]  # row 0 of C_A Phi
         return u @ rows.T
-
-
-# -- the trace gate: both accumulators as 2-D spectra ---------------------------------------
 
 
 def free_bytes(device: torch.device) -> int:
@@ -351,5 +429,5 @@ def free_bytes(device: torch.device) -> int:
     if device.type == "cuda":
         return int(torch.cuda.mem_get_info(device)[0])
     if device.type == "cpu":
-        return _memory.available_memory() or 0
+        return system_memory.available_memory() or 0
     return 0

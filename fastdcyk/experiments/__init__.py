@@ -39,7 +39,7 @@ Tasks
     it has in the sample (with the same parse time).
 
 Backends
-    A run parses with the numpy engine (the default) or with the torch backend
+    A run parses with the numpy backend (the default) or with the torch backend
     (``run_experiment(..., backend="torch", device="cuda")``), which parses the sentences of
     each task in batches on one device, from this process (the serial executor only; tasks
     are larger by default, so that their batches keep a GPU busy). The backend and device

@@ -256,7 +256,7 @@ def study_rows(
         Dimension of study c. Default: the one shared by the most grammars (the largest
         such d on a tie).
     beta : float, optional
-        Keep only this beta. Default: the engine's DEFAULT_BETA when present, else the
+        Keep only this beta. Default: fastdcyk's DEFAULT_BETA when present, else the
         smallest beta of the records.
     per_length : bool, default True
         Studies b and c: one row per sentence length; False pools the lengths (all of

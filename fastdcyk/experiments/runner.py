@@ -12,13 +12,14 @@ from typing import Any
 
 from fastdcyk import threads
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.engine import modes
 from fastdcyk.engine.memory import estimate_memory, largest_fitting_d
 from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.executors import run_dask, run_pool, run_serial
 from fastdcyk.experiments.store import _Appender, _ResultsLock, open_results, record_key
 from fastdcyk.experiments.tasks import check_sample, plan_tasks
 from fastdcyk.hrr import memory as _memory
-from fastdcyk.options import EXECUTORS, check_backend, check_choice
+from fastdcyk.options import EXECUTORS, VARIANTS, check_backend, check_choice
 
 # -- memory ---------------------------------------------------------------------------------
 
@@ -48,7 +49,7 @@ def _check_grid_memory(
     cells = list(cells)
 
     def read(variant: str) -> str | None:
-        return readback if variant == "cleanup" else None
+        return modes.own_readback(VARIANTS[variant]["gate"], readback)
 
     def need(cell: tuple[int, str, str, int]) -> int:
         d, variant, order, n = cell

@@ -56,7 +56,7 @@ RECORD_FIELDS = (
 #: fields are left out: aggregates of such records have no tree scores).
 _OPTIONAL_FIELDS = ("order", "encoding", *TREE_FIELDS)
 #: A field after ``seconds`` on the records of the torch backend only: ``"backend":
-#: "torch"`` (a record without it was parsed by the numpy engine). In float64 the two
+#: "torch"`` (a record without it was parsed by the numpy backend). In float64 the two
 #: backends give the same records; in float32 the paper variant's rounding, amplified by
 #: its gates, can change a sentence's chart, so the records say which computed them.
 BACKEND_FIELD = "backend"

@@ -2,7 +2,7 @@
 
 A task is one (grammar, variant, order, beta, d, codebook seed, batch of sentences) unit;
 :func:`run_task` needs nothing else, so it runs the same in any process. It parses with the
-numpy engine, one sentence at a time, or with the torch backend
+numpy backend, one sentence at a time, or with the torch backend
 (:mod:`fastdcyk.engine.torch_backend`), the task's sentences in batches on one device; the records
 have the same fields either way,
 and in float64 the same values (the parse time aside).
@@ -23,7 +23,7 @@ from fastdcyk.cfg.forest import Forest, bracket_scores
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.metrics import cell_scores
 from fastdcyk.cfg.trees import is_parse
-from fastdcyk.engine import dcyk, default_codebook
+from fastdcyk.engine import dcyk, default_codebook, modes
 from fastdcyk.engine.decode import item_scores
 from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.store import BACKEND_FIELD, settings_key
@@ -102,7 +102,8 @@ class Task:
 
     def __post_init__(self) -> None:
         check_choice("codebooks", self.codebooks, CODEBOOKS)
-        readback = self.readback if self.variant == "cleanup" else None
+        gate = VARIANTS[check_choice("variant", self.variant, VARIANTS)]["gate"]
+        readback = modes.own_readback(gate, self.readback)
         opt = resolve(self.variant, order=self.order, encoding=self.encoding, readback=readback)
         object.__setattr__(self, "order", opt.order)
         object.__setattr__(self, "encoding", opt.encoding)
@@ -303,7 +304,7 @@ def run_task(task: Task, *, backend: str = "numpy", device: Any = None) -> list[
         halved while the device runs out of memory), with torch's own threads (which
         :mod:`fastdcyk.threads` leaves alone); ``seconds`` is then the batch's time divided
         evenly among its sentences. In float64 the charts, and so every other field, are
-        those of the numpy engine (the statistics agree to rounding). In float32 the
+        those of the numpy backend (the statistics agree to rounding). In float32 the
         trace variant's agree too as a rule, but the paper variant's entrywise gate
         amplifies rounding (up to beta / 4 per gate, docs/method.md, section 4): at
         beta = 50 its statistics, and so its charts, can differ between the backends

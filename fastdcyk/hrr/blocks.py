@@ -8,7 +8,7 @@ sits in a core's L2 cache. The matrix is then read once and the result written o
 of one pass through memory per FFT and per gather, and no d x d work buffer is needed at all:
 each thread holds one or two real blocks and one spectrum block.
 
-Blocks are spread over the engine's threads (contiguous runs of blocks per thread, the
+Blocks are spread over the FFT's threads (contiguous runs of blocks per thread, the
 calling thread taking the first run); pocketfft and the Numba kernels release the GIL. The
 arithmetic per column (row) is that of the whole-matrix path, so the two agree to rounding
 (bit for bit in every case compared so far; the tests allow one FFT round trip's rounding).
@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from fastdcyk.hrr import kernels as K
+from fastdcyk.hrr import kernels
 
 __all__ = ["BLOCK_BYTES", "ENABLED", "apply_chain", "block_bytes", "block_names", "block_width"]
 
-#: Whether operators use the blocked path where the FFT engine allows it (tests switch it
+#: Whether operators use the blocked path where the FFT library allows it (tests switch it
 #: off to compare with the whole-matrix path).
 ENABLED = True
 
@@ -104,7 +104,7 @@ def apply_chain(
     x: np.ndarray,
     out: np.ndarray,
     axis: int,
-    engine: Any,
+    fft: Any,
     buffer: Any,
 ) -> np.ndarray:
     """Apply ``steps`` (in order) to ``x`` along ``axis``, block by block, into ``out``.
@@ -119,7 +119,7 @@ def apply_chain(
         2-D, same shape and dtype; ``out`` may be ``x`` when the first step is a circulant.
     axis : int
         0: the lines are columns (left application); 1: rows (right application).
-    engine : FFTEngine
+    fft : FFT
         One with ``blockwise`` set; called with one thread per block.
     buffer : callable
         ``buffer(name, shape, dtype)`` returning a reusable work buffer (the codebook's).
@@ -133,14 +133,14 @@ def apply_chain(
     cdtype = np.result_type(x.dtype, np.complex64)
     width = block_width(d, k, x.dtype.itemsize, axis)
     starts = list(range(0, k, width))
-    n = max(1, min(engine.threads, len(starts)))
+    n = max(1, min(fft.threads, len(starts)))
     runs = [starts[len(starts) * t // n : len(starts) * (t + 1) // n] for t in range(n)]
     if axis == 0:
         rshape, sshape = (d, width), (h, width)
-        mul, gather = K.spec_mul_axis0.serial, K.gather_rows.serial
+        mul, gather = kernels.spec_mul_axis0.serial, kernels.gather_rows.serial
     else:
         rshape, sshape = (width, d), (width, h)
-        mul, gather = K.spec_mul_axis1.serial, K.gather_cols.serial
+        mul, gather = kernels.spec_mul_axis1.serial, kernels.gather_cols.serial
     # Destinations, chosen backwards from the last step, which writes the output block: a
     # gather needs a destination other than its source, anything else may reuse scratch
     # block "a". Where a gather writes "a", the step before it writes a second block "b".
@@ -179,9 +179,9 @@ def apply_chain(
             for (is_circ, arg), where in zip(steps, dest, strict=True):
                 dst = final if where == "out" else (a if where == "a" else b)
                 if is_circ:
-                    engine.rfft(src, axis, out=s, threads=1)
+                    fft.rfft(src, axis, out=s, threads=1)
                     mul(s, arg)
-                    engine.irfft(s, d, axis, out=dst, threads=1)
+                    fft.irfft(s, d, axis, out=dst, threads=1)
                 else:
                     gather(src, arg, dst)
                 src = dst
@@ -189,7 +189,7 @@ def apply_chain(
     if n == 1:
         run(0)
         return out
-    pool = _pool(engine.threads - 1)  # one pool per thread count, whatever n is this time
+    pool = _pool(fft.threads - 1)  # one pool per thread count, whatever n is this time
     futures = [pool.submit(run, t) for t in range(1, n)]
     try:
         run(0)

@@ -46,7 +46,7 @@ class Workspace:
     Parameters
     ----------
     empty : callable
-        ``empty(shape, dtype)``: the allocator (the FFT engine's, aligned where it wants).
+        ``empty(shape, dtype)``: the allocator (the FFT library's, aligned where it wants).
     """
 
     _live: weakref.WeakSet[Workspace] = weakref.WeakSet()
@@ -101,8 +101,7 @@ class HasWorkspace(Protocol):
 
     d: int
     dtype: np.dtype
-
-    def buffer(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray: ...
+    workspace: Workspace
 
 
 @dataclass(frozen=True)
@@ -141,7 +140,7 @@ class Buffer:
 
     def get(self, cb: HasWorkspace, shape: tuple[int, ...] | None = None) -> np.ndarray:
         """The codebook's reusable work buffer of this name (``shape``: a smaller view)."""
-        return cb.buffer(
+        return cb.workspace.get(
             self.name, self.shape(cb.d) if shape is None else shape, self.dtype(cb.dtype)
         )
 

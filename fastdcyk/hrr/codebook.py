@@ -44,18 +44,18 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-import warnings
-import zipfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-from fastdcyk.hrr import buffers as _buffers
-from fastdcyk.hrr import memory as _memory
-from fastdcyk.hrr.fft import FFTEngine, get_engine, spectrum_dtype
+from fastdcyk.hrr import buffers, codebook_file
+from fastdcyk.hrr import memory as system_memory
+from fastdcyk.hrr.codebook_file import KINDS
+from fastdcyk.hrr.fft import FFT, get_fft, spectrum_dtype
 from fastdcyk.hrr.operators import Operator
-from fastdcyk.options import check_choice, check_dim, check_dtype, check_int
+from fastdcyk.hrr.sidon import check_shifted_symbols, grammar_symbols, sidon_offsets
+from fastdcyk.options import check_choice, check_dim, check_dtype, check_int, refuses_renamed
 
 __all__ = ["INDEX_VECTORS", "KINDS", "Codebook", "grammar_symbols", "sidon_offsets"]
 
@@ -63,94 +63,11 @@ __all__ = ["INDEX_VECTORS", "KINDS", "Codebook", "grammar_symbols", "sidon_offse
 _CHECKED_BYTES = 64 << 20
 
 
-KINDS = ("terminal", "nonterminal", "index", "right")
 _KIND_KEY = {"terminal": 1, "nonterminal": 2, "index": 3, "right": 4}
 _PERM_KEY = 0x5EED
 _SHIFT_BASE_KEY = 0xBA5E
 _SYMBOL_BASE_KEY = 0x5B5E
 INDEX_VECTORS = ("random", "shifted")
-
-#: Greedy Sidon sets modulo d, extended on demand: d -> (offsets, their differences mod d,
-#: the next candidate, exhausted).
-_SIDON: dict[int, tuple[list[int], set[int], int, bool]] = {}
-_SIDON_LOCK = threading.Lock()
-
-
-def sidon_offsets(d: int, count: int) -> list[int]:
-    """The first ``count`` (at most) offsets of the greedy Sidon set modulo ``d``.
-
-    s_0 = 0, and each next offset is the smallest c > s_k whose differences to all earlier
-    offsets, taken mod d in both directions, are new. Every difference s_a - s_b (a != b) is
-    then distinct and nonzero mod d, so that s_a - s_b + s_c - s_e = 0 mod d only when
-    {a, c} = {b, e}. The set is a prefix-stable sequence for each d; fewer than ``count``
-    offsets come back when the set modulo d holds fewer (it holds about 21 at d = 1024,
-    28 at d = 2048, 45 at d = 6000).
-
-    Examples
-    --------
-    >>> sidon_offsets(1024, 8)
-    [0, 1, 3, 7, 12, 20, 30, 44]
-    """
-    with _SIDON_LOCK:
-        offs, diffs, c, done = _SIDON.get(d, ([0], set(), 1, False))
-        while len(offs) < count and not done:
-            if c >= d:
-                done = True
-                break
-            new: set[int] = set()
-            for x in offs:
-                a, b = (c - x) % d, (x - c) % d
-                if a in diffs or b in diffs or a in new or b in new or a == b:
-                    break
-                new.update((a, b))
-            else:
-                offs.append(c)
-                diffs |= new
-            c += 1
-        _SIDON[d] = (offs, diffs, c, done)
-        return offs[:count]
-
-
-def grammar_symbols(grammar: Any) -> tuple[tuple[str, Any], ...]:
-    """The symbols of a grammar, in the priority order of ``Codebook(shifted_symbols=...)``.
-
-    Nonterminals, then their right-child roles, then terminals, each sorted by name: the
-    nonterminals first, because near matches between rules' symbols set the trace
-    variant's noise floor, and the right-child roles always (the same codebook then serves
-    both encodings).
-
-    Parameters
-    ----------
-    grammar : Grammar
-        Anything with ``nonterminals`` and ``terminals``.
-    """
-    nts = sorted(grammar.nonterminals, key=str)
-    return (
-        *(("nonterminal", a) for a in nts),
-        *(("right", a) for a in nts),
-        *(("terminal", t) for t in sorted(grammar.terminals, key=str)),
-    )
-
-
-def _check_shifted_symbols(symbols: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    if isinstance(symbols, str | bytes):
-        raise ValueError("shifted_symbols must be a sequence of (kind, symbol) pairs")
-    out: list[tuple[str, Any]] = []
-    seen: set[tuple[str, Any]] = set()
-    for item in symbols:
-        if not (isinstance(item, tuple) and len(item) == 2):
-            raise ValueError(f"shifted_symbols: expected (kind, symbol) pairs, got {item!r}")
-        kind, sym = item
-        if kind not in ("terminal", "nonterminal", "right"):
-            raise ValueError(
-                f"shifted_symbols: kind {kind!r} is not one of 'terminal', 'nonterminal', "
-                "'right' (span indices are shifted by index_vectors)"
-            )
-        if item in seen:
-            raise ValueError(f"shifted_symbols lists {item!r} twice")
-        seen.add(item)
-        out.append(item)
-    return out
 
 
 def _symbol_key(kind: str, sym: Any) -> tuple[int, ...]:
@@ -211,8 +128,9 @@ class Codebook:
         offsets, so that distinct indices are exactly orthogonal and span mismatches cancel
         to 0 (see the module's notes); indices beyond the set that fits in d are random.
         ``"random"`` (the default otherwise): a random vector per index, like every symbol.
-    engine : {"auto", "scipy", "pyfftw", "numpy"} or FFTEngine, default "auto"
-        FFT engine used to apply operators to dense matrices.
+    fft : {"auto", "scipy", "pyfftw", "numpy"} or FFT, default "auto"
+        The FFT library that applies operators to dense matrices
+        (:func:`~fastdcyk.hrr.fft.get_fft`; the keyword was ``engine`` before 0.4).
     threads : int, optional
         FFT threads; all cores by default.
 
@@ -237,6 +155,7 @@ class Codebook:
     Operator(d=64, float32: C)
     """
 
+    @refuses_renamed
     def __init__(
         self,
         d: int,
@@ -247,10 +166,10 @@ class Codebook:
         index_vectors: str | None = None,
         shifted_symbols: Iterable[tuple[str, Any]] = (),
         zero_mean: bool | None = None,
-        engine: str | FFTEngine = "auto",
+        fft: str | FFT = "auto",
         threads: int | None = None,
     ) -> None:
-        slots = _check_shifted_symbols(shifted_symbols)
+        slots = check_shifted_symbols(shifted_symbols)
         if slots and not unitary:
             raise ValueError(
                 "shifted_symbols needs unitary=True: shifts of a non-unitary vector are not "
@@ -279,15 +198,16 @@ class Codebook:
         self.shifted_symbols = tuple(slots)
         self._symbol_slot = {key: k for k, key in enumerate(slots)}
         self._symbol_base: np.ndarray | None = None
-        self.engine = get_engine(engine, threads)
+        self.fft = get_fft(fft, threads)
         self._vectors: dict[tuple[str, Any], np.ndarray] = {}
         self._spectra: dict[tuple[str, Any], np.ndarray] = {}
         self._fixed = False  # True for a codebook built from the user's vectors
         self._perm: np.ndarray | None = None  # drawn on first use (see perm)
         self._powers: dict[int, np.ndarray] | None = None
-        self.workspace = _buffers.Workspace(self.engine.empty)
+        self.workspace = buffers.Workspace(self.fft.empty)
 
     @classmethod
+    @refuses_renamed
     def for_grammar(cls, grammar: Any, d: int, seed: int = 0, **kwargs: Any) -> Codebook:
         """A unitary codebook whose vectors for ``grammar``'s symbols are shifted.
 
@@ -299,7 +219,7 @@ class Codebook:
         >>> import fastdcyk
         >>> cb = Codebook.for_grammar(fastdcyk.Grammar.builtin("G0"), 256)
         >>> cb
-        Codebook(d=256, seed=0, float32, unitary, 13 shifted symbols, engine=scipy)
+        Codebook(d=256, seed=0, float32, unitary, 13 shifted symbols, fft=scipy)
         """
         kwargs.setdefault("unitary", True)
         return cls(d, seed, shifted_symbols=grammar_symbols(grammar), **kwargs)
@@ -307,6 +227,7 @@ class Codebook:
     # -- construction from the user's own vectors -------------------------------------------
 
     @classmethod
+    @refuses_renamed
     def from_vectors(
         cls,
         *,
@@ -316,7 +237,7 @@ class Codebook:
         right: Mapping[Any, Any] | None = None,
         permutation: Any,
         dtype: Any = "float32",
-        engine: str | FFTEngine = "auto",
+        fft: str | FFT = "auto",
         threads: int | None = None,
     ) -> Codebook:
         """A codebook of the user's own vectors and permutation.
@@ -359,11 +280,11 @@ class Codebook:
         self.shifted_symbols = ()
         self._symbol_slot = {}
         self._symbol_base = None
-        self.engine = get_engine(engine, threads)
+        self.fft = get_fft(fft, threads)
         self._vectors = {}
         self._spectra = {}
         self._fixed = True
-        self.workspace = _buffers.Workspace(self.engine.empty)
+        self.workspace = buffers.Workspace(self.fft.empty)
         self._perm = None
         self._powers = None
         self._set_permutation(perm.astype(np.intp))
@@ -442,12 +363,12 @@ class Codebook:
         """
         if nbytes < _CHECKED_BYTES:
             return
-        avail = _memory.available_memory()
+        avail = system_memory.available_memory()
         if avail is not None and nbytes > 0.75 * avail:
+            need, have = system_memory.format_bytes(nbytes), system_memory.format_bytes(avail)
             raise MemoryError(
-                f"a codebook of dimension d = {self.d} needs about {_memory.format_bytes(nbytes)} "
-                f"for {what}, which does not fit in the {_memory.format_bytes(avail)} of memory "
-                "available: use a smaller d"
+                f"a codebook of dimension d = {self.d} needs about {need} for {what}, which "
+                f"does not fit in the {have} of memory available: use a smaller d"
             )
 
     # -- symbols ---------------------------------------------------------------------------
@@ -461,7 +382,7 @@ class Codebook:
             extra += f", {len(self.shifted_symbols)} shifted symbols"
         if self.zero_mean != self.unitary:
             extra += f", zero_mean={self.zero_mean}"
-        return f"Codebook(d={self.d}, {src}, {self.dtype}{extra}, engine={self.engine.name})"
+        return f"Codebook(d={self.d}, {src}, {self.dtype}{extra}, fft={self.fft.name})"
 
     def symbols(self, kind: str) -> list[Any]:
         """The symbols of a namespace held (drawn or given) so far."""
@@ -671,12 +592,11 @@ class Codebook:
         """The identity operator."""
         return Operator(self, ())
 
-    # -- pickling: without the lock and the work buffers ------------------------------------
-
-    # -- saving ------------------------------------------------------------------------------
+    # -- saving (fastdcyk.hrr.codebook_file) ------------------------------------------------
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the vectors held and the permutation to ``path`` (a NumPy ``.npz`` file).
+        """Write the vectors held and the permutation to ``path`` (a NumPy ``.npz`` file;
+        :func:`fastdcyk.hrr.codebook_file.save`).
 
         A codebook built from vectors (:meth:`from_vectors`, or a learned one:
         :meth:`fastdcyk.nn.DCYK.codebook`) holds all of its vectors; a codebook drawn from a
@@ -688,46 +608,14 @@ class Codebook:
         path : path
             Written whole or not at all (a temporary file renamed into place).
         """
-        import json
-
-        arrays: dict[str, np.ndarray] = {"perm": np.asarray(self.perm)}
-        keys: dict[str, list[Any]] = {}
-        for kind in KINDS:
-            syms = self.symbols(kind)
-            if syms:
-                keys[kind] = list(syms)
-                arrays[kind] = np.stack([self.vector(kind, x) for x in syms])
-        meta: dict[str, Any] = {"format": "fastdcyk-codebook", "version": 1}
-        meta |= {"dtype": self.dtype.name, "symbols": keys}
-        if not self._fixed:  # drawn from a seed: keep how, so that load can draw the rest
-            meta["seeded"] = {
-                "d": self.d,
-                "seed": self.seed,
-                "unitary": self.unitary,
-                "zero_mean": self.zero_mean,
-                "index_vectors": self.index_vectors,
-                "shifted_symbols": [list(key) for key in self.shifted_symbols],
-            }
-        arrays["meta"] = np.array(json.dumps(meta))
-        path = os.fspath(path)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "wb") as f:
-                np.savez(f, **arrays)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        codebook_file.save(self, path)
 
     @classmethod
+    @refuses_renamed
     def load(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        engine: str | FFTEngine = "auto",
-        threads: int | None = None,
+        cls, path: str | os.PathLike[str], *, fft: str | FFT = "auto", threads: int | None = None
     ) -> Codebook:
-        """The codebook written by :meth:`save`.
+        """The codebook written by :meth:`save` (:func:`fastdcyk.hrr.codebook_file.load`).
 
         A codebook drawn from a seed comes back as that seeded codebook (checked against the
         vectors in the file); one built from vectors, as a codebook of these vectors.
@@ -741,66 +629,9 @@ class Codebook:
             ``.npz`` file, truncated, corrupted, or with metadata :meth:`save` does not
             write), or was written by a newer fastdcyk.
         """
-        name = os.fspath(path)
-        try:
-            meta, found = _read_codebook_file(name)
-        except FileNotFoundError:
-            raise
-        except (KeyError, IndexError, ValueError, TypeError, AttributeError, EOFError, OSError,
-                zipfile.BadZipFile) as e:  # fmt: skip
-            raise ValueError(
-                f"{name!r} is not a codebook file written by Codebook.save "
-                f"({type(e).__name__}: {e})"
-            ) from None
-        if meta["version"] > 1:
-            raise ValueError(
-                f"{name!r} was written by a newer fastdcyk (codebook format version "
-                f"{meta['version']}): upgrade fastdcyk to read it"
-            )
-        try:
-            maps = {kind: dict(zip(meta["symbols"][kind], found[kind], strict=True))
-                    for kind in KINDS if kind in meta["symbols"]}  # fmt: skip
-            seeded = meta.get("seeded")
-            if seeded is not None:
-                cb = cls(
-                    seeded["d"],
-                    seeded["seed"],
-                    meta["dtype"],
-                    unitary=seeded["unitary"],
-                    zero_mean=seeded["zero_mean"],
-                    index_vectors=seeded["index_vectors"],
-                    shifted_symbols=[tuple(key) for key in seeded["shifted_symbols"]],
-                    engine=engine,
-                    threads=threads,
-                )
-                same = np.array_equal(cb.perm, found["perm"]) and all(
-                    np.array_equal(cb.vector(kind, x), v)
-                    for kind, vectors in maps.items()
-                    for x, v in vectors.items()
-                )
-                if same:
-                    return cb
-                warnings.warn(
-                    f"{name!r}: its seed no longer draws the vectors it holds (written by "
-                    "another version of fastdcyk); loaded as a codebook of these vectors, "
-                    "which cannot draw new symbols",
-                    stacklevel=2,
-                )
-            return cls.from_vectors(
-                terminals=maps.get("terminal"),
-                nonterminals=maps.get("nonterminal"),
-                indices=maps.get("index"),
-                right=maps.get("right"),
-                permutation=found["perm"],
-                dtype=meta["dtype"],
-                engine=engine,
-                threads=threads,
-            )
-        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as e:
-            raise ValueError(
-                f"{name!r} is not a codebook file written by Codebook.save (its contents are "
-                f"not what save writes: {type(e).__name__}: {e})"
-            ) from None
+        return codebook_file.load(cls, path, fft=fft, threads=threads)
+
+    # -- pickling: without the lock and the work buffers ------------------------------------
 
     def __getstate__(self) -> dict[str, Any]:
         return self.__dict__.copy()  # the workspace pickles empty
@@ -811,10 +642,20 @@ class Codebook:
             state.pop("_inverse", None)
         state.setdefault("_perm", None)
         state.setdefault("_powers", None)
+        if "engine" in state:  # pickled before 0.4, when the FFT library was its "engine"
+            state["fft"] = state.pop("engine")
         if "workspace" not in state:  # pickled before the workspace had its own class
             state.pop("_workspace", None)
-            state["workspace"] = _buffers.Workspace(state["engine"].empty)
+            state["workspace"] = buffers.Workspace(state["fft"].empty)
         self.__dict__.update(state)
+
+    @property
+    def engine(self) -> Any:
+        """Renamed :attr:`fft` in 0.4 (refused until 0.5)."""
+        raise AttributeError(
+            "Codebook.engine was renamed Codebook.fft in fastdcyk 0.4 ('engine' names the "
+            "package fastdcyk.engine only)"
+        )
 
     @property
     def lock(self) -> threading.RLock:
@@ -824,26 +665,9 @@ class Codebook:
 
     # -- work buffers ----------------------------------------------------------------------
 
-    def buffer(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-        """A reusable work buffer of ``shape``: a view of one allocation per (name, dtype).
-
-        The allocation grows to the largest shape asked for under that name and is reused for
-        every smaller one (:class:`~fastdcyk.hrr.buffers.Workspace`). Operators use these
-        for intermediate results: a chain allocates its work buffers once per codebook, not
-        once per factor or per call. Call :meth:`release_buffers` to free them.
-        """
-        return self.workspace.get(name, shape, dtype)
-
-    def spectrum_buffer(self, shape: tuple[int, ...]) -> np.ndarray:
-        """A reusable complex work buffer of ``shape`` (a view of one allocation).
-
-        The spectra along axis 0, ``(d // 2 + 1, k)``, and along axis 1, ``(k, d // 2 + 1)``,
-        have the same size, so both are views of one allocation.
-        """
-        return _buffers.SPECTRUM.get(self, shape)
-
     def release_buffers(self) -> None:
-        """Free the work buffers (they are allocated again on next use)."""
+        """Free the work buffers of :attr:`workspace` (they are allocated again on next
+        use)."""
         self.workspace.release()
 
     def buffer_bytes(self) -> int:
@@ -861,19 +685,3 @@ class Codebook:
         another thread's parse draws more: each dict is copied at once, under the GIL)."""
         vectors, spectra = list(self._vectors.values()), list(self._spectra.values())
         return sum(a.nbytes for a in vectors) + sum(a.nbytes for a in spectra)
-
-
-def _read_codebook_file(path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The metadata and the arrays of a file written by :meth:`Codebook.save`."""
-    import json
-
-    with np.load(path, allow_pickle=False) as z:
-        if not isinstance(z, np.lib.npyio.NpzFile):
-            raise ValueError("a single NumPy array, not an .npz archive")
-        meta = json.loads(str(z["meta"]))
-        if not isinstance(meta, dict) or meta.get("format") != "fastdcyk-codebook":
-            raise ValueError('no "format": "fastdcyk-codebook" in its metadata')
-        if not isinstance(meta.get("version"), int) or not isinstance(meta.get("symbols"), dict):
-            raise ValueError("its metadata has no version or no symbols")
-        found = {k: np.asarray(z[k]) for k in (*KINDS, "perm") if k in z.files}
-    return meta, found

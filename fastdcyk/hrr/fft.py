@@ -1,8 +1,9 @@
-"""FFT engines: one place that owns engine choice, threads, plans and buffer reuse.
+"""FFT libraries: one place that owns the choice of library, threads, plans and buffer reuse.
 
 Every operator in fastdcyk is applied to dense matrices by batched real FFTs along one axis.
-Three engines implement the same small interface (:meth:`FFTEngine.rfft`,
-:meth:`FFTEngine.irfft`, :meth:`FFTEngine.empty`):
+Three libraries implement the same small interface (:meth:`FFT.rfft`, :meth:`FFT.irfft`,
+:meth:`FFT.empty`), chosen by name with :func:`get_fft` (the ``fft`` keyword of
+:class:`~fastdcyk.hrr.codebook.Codebook` and :func:`fastdcyk.dcyk`):
 
 - ``"scipy"``: scipy's pocketfft with all cores. It writes into caller-owned buffers through
   pocketfft's own binding (``scipy.fft._pocketfft.pypocketfft``), so a chain of factors never
@@ -29,16 +30,16 @@ import scipy.fft
 from fastdcyk import threads as _threads
 
 __all__ = [
-    "ENGINES",
-    "FFTEngine",
-    "available_engines",
+    "LIBRARIES",
+    "FFT",
+    "available_ffts",
     "default_threads",
-    "get_engine",
+    "get_fft",
     "has_pyfftw",
     "spectrum_dtype",
 ]
 
-ENGINES = ("scipy", "pyfftw", "numpy")
+LIBRARIES = ("scipy", "pyfftw", "numpy")
 
 try:  # pragma: no cover - depends on the installed scipy
     from scipy.fft._pocketfft import pypocketfft as _pocketfft
@@ -57,18 +58,41 @@ except ImportError:  # pragma: no cover
     _HAS_PYFFTW = False
 
 
+#: Names renamed in 0.4 ("engine" names the package fastdcyk.engine only), refused until 0.5.
+RENAMED = {
+    "get_engine": "get_fft",
+    "available_engines": "available_ffts",
+    "FFTEngine": "FFT",
+    "ENGINES": "LIBRARIES",
+}
+
+
+def renamed(module: str, name: str) -> AttributeError:
+    """The error for a name of :data:`RENAMED` asked of ``module``."""
+    if name in RENAMED:
+        return AttributeError(
+            f"{module}.{name} was renamed {RENAMED[name]} in fastdcyk 0.4 ('engine' names the "
+            f"package fastdcyk.engine only; the FFT library is the fft= keyword)"
+        )
+    return AttributeError(f"module {module!r} has no attribute {name!r}")
+
+
+def __getattr__(name: str) -> Any:
+    raise renamed(__name__, name)
+
+
 def has_pyfftw() -> bool:
     """Whether pyFFTW can be imported on this platform."""
     return _HAS_PYFFTW
 
 
-def available_engines() -> tuple[str, ...]:
-    """The engine names usable here, fastest first."""
-    return tuple(e for e in ENGINES if e != "pyfftw" or _HAS_PYFFTW)
+def available_ffts() -> tuple[str, ...]:
+    """The names of the FFT libraries usable here, fastest first."""
+    return tuple(e for e in LIBRARIES if e != "pyfftw" or _HAS_PYFFTW)
 
 
 def default_threads() -> int:
-    """Threads of an engine built without a count: :func:`fastdcyk.threads.fft_threads`."""
+    """Threads of an FFT built without a count: :func:`fastdcyk.threads.fft_threads`."""
     return _threads.fft_threads()
 
 
@@ -88,7 +112,7 @@ def _spectrum_shape(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-class FFTEngine:
+class FFT:
     """Batched real FFTs along one axis of a 1-D or 2-D array.
 
     Parameters
@@ -102,7 +126,7 @@ class FFTEngine:
     """
 
     name = "base"
-    #: Whether :mod:`fastdcyk.hrr.blocks` may call this engine on many small column or row
+    #: Whether :mod:`fastdcyk.hrr.blocks` may call this library on many small column or row
     #: blocks, one thread per call (cheap per call, no per-shape planning, strided outputs).
     blockwise = False
 
@@ -115,11 +139,11 @@ class FFTEngine:
         return f"{type(self).__name__}(threads={self.threads})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Engines hold plans and locks: a pickled one is looked up again by name.
-        return (get_engine, (self.name, self.threads))
+        # FFTs hold plans and locks: a pickled one is looked up again by name.
+        return (get_fft, (self.name, self.threads))
 
     def empty(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-        """A new uninitialised buffer suited to this engine (aligned where it matters)."""
+        """A new uninitialised buffer suited to this library (aligned where it matters)."""
         return np.empty(shape, dtype=dtype)
 
     def rfft(
@@ -127,7 +151,7 @@ class FFTEngine:
     ) -> np.ndarray:
         """Real-to-complex transform of ``x`` along ``axis``; ``x`` is not modified.
 
-        ``threads`` overrides the engine's thread count for this call.
+        ``threads`` overrides the FFT's thread count for this call.
         """
         raise NotImplementedError
 
@@ -141,7 +165,7 @@ class FFTEngine:
     ) -> np.ndarray:
         """Complex-to-real inverse transform (normalised by 1/n); ``s`` may be destroyed.
 
-        ``threads`` overrides the engine's thread count for this call.
+        ``threads`` overrides the FFT's thread count for this call.
         """
         raise NotImplementedError
 
@@ -149,7 +173,7 @@ class FFTEngine:
         """Complex transform of ``x`` along ``axis``, in place (the inverse normalised by 1/n).
 
         ``x`` is a complex work array owned by the caller; it is overwritten and returned.
-        The default uses scipy.fft for every engine (complex transforms are rare in
+        The default uses scipy.fft for every library (complex transforms are rare in
         fastdcyk: a few per parse).
         """
         fn = scipy.fft.fft if forward else scipy.fft.ifft
@@ -157,7 +181,7 @@ class FFTEngine:
         return x
 
 
-class _ScipyEngine(FFTEngine):
+class _ScipyFFT(FFT):
     name = "scipy"
     blockwise = _POCKETFFT_OUT
 
@@ -194,7 +218,7 @@ class _ScipyEngine(FFTEngine):
         return super().cfft(x, axis, forward)
 
 
-class _NumpyEngine(FFTEngine):
+class _NumpyFFT(FFT):
     name = "numpy"
 
     def __init__(self, threads: int | None = None) -> None:
@@ -218,12 +242,12 @@ class _NumpyEngine(FFTEngine):
         return out
 
 
-class _PyFFTWEngine(FFTEngine):
+class _PyFFTW(FFT):
     name = "pyfftw"
 
     def __init__(self, threads: int | None = None, planner: str = "FFTW_MEASURE") -> None:
         if not _HAS_PYFFTW:
-            raise ImportError("pyFFTW is not installed: pip install pyfftw, or use engine='scipy'")
+            raise ImportError("pyFFTW is not installed: pip install pyfftw, or use fft='scipy'")
         super().__init__(threads)
         self.planner = planner
         self._plans: dict[tuple, Any] = {}
@@ -311,15 +335,15 @@ def _c_strides(a: np.ndarray) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-_ENGINE_CACHE: dict[tuple[str, int | None], FFTEngine] = {}
+_FFT_CACHE: dict[tuple[str, int | None], FFT] = {}
 
 
-def get_engine(engine: str | FFTEngine = "auto", threads: int | None = None) -> FFTEngine:
-    """Return an FFT engine by name.
+def get_fft(fft: str | FFT = "auto", threads: int | None = None) -> FFT:
+    """The FFT of a library, by name.
 
     Parameters
     ----------
-    engine : {"auto", "scipy", "pyfftw", "numpy"} or FFTEngine
+    fft : {"auto", "scipy", "pyfftw", "numpy"} or FFT
         ``"auto"`` is ``"scipy"`` (measured fastest here). ``"pyfftw"`` falls back to
         ``"scipy"`` with a warning when pyFFTW is not installed.
     threads : int, optional
@@ -328,21 +352,21 @@ def get_engine(engine: str | FFTEngine = "auto", threads: int | None = None) -> 
 
     Returns
     -------
-    FFTEngine
-        Engines are cached per (name, threads), so plans are shared.
+    FFT
+        FFTs are cached per (name, threads), so plans are shared.
 
     Raises
     ------
     ValueError
-        For an unknown engine name.
+        For an unknown library name.
     """
-    if isinstance(engine, FFTEngine):
-        return engine
-    name = str(engine).lower()
+    if isinstance(fft, FFT):
+        return fft
+    name = str(fft).lower()
     if name == "auto":
         name = "scipy"
-    if name not in ENGINES:
-        raise ValueError(f"unknown FFT engine {engine!r}: choose one of 'auto', {ENGINES}")
+    if name not in LIBRARIES:
+        raise ValueError(f"unknown FFT library {fft!r}: choose one of 'auto', {LIBRARIES}")
     if name == "pyfftw" and not _HAS_PYFFTW:
         warnings.warn(
             "pyFFTW is not installed; using scipy.fft instead", RuntimeWarning, stacklevel=2
@@ -350,9 +374,9 @@ def get_engine(engine: str | FFTEngine = "auto", threads: int | None = None) -> 
         name = "scipy"
     # the default count is the setting of the moment (fastdcyk.threads)
     key = (name, _threads.fft_threads() if threads is None else threads)
-    eng = _ENGINE_CACHE.get(key)
-    if eng is None:
-        cls = {"scipy": _ScipyEngine, "pyfftw": _PyFFTWEngine, "numpy": _NumpyEngine}[name]
-        eng = cls(threads)
-        _ENGINE_CACHE[key] = eng
-    return eng
+    got = _FFT_CACHE.get(key)
+    if got is None:
+        cls = {"scipy": _ScipyFFT, "pyfftw": _PyFFTW, "numpy": _NumpyFFT}[name]
+        got = cls(threads)
+        _FFT_CACHE[key] = got
+    return got

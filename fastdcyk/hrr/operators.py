@@ -13,9 +13,9 @@ and simplifies them eagerly,
 
 Applying an operator to a dense matrix costs one batched real FFT round trip per circulant
 (along axis 0 from the left, axis 1 from the right) and one gather per permutation power.
-With the default engine the whole chain runs on one cache-sized block of columns (rows) at a
+With the default FFT library the whole chain runs on one cache-sized block of columns (rows) at a
 time, spread over threads, with a few block-sized work buffers per thread
-(:mod:`fastdcyk.hrr.blocks`); the numpy and pyfftw engines make one pass over the matrix per
+(:mod:`fastdcyk.hrr.blocks`); the numpy and pyfftw libraries make one pass over the matrix per
 step, with at most one real and one complex work buffer of the matrix's size. Work buffers
 belong to the codebook and are reused across calls.
 """
@@ -23,36 +23,29 @@ belong to the codebook and are reused across calls.
 from __future__ import annotations
 
 import numbers
-import threading
 from typing import Any, Protocol
 
 import numpy as np
 
-from fastdcyk.hrr import blocks as _blocks
-from fastdcyk.hrr import buffers as B
-from fastdcyk.hrr import kernels as K
-from fastdcyk.hrr.fft import FFTEngine
+from fastdcyk.hrr import blocks, buffers, kernels
+from fastdcyk.hrr.buffers import Workspace
+from fastdcyk.hrr.fft import FFT
 
 __all__ = ["Operator", "OperatorSpace"]
 
 
 class OperatorSpace(Protocol):
     """What an operator needs of its codebook (:class:`fastdcyk.hrr.codebook.Codebook`): the
-    dimension and dtypes, the FFT engine, the permutation's powers and the work buffers."""
+    dimension and dtypes, the FFT library, the permutation's powers and the work buffers
+    (:class:`~fastdcyk.hrr.buffers.Workspace`, whose lock a chain holds)."""
 
     d: int
     dtype: np.dtype
     cdtype: np.dtype
-    engine: FFTEngine
-
-    @property
-    def lock(self) -> threading.RLock: ...
+    fft: FFT
+    workspace: Workspace
 
     def permutation_index(self, k: int) -> np.ndarray: ...
-
-    def buffer(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray: ...
-
-    def spectrum_buffer(self, shape: tuple[int, ...]) -> np.ndarray: ...
 
 
 # Factor = np.ndarray (a spectrum, 1-D complex) | int (a nonzero power of Phi)
@@ -289,7 +282,7 @@ class Operator:
         else:
             op, axis = self, (0 if side == "left" else 1)
             x2, out2 = x, out
-        with self.codebook.lock:  # the work buffers are the codebook's
+        with self.codebook.workspace.lock:  # the work buffers are the codebook's
             op._apply(x2, out2, axis=axis, factors=op.factors[::-1] if axis == 0 else op.factors)
         return out
 
@@ -318,7 +311,7 @@ class Operator:
         return self._meet_diagonal(p, out, diag_on_right=False)
 
     def _meet_diagonal(self, p: np.ndarray, out: np.ndarray | None, diag_on_right: bool):
-        with self.codebook.lock:  # the work buffers are the codebook's
+        with self.codebook.workspace.lock:  # the work buffers are the codebook's
             return self._meet_diagonal_locked(p, out, diag_on_right)
 
     def _meet_diagonal_locked(self, p: np.ndarray, out: np.ndarray | None, diag_on_right: bool):
@@ -341,12 +334,12 @@ class Operator:
         far = fs.pop() if fs and not _is_circ(fs[-1]) else 0
         if diag_on_right:  # (Phi^far C Phi^near diag(p))[r, c]
             rowidx, shift = cb.permutation_index(far), cb.permutation_index(-near)
-            K.circulant_times_diag(v, p, rowidx, shift, out)
+            kernels.circulant_times_diag(v, p, rowidx, shift, out)
             rest = Operator(cb, tuple(fs), self.scale)
             return rest._apply(out, out, axis=0, factors=rest.factors[::-1])
         # (diag(p) Phi^near C Phi^far)[r, c]
         rowidx, shift = cb.permutation_index(near), cb.permutation_index(-far)
-        K.diag_times_circulant(v, p, rowidx, shift, out)
+        kernels.diag_times_circulant(v, p, rowidx, shift, out)
         rest = Operator(cb, tuple(reversed(fs)), self.scale)
         return rest._apply(out, out, axis=1, factors=rest.factors)
 
@@ -378,10 +371,10 @@ class Operator:
             np.multiply(x, self.dtype.type(self.scale), out=out)
             return out
         steps, scale_left = self._steps(axis, factors)
-        if _blocks.ENABLED and cb.engine.blockwise and any(c for c, _ in steps):
+        if blocks.ENABLED and cb.fft.blockwise and any(c for c, _ in steps):
             # The chain on one cache-sized block of lines at a time (fastdcyk.hrr.blocks); the
             # scale is folded into the first circulant.
-            return _blocks.apply_chain(steps, x, out, axis, cb.engine, cb.buffer)
+            return blocks.apply_chain(steps, x, out, axis, cb.fft, cb.workspace.get)
         # Destinations, chosen backwards so that the last step writes into `out`: a gather
         # needs a different buffer from its source, a circulant can go back where it came
         # from (its FFT has already consumed the source).
@@ -392,19 +385,19 @@ class Operator:
                 dest[s - 1] = dest[s]
             else:
                 if tmp is None:
-                    tmp = B.APPLY_REAL.get(cb, x.shape)
+                    tmp = buffers.APPLY_REAL.get(cb, x.shape)
                 dest[s - 1] = tmp if dest[s] is out else out
         spec_shape = list(x.shape)
         spec_shape[axis] = x.shape[axis] // 2 + 1
-        mul = K.spec_mul_axis0 if axis == 0 else K.spec_mul_axis1
-        gather = K.gather_rows if axis == 0 else K.gather_cols
+        mul = kernels.spec_mul_axis0 if axis == 0 else kernels.spec_mul_axis1
+        gather = kernels.gather_rows if axis == 0 else kernels.gather_cols
         cur = x
         for (is_circ, arg), dst in zip(steps, dest, strict=True):
             if is_circ:
-                s = cb.spectrum_buffer(tuple(spec_shape))
-                cb.engine.rfft(cur, axis, out=s)
+                s = buffers.SPECTRUM.get(cb, tuple(spec_shape))
+                cb.fft.rfft(cur, axis, out=s)
                 mul(s, arg)
-                cb.engine.irfft(s, x.shape[axis], axis, out=dst)
+                cb.fft.irfft(s, x.shape[axis], axis, out=dst)
             else:
                 gather(cur, arg, dst)
             cur = dst
@@ -475,7 +468,7 @@ class Operator:
             raise ValueError(f"y must have shape {(x.shape[1], self.d)}, got {y.shape}")
         z = self.apply(x)
         out = np.empty(z.shape[0], dtype=np.float64)
-        return K.diag_of_product(z, y, out)
+        return kernels.diag_of_product(z, y, out)
 
 
 def _trace_circ(cb: OperatorSpace, spec: np.ndarray, x: np.ndarray, post: int, pre: int) -> float:
@@ -484,6 +477,6 @@ def _trace_circ(cb: OperatorSpace, spec: np.ndarray, x: np.ndarray, post: int, p
     rowidx = cb.permutation_index(post)
     colidx = cb.permutation_index(-pre)
     sums = np.empty(d, dtype=np.float64)
-    K.wrapped_diag_sums(x, rowidx, colidx, sums)
+    kernels.wrapped_diag_sums(x, rowidx, colidx, sums)
     col = np.fft.irfft(spec.astype(np.complex128), n=d)
     return float(np.dot(col, sums))

@@ -9,8 +9,7 @@ import fastdcyk as fd
 import fastdcyk.cli.parse as cli_parse
 from fastdcyk.cli import main
 from fastdcyk.display import chart_width, format_chart, format_chart_compact
-from fastdcyk.engine import cost
-from fastdcyk.engine import progress as P
+from fastdcyk.engine import cost, progress
 from fastdcyk.options import resolve
 
 
@@ -63,12 +62,12 @@ def test_library_calls_print_nothing_unless_asked_or_on_a_terminal(monkeypatch, 
     monkeypatch.setattr(cost, "parse_seconds", lambda *a: 7200.0)  # every parse "slow"
     fd.dcyk(g, "fish swim", d=64, variant="paper")  # not a terminal: nothing
     assert capsys.readouterr().err == ""
-    assert P.check_progress(None) is None
+    assert progress.check_progress(None) is None
     fd.dcyk(g, "fish swim", d=64, variant="paper", progress=True)  # asked: note and bar
     err = capsys.readouterr().err
     assert err.startswith("fastdcyk: D-CYK with variant='paper'") and "2.0 h" in err
-    monkeypatch.setattr(P, "stderr_is_terminal", lambda: True)
-    assert P.check_progress(None) == P.AUTO_DELAY
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)
+    assert progress.check_progress(None) == progress.AUTO_DELAY
     fd.dcyk(g, "fish swim", d=64, variant="paper")  # a terminal: the note
     assert "about 2.0 h predicted" in capsys.readouterr().err
     fd.dcyk(g, "fish swim", d=64, variant="paper", progress=False)  # told not to

@@ -148,7 +148,7 @@ def test_dcyk_checks_memory_before_building_its_codebook(example, monkeypatch):
         msg = str(err.value)
         assert "but only 1.00 GiB of memory is available" in msg
         fits = int(re.search(r"at most about d = (\d+) fits", msg).group(1))
-        opts = {"variant": variant, "engine": "scipy", "n": 3}
+        opts = {"variant": variant, "fft": "scipy", "n": 3}
         # the suggestion fits, with room to spare, and is not far below the limit
         assert fd.estimate_memory(fits, **opts) <= 0.9 * 2**30
         assert fd.estimate_memory(int(fits * 1.2), **opts) > 0.9 * 2**30

@@ -13,11 +13,11 @@ import pytest
 import fastdcyk as fd
 from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
 from fastdcyk.cfg.viterbi import item_scores
-from fastdcyk.engine import numpy_cleanup as NC
 from fastdcyk.engine.memory import estimate_memory, work_buffers
-from fastdcyk.engine.numpy_weighted import FLOOR
+from fastdcyk.engine.modes.cleanup import numpy_parser as cleanup_parser
+from fastdcyk.engine.modes.weighted.numpy_parser import FLOOR
 from fastdcyk.engine.readback import RIDGE, gram, solve
-from fastdcyk.hrr import buffers as B
+from fastdcyk.hrr import buffers
 
 DATA = Path(__file__).parent.parent / "data"
 PP = "john saw the man with a telescope".split()
@@ -144,7 +144,7 @@ def test_decode_cancels_on_a_given_p_left():
     for readback in ("lstsq", "cancel"):
         with cb.lock:
             opt = fd.options.resolve("cleanup", readback=readback)
-            stats = NC.readback_statistics(p_left, g, tuple(words), cb, opt)
+            stats = cleanup_parser.readback_statistics(p_left, g, tuple(words), cb, opt)
         names = stats.nonterminals
         error[readback] = max(
             abs(stats.array[i, j, names.index(a)] - 1.0) for (i, j), c in gold.items() for a in c
@@ -166,17 +166,17 @@ def test_soft_words_leave_the_residual_table():
     left = {}
 
     def spy(self):
-        left[len(left)] = np.linalg.norm(self.zr) / np.linalg.norm(self.zt)
+        left[len(left)] = np.linalg.norm(self.residual) / np.linalg.norm(self.left_spectrum)
         return original(self)
 
-    original = NC.CleanupParser.dense
+    original = cleanup_parser.CleanupParser.dense
     words = ["fish", {"swim": 0.6, "fish": 0.4}, "fish"]
     try:
-        NC.CleanupParser.dense = spy
+        cleanup_parser.CleanupParser.dense = spy
         fd.dcyk(g, words, d=512, variant="cleanup", readback="cancel")
         fd.dcyk(g, ["fish", "swim", "fish"], d=512, variant="cleanup", readback="cancel")
     finally:
-        NC.CleanupParser.dense = original
+        cleanup_parser.CleanupParser.dense = original
     assert left[1] < 10 * RIDGE  # plain words
     assert left[0] < 10 * RIDGE  # a mixture's 0.4 part subtracted too
 
@@ -188,10 +188,10 @@ def test_the_residual_table_is_one_spectrum_more_during_the_parse():
     """It is freed before the dense results are formed: the end's arrays are the same, so
     the peak grows by it only where the parse's arrays outweigh the end's (at d = 4096,
     not at 1024, where the G_k cache is smaller than at the end)."""
-    args = ("cleanup", "cell", "trace", False, 4)
-    during, end = work_buffers(*args)
-    assert work_buffers(*args, cancel=True) == ([*during, B.ZR], end)
-    for d, extra in ((1024, 0), (4096, B.ZR.nbytes(4096, "float32"))):
+    plain = work_buffers(fd.options.resolve("cleanup", readback="lstsq"), False, 4)
+    cancel = work_buffers(fd.options.resolve("cleanup", readback="cancel"), False, 4)
+    assert cancel.during == [*plain.during, buffers.ZR] and cancel.end == plain.end
+    for d, extra in ((1024, 0), (4096, buffers.ZR.nbytes(4096, "float32"))):
         plain = estimate_memory(d, variant="cleanup", readback="lstsq", n=20)
         cancel = estimate_memory(d, variant="cleanup", readback="cancel", n=20)
         assert cancel - plain == extra
@@ -241,5 +241,5 @@ def test_where_cancelling_is_not_built(cases):
     g, words = cases[0]
     with pytest.raises(ValueError, match="has no model"):
         fd.capacity.predict("G0", 5, 256, variant="cleanup", readback="cancel")
-    with pytest.raises(ValueError, match="reads the candidates of the clean-up gate"):
+    with pytest.raises(ValueError, match="not a read-back of gate='trace'"):
         fd.dcyk(g, words, d=256, variant="trace", readback="cancel")

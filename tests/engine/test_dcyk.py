@@ -445,20 +445,20 @@ def test_memory_estimate_and_refusal(example, monkeypatch):
     # spectra, a spectrum buffer and two real work buffers, and inside operator chains one
     # more real one (numpy engine) or a few blocks per thread (scipy engine); at the end
     # the two dense results beside the work buffers, which is less
-    est = fd.estimate_memory(6000, "float32", engine="numpy")
+    est = fd.estimate_memory(6000, "float32", fft="numpy")
     assert est == 3 * cplx + 3 * real
-    assert fd.estimate_memory(6000, "float64", engine="numpy") == 2 * est
-    blocked = fd.estimate_memory(6000, "float32", engine="scipy", threads=2)
+    assert fd.estimate_memory(6000, "float64", fft="numpy") == 2 * est
+    blocked = fd.estimate_memory(6000, "float32", fft="scipy", threads=2)
     blocks = blocked - (3 * cplx + 2 * real)
     assert 0 < blocks < real / 20  # a few blocks per thread, far below a d x d array
     # blocks of 16 columns (left) and 8 rows (right): two real blocks and a spectrum each
     assert blocks == 2 * (16 + 8) * (2 * 6000 + 2 * 3001) * 4
     # cell order keeps one more spectrum (the shared product of a unary cell)
-    cell = fd.estimate_memory(6000, "float32", engine="numpy", order="cell")
+    cell = fd.estimate_memory(6000, "float32", fft="numpy", order="cell")
     assert cell == est + cplx
     # trace gate: the 2-D spectra of both accumulators, one real buffer and at d = 6000
     # the minimum of two index matrices G_k (256 MiB hold only one)
-    trace = fd.estimate_memory(6000, "float32", engine="scipy", variant="trace")
+    trace = fd.estimate_memory(6000, "float32", fft="scipy", variant="trace")
     assert trace == 4 * cplx + real
     # at d = 1024 all n + 1 index matrices of a 7-word sentence fit in the G cache, and are
     # kept for the next parse: the end is the peak, with P_right's spectrum, three d x d
@@ -679,7 +679,7 @@ def test_words_are_compared_with_terminals_in_unicode_nfc():
         fd.dcyk(g, ["caf\u00e8", decomposed], d=64)
 
 
-@pytest.mark.parametrize("engine", ["numpy", "scipy"])
+@pytest.mark.parametrize("library", ["numpy", "scipy"])
 @pytest.mark.parametrize(
     "options",
     [
@@ -690,35 +690,32 @@ def test_words_are_compared_with_terminals_in_unicode_nfc():
         {"variant": "trace", "decoder": "entry"},
     ],
 )
-def test_the_work_buffers_a_parse_leaves_are_the_ones_the_estimate_counts(engine, options):
+def test_the_work_buffers_a_parse_leaves_are_the_ones_the_estimate_counts(library, options):
     """Every d x d work buffer the codebook holds after a parse is declared for those options
     (fastdcyk.hrr.buffers), with the size the memory estimate gives it."""
     from fastdcyk.engine.memory import work_buffers
-    from fastdcyk.hrr import blocks as _blocks
-    from fastdcyk.hrr import buffers as _buffers
+    from fastdcyk.hrr import blocks, buffers
     from fastdcyk.hrr.buffers import g_cache_slots
 
     d = 64
     g = fd.Grammar.builtin("G0")
-    cb = fd.Codebook(d, seed=1, unitary=options["variant"] == "trace", engine=engine, threads=1)
+    cb = fd.Codebook(d, seed=1, unitary=options["variant"] == "trace", fft=library, threads=1)
     r = fd.dcyk(g, "fish swim fish", cb, **options)
     opt = r.options
-    during, end = work_buffers(
-        opt.gate, opt.order, opt.decoder, cb.engine.blockwise, g_cache_slots(d, cb.dtype, 3)
-    )
-    declared = {b.name: b for b in during + end}
-    blocks = {name for t in range(cb.engine.threads) for name in _blocks.block_names(t)}
+    held_by_mode = work_buffers(opt, cb.fft.blockwise, g_cache_slots(d, cb.dtype, 3))
+    declared = {b.name: b for b in held_by_mode.during + held_by_mode.end}
+    block_names = {name for t in range(cb.fft.threads) for name in blocks.block_names(t)}
     held = {name: buf for (name, _), buf in cb.workspace.arrays.items()}
     assert held, "the parse used no work buffer"
     for name, buf in held.items():
-        chains = opt.gate == "entrywise" or opt.decoder == "entry"  # operator chains ran
-        if name in blocks and cb.engine.blockwise and chains:
+        chains = held_by_mode.chains is not None  # operator chains ran
+        if name in block_names and cb.fft.blockwise and chains:
             continue
         assert name in declared, f"{name} is allocated but not declared for {options}"
-        assert isinstance(declared[name], _buffers.Buffer)
+        assert isinstance(declared[name], buffers.Buffer)
         assert buf.nbytes <= declared[name].nbytes(d, cb.dtype)
-    in_blocks = sum(buf.nbytes for name, buf in held.items() if name in blocks)
-    assert in_blocks <= _blocks.block_bytes(d, cb.dtype, cb.engine.threads)
+    in_blocks = sum(buf.nbytes for name, buf in held.items() if name in block_names)
+    assert in_blocks <= blocks.block_bytes(d, cb.dtype, cb.fft.threads)
 
 
 # -- a real-size grammar: the clean-up detection ----------------------------------------------

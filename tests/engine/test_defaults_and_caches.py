@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine import numpy_backend as NB
-from fastdcyk.engine import plan as P
+from fastdcyk.engine import numpy_spectral, plan
 from fastdcyk.engine.decode import Statistics, chart_from_statistics
 from fastdcyk.options import DEFAULT_VARIANT
 
@@ -75,15 +74,15 @@ def test_kept_codebooks_and_index_matrices_change_no_number():
 def test_the_kept_codebooks_are_bounded(monkeypatch):
     fd.clear_caches()
     g = fd.Grammar.builtin("G0")
-    seeds = range(P.CODEBOOK_CACHE_SIZE + 2)
+    seeds = range(plan.CODEBOOK_CACHE_SIZE + 2)
     kept = [fd.dcyk(g, "fish swim", d=64, seed=s).codebook for s in seeds]
-    assert len(P._CODEBOOKS) == P.CODEBOOK_CACHE_SIZE
-    assert kept[0] not in P._CODEBOOKS.values() and kept[-1] in P._CODEBOOKS.values()
-    monkeypatch.setattr(P, "CODEBOOK_CACHE_BYTES", 1)  # within the bytes too, but the last
+    assert len(plan._CODEBOOKS) == plan.CODEBOOK_CACHE_SIZE
+    assert kept[0] not in plan._CODEBOOKS.values() and kept[-1] in plan._CODEBOOKS.values()
+    monkeypatch.setattr(plan, "CODEBOOK_CACHE_BYTES", 1)  # within the bytes too, but the last
     fd.dcyk(g, "fish swim", d=64, seed=99)
-    assert len(P._CODEBOOKS) == 1
+    assert len(plan._CODEBOOKS) == 1
     fd.clear_caches()
-    assert not P._CODEBOOKS and not NB._KEPT
+    assert not plan._CODEBOOKS and not numpy_spectral._KEPT
 
 
 def test_index_matrices_kept_between_parses_stay_within_their_budget():
@@ -92,7 +91,7 @@ def test_index_matrices_kept_between_parses_stay_within_their_budget():
     fd.clear_caches()
     cb = fd.Codebook.for_grammar(fd.Grammar.builtin("G0"), 256, 0)
     fd.dcyk("G0", SENTENCE, cb)
-    full, gs = NB.kept_spectra(cb)
+    full, gs = numpy_spectral.kept_spectra(cb)
     assert 0 < len(gs) <= len(SENTENCE.split()) + 1 and full
     assert len(gs) * g_matrix(0).nbytes(256, cb.dtype) <= G_KEEP_BYTES
 

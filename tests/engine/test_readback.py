@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine import numpy_cleanup as NC
+from fastdcyk.engine.arrays import sigmoid
+from fastdcyk.engine.modes.cleanup import numpy_parser as cleanup_parser
 from fastdcyk.engine.readback import RIDGE, gram, solve
 
 # -- the solve ---------------------------------------------------------------------------------
@@ -119,15 +120,15 @@ def test_a_misread_child_proposes_false_candidates_that_read_as_written(monkeypa
     words = "fish swim fish near fish".split()
     false = (0, 1, "P")  # 'fish' is no preposition
     row = g.nonterminals.index(false[2])
-    end = NC.CleanupParser.end
+    end = cleanup_parser.CleanupParser.end
 
     def misread(self, i, j, step):
         end(self, i, j, step)
         if (i, j) == false[:2]:
             self.stats[i, j, row] = 1.0
-            self.scores[i, j, row] = self._clean(np.float64(1.0))
+            self.scores[i, j, row] = sigmoid(1.0, self.opt.beta)
 
-    monkeypatch.setattr(NC.CleanupParser, "end", misread)
+    monkeypatch.setattr(cleanup_parser.CleanupParser, "end", misread)
     r = fd.dcyk(g, words, d=512, variant="cleanup")
     expected = _cyk_with(g, words, false)
     assert r.chart == expected
@@ -174,7 +175,7 @@ def test_decoding_writes_nothing_into_the_table_it_reads():
     chart = fd.decode(empty, g, codebook=cb, words="fish swim", readback="lstsq")
     assert chart == {(0, 1): frozenset(), (1, 2): frozenset(), (0, 2): frozenset()}
     with cb.lock:
-        stats = NC.readback_statistics(
+        stats = cleanup_parser.readback_statistics(
             empty, g, ("fish", "swim"), cb, fd.options.resolve("cleanup")
         )
     assert not stats.array.any()

@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine import schedule as S
+from fastdcyk.engine import schedule
+from fastdcyk.engine.arrays import NUMPY
 
 
 class Recorder:
     """A CellParser that logs every call; the update of row r is kept iff r is in ``on``."""
 
     def __init__(self, unary=(0,), binary=(1, 2), on=(1, 2), group=None, bad=None):
-        self._rows = {S.UNARY: np.array(unary), S.BINARY: np.array(binary)}
+        self._rows = {schedule.UNARY: np.array(unary), schedule.BINARY: np.array(binary)}
         self.on, self._group, self.bad = set(on), group, bad
         self.calls: list[tuple] = []
 
@@ -42,7 +43,7 @@ class Recorder:
         readouts = peaks.copy()
         if self.bad == (i, j):
             readouts[0, 0] = np.nan
-        return S.Detections(readouts, peaks, peaks, None)
+        return schedule.Detections(readouts, peaks, peaks, None)
 
     def write(self, i, j, step, ks, det, keep):
         self.calls.append(("write", i, j, tuple(self._rows[step][ks][keep[0]].tolist())))
@@ -52,12 +53,12 @@ class Recorder:
 
 
 def _ledger(n, record=False):
-    return S.Ledger(S.NumpyOps(), ["A", "B", "C"], [n], 0.5, record=record)
+    return schedule.Ledger(NUMPY, ["A", "B", "C"], [n], 0.5, record=record)
 
 
 def test_cells_come_in_the_papers_order():
     # unary over the words, then j ascending and, for each j, i descending
-    assert list(S.cells(3)) == [
+    assert list(schedule.cells(3)) == [
         (0, 1, "unary"),
         (1, 2, "unary"),
         (2, 3, "unary"),
@@ -70,12 +71,12 @@ def test_cells_come_in_the_papers_order():
 def test_cell_order_reads_once_and_writes_the_kept_updates_together():
     p, led = Recorder(), _ledger(2)
     done = []
-    S.run(p, 2, "cell", led, on_progress=done.append)
+    schedule.run(p, 2, "cell", led, on_progress=done.append)
     binary = [c for c in p.calls if c[1:3] == (0, 2)]
     assert binary == [("begin", 0, 2), ("read", 0, 2), ("detect", 0, 2, (1, 2)),
                       ("write", 0, 2, (1, 2)), ("end", 0, 2)]  # fmt: skip
     # the progress counts detections, group by group: 2 unary cells of one, a binary of two
-    assert done == [1, 1, 2] and sum(done) == S.detections(2, 1, 2)
+    assert done == [1, 1, 2] and sum(done) == schedule.detections(2, 1, 2)
     # unary row 0 is pruned: detected, never written
     assert ("write", 0, 1, ()) not in p.calls and ("detect", 0, 1, (0,)) in p.calls
     assert led.count_dicts() == [{"detections": 4, "updates": 2, "pruned": 2}]
@@ -83,7 +84,7 @@ def test_cell_order_reads_once_and_writes_the_kept_updates_together():
 
 def test_sequential_order_reads_again_only_after_an_applied_update():
     p = Recorder(binary=(0, 1, 2), on=(1,))
-    S.run(p, 2, "sequential", _ledger(2))
+    schedule.run(p, 2, "sequential", _ledger(2))
     binary = [c[0] for c in p.calls if c[1:3] == (0, 2)]
     # row 0 pruned (no new read), row 1 written (read again before row 2)
     assert binary == ["begin", "read", "detect", "detect", "write", "read", "detect", "end"]
@@ -91,7 +92,7 @@ def test_sequential_order_reads_again_only_after_an_applied_update():
 
 def test_groups_split_a_cells_detections():
     p = Recorder(binary=(0, 1, 2), group=2)
-    S.run(p, 2, "cell", _ledger(2))
+    schedule.run(p, 2, "cell", _ledger(2))
     detects = [c[3] for c in p.calls if c[0] == "detect" and c[1:3] == (0, 2)]
     assert detects == [(0, 1), (2,)]
     assert [c[0] for c in p.calls if c[1:3] == (0, 2)].count("read") == 1
@@ -99,7 +100,7 @@ def test_groups_split_a_cells_detections():
 
 def test_the_log_and_the_non_finite_check():
     led = _ledger(2, record=True)
-    S.run(Recorder(), 2, "cell", led)
+    schedule.run(Recorder(), 2, "cell", led)
     (log,) = led.log_lists()
     assert [(e["i"], e["j"], e["A"], e["applied"]) for e in log] == [
         (0, 1, "A", False),
@@ -108,7 +109,7 @@ def test_the_log_and_the_non_finite_check():
         (0, 2, "C", True),
     ]
     with pytest.raises(FloatingPointError, match=r"detections in cell \(0, 2\)"):
-        S.run(Recorder(bad=(0, 2)), 2, "cell", _ledger(2))
+        schedule.run(Recorder(bad=(0, 2)), 2, "cell", _ledger(2))
 
 
 def test_options_object_or_keywords():

@@ -19,8 +19,7 @@ from fastdcyk.hrr import memory as _memory
 from fastdcyk.options import resolve
 
 torch = pytest.importorskip("torch")
-from fastdcyk.engine import torch_backend as T  # noqa: E402 - needs torch
-from fastdcyk.engine import torch_common  # noqa: E402 - needs torch
+from fastdcyk.engine import torch_backend, torch_common  # noqa: E402 - needs torch
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -155,7 +154,7 @@ def test_small_g_cache_changes_nothing(monkeypatch):
     ref = fd.dcyk(g, s, cb, variant="trace", order="sequential", backend="torch")
     monkeypatch.setattr(_buffers, "G_CACHE_BYTES", 0)  # two slots: G_k computed again
     monkeypatch.setattr(_memory, "available_memory", lambda: 0)
-    T.release_caches(cb)
+    torch_backend.release_caches(cb)
     kw = {"variant": "trace", "order": "sequential", "check_memory": False}
     got = fd.dcyk(g, s, cb, backend="torch", **kw)
     _assert_same(ref, got, 1e-12)
@@ -210,18 +209,18 @@ def test_batch_equals_single_sentences(variant):
 
 def test_parse_core_masks_and_shapes():
     g = fd.Grammar.builtin("G0")
-    st = T.rule_structure(g)
+    st = torch_backend.rule_structure(g)
     cb = _codebook(g, 32, "trace")
     opt = resolve("trace", dtype=np.float64)
-    vec = T.symbol_vectors(cb, st, 4, encoding=opt.encoding)
+    vec = torch_backend.symbol_vectors(cb, st, 4, encoding=opt.encoding)
     sents = [st.terminal_ids(["fish", "swim"]), st.terminal_ids("fish swim fish near".split())]
-    res = T.parse(vec, st, sents, opt, dense=True)
+    res = torch_backend.parse(vec, st, sents, opt, dense=True)
     n_nt = len(g.nonterminals)
     assert res.statistics.shape == res.readouts.shape == (2, 4, 5, n_nt)
     assert res.mask[0].sum() == 3 and res.mask[1].sum() == 10
     assert not res.statistics[0][~res.mask[0]].any()
     assert res.p_left.shape == (2, 32, 32) and res.lengths == [2, 4]
-    one = T.parse(vec, st, sents[:1], opt, dense=True)
+    one = torch_backend.parse(vec, st, sents[:1], opt, dense=True)
     torch.testing.assert_close(one.statistics[0, :2, :3], res.statistics[0, :2, :3])
     torch.testing.assert_close(one.p_left[0], res.p_left[0])
 
@@ -251,7 +250,7 @@ def test_gradcheck_readouts(gate, decoder, order, encoding):
     makes every detection a candidate, so that no small change of the vectors changes the
     candidate sets (a piecewise choice, as pruning is)."""
     g = fd.Grammar.builtin("example")
-    st = T.rule_structure(g)
+    st = torch_backend.rule_structure(g)
     cb = fd.Codebook(16, seed=1, dtype="float64")
     least_squares = decoder in ("lstsq", "cancel")
     readback = {"readback": decoder, "candidate_level": 0.0} if least_squares else {}
@@ -266,13 +265,13 @@ def test_gradcheck_readouts(gate, decoder, order, encoding):
         dtype=np.float64,
         **(readback or {"readback": "matched"}),
     )
-    base = T.symbol_vectors(cb, st, 3, encoding="roles")
+    base = torch_backend.symbol_vectors(cb, st, 3, encoding="roles")
     sents = [st.terminal_ids("a a b".split()), st.terminal_ids(["a", "b"])]
 
     def readouts(nonterminal, right, index, terminal, unary_weights, binary_weights):
-        vec = T.SymbolVectors(terminal, nonterminal, right, index, base.perm)
+        vec = torch_backend.SymbolVectors(terminal, nonterminal, right, index, base.perm)
         kw = {"unary_weights": unary_weights, "binary_weights": binary_weights}
-        res = T.parse(vec, st, sents, opt, **kw)
+        res = torch_backend.parse(vec, st, sents, opt, **kw)
         return res.statistics, res.readouts
 
     inputs = (
@@ -288,13 +287,13 @@ def test_gradcheck_readouts(gate, decoder, order, encoding):
 
 def test_rule_weights_of_one_change_nothing():
     g, s, _ = CASES["G0"]
-    st = T.rule_structure(g)
+    st = torch_backend.rule_structure(g)
     cb = _codebook(g, 32, "trace")
     opt = resolve("trace", dtype=np.float64)
-    vec = T.symbol_vectors(cb, st, 5, encoding="roles")
+    vec = torch_backend.symbol_vectors(cb, st, 5, encoding="roles")
     ids = [st.terminal_ids(s.split())]
-    plain = T.parse(vec, st, ids, opt)
-    ones = T.parse(
+    plain = torch_backend.parse(vec, st, ids, opt)
+    ones = torch_backend.parse(
         vec,
         st,
         ids,
@@ -360,8 +359,8 @@ def test_parse_sentences_without_dense_matrices_gives_the_same_charts():
     cb = _codebook(g, 32, "paper")
     opt = resolve("paper", dtype=cb.dtype)
     sentences = [tuple(s.split()), ("fish", "swim")]
-    dense = T.parse_sentences(g, sentences, cb, opt)
-    lean = T.parse_sentences(g, sentences, cb, opt, dense=False)
+    dense = torch_backend.parse_sentences(g, sentences, cb, opt)
+    lean = torch_backend.parse_sentences(g, sentences, cb, opt, dense=False)
     for a, b in zip(dense, lean, strict=True):
         assert b["p_left"] is None and b["p_right"] is None
         assert a["chart"] == b["chart"] and a["statistics"] == b["statistics"]
@@ -412,7 +411,7 @@ def test_a_parse_leaves_no_reference_cycle_holding_its_tensors():
         out.loss().backward()
         del out
         gc.collect()
-        leaked = [o for o in gc.garbage if isinstance(o, T.TorchParser)]
+        leaked = [o for o in gc.garbage if isinstance(o, torch_backend.TorchParser)]
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
@@ -441,14 +440,14 @@ def test_non_finite_p_is_reported(monkeypatch):
     detections passed) is an error that says what to do."""
     g, s, _ = CASES["G0"]
     cb = _codebook(g, 64, "trace", "float32")
-    parse = T.parse
+    parse = torch_backend.parse
 
     def overflowed(*args, **kwargs):
         res = parse(*args, **kwargs)
         res.p_left[0, 0, 0] = float("inf")
         return res
 
-    monkeypatch.setattr(T, "parse", overflowed)
+    monkeypatch.setattr(torch_backend, "parse", overflowed)
     with pytest.raises(FloatingPointError, match=r"\(P_left after the parse\).*float64"):
         fd.dcyk(g, s, cb, variant="trace", backend="torch")
 

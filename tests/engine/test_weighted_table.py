@@ -11,7 +11,7 @@ import pytest
 import fastdcyk as fd
 from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
 from fastdcyk.cfg.viterbi import item_scores, tree_from_scores
-from fastdcyk.engine.numpy_weighted import FLOOR, amplitude, score_of
+from fastdcyk.engine.modes.weighted.numpy_parser import FLOOR, amplitude, score_of
 
 DATA = Path(__file__).parent.parent / "data"
 PP = "john saw the man with a telescope".split()
@@ -100,7 +100,7 @@ def test_unknown_words_of_a_treebank_grammar(bank):
 def test_mistakes_are_refused(pp):
     with pytest.raises(ValueError, match="the grammar has none"):
         fd.dcyk(fd.Grammar.builtin("example"), "a a b", d=256, weights="table")
-    with pytest.raises(ValueError, match="needs variant='cleanup' with readback='cancel'"):
+    with pytest.raises(ValueError, match="weights='table' needs gate 'cleanup'"):
         fd.dcyk(pp, PP, d=256, variant="trace", weights="table")
     with pytest.raises(ValueError, match="beam must be"):
         fd.dcyk(pp, PP, d=256, weights="table", beam=0)
@@ -112,7 +112,7 @@ def test_mistakes_are_refused(pp):
 
 def test_the_torch_backend_refuses_a_weighted_table(pp):
     pytest.importorskip("torch")
-    with pytest.raises(ValueError, match="numpy engine only"):
+    with pytest.raises(ValueError, match="numpy backend only, not 'torch'"):
         fd.dcyk(pp, PP, d=256, weights="table", backend="torch")
 
 
@@ -130,5 +130,5 @@ def test_the_other_entry_points(pp):
     torch = pytest.importorskip("torch")
     from fastdcyk.nn import DCYK
 
-    with pytest.raises(ValueError, match="numpy engine only"):
+    with pytest.raises(ValueError, match="numpy backend only, not 'torch'"):
         DCYK(pp, 64, dtype=torch.float64, weights="table")

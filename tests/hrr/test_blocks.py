@@ -19,7 +19,7 @@ import pytest
 import scipy.linalg
 
 from fastdcyk.hrr import blocks as _blocks
-from fastdcyk.hrr import kernels as K
+from fastdcyk.hrr import kernels
 from fastdcyk.hrr.codebook import Codebook
 
 DTYPES = (np.float32, np.float64)
@@ -136,12 +136,12 @@ def test_blocked_strided_input_and_output(side, small_blocks):
     np.testing.assert_allclose(out, want, rtol=0, atol=tol(np.float32, d, 1) * 4)
 
 
-def test_other_engines_take_the_whole_path(calls):
+def test_other_libraries_take_the_whole_path(calls):
     d = 64
     x = np.random.default_rng(0).standard_normal((d, d))
-    for engine in ("numpy",):
-        cb = Codebook(d, seed=0, dtype=np.float64, engine=engine)
-        assert not cb.engine.blockwise
+    for library in ("numpy",):
+        cb = Codebook(d, seed=0, dtype=np.float64, fft=library)
+        assert not cb.fft.blockwise
         cb.plus("terminal", "a").apply(x)
     assert calls == []
     Codebook(d, seed=0, dtype=np.float64).plus("terminal", "a").apply(x)
@@ -175,7 +175,7 @@ def test_a_worker_error_reaches_the_caller(small_blocks, monkeypatch):
     cb = Codebook(d, seed=0, dtype=np.float64, threads=2)
     op = cb.plus("terminal", "a")
     x = np.random.default_rng(0).standard_normal((d, d))
-    real = K.gather_rows.serial
+    real = kernels.gather_rows.serial
     main = threading.get_ident()
 
     def failing(src, idx, dst):
@@ -183,10 +183,10 @@ def test_a_worker_error_reaches_the_caller(small_blocks, monkeypatch):
             raise RuntimeError("worker failed")
         return real(src, idx, dst)
 
-    monkeypatch.setattr(K.gather_rows, "serial", failing)
+    monkeypatch.setattr(kernels.gather_rows, "serial", failing)
     with pytest.raises(RuntimeError, match="worker failed"):
         op.apply(x)
-    monkeypatch.setattr(K.gather_rows, "serial", real)
+    monkeypatch.setattr(kernels.gather_rows, "serial", real)
     # The pool is still usable afterwards.
     np.testing.assert_allclose(op.apply(x), dense(cb, op) @ x, atol=1e-10)
 

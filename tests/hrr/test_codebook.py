@@ -10,8 +10,9 @@ import pytest
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.hrr import blocks as _blocks
+from fastdcyk.hrr import buffers
 from fastdcyk.hrr.codebook import KINDS, Codebook, sidon_offsets
-from fastdcyk.hrr.fft import available_engines
+from fastdcyk.hrr.fft import available_ffts
 
 DTYPES = (np.float32, np.float64)
 
@@ -272,7 +273,7 @@ def test_from_vectors_validation(kw):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_work_buffers_are_reused(dtype, monkeypatch):
-    # The whole-matrix path (the numpy and pyfftw engines'); the blocked path is below.
+    # The whole-matrix path (the numpy and pyfftw libraries'); the blocked path is below.
     monkeypatch.setattr(_blocks, "ENABLED", False)
     d = 64
     cb = Codebook(d, seed=0, dtype=dtype)
@@ -291,8 +292,8 @@ def test_work_buffers_are_reused(dtype, monkeypatch):
         op.apply(x, out=np.empty_like(x))
     assert cb.buffer_bytes() <= real + spec
     assert cb.buffer_bytes() >= first
-    b1 = cb.buffer("apply-real", (d, d), dtype)
-    assert np.shares_memory(cb.buffer("apply-real", (d, d), dtype), b1)
+    b1 = cb.workspace.get("apply-real", (d, d), dtype)
+    assert np.shares_memory(cb.workspace.get("apply-real", (d, d), dtype), b1)
     cb.release_buffers()
     assert cb.buffer_bytes() == 0
 
@@ -302,7 +303,7 @@ def test_work_buffers_are_reused(dtype, monkeypatch):
 def test_blocked_path_holds_small_blocks_only(dtype, threads):
     d = 1024
     cb = Codebook(d, seed=0, dtype=dtype, threads=threads)
-    assert cb.engine.blockwise
+    assert cb.fft.blockwise
     op = cb.plus("terminal", "a") @ cb.plus("terminal", "b") @ cb.minus("index", 1)
     x = np.random.default_rng(0).standard_normal((d, d)).astype(dtype)
     item = np.dtype(dtype).itemsize
@@ -322,22 +323,22 @@ def test_blocked_path_holds_small_blocks_only(dtype, threads):
 
 def test_spectrum_buffer_shares_one_allocation_for_both_axes():
     cb = Codebook(10, seed=0)
-    a = cb.spectrum_buffer((6, 10))
-    b = cb.spectrum_buffer((10, 6))
+    a = buffers.SPECTRUM.get(cb, (6, 10))
+    b = buffers.SPECTRUM.get(cb, (10, 6))
     assert np.shares_memory(a, b)
     assert cb.buffer_bytes() == 60 * 8
 
 
-@pytest.mark.parametrize("engine", available_engines())
-def test_pickle_leaves_the_work_buffers_behind(engine):
-    cb = Codebook(64, seed=4, dtype=np.float64, engine=engine, threads=1)
+@pytest.mark.parametrize("library", available_ffts())
+def test_pickle_leaves_the_work_buffers_behind(library):
+    cb = Codebook(64, seed=4, dtype=np.float64, fft=library, threads=1)
     op = cb.plus("terminal", "a") @ cb.minus("index", 2)
     x = np.random.default_rng(0).standard_normal((64, 64))
     want = op @ x
     assert cb.buffer_bytes() > 0
     cb2 = pickle.loads(pickle.dumps(cb))
     assert cb2.buffer_bytes() == 0
-    assert cb2.engine.name == cb.engine.name
+    assert cb2.fft.name == cb.fft.name
     np.testing.assert_array_equal(cb2.perm, cb.perm)
     np.testing.assert_array_equal(cb2.vector("terminal", "a"), cb.vector("terminal", "a"))
     op2 = cb2.plus("terminal", "a") @ cb2.minus("index", 2)
@@ -359,10 +360,10 @@ def test_buffers_stay_bounded_whatever_shapes_they_serve():
     assert cb.buffer_bytes() == most
     assert len(cb.workspace.arrays) == names
     # One allocation per name grows to the largest shape and serves the smaller ones.
-    a = cb.buffer("x", (10, 3), np.float64)
-    b = cb.buffer("x", (2, 5), np.float64)
+    a = cb.workspace.get("x", (10, 3), np.float64)
+    b = cb.workspace.get("x", (2, 5), np.float64)
     assert b.shape == (2, 5) and np.shares_memory(a, b)
-    c = cb.buffer("x", (100,), np.float64)
+    c = cb.workspace.get("x", (100,), np.float64)
     assert c.shape == (100,) and not np.shares_memory(a, c)
     assert cb.workspace.arrays[("x", np.dtype(np.float64).str)].size == 100
 

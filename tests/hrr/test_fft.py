@@ -1,4 +1,4 @@
-"""FFT engines: parity with a float64 reference, out= buffers, input safety, engine choice.
+"""FFT libraries: parity with a float64 reference, out= buffers, input safety, the choice.
 
 Tolerance: a real FFT of length n has a relative error of order eps * log2(n) in the 2-norm;
 entries are compared with ``50 * eps * max(1, log2 n) * max(1, |ref|_max)`` (forward) and
@@ -14,11 +14,11 @@ import pytest
 
 import fastdcyk.hrr.fft as fft_mod
 from fastdcyk.hrr.fft import (
-    ENGINES,
-    FFTEngine,
-    available_engines,
+    FFT,
+    LIBRARIES,
+    available_ffts,
     default_threads,
-    get_engine,
+    get_fft,
     has_pyfftw,
     spectrum_dtype,
 )
@@ -27,42 +27,42 @@ DTYPES = (np.float32, np.float64)
 SHAPES = ((2, 3), (7, 5), (16, 16), (15, 15), (64, 9), (9, 100))
 
 
-def engine(name: str) -> FFTEngine:
-    """The named engine; pyFFTW plans with FFTW_ESTIMATE here, since FFTW_MEASURE spends
+def library(name: str) -> FFT:
+    """The named library's FFT; pyFFTW plans with FFTW_ESTIMATE here, since FFTW_MEASURE spends
     seconds on some odd sizes and the code path under test is the same."""
     if name == "pyfftw":
-        return fft_mod._PyFFTWEngine(planner="FFTW_ESTIMATE")
-    return get_engine(name)
+        return fft_mod._PyFFTW(planner="FFTW_ESTIMATE")
+    return get_fft(name)
 
 
 def tol(dtype, n):
     return 50 * np.finfo(dtype).eps * max(1.0, np.log2(n))
 
 
-def test_engine_names_and_auto():
-    assert ENGINES == ("scipy", "pyfftw", "numpy")
-    assert get_engine("auto").name == "scipy"
-    assert get_engine("AUTO") is get_engine("scipy")
-    assert get_engine("numpy").threads == 1
-    assert get_engine("scipy").threads == default_threads() >= 1
-    assert get_engine("scipy", threads=1).threads == 1
-    eng = get_engine("numpy")
-    assert get_engine(eng) is eng
-    assert isinstance(eng, FFTEngine)
-    assert ("pyfftw" in available_engines()) == has_pyfftw()
-    assert available_engines()[0] == "scipy"
-    with pytest.raises(ValueError, match="unknown FFT engine"):
-        get_engine("cufft")
+def test_library_names_and_auto():
+    assert LIBRARIES == ("scipy", "pyfftw", "numpy")
+    assert get_fft("auto").name == "scipy"
+    assert get_fft("AUTO") is get_fft("scipy")
+    assert get_fft("numpy").threads == 1
+    assert get_fft("scipy").threads == default_threads() >= 1
+    assert get_fft("scipy", threads=1).threads == 1
+    eng = get_fft("numpy")
+    assert get_fft(eng) is eng
+    assert isinstance(eng, FFT)
+    assert ("pyfftw" in available_ffts()) == has_pyfftw()
+    assert available_ffts()[0] == "scipy"
+    with pytest.raises(ValueError, match="unknown FFT library"):
+        get_fft("cufft")
     with pytest.raises(ValueError, match="threads"):
-        get_engine("scipy", threads=0)
+        get_fft("scipy", threads=0)
 
 
 def test_pyfftw_falls_back_to_scipy_with_a_warning(monkeypatch):
     monkeypatch.setattr(fft_mod, "_HAS_PYFFTW", False)
     with pytest.warns(RuntimeWarning, match="pyFFTW"):
-        eng = get_engine("pyfftw")
+        eng = get_fft("pyfftw")
     assert eng.name == "scipy"
-    assert "pyfftw" not in available_engines()
+    assert "pyfftw" not in available_ffts()
 
 
 def test_spectrum_dtype():
@@ -73,10 +73,10 @@ def test_spectrum_dtype():
             spectrum_dtype(bad)
 
 
-@pytest.mark.parametrize("name", available_engines())
+@pytest.mark.parametrize("name", available_ffts())
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rfft_irfft_parity(name, dtype):
-    eng = engine(name)
+    eng = library(name)
     rng = np.random.default_rng(0)
     for shape in SHAPES:
         x = rng.standard_normal(shape).astype(dtype)
@@ -106,10 +106,10 @@ def test_rfft_irfft_parity(name, dtype):
         assert np.abs(eng.irfft(eng.rfft(x, 0), n, 0) - x).max() <= tol(dtype, n)
 
 
-@pytest.mark.parametrize("name", available_engines())
+@pytest.mark.parametrize("name", available_ffts())
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_out_buffers_are_written(name, dtype):
-    eng = engine(name)
+    eng = library(name)
     rng = np.random.default_rng(1)
     for n in (16, 15):
         x = rng.standard_normal((n, 6)).astype(dtype)
@@ -125,20 +125,20 @@ def test_out_buffers_are_written(name, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_engines_agree_with_each_other(dtype):
+def test_libraries_agree_with_each_other(dtype):
     rng = np.random.default_rng(2)
     x = rng.standard_normal((48, 31)).astype(dtype)
-    results = {e: (engine(e).rfft(x, 0), engine(e).rfft(x, 1)) for e in available_engines()}
+    results = {e: (library(e).rfft(x, 0), library(e).rfft(x, 1)) for e in available_ffts()}
     for got in results.values():
         for g, r in zip(got, results["scipy"], strict=True):
             assert g.dtype == r.dtype
             assert np.abs(g - r).max() <= tol(dtype, 48) * max(1.0, np.abs(r).max())
 
 
-def test_pyfftw_engine_reuses_plans():
+def test_pyfftw_reuses_plans():
     if not has_pyfftw():
         pytest.skip("pyFFTW is not installed")
-    eng = get_engine("pyfftw")
+    eng = get_fft("pyfftw")
     x = np.random.default_rng(3).standard_normal((16, 8)).astype(np.float32)
     eng.rfft(x, 0)
     n_plans = len(eng._plans)
@@ -147,13 +147,13 @@ def test_pyfftw_engine_reuses_plans():
     assert len(eng._plans) <= n_plans + 1  # one more: the backward plan
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert get_engine("pyfftw") is eng
+        assert get_fft("pyfftw") is eng
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_scipy_engine_public_fallback(monkeypatch, dtype):
-    """Without pocketfft's private binding the scipy engine runs the public scipy.fft path."""
-    eng = get_engine("scipy", threads=1)
+def test_scipy_public_fallback(monkeypatch, dtype):
+    """Without pocketfft's private binding the scipy FFT runs the public scipy.fft path."""
+    eng = get_fft("scipy", threads=1)
     x = np.random.default_rng(3).standard_normal((33, 5)).astype(dtype)
     with_binding = (eng.rfft(x, 0), eng.irfft(eng.rfft(x, 0), 33, 0))
     monkeypatch.setattr(fft_mod, "_POCKETFFT_OUT", False)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from fastdcyk.hrr import kernels as K
+from fastdcyk.hrr import kernels
 
 DTYPES = (np.float32, np.float64)
 SIZES = (1, 2, 7, 64, 65)
@@ -29,21 +29,21 @@ builds = pytest.mark.parametrize("build", ["serial", "parallel"])
 
 
 def _k(name: str, build: str):
-    return getattr(getattr(K, name), build)
+    return getattr(getattr(kernels, name), build)
 
 
 def test_set_threads():
     with pytest.raises(ValueError):
-        K.set_threads(-1)
-    K.set_threads(1)
+        kernels.set_threads(-1)
+    kernels.set_threads(1)
     try:
         x = np.arange(12.0).reshape(3, 4)
         np.testing.assert_array_equal(
-            K.gather_rows(x, np.array([2, 0, 1]), np.empty_like(x)), x[[2, 0, 1]]
+            kernels.gather_rows(x, np.array([2, 0, 1]), np.empty_like(x)), x[[2, 0, 1]]
         )
     finally:
-        K.set_threads(None)
-    assert K.PARALLEL_MIN_SIZE >= 1
+        kernels.set_threads(None)
+    assert kernels.PARALLEL_MIN_SIZE >= 1
 
 
 def _sum_bound(dtype, n):
@@ -62,11 +62,11 @@ def test_gather_rows_and_cols(dtype, n, build):
     idx = rng.permutation(n)
     keep = x.copy()
     got = _k("gather_rows", build)(x, idx, np.empty_like(x))
-    np.testing.assert_array_equal(got, K.gather_rows_numpy(x, idx, np.empty_like(x)))
+    np.testing.assert_array_equal(got, kernels.gather_rows_numpy(x, idx, np.empty_like(x)))
     np.testing.assert_array_equal(got, x[idx])
     idx = rng.permutation(n + 3)
     got = _k("gather_cols", build)(x, idx, np.empty_like(x))
-    np.testing.assert_array_equal(got, K.gather_cols_numpy(x, idx, np.empty_like(x)))
+    np.testing.assert_array_equal(got, kernels.gather_cols_numpy(x, idx, np.empty_like(x)))
     np.testing.assert_array_equal(got, x[:, idx])
     # A gather may repeat indices (a projection), not only permute.
     idx = rng.integers(0, n + 3, size=n + 3)
@@ -85,13 +85,13 @@ def test_spec_mul(dtype, n, build):
     a, b = s.copy(), s.copy()
     out = _k("spec_mul_axis0", build)(a, spec)
     assert out is a and a.dtype == c
-    K.spec_mul_axis0_numpy(b, spec)
+    kernels.spec_mul_axis0_numpy(b, spec)
     np.testing.assert_allclose(a, b, rtol=4 * eps, atol=4 * eps)
     np.testing.assert_allclose(a, s * spec[:, None], rtol=4 * eps, atol=4 * eps)
     s = s.T.copy()
     a, b = s.copy(), s.copy()
     assert _k("spec_mul_axis1", build)(a, spec) is a
-    K.spec_mul_axis1_numpy(b, spec)
+    kernels.spec_mul_axis1_numpy(b, spec)
     np.testing.assert_allclose(a, b, rtol=4 * eps, atol=4 * eps)
     np.testing.assert_allclose(a, s * spec[None, :], rtol=4 * eps, atol=4 * eps)
 
@@ -106,7 +106,7 @@ def test_sigmoid(dtype, n):
     x.flat[-1] = -1e4
     beta, center = 50.0, 0.5
     a = x.copy()
-    assert K.sigmoid_numpy(a, beta, center) is a
+    assert kernels.sigmoid_numpy(a, beta, center) is a
     assert a.dtype == dtype
     with np.errstate(over="ignore"):
         ref = 1 / (1 + np.exp(-(x.astype(np.float64) - center) * beta))
@@ -123,17 +123,17 @@ def test_diag_of_product(dtype, n, build):
         y = rng.standard_normal((n, m)).astype(dtype)
         z = rng.standard_normal((m, n)).astype(dtype)
         a = _k("diag_of_product", build)(y, z, np.empty(n))
-        b = K.diag_of_product_numpy(y, z, np.empty(n))
+        b = kernels.diag_of_product_numpy(y, z, np.empty(n))
         bound = _sum_bound(dtype, m) * (np.abs(y) * np.abs(z.T)).sum(axis=1)
         assert np.all(np.abs(a - b) <= bound)
         ref = np.diag(y.astype(np.float64) @ z.astype(np.float64))
         assert np.all(np.abs(a - ref) <= bound)
     # Over 2 * _BLOCK rows, so that several blocks are summed in parallel.
-    n2 = 2 * K._BLOCK + 5
+    n2 = 2 * kernels._BLOCK + 5
     y = rng.standard_normal((n2, 4)).astype(dtype)
     z = rng.standard_normal((4, n2)).astype(dtype)
     a = _k("diag_of_product", build)(y, z, np.empty(n2))
-    b = K.diag_of_product_numpy(y, z, np.empty(n2))
+    b = kernels.diag_of_product_numpy(y, z, np.empty(n2))
     assert np.all(np.abs(a - b) <= _sum_bound(dtype, 4) * (np.abs(y) * np.abs(z.T)).sum(axis=1))
 
 
@@ -149,7 +149,7 @@ def test_circulant_times_diag(dtype, n, build):
     np.testing.assert_array_equal(a, (scipy.linalg.circulant(v) * p[None, :]).astype(dtype))
     rowidx, shift = rng.permutation(n), rng.permutation(n)
     a = kern(v, p, rowidx, shift, np.empty((n, n), dtype))
-    b = K.circulant_times_diag_numpy(v, p, rowidx, shift, np.empty((n, n), dtype))
+    b = kernels.circulant_times_diag_numpy(v, p, rowidx, shift, np.empty((n, n), dtype))
     np.testing.assert_array_equal(a, b)
     ref = scipy.linalg.circulant(v)[rowidx][:, shift] * p[None, :]
     np.testing.assert_array_equal(a, ref.astype(dtype))
@@ -162,7 +162,7 @@ def test_wrapped_diag_sums(dtype, n, build):
     x = rng.standard_normal((n, n)).astype(dtype)
     rowidx, colidx = rng.permutation(n), rng.permutation(n)
     a = _k("wrapped_diag_sums", build)(x, rowidx, colidx, np.empty(n))
-    b = K.wrapped_diag_sums_numpy(x, rowidx, colidx, np.empty(n))
+    b = kernels.wrapped_diag_sums_numpy(x, rowidx, colidx, np.empty(n))
     bound = 4 * n * np.finfo(np.float64).eps * np.abs(x).sum()
     assert np.all(np.abs(a - b) <= bound)
     # The identity they exist for: tr(C(v) Z) = sum_m v[m] * sums[m].
@@ -183,14 +183,14 @@ def test_spec_mul_into_and_madd_axis1(dtype, n, build):
     spec = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(c)
     s0 = s.copy()
     a = _k("spec_mul_into_axis1", build)(s, spec, np.empty_like(s))
-    b = K.spec_mul_into_axis1_numpy(s, spec, np.empty_like(s))
+    b = kernels.spec_mul_into_axis1_numpy(s, spec, np.empty_like(s))
     np.testing.assert_array_equal(s, s0)  # the input is only read
     np.testing.assert_allclose(a, b, rtol=4 * eps, atol=4 * eps)
     np.testing.assert_allclose(a, s * spec[None, :], rtol=4 * eps, atol=4 * eps)
     acc0 = (rng.standard_normal((5, n)) + 1j * rng.standard_normal((5, n))).astype(c)
     acc_a, acc_b = acc0.copy(), acc0.copy()
     assert _k("spec_madd_axis1", build)(acc_a, s, spec) is acc_a
-    K.spec_madd_axis1_numpy(acc_b, s, spec)
+    kernels.spec_madd_axis1_numpy(acc_b, s, spec)
     np.testing.assert_allclose(acc_a, acc_b, rtol=8 * eps, atol=8 * eps)
     np.testing.assert_allclose(acc_a, acc0 + s * spec[None, :], rtol=8 * eps, atol=8 * eps)
 
@@ -206,7 +206,7 @@ def test_spectral_diag(dtype, n, build):
         ghat = (rng.standard_normal((m, n)) + 1j * rng.standard_normal((m, n))).astype(c)
         coef = (rng.standard_normal(m) + 1j * rng.standard_normal(m)).astype(c)
         a = _k("spectral_diag", build)(yhat, coef, ghat, np.empty(n))
-        b = K.spectral_diag_numpy(yhat, coef, ghat, np.empty(n))
+        b = kernels.spectral_diag_numpy(yhat, coef, ghat, np.empty(n))
         terms = np.abs(yhat) * np.abs(coef)[None, :] * np.abs(ghat.T)
         bound = 2 * _sum_bound(dtype, m) * terms.sum(axis=1)
         assert np.all(np.abs(a - b) <= bound)
@@ -226,7 +226,7 @@ def test_diag_times_circulant(dtype, n, build):
     np.testing.assert_array_equal(a, (p[:, None] * scipy.linalg.circulant(v)).astype(dtype))
     rowidx, shift = rng.permutation(n), rng.permutation(n)
     a = kern(v, p, rowidx, shift, np.empty((n, n), dtype))
-    b = K.diag_times_circulant_numpy(v, p, rowidx, shift, np.empty((n, n), dtype))
+    b = kernels.diag_times_circulant_numpy(v, p, rowidx, shift, np.empty((n, n), dtype))
     np.testing.assert_array_equal(a, b)
     ref = p[:, None] * scipy.linalg.circulant(v)[rowidx][:, shift]
     np.testing.assert_array_equal(a, ref.astype(dtype))
@@ -243,7 +243,9 @@ def test_rows_circulant(dtype, n, build):
     kern = _k("rows_circulant", build)
     rowidx, shift = rng.permutation(n), rng.permutation(n)
     a = kern(b, rowidx, shift, np.empty((n, n), dtype))
-    np.testing.assert_array_equal(a, K.rows_circulant_numpy(b, rowidx, shift, np.empty((n, n))))
+    np.testing.assert_array_equal(
+        a, kernels.rows_circulant_numpy(b, rowidx, shift, np.empty((n, n)))
+    )
     # the sum of the diagonal gates against their circulants, one by one
     ref = sum(
         ps[m][:, None] * scipy.linalg.circulant(vs[m].astype(np.float64))[rowidx][:, shift]
@@ -266,13 +268,13 @@ def test_set_threads_0_or_none_gives_numba_every_thread_back():
     try:
         for back in (0, None):
             if top > 2:
-                K.set_threads(2)
+                kernels.set_threads(2)
                 assert numba.get_num_threads() == 2
             numba.set_num_threads(1)  # what an earlier caller may have left behind
-            K.set_threads(back)
-            assert K.get_threads() == 0
+            kernels.set_threads(back)
+            assert kernels.get_threads() == 0
             assert numba.get_num_threads() == top
-        K.set_threads(top + 5)  # more than Numba has: all of them
-        assert numba.get_num_threads() == top and K.get_threads() == top + 5
+        kernels.set_threads(top + 5)  # more than Numba has: all of them
+        assert numba.get_num_threads() == top and kernels.get_threads() == top + 5
     finally:
-        K.set_threads(None)
+        kernels.set_threads(None)

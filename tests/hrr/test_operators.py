@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.hrr.fft import available_engines
+from fastdcyk.hrr.fft import available_ffts
 from fastdcyk.hrr.operators import Operator
 
 DIMS = (2, 7, 64, 100, 257)
@@ -262,15 +262,15 @@ def test_apply_out(cbd):
         assert_close(out, m @ x.astype(np.float64), t, d, 1, x)
 
 
-@pytest.mark.parametrize("engine", available_engines())
-def test_apply_out_noncontiguous(engine):
+@pytest.mark.parametrize("library", available_ffts())
+def test_apply_out_noncontiguous(library):
     """``out`` may be any array of the right shape and dtype, e.g. Fortran-ordered or strided.
 
-    With engine="pyfftw" the inverse FFT writes straight into ``out`` through a plan made for
+    With fft="pyfftw" the inverse FFT writes straight into ``out`` through a plan made for
     C-contiguous arrays, and pyFFTW's ``update_arrays`` rejects the strides (ValueError).
     """
     d = 16
-    cb = Codebook(d, seed=0, dtype="float64", engine=engine)
+    cb = Codebook(d, seed=0, dtype="float64", fft=library)
     D = Dense(cb)
     x = rand(np.random.default_rng(0), (d, d), np.float64)
     op = cb.plus("terminal", "a")
@@ -432,11 +432,11 @@ def test_out_overlapping_the_input_raises():
     np.testing.assert_array_equal(x, 1.0)
 
 
-@pytest.mark.parametrize("engine", available_engines())
+@pytest.mark.parametrize("library", available_ffts())
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_inputs_are_never_modified(engine, dtype):
+def test_inputs_are_never_modified(library, dtype):
     d = 15  # small and odd: FFTW_MEASURE plans some sizes for seconds
-    cb = Codebook(d, seed=4, dtype=dtype, engine=engine)
+    cb = Codebook(d, seed=4, dtype=dtype, fft=library)
     rng = np.random.default_rng(4)
     ops = [
         cb.plus("terminal", "a"),
@@ -474,21 +474,21 @@ def test_inputs_are_never_modified(engine, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_engine_parity_on_operators(dtype):
+def test_fft_library_parity_on_operators(dtype):
     d = 48
     rng = np.random.default_rng(9)
     x = rand(rng, (d, d), dtype)
     results = {}
-    for engine in available_engines():
-        cb = Codebook(d, seed=9, dtype=dtype, engine=engine)
-        assert cb.engine.name == engine
+    for library in available_ffts():
+        cb = Codebook(d, seed=9, dtype=dtype, fft=library)
+        assert cb.fft.name == library
         op = cb.plus("nonterminal", "A") @ cb.minus("index", 3) @ cb.plus("terminal", "w")
-        results[engine] = (op @ x, x @ op, op.trace(x), op.entry00(x))
+        results[library] = (op @ x, x @ op, op.trace(x), op.entry00(x))
     ref = results["scipy"]
-    for engine, got in results.items():
+    for library, got in results.items():
         for g, r in zip(got, ref, strict=True):
             assert_close(g, r, dtype, d, 3, x)
-        assert engine in ("scipy", "numpy", "pyfftw")
+        assert library in ("scipy", "numpy", "pyfftw")
 
 
 # -- algebra (Hypothesis) -------------------------------------------------------------------------
@@ -712,10 +712,10 @@ def test_times_diag(cbd):
         cb.plus(*a).times_diag(np.ones(d + 1, t))
 
 
-@pytest.mark.parametrize("engine", available_engines())
-def test_vectors_in_place_and_wrong_outs(engine):
+@pytest.mark.parametrize("library", available_ffts())
+def test_vectors_in_place_and_wrong_outs(library):
     d = 100
-    cb = codebook(d, np.float32, engine=engine)
+    cb = codebook(d, np.float32, fft=library)
     op = cb.circulant(cb.vector("terminal", "a")) @ cb.phi()  # Phi acts first from the right
     v = np.random.default_rng(0).standard_normal(d).astype(np.float32)
     want_left = op @ v
@@ -733,11 +733,11 @@ def test_vectors_in_place_and_wrong_outs(engine):
     assert_close(op.apply(v), want_left, np.float32, d, x=v)
 
 
-@pytest.mark.skipif("pyfftw" not in available_engines(), reason="pyFFTW not installed")
+@pytest.mark.skipif("pyfftw" not in available_ffts(), reason="pyFFTW not installed")
 def test_pyfftw_odd_strides_shapes_and_alignment():
     import pyfftw
 
-    cb = codebook(100, np.float32, engine="pyfftw")
+    cb = codebook(100, np.float32, fft="pyfftw")
     op = cb.plus("terminal", "a")
     v = np.random.default_rng(0).standard_normal(100).astype(np.float32)
     want = op @ v
@@ -753,9 +753,9 @@ def test_pyfftw_odd_strides_shapes_and_alignment():
     assert_close(op.apply(v, out=out), want, np.float32, 100, x=v)
     # two d with the same spectrum length: plans must not be shared
     for d in (1000, 1001):
-        c = codebook(d, np.float32, engine="pyfftw")
+        c = codebook(d, np.float32, fft="pyfftw")
         x = np.random.default_rng(d).standard_normal((d, 8)).astype(np.float32)
         o = pyfftw.empty_aligned((d, 8), np.float32)
         got = c.plus("terminal", "a").apply(x, "left", out=o)
-        ref = codebook(d, np.float32, engine="numpy").plus("terminal", "a") @ x
+        ref = codebook(d, np.float32, fft="numpy").plus("terminal", "a") @ x
         assert_close(got, ref, np.float32, d, x=x)

@@ -1,4 +1,4 @@
-"""fastdcyk.threads: one setting for FFT engines and kernels, and scoped limits."""
+"""fastdcyk.threads: one setting for FFTs and kernels, and scoped limits."""
 
 from __future__ import annotations
 
@@ -9,21 +9,21 @@ import pytest
 import fastdcyk as fd
 import fastdcyk.experiments as ex
 from fastdcyk import threads
-from fastdcyk.hrr import kernels as K
+from fastdcyk.hrr import kernels
 
 
-def test_the_setting_governs_new_engines_and_the_kernels():
+def test_the_setting_governs_new_ffts_and_the_kernels():
     assert threads.get_threads() == 0
-    assert fd.get_engine("scipy").threads == threads.cores() >= 1
+    assert fd.get_fft("scipy").threads == threads.cores() >= 1
     threads.set_threads(1)
     try:
-        assert K.get_threads() == 1  # the kernels read the same setting
-        assert fd.get_engine("scipy").threads == 1
-        assert fd.Codebook(8, engine="scipy").engine.threads == 1
-        assert fd.get_engine("scipy", threads=3).threads == 3  # an explicit count wins
+        assert kernels.get_threads() == 1  # the kernels read the same setting
+        assert fd.get_fft("scipy").threads == 1
+        assert fd.Codebook(8, fft="scipy").fft.threads == 1
+        assert fd.get_fft("scipy", threads=3).threads == 3  # an explicit count wins
     finally:
         threads.set_threads(None)
-    assert threads.get_threads() == 0 and fd.get_engine("scipy").threads == threads.cores()
+    assert threads.get_threads() == 0 and fd.get_fft("scipy").threads == threads.cores()
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "2"])
@@ -82,5 +82,5 @@ def test_run_task_runs_on_one_thread_and_leaves_the_setting_alone(monkeypatch):
     monkeypatch.setattr(ex_tasks, "_local", threading.local())  # build a fresh codebook
     assert ex.run_task(task)
     assert seen and set(seen) == {1}
-    assert ex_tasks._local.codebook[1].engine.threads == 1
+    assert ex_tasks._local.codebook[1].fft.threads == 1
     assert threads.get_threads() == 0

@@ -3,8 +3,9 @@
 The module holds a codebook's symbol vectors as tensors (learnable ones as
 :class:`torch.nn.Parameter`), runs the torch backend (:mod:`fastdcyk.engine.torch_backend`, the same
 algorithm as :func:`fastdcyk.dcyk`) on a batch of sentences of different lengths, and
-returns a :class:`DCYKOutput`: the decoder's readouts of every (i, j, A) as a differentiable
-tensor, the charts decoded from them, and a loss against symbolic CYK. Gradients reach the
+returns a :class:`DCYKOutput` (:mod:`fastdcyk.nn.output`): the decoder's readouts of every
+(i, j, A) as a differentiable tensor, the charts decoded from them, and a loss against
+symbolic CYK (:mod:`fastdcyk.nn.loss`). Gradients reach the
 symbol vectors (terminals, nonterminals, right-child roles; and the span indices when asked)
 and optional per-rule weights, so a codebook can be learned by gradient descent at a d where
 random ones fail (docs/learning.md). A network can feed it instead of words: per position,
@@ -31,9 +32,7 @@ torch.Size([3, 64])
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,22 +42,22 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("fastdcyk.nn needs PyTorch: pip install 'fastdcyk[torch]'") from exc
 
-from fastdcyk.cfg.cyk import cyk
-from fastdcyk.cfg.forest import Forest
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
-from fastdcyk.engine import torch_backend as _torch
-from fastdcyk.engine.decode import decision_boundary, item_scores
+from fastdcyk.engine import modes, torch_backend
+from fastdcyk.engine.decode import decision_boundary
 from fastdcyk.engine.plan import cnf_grammar, default_codebook, words_of
 from fastdcyk.engine.soft import lexical_scores
 from fastdcyk.hrr.codebook import Codebook
+from fastdcyk.nn.output import DCYKOutput
 from fastdcyk.options import (
     DEFAULT_VARIANT,
     VARIANTS,
     check_choice,
     check_dim,
     check_int,
+    documented,
     resolve,
+    takes_options,
 )
 
 __all__ = ["LEARNABLE", "DCYK", "DCYKOutput"]
@@ -69,203 +68,6 @@ __all__ = ["LEARNABLE", "DCYK", "DCYKOutput"]
 LEARNABLE = ("vectors", "indices", "rules")
 
 _DTYPES = {torch.float32: "float32", torch.float64: "float64"}
-
-
-@dataclass
-class DCYKOutput:
-    """What :class:`DCYK` returns for a batch of B sentences of at most n words.
-
-    Attributes
-    ----------
-    scores : Tensor, (B, n, n + 1, N)
-        The decoder's statistic of every (i, j, A): ``scores[b, i, j, a]`` is ~1 when A is
-        in cell (i, j) of sentence b and ~0 otherwise (the trace decoder's
-        tr([A]+ [j]+ [i]+ P_left) / d, or the entry decoder's entry (0, 0)). Differentiable;
-        0 outside each sentence's chart (see ``mask``).
-    readouts : Tensor, (B, n, n + 1, N)
-        The detections' gate arguments during the parse (0 where none ran).
-    mask : Tensor of bool, (B, n, n + 1)
-        The cells (i, j), 0 <= i < j <= n_b, of each sentence.
-    sentences : list of tuple of str
-    nonterminals : tuple of str
-        The last axis of ``scores``.
-    boundary : float
-        The statistic above which a triple is decoded as present,
-        ``0.5 + logit(threshold) / beta``.
-    beta : float
-    grammar : Grammar
-    lexical : list of list of dict, or None
-        With soft inputs: per sentence and position, the preterminals that may stand over
-        the word and their log scores (the preterminal scores' logs; with terminal
-        weights p, log sum_a p_a P(A -> a)), which take the place of the grammar's rules
-        A -> word in the trees (:class:`~fastdcyk.cfg.forest.Forest`,
-        :func:`~fastdcyk.cfg.viterbi.viterbi`); None for words.
-    """
-
-    scores: torch.Tensor
-    readouts: torch.Tensor
-    mask: torch.Tensor
-    sentences: list[tuple[str, ...]]
-    nonterminals: tuple[str, ...]
-    boundary: float
-    beta: float
-    grammar: Grammar
-    lexical: list[list[dict[str, float]]] | None = None
-
-    def _lexical_of(self, b: int) -> list[dict[str, float]] | None:
-        return None if self.lexical is None else self.lexical[b]
-
-    @property
-    def charts(self) -> list[dict[tuple[int, int], frozenset[str]]]:
-        """The decoded charts, ``{(i, j): frozenset}`` per sentence, as :func:`fastdcyk.cfg.cyk`."""
-        present = (self.scores.detach() > self.boundary).cpu().numpy()
-        out = []
-        for b, words in enumerate(self.sentences):
-            n = len(words)
-            chart = {}
-            for i in range(n):
-                for j in range(i + 1, n + 1):
-                    chart[i, j] = frozenset(
-                        a for a, on in zip(self.nonterminals, present[b, i, j], strict=True) if on
-                    )
-            out.append(chart)
-        return out
-
-    @property
-    def forests(self) -> list[Forest]:
-        """The trees each decoded chart admits (:class:`~fastdcyk.cfg.forest.Forest`), scored
-        as :meth:`fastdcyk.engine.DCYKResult.tree` scores them: on a weighted grammar a
-        tree's log probability (its lexical part from :attr:`lexical` with soft inputs),
-        otherwise the sum of its items' log decoder gate values
-        (:func:`~fastdcyk.engine.decode.item_scores`; plus the lexical scores with soft
-        inputs). Computed from the detached scores on each call."""
-        scores = self.scores.detach().cpu().numpy()
-        pos = {a: k for k, a in enumerate(self.nonterminals)}
-        out = []
-        for b, (words, chart) in enumerate(zip(self.sentences, self.charts, strict=True)):
-            item = None
-            if not self.grammar.is_weighted:
-                stats = {
-                    (i, j, a): scores[b, i, j, pos[a]]
-                    for (i, j), cell in chart.items()
-                    for a in cell
-                }
-                item = item_scores(stats, chart, beta=self.beta)
-            out.append(Forest(self.grammar, words, chart, item, lexical=self._lexical_of(b)))
-        return out
-
-    def best_parses(self, *, cnf: bool = False) -> list[ViterbiParse]:
-        """On a weighted grammar, each sentence's most probable tree among those its
-        decoded chart admits, and its log probability (Viterbi CKY restricted to the chart,
-        :func:`~fastdcyk.cfg.viterbi.viterbi`, with :attr:`lexical` for soft inputs):
-        ``(None, -inf)`` where the chart has none.
-
-        Raises
-        ------
-        ValueError
-            When the grammar has no probabilities.
-        """
-        if not self.grammar.is_weighted:
-            raise ValueError(
-                "the grammar has no probabilities: trees() gives the best trees by the "
-                "decoder's scores; a PCFG gives the most probable ones"
-            )
-        return [
-            viterbi(self.grammar, words, chart=chart, cnf=cnf, lexical=self._lexical_of(b))
-            for b, (words, chart) in enumerate(zip(self.sentences, self.charts, strict=True))
-        ]
-
-    def trees(self, k: int | None = None, *, cnf: bool = False) -> list[Any]:
-        """The best tree of each sentence (None where its decoded chart has none), or with
-        ``k`` the list of its ``k`` best, best first; in the grammar the user wrote when
-        the layer's grammar came from ``to_cnf``, unless ``cnf=True``. Best: on a weighted
-        grammar the most probable (:meth:`best_parses`), otherwise by the decoder's scores
-        (:attr:`forests`).
-
-        Examples
-        --------
-        >>> import fastdcyk as fd
-        >>> out = DCYK(fd.Grammar.builtin("example"), 256, seed=0)(["a a b"])
-        >>> print(out.trees()[0])
-        (S (D a) (S (D a) (E b)))
-        """
-        if k is None:
-            if self.grammar.is_weighted:
-                return [p.tree for p in self.best_parses(cnf=cnf)]
-            return [f.best(cnf=cnf) for f in self.forests]
-        k = check_int("k", k, 1)
-        return [[tree for _, tree in f.kbest(k, cnf=cnf)] for f in self.forests]
-
-    def gold(self, gold_charts: Sequence[dict] | None = None) -> torch.Tensor:
-        """The targets of :meth:`loss` as a (B, n, n + 1, N) tensor of 0 and 1.
-
-        ``gold_charts``: one chart per sentence (``{(i, j): set of nonterminals}``); None
-        (the default) is symbolic CYK's (:func:`fastdcyk.cfg.cyk`) of the words, and must
-        be given for soft inputs (``fd.cyk(grammar, words, tags=...)`` is the chart of given
-        tags).
-        """
-        if gold_charts is None and self.lexical is not None:
-            raise ValueError(
-                "soft inputs have no words for symbolic CYK to parse: give gold_charts "
-                "(fd.cyk(grammar, words) of the true words, or fd.cyk(grammar, words, "
-                "tags=...) of the true tags)"
-            )
-        if gold_charts is None:
-            gold_charts = [cyk(self.grammar, words) for words in self.sentences]
-        if len(gold_charts) != len(self.sentences):
-            raise ValueError(
-                f"gold_charts has {len(gold_charts)} charts for {len(self.sentences)} sentences"
-            )
-        pos = {a: k for k, a in enumerate(self.nonterminals)}
-        target = np.zeros(tuple(self.scores.shape), dtype=np.float64)
-        for b, chart in enumerate(gold_charts):
-            n = len(self.sentences[b])
-            for (i, j), cell in chart.items():
-                if not (0 <= i < j <= n):
-                    raise ValueError(f"gold chart {b} has cell ({i}, {j}) outside 0..{n}")
-                for a in cell:
-                    if a not in pos:
-                        raise ValueError(f"gold chart {b} names {a!r}, not a nonterminal")
-                    target[b, i, j, pos[a]] = 1.0
-        return torch.as_tensor(target, dtype=self.scores.dtype, device=self.scores.device)
-
-    def loss(
-        self, gold_charts: Sequence[dict] | None = None, *, pos_weight: float | None = None
-    ) -> torch.Tensor:
-        """Binary cross-entropy of the decoder's decisions against gold charts.
-
-        Each (i, j, A) of each sentence's chart is one binary decision, taken by the
-        decoder when sigma(score) > threshold, that is when score > ``boundary``
-        (0.5 + logit(threshold) / beta). The loss gives it the probability
-        1 / (1 + exp(-(score - boundary) beta)): the decoder's sigmoid, centred on its
-        decision boundary, so that the loss's 0.5 and the decoder's threshold are one
-        boundary (centred at 0.5 instead, as sigma itself, scores between 0.5 and the
-        boundary would count as present for the loss and absent for the decoder, and
-        minimising the loss then lowered F1: measured in docs/learning.md). The loss is the
-        mean over every triple of every sentence (cells outside a sentence left out).
-
-        Parameters
-        ----------
-        gold_charts : sequence of dict, optional
-            One chart per sentence; default symbolic CYK's.
-        pos_weight : float, optional
-            Weight of the positive triples (few in a chart): ``torch``'s ``pos_weight`` of
-            :func:`torch.nn.functional.binary_cross_entropy_with_logits`.
-
-        Returns
-        -------
-        Tensor
-            A scalar.
-        """
-        target = self.gold(gold_charts)
-        keep = self.mask[..., None].expand_as(self.scores)
-        logits = (self.scores - self.boundary) * self.beta
-        pw = None
-        if pos_weight is not None:
-            pw = torch.as_tensor(float(pos_weight), dtype=logits.dtype, device=logits.device)
-        return torch.nn.functional.binary_cross_entropy_with_logits(
-            logits[keep], target[keep], pos_weight=pw
-        )
 
 
 class DCYK(torch.nn.Module):
@@ -279,10 +81,9 @@ class DCYK(torch.nn.Module):
         The dimension.
     variant : {"cleanup", "trace", "paper"}, default "cleanup"
         As for :func:`fastdcyk.dcyk` (:data:`fastdcyk.options.DEFAULT_VARIANT`); the other
-        options (``gate``, ``decoder``, ``readback``, ``candidate_level``, ``unary_mask``,
-        ``order``, ``encoding``, ``beta``, ``threshold``) can be given as keywords.
-        ``prune`` defaults to 0 here (every update is applied); pass the dtype's epsilon to
-        prune as :func:`dcyk` does. The output is smooth in the vectors with the trace
+        options are the keywords below. ``prune`` defaults to 0 here (every update is
+        applied); pass the dtype's epsilon to prune as :func:`dcyk` does. The output is
+        smooth in the vectors with the trace
         variant, and piecewise smooth with the default's least-squares read-back: the
         candidates of a cell (its detections above ``candidate_level``) are a discrete
         choice, as pruning is, and the scores are differentiable between its changes
@@ -299,8 +100,7 @@ class DCYK(torch.nn.Module):
     seed : int, default 0
     max_length : int, default 32
         The longest sentence the module parses (it holds index vectors 0..max_length).
-    **options
-        Options of :func:`fastdcyk.dcyk` (see ``variant``).
+    {options}
 
     Attributes
     ----------
@@ -321,6 +121,7 @@ class DCYK(torch.nn.Module):
     float64), within the 4 GB the issue asked for without recomputation.
     """
 
+    @takes_options(exclude=("variant",))
     def __init__(
         self,
         grammar: Grammar | str,
@@ -344,19 +145,19 @@ class DCYK(torch.nn.Module):
             learn = (learn,)
         learn = tuple(check_choice("learn", x, LEARNABLE) for x in learn)
         self.max_length = check_int("max_length", max_length, 1)
-        # the options of a parse: resolve's keywords but the two given here
-        allowed = set(inspect.signature(resolve).parameters) - {"variant", "dtype"}
-        unknown = set(options) - allowed
-        if unknown:
-            raise TypeError(f"unknown option(s) {sorted(unknown)} for DCYK")
+        options = {k: v for k, v in options.items() if v is not None}
         options.setdefault("prune", 0.0)
         self.options = resolve(variant, dtype=_DTYPES[dtype], **options)
-        if self.options.weights == "table":
+        mode = modes.select(self.options.gate, self.options.weights)
+        try:
+            mode.parser("torch")
+        except ValueError as exc:
             raise ValueError(
-                "weights='table' is built in the numpy engine only (fastdcyk.dcyk); the "
-                "layer writes the clean-up gates, and a PCFG's probabilities rank the trees "
-                "of its decoded charts (DCYKOutput.best_parses)"
-            )
+                f"{exc} (fastdcyk.dcyk); the layer needs a torch parser, and a PCFG's "
+                "probabilities rank the trees of its decoded charts (DCYKOutput.best_parses)"
+            ) from None
+        if not mode.differentiable:
+            raise ValueError(f"{mode.describe()} is not differentiable: the layer cannot use it")
         self.grammar = grammar
         self.learn = learn
         if codebook is None:
@@ -364,9 +165,9 @@ class DCYK(torch.nn.Module):
             codebook = default_codebook(grammar, d, seed, _DTYPES[dtype], unitary=unitary)
         elif codebook.d != d:
             raise ValueError(f"d = {d} disagrees with the codebook's dimension {codebook.d}")
-        device = _torch.check_device(device)
-        self.structure = _torch.rule_structure(grammar)
-        vec = _torch.symbol_vectors(
+        device = torch_backend.check_device(device)
+        self.structure = torch_backend.rule_structure(grammar)
+        vec = torch_backend.symbol_vectors(
             codebook,
             self.structure,
             self.max_length,
@@ -406,9 +207,9 @@ class DCYK(torch.nn.Module):
             f"nonterminals={len(self.structure.nonterminals)}, max_length={self.max_length}"
         )
 
-    def _vectors(self, n: int) -> _torch.SymbolVectors:
+    def _vectors(self, n: int) -> torch_backend.SymbolVectors:
         """The vectors for sentences of at most n words (span indices 0..n)."""
-        return _torch.SymbolVectors(
+        return torch_backend.SymbolVectors(
             self.terminal, self.nonterminal, self.right, self.index[: n + 1], self.perm
         )
 
@@ -513,7 +314,7 @@ class DCYK(torch.nn.Module):
         else:
             ids = [[0] * len(w) for w in words]
             soft = soft[:, :longest]
-        res = _torch.parse(
+        res = torch_backend.parse(
             self._vectors(longest),
             self.structure,
             ids,
@@ -631,7 +432,7 @@ class DCYK(torch.nn.Module):
 
     def codebook(self) -> Codebook:
         """The module's vectors as a :class:`~fastdcyk.Codebook` (copies), for
-        :func:`fastdcyk.dcyk`, :meth:`Codebook.save` and the numpy engine.
+        :func:`fastdcyk.dcyk`, :meth:`Codebook.save` and the numpy backend.
 
         Rule weights are not part of a codebook: a learned codebook reproduces the module's
         parses with ``learn`` without "rules" (or with weights still 1).
@@ -650,3 +451,6 @@ class DCYK(torch.nn.Module):
             permutation=self.perm.cpu().numpy(),
             dtype=_DTYPES[self.nonterminal.dtype],
         )
+
+
+DCYK.__doc__ = documented(DCYK.__doc__, DCYK.__init__.option_names)

@@ -1,4 +1,4 @@
-"""The numpy engine's weighted table (docs/method.md, section 10, "Through the table"): a
+"""The numpy backend's weighted table (docs/method.md, section 10, "Through the table"): a
 PCFG's Viterbi scores written into P_left as amplitudes and read back by least squares.
 
 :class:`WeightedParser` is the clean-up parser with one change of what a detection writes:
@@ -29,10 +29,9 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.symbols import Rule, Symbol
-from fastdcyk.engine import schedule as S
+from fastdcyk.engine import schedule
 from fastdcyk.engine.decode import decision_boundary
-from fastdcyk.engine.numpy_backend import PARSERS
-from fastdcyk.engine.numpy_cleanup import CleanupParser
+from fastdcyk.engine.modes.cleanup.numpy_parser import CleanupParser
 from fastdcyk.engine.rules import RuleStructure, rule_structure, rules_of
 from fastdcyk.engine.schedule import Detections, Step
 
@@ -103,7 +102,7 @@ class WeightedParser(CleanupParser):
     scales M(i, j).
     """
 
-    def __init__(self, grammar, words, cb, opt, p_left=None):
+    def __init__(self, grammar, words, cb, opt, p_left=None) -> None:
         if p_left is not None:
             raise ValueError("a weighted table is read as it is parsed: no given P_left")
         super().__init__(grammar, words, cb, opt)
@@ -116,7 +115,7 @@ class WeightedParser(CleanupParser):
         self._cell: tuple[int, int] | None = None
         self._present = decision_boundary(opt.beta, opt.threshold) * FLOOR
         # the amplitudes are read as scores: the ridge's shrinkage refined away
-        self._refine = REFINE
+        self.refine = REFINE
 
     def read(self, i: int, j: int, step: Step) -> None:
         """The cell's Viterbi scores from what was read before it, and their amplitudes;
@@ -125,14 +124,14 @@ class WeightedParser(CleanupParser):
         if self._cell == (i, j):
             return
         self._cell = (i, j)
-        st: RuleStructure = self.st
-        if step == S.UNARY:
+        st: RuleStructure = self.structure
+        if step == schedule.UNARY:
             c = self.word_scores(i, j)
             read = np.flatnonzero(c > self.opt.candidate_level)
-            self._term_read = read
+            self._terminals_read = read
             present = np.zeros(len(c), bool)
             present[read] = True
-            on = present[self._term_rows[st.unary_rule_terminal]]
+            on = present[self._lexicon_rows[st.unary_rule_terminal]]
             v = np.full(len(st.unary), -np.inf)
             np.maximum.at(v, st.unary_rule_row[on], self.unary_logp[on])
         else:
@@ -156,19 +155,19 @@ class WeightedParser(CleanupParser):
                 left_v[lr], right_v[rr] = -np.inf, -np.inf
         top = float(v.max()) if len(v) and np.isfinite(v).any() else -math.inf
         self.best[(i, j)] = top
-        self._t = amplitude(v, top, self.beam) if math.isfinite(top) else np.zeros(len(v))
+        self._detection = amplitude(v, top, self.beam) if math.isfinite(top) else np.zeros(len(v))
 
     def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
-        w = self._t[ks]
+        w = self._detection[ks]
         cand = w > 0
-        self._cands.setdefault((i, j), []).append(self.rows(step)[ks][cand])
+        self._candidates.setdefault((i, j), []).append(self.rows(step)[ks][cand])
         return Detections(w[None], w[None], w[None], w)
 
     def end(self, i: int, j: int, step: Step) -> None:
         """Read the completed cell by least squares over its written items (and, in a
         unary cell, the word's terminal): the amplitudes, the present items and their
         scores as read."""
-        rows, a = self.solve_cell(i, j, step, self._q_lift(j, i))
+        rows, a = self.solve_cell(i, j, step, self.readout(i, j))
         self.stats[i, j, rows] = a / FLOOR
         on = a > self._present
         best = self.best[(i, j)]
@@ -176,12 +175,9 @@ class WeightedParser(CleanupParser):
 
     def table_scores(self) -> dict[tuple[int, int, str], float]:
         """``{(i, j, A): score as read}`` of every present item (``DCYKResult.table_scores``)."""
-        names = self.t.nonterminals
+        names = self.tables.nonterminals
         return {
             (i, j, names[r]): float(v)
             for (i, j), (rows, values) in self.read_scores.items()
             for r, v in zip(rows, values, strict=True)
         }
-
-
-PARSERS["weighted"] = WeightedParser

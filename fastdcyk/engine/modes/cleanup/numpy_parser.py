@@ -1,10 +1,9 @@
-"""The numpy engine's clean-up parser (docs/method.md, sections 6 and 7), and the
+"""The clean-up gate in the numpy backend (docs/method.md, sections 6 and 7), and the
 least-squares read-back of a given P_left.
 
-:class:`CleanupParser` keeps P_left as :class:`~fastdcyk.engine.numpy_backend.TraceParser`
-does (2-D half spectra) and never touches P_right; it registers itself as the numpy
-engine's parser of the clean-up gate (:data:`~fastdcyk.engine.numpy_backend.PARSERS`).
-:func:`readback_statistics` runs it over a given P_left without writing: the decoder of
+:class:`CleanupParser` keeps P_left as 2-D half spectra
+(:class:`~fastdcyk.engine.numpy_spectral.SpectralParser`) and never touches P_right.
+:func:`readback_statistics` runs it over a given P_left without writing: the reader of
 :func:`fastdcyk.decode` with the least-squares read-backs (``readback="lstsq"`` or
 ``"cancel"``).
 """
@@ -16,31 +15,23 @@ from typing import Any
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import schedule as S
-from fastdcyk.engine.decode import Statistics, sigmoid
-from fastdcyk.engine.numpy_backend import (
-    PARSERS,
-    NumpyOps,
-    TraceParser,
-    kept_spectra,
-    mixture,
-    trim_kept,
-)
+from fastdcyk.engine import schedule
+from fastdcyk.engine.arrays import NUMPY, sigmoid
+from fastdcyk.engine.decode import Statistics
+from fastdcyk.engine.numpy_backend import mixture
+from fastdcyk.engine.numpy_spectral import SpectralParser, left_spectrum_of
 from fastdcyk.engine.readback import candidates, gram, solve
 from fastdcyk.engine.rules import (
     candidate_rule_layer,
+    cell_splits,
     lexical_layer,
-    parseval_weights,
     rule_layer,
     rule_structure,
-    rule_tables,
 )
 from fastdcyk.engine.schedule import Detections, Step
-from fastdcyk.hrr import buffers as B
-from fastdcyk.hrr import kernels as K
-from fastdcyk.hrr.buffers import g_cache_slots
+from fastdcyk.hrr import buffers
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import LEAST_SQUARES, DCYKOptions
+from fastdcyk.options import DCYKOptions
 
 __all__ = ["DECODE_SWEEPS", "CleanupParser", "readback_statistics"]
 
@@ -48,12 +39,11 @@ __all__ = ["DECODE_SWEEPS", "CleanupParser", "readback_statistics"]
 #: (:meth:`CleanupParser.sweep`), in which every cell is read again without the cells above it.
 DECODE_SWEEPS = 2
 
-_OPS = NumpyOps()
 
-
-class CleanupParser(TraceParser):
-    """The clean-up detection (docs/method.md, section 6): P_left as in :class:`TraceParser`,
-    P_right neither read nor written.
+class CleanupParser(SpectralParser):
+    """The clean-up detection (docs/method.md, section 6): P_left as 2-D half spectra
+    (:class:`~fastdcyk.engine.numpy_spectral.SpectralParser`), P_right neither read nor
+    written.
 
     When a cell is complete it is read once into a clean score c(i, j, X) = sigma(a_X) of
     every nonterminal X: near 1 or near 0. A binary cell's detection is the grammar's rules
@@ -90,89 +80,69 @@ class CleanupParser(TraceParser):
         cb: Codebook,
         opt: DCYKOptions,
         p_left: np.ndarray | None = None,
-    ):
-        self.g, self.words, self.cb, self.opt = grammar, words, cb, opt
-        self.d = d = cb.d
-        self.t = rule_tables(cb, grammar, opt.encoding, rules=False)  # the rules act on scores
-        self._weights = parseval_weights(d)
-        self.pr = None
-        self.w = B.W.get(cb)
-        self.zt = B.ZT.new(cb) if p_left is None else self._spectrum_of(p_left)
+    ) -> None:
+        given = None if p_left is None else left_spectrum_of(p_left, cb)
+        # the rules act on scores: no rule spectra
+        super().__init__(grammar, words, cb, opt, rules=False, right=False, left=given)
         self.frozen = p_left is not None
-        self.lstsq = opt.readback in LEAST_SQUARES
+        self.lstsq = opt.readback != "matched"  # the least-squares read-backs
         self.cancel = opt.readback == "cancel"
         # what the reads see: the table less what was read (a given P_left's own spectrum
         # is ours to subtract from; a parse's second copy is made once the words are in)
-        self.zr = self.zt if self.cancel and self.frozen else None
-        self._refine = 0  # steps of iterative refinement of each cell's solve
+        self.residual = self.left_spectrum if self.cancel and self.frozen else None
+        self.refine = 0  # steps of iterative refinement of each cell's solve
         # decoding a given P_left with cancelling: every read, to read again (sweep())
-        self._reads: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        self._word_c: dict[int, np.ndarray] = {}
-        self._q = np.empty(d // 2 + 1, np.complex128)
-        self._full, self._g = kept_spectra(cb)
-        self._slots = g_cache_slots(d, cb.dtype, len(words))
-        st = rule_structure(grammar)
-        self.st = st
-        n = len(words)
-        self.scores = np.zeros((n + 1, n + 1, len(st.nonterminals)))
+        self._kept_reads: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+        self._kept_reads = []
+        self._word_scores: dict[int, np.ndarray] = {}
+        st = self.structure = rule_structure(grammar)
+        n, nn = len(words), len(st.nonterminals)
+        self.scores = np.zeros((n + 1, n + 1, nn))
         # the read-back's amplitudes (the decoder statistics) and each cell's candidates
-        self.stats = np.zeros((n + 1, n + 1, len(st.nonterminals))) if self.lstsq else None
-        self._cands: dict[tuple[int, int], list[np.ndarray]] = {}
+        self.stats = np.zeros((n + 1, n + 1, nn)) if self.lstsq else None
+        self._candidates: dict[tuple[int, int], list[np.ndarray]] = {}
         # the read cells' candidates and their clean scores less sigma(0), every other's
-        self._read: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-        self._base = float(self._clean(0.0))
+        self._read_cells: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self.base = float(sigmoid(0.0, opt.beta))
+        self._scratch = np.full(nn, -1, np.intp)  # for candidate_rule_layer
         used = np.unique(st.unary_rule_terminal)
-        # the terminals of the grammar's rules A -> a, as rows of a table of their spectra
-        self._term_rows = np.full(len(st.terminals), -1, np.intp)
-        self._term_rows[used] = np.arange(len(used))
-        self._term_ids = used
+        # the terminals of the grammar's rules A -> a (its lexicon), as rows of a table of
+        # their spectra
+        self._lexicon_rows = np.full(len(st.terminals), -1, np.intp)
+        self._lexicon_rows[used] = np.arange(len(used))
+        self._lexicon_ids = used
         lexicon = [st.terminals[k] for k in used]
-        self._term_spectra = cb.spectra("terminal", lexicon).astype(np.complex128)
-        self._term_read = np.zeros(0, np.intp)
+        self._lexicon_spectra = cb.spectra("terminal", lexicon).astype(np.complex128)
+        self._terminals_read = np.zeros(0, np.intp)
         # decoding a given P_left: each position's word, as a row of the lexicon's table
-        self._word_rows = self._term_rows[st.terminal_ids(words)] if self.frozen else None
+        self._given_words = self._lexicon_rows[st.terminal_ids(words)] if self.frozen else None
 
-    def _spectrum_of(self, p_left: np.ndarray) -> np.ndarray:
-        """ZT of a given P_left: the inverse of :meth:`_dense_left`."""
-        cb = self.cb
-        # Z^T = P_left^T with its columns gathered by the permutation; then
-        # ZT = conj(ifft(rfft(Z^T, axis 0), axis 1))
-        y = B.Y.get(cb)
-        K.gather_cols(np.ascontiguousarray(p_left.T), cb.perm, y)
-        zt = B.ZT.new(cb, zero=False)
-        cb.engine.rfft(y, 0, out=zt)
-        cb.engine.cfft(zt, 1, forward=False)
-        np.conjugate(zt, out=zt)
-        return zt
-
-    def _clean(self, x: np.ndarray) -> np.ndarray:
-        return sigmoid(x, self.opt.beta)
-
-    def _trace(self, spectra: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """:meth:`TraceParser._trace` in the tables' own precision: a grammar's thousands of
-        rows are read for every cell, and a float32 codebook's complex64 tables would
+    def trace(self, spectra: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """:meth:`SpectralParser.trace` in the tables' own precision: a grammar's thousands
+        of rows are read for every cell, and a float32 codebook's complex64 tables would
         otherwise be copied to complex128 at each read."""
-        return (spectra @ (self._weights * q).astype(spectra.dtype)).real / self.d
+        return (spectra @ (self.parseval * q).astype(spectra.dtype)).real / self.d
 
-    def _q_lift(self, j: int, i: int) -> np.ndarray:
-        """:meth:`TraceParser._q_lift` of the table the reads see (the residual one when
-        cancelling)."""
-        z = self.zr if self.zr is not None else self.zt
-        return K.row_dots(self.gmat(j), z, self.full("index", i), self._q)
+    def readout(self, i: int, j: int) -> np.ndarray:
+        """:meth:`~SpectralParser.cell_readout` of the table the reads see (the residual one
+        when cancelling)."""
+        table = self.left_spectrum if self.residual is None else self.residual
+        return self.cell_readout(i, j, table)
 
     def word_scores(self, i: int, j: int, q: np.ndarray | None = None) -> np.ndarray:
         """The clean scores of the grammar's lexicon in unary cell (i, j): the word as given
         when decoding a given P_left, else the terminals read from the table (``q``: the
         cell's readout, when already lifted; when cancelling, every word is read once before
         the first cell, :meth:`_read_words`, and its scores kept)."""
-        if j in self._word_c:
-            return self._word_c[j]
+        if j in self._word_scores:
+            return self._word_scores[j]
         if self.frozen:  # decoding a given P_left: the word as read
-            c = np.zeros(len(self._term_ids))
-            if self._word_rows[i] >= 0:
-                c[self._word_rows[i]] = 1.0
+            c = np.zeros(len(self._lexicon_ids))
+            if self._given_words[i] >= 0:
+                c[self._given_words[i]] = 1.0
             return c
-        return self._clean(self._trace(self._term_spectra, self._q_lift(j, i) if q is None else q))
+        q = self.readout(i, j) if q is None else q
+        return sigmoid(self.trace(self._lexicon_spectra, q), self.opt.beta)
 
     def _read_words(self) -> None:
         """Cancelling: every word's terminals read (their clean scores kept for the unary
@@ -181,50 +151,53 @@ class CleanupParser(TraceParser):
         solved for are those read (clean score above the candidate level) and, in a parse,
         every terminal the parse wrote for the word (a soft word's mixture), so that the
         weak parts of a mixture leave the residual table too."""
+        st = self.structure
         mixes = [] if self.frozen else [[t for t, _ in mixture(w)] for w in self.words]
-        ids = self.st.terminal_ids([t for m in mixes for t in m])
+        ids = st.terminal_ids([t for m in mixes for t in m])
         ends = np.cumsum([len(m) for m in mixes])
         for k in range(1, len(self.words) + 1):
-            q = self._q_lift(k, k - 1)
+            q = self.readout(k - 1, k)
             c = self.word_scores(k - 1, k, q)
             rows = np.flatnonzero(c > self.opt.candidate_level)
             if not self.frozen:  # the lexicon's rows of what was written for the word
-                written = self._term_rows[ids[ends[k - 1] - len(mixes[k - 1]) : ends[k - 1]]]
+                written = self._lexicon_rows[ids[ends[k - 1] - len(mixes[k - 1]) : ends[k - 1]]]
                 rows = np.union1d(rows, written[written >= 0])
             if len(rows):
-                terms = [self.st.terminals[t] for t in self._term_ids[rows]]
-                spectra = self._term_spectra[rows]
-                x = self._trace(spectra, q)
+                terms = [st.terminals[t] for t in self._lexicon_ids[rows]]
+                spectra = self._lexicon_spectra[rows]
+                x = self.trace(spectra, q)
                 g = gram(self.cb.vectors("terminal", terms))
-                a = solve(g, x, refine=self._refine)
+                a = solve(g, x, refine=self.refine)
                 self._subtract(k - 1, k, a @ spectra)
                 self._keep_read(k - 1, k, np.zeros(0, np.intp), spectra, g, a)
-            self._word_c[k] = c
+            self._word_scores[k] = c
 
     def _subtract(self, i: int, j: int, spectrum: np.ndarray) -> None:
         """Take sum_X a_X [i]- [j]- [X]- (``spectrum`` = sum_X a_X X^) from the residual
         table."""
-        self.add_left(self.zr, -spectrum, i, j)
+        self.write_left(self.residual, -spectrum, i, j)
 
     def read(self, i: int, j: int, step: Step) -> None:
-        if step == S.UNARY:
+        st = self.structure
+        if step == schedule.UNARY:
             c = self.word_scores(i, j)
-            self._t = lexical_layer(self.st, c, self._term_rows)
+            self._detection = lexical_layer(st, c, self._lexicon_rows)
             if self.lstsq:  # the terminals read in the cell (in the sequential order: any read)
                 read = np.flatnonzero(c > self.opt.candidate_level)
-                self._term_read = np.union1d(self._term_read, read)
+                self._terminals_read = np.union1d(self._terminals_read, read)
         elif self.lstsq:  # every non-candidate scores sigma(0): the candidates' rules only
-            self._t = candidate_rule_layer(self.st, self._read, i, j, self._base)
+            splits = cell_splits(self._read_cells, i, j)
+            self._detection = candidate_rule_layer(st, splits, self.base, self._scratch)
         else:
-            self._t = rule_layer(self.st, self.scores, i, j)
+            self._detection = rule_layer(st, lambda a, b: self.scores[a, b], i, j)
 
     def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
-        t = self._t[ks]
-        gates = self._clean(t)
+        t = self._detection[ks]
+        gates = sigmoid(t, self.opt.beta)
         if not self.lstsq:
             return Detections(t[None], gates[None], gates[None], gates)
         cand = candidates(t, gates, self.opt.candidate_level, self.opt.prune)
-        self._cands.setdefault((i, j), []).append(self.rows(step)[ks][cand])
+        self._candidates.setdefault((i, j), []).append(self.rows(step)[ks][cand])
         peaks = np.where(cand, gates, 0.0)  # only the candidates are written
         return Detections(t[None], gates[None], peaks[None], gates)
 
@@ -234,50 +207,52 @@ class CleanupParser(TraceParser):
         if not self.frozen:
             super().initialise()
             if self.cancel:
-                self.zr = B.ZR.new(self.cb, zero=False)
-                np.copyto(self.zr, self.zt)
+                self.residual = buffers.ZR.new(self.cb, zero=False)
+                np.copyto(self.residual, self.left_spectrum)
         if self.cancel:
             self._read_words()
 
     def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
         if not self.frozen:
-            super().write(i, j, step, ks, det, keep)
+            keep = keep[0]
+            self.update(i, j, det.values[keep], self.rows(step)[ks][keep])
 
     def update(self, i: int, j: int, gates: np.ndarray, rows: np.ndarray) -> None:
         """sum_A g_A [i]- [j]- [A]- into P_left: the operator C_S^T, S^ = sum_A g_A A^."""
-        spectrum = gates @ self.t.spectra[rows].astype(np.complex128)
-        self.add_left(self.zt, spectrum, i, j)
-        if self.zr is not None:  # the residual table holds what is written, until it is read
-            self.add_left(self.zr, spectrum, i, j)
+        spectrum = gates @ self.tables.spectra[rows].astype(np.complex128)
+        self.write_left(self.left_spectrum, spectrum, i, j)
+        if self.residual is not None:  # the residual holds what is written, until it is read
+            self.write_left(self.residual, spectrum, i, j)
 
     def end(self, i: int, j: int, step: Step) -> None:
         """Read the completed cell once into its clean scores (and, with the least-squares
         read-back, its statistics)."""
-        q = self._q_lift(j, i)
+        q = self.readout(i, j)
         if not self.lstsq:
-            self.scores[i, j] = self._clean(self._trace(self.t.spectra, q))
+            self.scores[i, j] = sigmoid(self.trace(self.tables.spectra, q), self.opt.beta)
             return
         rows, a = self.solve_cell(i, j, step, q)
         self.stats[i, j, rows] = a
-        self.scores[i, j] = self._clean(self.stats[i, j])
-        self._read[(i, j)] = (rows, self._clean(a) - self._base)
+        self.scores[i, j] = sigmoid(self.stats[i, j], self.opt.beta)
+        self._read_cells[(i, j)] = (rows, sigmoid(a, self.opt.beta) - self.base)
 
     def solve_cell(
         self, i: int, j: int, step: Step, q: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The least-squares read of completed cell (i, j) (``q`` its lifted readout): the
-        rows of what was written in it and their amplitudes."""
-        rows = np.concatenate(self._cands.pop((i, j), [np.zeros(0, np.intp)]))
-        spectra, vectors = self.t.spectra[rows], self.t.vectors[rows]
-        if step == S.UNARY and len(self._term_read):
+        """The least-squares read of completed cell (i, j) (``q`` its readout): the rows of
+        what was written in it and their amplitudes."""
+        rows = np.concatenate(self._candidates.pop((i, j), [np.zeros(0, np.intp)]))
+        spectra, vectors = self.tables.spectra[rows], self.tables.vectors[rows]
+        if step == schedule.UNARY and len(self._terminals_read):
             # the word's terminal is an item of the cell too: solve for it alongside
-            terms = [self.st.terminals[k] for k in self._term_ids[self._term_read]]
-            spectra = np.concatenate([spectra, self._term_spectra[self._term_read]])
+            read = self._terminals_read
+            terms = [self.structure.terminals[k] for k in self._lexicon_ids[read]]
+            spectra = np.concatenate([spectra, self._lexicon_spectra[read]])
             vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
-        self._term_read = np.zeros(0, np.intp)
+        self._terminals_read = np.zeros(0, np.intp)
         g = gram(vectors)
-        a = solve(g, self._trace(spectra, q), refine=self._refine)
-        if self.zr is not None and len(a):  # what was read leaves the residual table
+        a = solve(g, self.trace(spectra, q), refine=self.refine)
+        if self.residual is not None and len(a):  # what was read leaves the residual table
             spectra = spectra.astype(np.complex128)
             self._subtract(i, j, a @ spectra)
             self._keep_read(i, j, rows, spectra, g, a)
@@ -286,7 +261,7 @@ class CleanupParser(TraceParser):
     def _keep_read(self, i, j, rows, spectra, g, a) -> None:
         """Decoding a given P_left with cancelling: keep a read for :meth:`sweep`."""
         if self.frozen:
-            self._reads.append((i, j, rows, spectra, g, a))
+            self._kept_reads.append((i, j, rows, spectra, g, a))
 
     def sweep(self) -> None:
         """Decoding a given P_left with cancelling: read every read again, in the same order,
@@ -294,25 +269,26 @@ class CleanupParser(TraceParser):
         table's least squares), so that the cells above a cell, still in the table when it
         was first read, leave its read too. The candidates stay those of the first pass; the
         statistics are the new amplitudes."""
-        for i, j, rows, spectra, g, a in self._reads:
-            da = solve(g, self._trace(spectra, self._q_lift(j, i)), refine=self._refine)
+        for i, j, rows, spectra, g, a in self._kept_reads:
+            da = solve(g, self.trace(spectra, self.readout(i, j)), refine=self.refine)
             a += da
             self._subtract(i, j, da @ spectra)
             if len(rows):
                 self.stats[i, j, rows] = a[: len(rows)]
 
-    def statistics(self) -> Statistics:
+    def statistics(self) -> Statistics | None:
         """The decoder statistic of every triple: the least-squares amplitudes (``"lstsq"``,
-        ``"cancel"``), or the trace decoder's readouts of the finished table
-        (``"matched"``)."""
+        ``"cancel"``), or with ``"matched"`` the decoder's readouts of the finished table
+        (the trace decoder's from the spectra; None with the entry decoder, which reads the
+        dense P_left)."""
         if not self.lstsq:
-            return super().statistics()
-        return Statistics(self.stats[: len(self.words)], self.t.nonterminals)
+            return self.decoder_statistics() if self.opt.decoder == "trace" else None
+        return Statistics(self.stats[: len(self.words)], self.tables.nonterminals)
 
     def dense(self) -> tuple[np.ndarray, np.ndarray]:
         """P_left as a new d x d array, and P_right, never written: zeros."""
-        self.zr = None  # the residual table is not part of the result
-        return self._dense_left(), B.P_RIGHT.new(self.cb)
+        self.residual = None  # the residual table is not part of the result
+        return super().dense()
 
 
 def readback_statistics(
@@ -338,13 +314,11 @@ def readback_statistics(
     parser = CleanupParser(grammar, words, cb, opt, p_left=p_left)
     n = len(words)
     try:
-        S.run(parser, n, "cell", S.Ledger(_OPS, parser.t.nonterminals, [n], opt.prune))
+        ledger = schedule.Ledger(NUMPY, parser.tables.nonterminals, [n], opt.prune)
+        schedule.run(parser, n, "cell", ledger)
         if parser.cancel:
             for _ in range(DECODE_SWEEPS):
                 parser.sweep()
         return parser.statistics()
     finally:
-        trim_kept(cb, parser._slots)
-
-
-PARSERS["cleanup"] = CleanupParser
+        parser.close()

@@ -1,0 +1,250 @@
+"""The clean-up gate in the torch backend (docs/method.md, sections 6 and 7): the
+clean-up detection and the least-squares read-back, the systems of a batch solved together
+(differentiable); the numpy backend's
+:class:`~fastdcyk.engine.modes.cleanup.numpy_parser.CleanupParser` in PyTorch, on
+:class:`~fastdcyk.engine.torch_spectral.SpectralParser`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from fastdcyk.engine import schedule
+from fastdcyk.engine.readback import candidates, ridge_solve
+from fastdcyk.engine.rules import candidate_rule_layer, cell_splits, lexical_layer, rule_layer
+from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.engine.torch_spectral import SpectralParser
+
+__all__ = ["SOFT_LEVEL", "CleanupParser"]
+
+#: Cancelling with soft terminals: the weight above which a part of a word's mixture is solved
+#: for and subtracted with the word (an encoder's softmax gives every terminal some weight;
+#: a part below it leaks less into a read than the reads' own errors at the usual d).
+SOFT_LEVEL = 1e-3
+
+
+class CleanupParser(SpectralParser):
+    """The clean-up gate (docs/method.md, section 6), batched and differentiable: the left
+    spectrum for P_left, no P_right; every completed cell read once into clean scores
+    c = sigma(a), and a detection t_A = the grammar's rules over the children's scores
+    (weighted by the per-rule weights when given), as in
+    :class:`fastdcyk.engine.modes.cleanup.numpy_parser.CleanupParser`.
+
+    The read-back (docs/method.md, section 7): with ``"lstsq"`` only the candidates are
+    written (t_A above the candidate level) and a cell's amplitudes a solve the ridge
+    system of their Gram matrix (:mod:`fastdcyk.engine.readback`), batched over sentences
+    whose candidate sets differ (padded with identity rows); the solve is part of the
+    autograd graph, and the amplitudes are the decoder statistics. With ``"cancel"`` the
+    same reads are made from a second table, ``residual``, from which every read is
+    subtracted (the words first, then each cell's candidates with their amplitudes as read),
+    as the numpy parser does; under autograd its updates
+    are kept for the backward pass as the accumulator's are. With
+    ``"matched"`` a is the trace decoder's readout of every nonterminal.
+    """
+
+    right = False  # P_right is never read nor written
+
+    def __init__(self, *args: Any, g_cache: dict | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, g_cache=g_cache, **kwargs)
+        st, dev = self.structure, self.device
+        self.scores: dict[tuple[int, int], torch.Tensor] = {}
+        tspec = torch.fft.rfft(self.vec.terminal)  # (T, h)
+        self.terminal_w = tspec * self.parseval.to(self.cdtype) / self.d
+        self.lstsq = self.opt.readback != "matched"  # the least-squares read-backs
+        self.cancel = self.opt.readback == "cancel"
+        self.residual: torch.Tensor | None = None  # the residual table (cancelling)
+        self._word_clean: dict[int, torch.Tensor] = {}
+        if self.lstsq:
+            nn, nt = len(st.nonterminals), len(st.terminals)
+            # the regressors of a read: nonterminals, then terminals (unary cells), whose
+            # amplitudes land in a scratch column past them when padding
+            self._reg_vectors = torch.cat((self.vec.nonterminal, self.vec.terminal))
+            self._reg_spectra = torch.cat((self.spectra_w, self.terminal_w))
+            # what a read amplitude of each regressor stands for in the table (cancelling)
+            self._reg_written = torch.cat((self.spectra, tspec.to(self.cdtype)))
+            self._lexicon = torch.zeros(nt, dtype=torch.bool, device=dev)
+            self._lexicon[self.xp.index(st.unary_rule_terminal)] = True
+            self._nn, self._nt = nn, nt
+            self.stats: dict[tuple[int, int], torch.Tensor] = {}
+            self._candidates: dict[tuple[int, int], torch.Tensor] = {}
+            self._terms = torch.zeros((self.batch, nt), dtype=torch.bool, device=dev)
+            # each read cell's candidates (of any sentence of the batch) and their clean
+            # scores less sigma(0), for the rule layer over the candidates' rules
+            self.base = float(self.sigmoid(torch.tensor(0.0, dtype=self.rdtype)))
+            self._read_cells: dict[tuple[int, int], tuple[np.ndarray, torch.Tensor]] = {}
+            self._scratch = np.full(nn, -1, np.intp)  # for candidate_rule_layer
+            bw = self.binary_weights
+            ones = torch.ones(len(st.binary_rule_row), dtype=self.rdtype, device=dev)
+            weights = ones if bw is None else bw.to(self.rdtype)
+            zero = torch.zeros(len(st.binary), dtype=self.rdtype, device=dev)
+            self._rule_weight_sums = self.xp.index_add(zero, st.binary_rule_row, weights)
+
+    def _rule_weights(self, weights: torch.Tensor | None) -> torch.Tensor | None:
+        return None if weights is None else weights.to(self.rdtype)
+
+    def _readout(self, i: int, j: int, spectra_w: torch.Tensor) -> torch.Tensor:
+        """tr([X]+ [j]+ [i]+ P_left) / d for every row X of ``spectra_w``, (B, rows)."""
+        q = self.row_dots(self.left_spectrum, self.index_outer(j, i))
+        return (q @ spectra_w.T).real
+
+    def initialise(self) -> None:
+        """The words into P_left (:meth:`SpectralParser.initialise`); when cancelling, the
+        residual table made, and every word read from it and subtracted before the first
+        cell (the terminals read, and those written for it: a soft word's mixture)."""
+        super().initialise()
+        if not self.cancel:
+            return
+        self.residual = self.left_spectrum.clone()
+        if self.pre is not None:  # nothing was written: the unary step takes the scores
+            return
+        nt, dev = self._nt, self.device
+        for k in range(1, self.n + 1):
+            q = self.row_dots(self.residual, self.index_outer(k, k - 1))
+            clean = self.sigmoid((q @ self.terminal_w.T).real)
+            self._word_clean[k] = clean
+            if self.soft is None:
+                written = torch.zeros((self.batch, nt), dtype=torch.bool, device=dev)
+                written[torch.arange(self.batch, device=dev), self.words[:, k - 1]] = True
+            else:  # a mixture's parts that leak more than the reads' own noise
+                written = self.soft[:, k - 1] > SOFT_LEVEL
+            terms = ((clean > self.opt.candidate_level) | written) & self._lexicon
+            terms &= self.active(k)[:, None]
+            nonterminals = torch.zeros((self.batch, self._nn), dtype=torch.bool, device=dev)
+            self._subtract(k - 1, k, self._solve(torch.cat((nonterminals, terms), 1), q))
+
+    def _subtract(self, i: int, j: int, a: torch.Tensor) -> None:
+        """Take sum_X a_X [i]- [j]- [X]- from the residual table (``a`` (B, N + T): the
+        amplitudes of nonterminals, then terminals; only the columns some sentence read)."""
+        cols = (a != 0).any(0).nonzero().flatten()
+        if not len(cols):
+            return
+        left = torch.conj(a[:, cols].to(self.cdtype) @ self._reg_written[cols])
+        self.add_outer("residual", -left, self.conj_work(self.index_outer(j, i)))
+
+    def read(self, i: int, j: int, step: Step) -> None:
+        st, xp = self.structure, self.xp
+        if step == schedule.UNARY and self.pre is not None:  # the unary step's t_A given
+            self._detection = self.pre[:, i].to(self.rdtype)
+            return
+        if step == schedule.UNARY:
+            if self.cancel:  # read before the first cell
+                clean = self._word_clean[j]
+            else:
+                clean = self.sigmoid(self._readout(i, j, self.terminal_w))
+            if self.lstsq:  # the terminals read in the cell (by any of its reads)
+                read = (clean > self.opt.candidate_level) & self._lexicon
+                self._terms |= read & self.active(j)[:, None]
+            weights = self._rule_weights(self.unary_weights)
+            self._detection = lexical_layer(st, clean, rule_weights=weights, xp=xp)
+            return
+        weights = self._rule_weights(self.binary_weights)
+        if self.lstsq:  # a non-candidate scores sigma(0) exactly and carries no gradient
+            splits = cell_splits(self._read_cells, i, j)
+            t = candidate_rule_layer(
+                st,
+                splits,
+                self.base,
+                self._scratch,
+                rule_sums=self._rule_weight_sums,
+                rule_weights=weights,
+                xp=xp,
+            )
+            self._detection = t.expand(self.batch, -1)
+            return
+        scores = self.scores
+        layer = rule_layer(st, lambda a, b: scores[(a, b)], i, j, rule_weights=weights, xp=xp)
+        self._detection = layer
+
+    def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
+        t = self._detection[:, ks]
+        # given preterminal scores are the unary step's gates themselves: a second sigmoid
+        # would flatten their gradient wherever an encoder is confident
+        gates = t if step == schedule.UNARY and self.pre is not None else self.sigmoid(t)
+        if not self.lstsq:
+            return Detections(t, gates, gates, gates)
+        level, prune = self.opt.candidate_level, self.opt.prune
+        cand = candidates(t, gates, level, prune) & self.active(j)[:, None]
+        rows = (self.unary_rows if step == schedule.UNARY else self.binary_rows)[ks]
+        mask = self._candidates.get((i, j))
+        if mask is None:
+            mask = torch.zeros((self.batch, self._nn), dtype=torch.bool, device=self.device)
+        self._candidates[(i, j)] = mask.index_copy(1, rows, mask[:, rows] | cand)
+        return Detections(t, gates, gates * cand, gates)  # only the candidates are written
+
+    def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
+        rows = (self.unary_rows if step == schedule.UNARY else self.binary_rows)[ks]
+        values = det.values
+        kept = keep.any(0)
+        if not bool(kept.all()):  # only the nonterminals some sentence writes
+            cols = kept.nonzero().flatten()
+            rows, values, keep = rows[cols], values[:, cols], keep[:, cols]
+        g = (values * keep).to(self.cdtype)
+        left, m = torch.conj(g @ self.spectra[rows]), self.conj_work(self.index_outer(j, i))
+        self.add_outer("left_spectrum", left, m)
+        if self.residual is not None:  # the residual holds what is written, until it is read
+            self.add_outer("residual", left, m)
+
+    def end(self, i: int, j: int, step: Step) -> None:
+        table = self.left_spectrum if self.residual is None else self.residual
+        q = self.row_dots(table, self.index_outer(j, i))
+        if not self.lstsq:
+            self.scores[(i, j)] = self.sigmoid((q @ self.spectra_w.T).real)
+            return
+        cands = self._candidates.pop((i, j), None)
+        if cands is None:
+            cands = torch.zeros((self.batch, self._nn), dtype=torch.bool, device=self.device)
+        if step == schedule.UNARY:
+            cands = torch.cat((cands, self._terms), dim=1)
+            self._terms = torch.zeros_like(self._terms)
+        full = self._solve(cands, q)
+        if self.residual is not None:  # what was read leaves the residual table
+            self._subtract(i, j, full)
+        a = full[:, : self._nn]
+        self.stats[(i, j)] = a
+        self.scores[(i, j)] = scores = self.sigmoid(a)
+        rows = np.flatnonzero(cands[:, : self._nn].any(0).cpu().numpy())
+        self._read_cells[(i, j)] = (rows, self.xp.take(scores - self.base, rows))
+
+    def _solve(self, cands: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """The least-squares amplitudes of every regressor, (B, N + T): the candidates'
+        (``cands``, (B, N or N + T), the terminals read in a unary cell after the
+        nonterminals) solved for together, the others 0."""
+        width, dev = cands.shape[1], self.device
+        full_width = self._nn + self._nt
+        counts = cands.sum(1)
+        k = int(counts.max()) if self.batch else 0
+        if k == 0:
+            return torch.zeros((self.batch, full_width), dtype=self.rdtype, device=dev)
+        b, r = cands.nonzero(as_tuple=True)  # ordered by sentence, then row
+        offsets = torch.cumsum(counts, 0) - counts
+        pos = torch.arange(len(b), device=dev) - offsets[b]
+        idx = torch.full((self.batch, k), width, dtype=torch.int64, device=dev)  # padding: scratch
+        idx[b, pos] = r
+        valid = idx < width
+        safe = torch.where(valid, idx, 0)
+        vecs = self._reg_vectors[safe] * valid[..., None]  # (B, k, d)
+        gram = vecs @ vecs.transpose(1, 2)
+        spec = self._reg_spectra[safe]  # (B, k, h)
+        x = (spec @ q[:, :, None]).real.squeeze(-1) * valid
+        a = ridge_solve(gram, x, valid=valid, xp=self.xp)
+        full = torch.zeros((self.batch, full_width + 1), dtype=self.rdtype, device=dev)
+        return full.scatter(1, torch.where(valid, idx, full_width), a * valid)[:, :full_width]
+
+    def statistics(self) -> torch.Tensor:
+        """The decoder statistics of every cell, (B, n, n + 1, N): the least-squares
+        amplitudes, or with ``"matched"`` the decoder's readouts."""
+        if not self.lstsq:
+            return super().statistics()
+        nn = len(self.structure.nonterminals)
+        out = torch.zeros(
+            (self.batch, self.n, self.n + 1, nn), dtype=self.rdtype, device=self.device
+        )
+        for (i, j), a in self.stats.items():
+            out[:, i, j] = a
+        return out
+
+    def dense(self) -> tuple[torch.Tensor, torch.Tensor]:
+        self.residual = None  # the residual table is not part of the result
+        return super().dense()
