@@ -27,12 +27,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from fastdcyk.hrr.codebook import Codebook
 
 __all__ = [
+    "ReadCell",
     "RuleStructure",
     "RuleTables",
     "candidate_rule_layer",
     "cell_splits",
     "lexical_layer",
     "parseval_weights",
+    "read_cell",
     "rule_layer",
     "rule_structure",
     "rules_of",
@@ -278,9 +280,68 @@ def rule_layer(
     return t
 
 
+@dataclass(frozen=True, eq=False)
+class ReadCell:
+    """A cell read by the least-squares read-back, as :func:`candidate_rule_layer` takes it
+    (:func:`read_cell` makes one): its candidates, their scores, and their rules, found
+    once for every split the cell is a child of.
+
+    Attributes
+    ----------
+    rows : ndarray of int
+        The candidates' rows (for a batch, those of any of its sentences).
+    deltas : array, (..., len(rows) + 1)
+        Their clean scores less the base, and a 0 past the last (what a child that is no
+        candidate reads).
+    left_rules, right_rules : ndarray of int
+        The binary rules whose left (right) child is a candidate, candidate by candidate.
+    left_at, right_at : ndarray of int
+        The position in ``rows`` of each such rule's candidate child.
+    left_rule_rows, right_rule_rows : ndarray of int
+        Their parents' positions in ``structure.binary``.
+    left_partners : ndarray of int
+        The right child of each rule of ``left_rules``.
+    positions : ndarray of int
+        ``arange(len(rows))``.
+    """
+
+    rows: np.ndarray
+    deltas: Any
+    left_rules: np.ndarray
+    left_at: np.ndarray
+    left_rule_rows: np.ndarray
+    left_partners: np.ndarray
+    right_rules: np.ndarray
+    right_at: np.ndarray
+    right_rule_rows: np.ndarray
+    positions: np.ndarray
+
+
+def read_cell(
+    st: RuleStructure, rows: np.ndarray, deltas: Any, xp: ArrayNamespace = NUMPY
+) -> ReadCell:
+    """The :class:`ReadCell` of a cell whose candidates ``rows`` read ``deltas`` (their
+    clean scores less the base, (..., len(rows)))."""
+    rows = np.asarray(rows)
+    left_rules, left_at = rules_of(st.rules_by_left, rows, positions=True)
+    right_rules, right_at = rules_of(st.rules_by_right, rows, positions=True)
+    return ReadCell(
+        rows=rows,
+        deltas=xp.pad_zero(deltas),
+        left_rules=left_rules,
+        left_at=left_at,
+        left_rule_rows=st.binary_rule_row[left_rules],
+        left_partners=st.binary_rule_right[left_rules],
+        right_rules=right_rules,
+        right_at=right_at,
+        right_rule_rows=st.binary_rule_row[right_rules],
+        positions=np.arange(len(rows)),
+    )
+
+
 def candidate_rule_layer(
     st: RuleStructure,
-    splits: Iterable[tuple[tuple[np.ndarray, Any], tuple[np.ndarray, Any]]],
+    splits: Iterable[tuple[ReadCell, ReadCell]],
     base: float,
     scratch: np.ndarray,
     *,
@@ -291,13 +352,12 @@ def candidate_rule_layer(
     """:func:`rule_layer` where every clean score is ``base`` but those of each cell's
     candidates, without a pass over every rule.
 
-    ``splits`` gives, for each split k of cell (i, j), ``((rows, deltas), (rows, deltas))``
-    of cells (i, k) and (k, j): the rows of their candidates (for a batch, those of any of
-    its sentences) and their scores less ``base``, (..., len(rows)). With s = base + delta,
-    a rule's product is base^2 + base delta_B + base delta_C + delta_B delta_C: the first
-    term is the same for every rule, and the others are non-zero only for the rules whose
-    left or right child is a candidate, found through :attr:`RuleStructure.rules_by_left`
-    and :attr:`~RuleStructure.rules_by_right`. The least-squares read-back scores every
+    ``splits`` gives, for each split k of cell (i, j), the read cells (i, k) and (k, j)
+    (:class:`ReadCell`). With s = base + delta, a rule's product is base^2 + base delta_B +
+    base delta_C + delta_B delta_C: the first term is the same for every rule, and the
+    others are non-zero only for the rules whose left or right child is a candidate (those
+    each read cell found once, through :attr:`RuleStructure.rules_by_left` and
+    :attr:`~RuleStructure.rules_by_right`). The least-squares read-back scores every
     non-candidate sigma(0) exactly (its amplitude is 0), so this is :func:`rule_layer` to
     rounding, at a cost that follows the candidates' rules instead of the grammar's.
 
@@ -309,27 +369,21 @@ def candidate_rule_layer(
     sums = st.binary_rule_counts if rule_sums is None else rule_sums
     t = sums * (len(splits) * base * base)
     rows, values = [], []
-    for (left_rows, left), (right_rows, right) in splits:
-        by_left = rules_of(st.rules_by_left, left_rows)
-        by_right = rules_of(st.rules_by_right, right_rows)
-        scratch[left_rows] = np.arange(len(left_rows))
-        at_left = scratch[st.binary_rule_left[by_left]]
-        scratch[left_rows] = -1
-        scratch[right_rows] = np.arange(len(right_rows))
+    for left, right in splits:
         # a rule by its left child whose right child is no candidate reads delta 0: the
         # zero past the last candidate
-        beside = scratch[st.binary_rule_right[by_left]]
-        beside[beside < 0] = len(right_rows)
-        at_right = scratch[st.binary_rule_right[by_right]]
-        scratch[right_rows] = -1
-        padded = xp.pad_zero(right)
-        parts = (
-            xp.take(left, at_left) * (base + xp.take(padded, beside)),
-            base * xp.take(right, at_right),
-        )
-        for rules, part in zip((by_left, by_right), parts, strict=True):
+        scratch[right.rows] = right.positions
+        beside = scratch[left.left_partners]
+        scratch[right.rows] = -1
+        beside[beside < 0] = len(right.rows)
+        by_left = xp.take(left.deltas, left.left_at) * (base + xp.take(right.deltas, beside))
+        by_right = base * xp.take(right.deltas, right.right_at)
+        for rules, parents, part in (
+            (left.left_rules, left.left_rule_rows, by_left),
+            (right.right_rules, right.right_rule_rows, by_right),
+        ):
             if len(rules):
-                rows.append(st.binary_rule_row[rules])
+                rows.append(parents)
                 values.append(part if rule_weights is None else part * rule_weights[rules])
     if rows:
         t = xp.index_add(t, np.concatenate(rows), xp.concat(values))
@@ -337,10 +391,10 @@ def candidate_rule_layer(
 
 
 def cell_splits(
-    cells: Mapping[tuple[int, int], tuple[np.ndarray, Any]], i: int, j: int
-) -> list[tuple[tuple[np.ndarray, Any], tuple[np.ndarray, Any]]]:
-    """The splits of cell (i, j) for :func:`candidate_rule_layer`: the pairs of ``cells``
-    (i, k) and (k, j), each (rows of its candidates, their scores less the base)."""
+    cells: Mapping[tuple[int, int], ReadCell], i: int, j: int
+) -> list[tuple[ReadCell, ReadCell]]:
+    """The splits of cell (i, j) for :func:`candidate_rule_layer`: the pairs of read
+    ``cells`` (i, k) and (k, j)."""
     return [(cells[(i, k)], cells[(k, j)]) for k in range(i + 1, j)]
 
 
@@ -353,15 +407,22 @@ def _group(child: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return order, ptr
 
 
-def rules_of(grouped: tuple[np.ndarray, np.ndarray], symbols: np.ndarray) -> np.ndarray:
-    """The rules (indices) of the groups of ``symbols`` (:func:`_group`)."""
+def rules_of(
+    grouped: tuple[np.ndarray, np.ndarray], symbols: np.ndarray, *, positions: bool = False
+) -> Any:
+    """The rules (indices) of the groups of ``symbols`` (:func:`_group`), group by group;
+    with ``positions``, also the position in ``symbols`` of each rule's symbol."""
     order, ptr = grouped
     starts, counts = ptr[symbols], ptr[symbols + 1] - ptr[symbols]
     total = int(counts.sum())
     if total == 0:
-        return np.zeros(0, np.int64)
+        none = np.zeros(0, np.int64)
+        return (none, none) if positions else none
     offsets = np.repeat(starts - np.cumsum(counts) + counts, counts)
-    return order[offsets + np.arange(total)]
+    rules = order[offsets + np.arange(total)]
+    if positions:
+        return rules, np.repeat(np.arange(len(symbols)), counts)
+    return rules
 
 
 def parseval_weights(d: int) -> np.ndarray:

@@ -22,9 +22,11 @@ from fastdcyk.engine.numpy_backend import mixture
 from fastdcyk.engine.numpy_spectral import SpectralParser, left_spectrum_of
 from fastdcyk.engine.readback import candidates, gram, solve
 from fastdcyk.engine.rules import (
+    ReadCell,
     candidate_rule_layer,
     cell_splits,
     lexical_layer,
+    read_cell,
     rule_layer,
     rule_structure,
 )
@@ -102,7 +104,7 @@ class CleanupParser(SpectralParser):
         self.stats = np.zeros((n + 1, n + 1, nn)) if self.lstsq else None
         self._candidates: dict[tuple[int, int], list[np.ndarray]] = {}
         # the read cells' candidates and their clean scores less sigma(0), every other's
-        self._read_cells: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._read_cells: dict[tuple[int, int], ReadCell] = {}
         self.base = float(sigmoid(0.0, opt.beta))
         self._scratch = np.full(nn, -1, np.intp)  # for candidate_rule_layer
         used = np.unique(st.unary_rule_terminal)
@@ -234,7 +236,8 @@ class CleanupParser(SpectralParser):
         rows, a = self.solve_cell(i, j, step, q)
         self.stats[i, j, rows] = a
         self.scores[i, j] = sigmoid(self.stats[i, j], self.opt.beta)
-        self._read_cells[(i, j)] = (rows, sigmoid(a, self.opt.beta) - self.base)
+        deltas = sigmoid(a, self.opt.beta) - self.base
+        self._read_cells[(i, j)] = read_cell(self.structure, rows, deltas)
 
     def solve_cell(
         self, i: int, j: int, step: Step, q: np.ndarray

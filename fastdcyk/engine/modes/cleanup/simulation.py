@@ -21,9 +21,11 @@ from fastdcyk.engine import schedule
 from fastdcyk.engine.arrays import NUMPY, sigmoid
 from fastdcyk.engine.readback import candidates, ridge_matrix, solve
 from fastdcyk.engine.rules import (
+    ReadCell,
     candidate_rule_layer,
     cell_splits,
     lexical_layer,
+    read_cell,
     rule_layer,
     rule_structure,
 )
@@ -100,7 +102,7 @@ class CleanupSimulation(Simulation):
         self.stats = np.zeros((n + 1, n + 1, nn))
         self.terms: dict[tuple[int, int], list] = {}
         self.cands: dict[tuple[int, int], list] = {}
-        self.read_cells: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self.read_cells: dict[tuple[int, int], ReadCell] = {}
         self.base = float(sigmoid(0.0, self.beta))
         self.scratch = np.full(nn, -1, np.intp)  # for candidate_rule_layer
         for i in range(1, n + 1):
@@ -229,7 +231,7 @@ class CleanupSimulation(Simulation):
             var = np.concatenate([var, np.full(len(self.term_read), self.unary_var)])
         if not len(vecs):
             self.scores[i, j] = sigmoid(self.stats[i, j], self.beta)
-            self.read_cells[(i, j)] = (rows, np.zeros(0))
+            self.read_cells[(i, j)] = read_cell(self.st, rows, np.zeros(0))
             return
         g = vecs @ vecs.T
         written = g[:, :k] @ self.gates[i, j, rows]  # the cell's items: its candidates ...
@@ -239,7 +241,7 @@ class CleanupSimulation(Simulation):
         a = _solve_with_noise(g, written, np.sqrt(var), z)[:k]
         self.stats[i, j, rows] = a
         self.scores[i, j] = sigmoid(self.stats[i, j], self.beta)
-        self.read_cells[(i, j)] = (rows, sigmoid(a, self.beta) - self.base)
+        self.read_cells[(i, j)] = read_cell(self.st, rows, sigmoid(a, self.beta) - self.base)
 
     def decode(self, n: int) -> dict:
         """The final chart: the read-back's amplitudes (least squares), or the trace

@@ -13,7 +13,14 @@ import torch
 
 from fastdcyk.engine import schedule
 from fastdcyk.engine.readback import candidates, ridge_solve
-from fastdcyk.engine.rules import candidate_rule_layer, cell_splits, lexical_layer, rule_layer
+from fastdcyk.engine.rules import (
+    ReadCell,
+    candidate_rule_layer,
+    cell_splits,
+    lexical_layer,
+    read_cell,
+    rule_layer,
+)
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.engine.torch_spectral import SpectralParser
 
@@ -73,7 +80,7 @@ class CleanupParser(SpectralParser):
             # each read cell's candidates (of any sentence of the batch) and their clean
             # scores less sigma(0), for the rule layer over the candidates' rules
             self.base = float(self.sigmoid(torch.tensor(0.0, dtype=self.rdtype)))
-            self._read_cells: dict[tuple[int, int], tuple[np.ndarray, torch.Tensor]] = {}
+            self._read_cells: dict[tuple[int, int], ReadCell] = {}
             self._scratch = np.full(nn, -1, np.intp)  # for candidate_rule_layer
             bw = self.binary_weights
             ones = torch.ones(len(st.binary_rule_row), dtype=self.rdtype, device=dev)
@@ -205,7 +212,8 @@ class CleanupParser(SpectralParser):
         self.stats[(i, j)] = a
         self.scores[(i, j)] = scores = self.sigmoid(a)
         rows = np.flatnonzero(cands[:, : self._nn].any(0).cpu().numpy())
-        self._read_cells[(i, j)] = (rows, self.xp.take(scores - self.base, rows))
+        deltas = self.xp.take(scores - self.base, rows)
+        self._read_cells[(i, j)] = read_cell(self.structure, rows, deltas, self.xp)
 
     def _solve(self, cands: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         """The least-squares amplitudes of every regressor, (B, N + T): the candidates'
