@@ -144,7 +144,7 @@ def dcyk(
         Symbol vectors and permutation. Default: :func:`default_codebook` (for unitary
         vectors, ``Codebook.for_grammar(grammar, d, seed, dtype=dtype, engine=engine)``,
         otherwise ``Codebook(d, seed, dtype, engine=engine)``), kept for the next parse
-        with the same grammar, d, seed, dtype, vectors and FFT engine (its symbols, rule
+        with the same grammar, d, seed, dtype, vectors and FFT library (its symbols, rule
         tables and work buffers are reused; :func:`clear_caches` forgets it). Parses that
         share a codebook take turns on its work buffers: to parse in parallel threads, give
         each thread its own codebook.

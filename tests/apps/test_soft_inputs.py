@@ -75,7 +75,7 @@ def test_a_mixture_is_the_same_in_numpy_torch_and_the_layer():
     words = ["like", {"fish": 0.8, "flies": 0.2}, "flies", "sail"]
     np_res = fd.dcyk(g, words, d=128, dtype="float64")
     torch_res = fd.dcyk(g, words, d=128, dtype="float64", backend="torch")
-    # float64 arithmetic in a different order: the engines agree to rounding
+    # float64 arithmetic in a different order: the backends agree to rounding
     assert np.allclose(np_res.statistics.array, torch_res.statistics.array, rtol=0, atol=1e-9)
     layer = DCYK(g, 128, dtype=torch.float64, max_length=4)
     x = torch.zeros(1, 4, len(layer.terminals), dtype=torch.float64)
