@@ -164,7 +164,7 @@ def test_circulant_scipy_pair(benchmark, d_large, large_or_smoke):
 @pytest.mark.parametrize("axis", [0, 1])
 @pytest.mark.parametrize("library", available_ffts())
 def test_fft_pair(benchmark, d_large, library, axis, large_or_smoke):
-    """Why "auto" is scipy: each engine's whole-matrix round trip, into reused buffers."""
+    """Why "auto" is scipy: each library's whole-matrix round trip, into reused buffers."""
     d = d_large
     eng = get_fft(library)
     x = np.random.default_rng(2).standard_normal((d, d)).astype(np.float32)

@@ -4,7 +4,7 @@ Four systems parse the same sentences with the same CNF grammar:
 
 - ``fastdcyk-torch``: ``fastdcyk.dcyk_batch`` on the torch backend, the cleanup variant (the one
   for large grammars, docs/method.md section 6), float32, the whole batch in one call;
-- ``fastdcyk-numpy``: ``fastdcyk.dcyk`` with the numpy engine, the same variant and codebook,
+- ``fastdcyk-numpy``: ``fastdcyk.dcyk`` with the numpy backend, the same variant and codebook,
   one sentence at a time;
 - ``torch-struct``: ``torch_struct.CKY`` in the log semiring, forward pass only (its
   ``logpartition``: the log of the number of trees, -1e9 when there is none), with the grammar

@@ -1,13 +1,13 @@
-"""The torch backend (fastdcyk.engine.torch_backend) on the CPU against the numpy engine.
+"""The torch backend (fastdcyk.engine.torch_backend) on the CPU against the numpy backend.
 
 Targets, each a ratio measured in the same run:
 
 - at d = 1024, G0 sentences of length 5..7, float32, trace variant: the torch backend at
-  most 1.5x the numpy engine's time per sentence (the paper variant is recorded only);
+  most 1.5x the numpy backend's time per sentence (the paper variant is recorded only);
 - batched throughput (sentences per second, ``fastdcyk.engine.batch.dcyk_batch`` with its default
   batch size) at d = 1024 and 2048, and 6000 with ``FASTDCYK_BENCH_LARGE=1``: recorded, with
-  the numpy engine's rate on the same sentences beside it; at d = 6000 the torch backend's
-  time per sentence at most 1.5x the numpy engine's (its G_k cache sized from the free
+  the numpy backend's rate on the same sentences beside it; at d = 6000 the torch backend's
+  time per sentence at most 1.5x the numpy backend's (its G_k cache sized from the free
   memory: docs/performance.md).
 
 Run for real with
@@ -33,7 +33,7 @@ from fastdcyk.engine.batch import dcyk_batch
 
 torch = pytest.importorskip("torch")
 
-#: At d = 6000 the torch backend's time per sentence, batched, against the numpy engine's.
+#: At d = 6000 the torch backend's time per sentence, batched, against the numpy backend's.
 LARGE_D_TARGET = 1.5
 
 

@@ -3,7 +3,7 @@
 At a small d the default codebook's near matches leave D-CYK far from exact. fastdcyk.nn.DCYK
 makes the symbol vectors parameters; a few dozen steps of Adam on the binary cross-entropy
 against symbolic CYK, over training sentences, raise F1 on held-out sentences (none of them
-in the training set). Held-out F1 is measured with the numpy engine on the learned codebook
+in the training set). Held-out F1 is measured with the numpy backend on the learned codebook
 (``layer.codebook()``), so the figure also checks that the learned vectors work outside
 torch.
 
@@ -46,7 +46,7 @@ def micro_f1(grammar: fd.Grammar, sentences, charts) -> float:
 
 
 def held_out_f1(layer: DCYK, grammar: fd.Grammar, sentences) -> float:
-    """F1 of the numpy engine with the module's codebook (and options)."""
+    """F1 of the numpy backend with the module's codebook (and options)."""
     cb, o = layer.codebook(), layer.options
     kw = {"gate": o.gate, "decoder": o.decoder, "order": o.order, "encoding": o.encoding}
     kw |= {"beta": o.beta, "threshold": o.threshold, "prune": o.prune, "progress": False}
@@ -108,7 +108,7 @@ def figure(results: list[dict], args: argparse.Namespace, path: Path) -> None:
         ax1.plot(c["step"][: len(c["loss"])], c["loss"], label=f"codebook seed {r['seed']}")
         ax2.plot(c["step"], c["held_out_f1"], marker="o", ms=3, label=f"codebook seed {r['seed']}")
     ax1.set(xlabel="step (Adam)", ylabel="training loss (BCE vs symbolic CYK)", yscale="log")
-    ax2.set(xlabel="step (Adam)", ylabel="held-out micro F1 (numpy engine)", ylim=(0, 1.02))
+    ax2.set(xlabel="step (Adam)", ylabel="held-out micro F1 (numpy backend)", ylim=(0, 1.02))
     ax2.axhline(1.0, color="grey", lw=0.5)
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)

@@ -8,7 +8,7 @@ back so that it can be scored against symbolic CYK.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any as _Any
 
 from fastdcyk import capacity, options, threads
 from fastdcyk.cfg.cyk import cyk, recognizes
@@ -25,7 +25,8 @@ from fastdcyk.engine.api import clear_caches, decode
 from fastdcyk.engine.batch import dcyk_batch
 from fastdcyk.engine.decode import decode_statistics
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.hrr.fft import available_ffts, get_fft, renamed
+from fastdcyk.hrr.fft import available_ffts, get_fft
+from fastdcyk.hrr.fft import renamed as _renamed
 from fastdcyk.hrr.operators import Operator
 
 __version__ = "0.3.0"
@@ -68,5 +69,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    raise renamed(__name__, name)
+def __getattr__(name: str) -> _Any:
+    raise _renamed(__name__, name)

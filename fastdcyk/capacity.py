@@ -79,26 +79,40 @@ class Prediction:
         )
 
 
-#: The options :func:`predict` does not take: the simulations model the decoder of their gate
-#: (the entry decoder for the entrywise gate, the trace decoder for the others), the unary
-#: step without a mask, no pruning beyond the dtype's epsilon, and no weighted table.
-NOT_MODELLED = ("decoder", "unary_mask", "prune", "weights", "beam")
+#: The options :func:`predict` does not take, and why (the simulations do not model them).
+NOT_MODELLED = {
+    "decoder": "the simulations decode as their gate does (the entrywise gate with the entry "
+    "decoder, the others with the trace decoder)",
+    "unary_mask": "the entrywise gate's simulation models the unary P_A unmasked",
+    "prune": "the simulations prune at the dtype's epsilon",
+    "weights": "the capacity model has no simulation of the weighted table",
+    "beam": "the capacity model has no simulation of the weighted table",
+}
+#: What :func:`predict` says of the options whose declaration says more than it models.
+_NOTES = {
+    "readback": """How the clean-up gate reads a completed cell: ``"lstsq"`` (its default)
+    or ``"matched"`` (docs/method.md, section 7), the read-backs the model simulates; it
+    has no model of ``"cancel"``. The entrywise and trace gates read with
+    ``"matched"`` only.""",
+}
 
 
 def _simulation(opt: DCYKOptions) -> Any:
     """The simulation of ``opt``'s mode, if it models its read-back (the registry's facts:
     :mod:`fastdcyk.engine.modes`)."""
     mode = modes.select(opt.gate, opt.weights)
+    if mode.simulation is None:
+        raise ValueError(
+            f"the capacity model has no simulation of {mode.describe()}: measure it with "
+            "fastdcyk.dcyk"
+        )
     if opt.readback not in mode.modelled_readbacks:
-        have = ", ".join(repr(r) for r in mode.modelled_readbacks) or "none"
+        have = " and ".join(repr(r) for r in mode.modelled_readbacks)
         raise ValueError(
             f"the capacity model has no model of readback={opt.readback!r} with "
-            f"{mode.describe()}; it simulates {have}. Measure it with fastdcyk.dcyk"
-            + (
-                ", or model readback='lstsq', its upper bound on the noise"
-                if "lstsq" in mode.modelled_readbacks
-                else ""
-            )
+            f"{mode.describe()}; it simulates {have}: measure it with fastdcyk.dcyk, or "
+            f"model readback={mode.modelled_readbacks[0]!r} (the cancelling read-back's "
+            "noise is at most the plain least-squares one's)"
         )
     return mode.part("simulation")
 
@@ -144,7 +158,7 @@ def _sentences(grammar: Grammar, sentences_or_length: Any, n_sentences: int, see
     return sents
 
 
-@takes_options(exclude=("variant", *NOT_MODELLED))
+@takes_options(exclude=("variant",), refused=NOT_MODELLED, notes=_NOTES)
 def estimate_memory(
     grammar: Grammar | str,
     length: int,
@@ -209,7 +223,7 @@ def _check_memory(grammar: Grammar, length: int, d: int, opt: DCYKOptions) -> No
     )
 
 
-@takes_options(exclude=("variant", *NOT_MODELLED))
+@takes_options(exclude=("variant",), refused=NOT_MODELLED, notes=_NOTES)
 def predict(
     grammar: Grammar | str,
     sentences_or_length: int | Sequence[str | Sequence[str]],
@@ -273,7 +287,7 @@ def predict(
     _check_memory(grammar, max(len(s) for s in sents), d, opt)
     golds = [cyk(grammar, s, strict=True) for s in sents]
     total, exact = Scores(0, 0, 0), 0
-    unitary = VARIANTS[variant]["unitary"]
+    unitary = VARIANTS[opt.variant]["unitary"]
     delay = check_progress(progress)
     bar = progress_bar(delay, samples * len(sents), f"capacity d={d}", "sentence")
     try:

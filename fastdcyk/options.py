@@ -277,6 +277,11 @@ def _gates() -> tuple[str, ...]:
     return _modes().gates()
 
 
+def _weights() -> tuple[str, ...]:
+    found = (m.weights for m in _modes().MODES.values())
+    return tuple(dict.fromkeys((*WEIGHTS, *found)))
+
+
 def _readbacks() -> tuple[str, ...]:
     found = (r for m in _modes().MODES.values() for r in m.readbacks)
     return tuple(dict.fromkeys((*READBACKS, *found)))
@@ -292,6 +297,7 @@ def declaration(
     choices: Any = None,
     check: Callable[[Any], Any] | None = None,
     cli: str | None = None,
+    expects: str | None = None,
     **default: Any,
 ) -> Any:
     """A field of :class:`DCYKOptions` that declares an option.
@@ -309,11 +315,13 @@ def declaration(
         A value's check (a number's range), raising ValueError.
     cli : str, optional
         What the command line's help says of it (its first sentence otherwise).
+    expects : str, optional
+        For a number: what it must be, as the command line says when the text is no number.
     **default
         ``default=`` of the field, where it has one.
     """
     meta = {"kind": kind, "doc": " ".join(doc.split()), "choices": choices, "check": check}
-    meta["cli"] = cli
+    meta |= {"cli": cli, "expects": expects}
     return field(metadata=meta, **default)
 
 
@@ -374,7 +382,7 @@ class DCYKOptions:
         """Mask the unary P_A to its diagonal, as the binary step masks its own
         (the entrywise gate). Default: the variant's (False).""",
         check=lambda v: check_flag("unary_mask", v),
-        cli="mask the unary P_A to its diagonal",
+        cli="mask the unary P_A to its diagonal (default: the variant's choice, off)",
     )
     beta: float = declaration(
         "float",
@@ -382,12 +390,14 @@ class DCYKOptions:
         :data:`fastdcyk.options.DEFAULT_BETA`.""",
         check=check_beta,
         cli=f"sigmoid slope (default {DEFAULT_BETA:g})",
+        expects="a finite number > 0",
     )
     threshold: float = declaration(
         "float",
         """The decoder's threshold on sigma (default 0.99, the paper's).""",
         check=check_threshold,
         cli=f"decoder threshold on sigma (default {DEFAULT_THRESHOLD})",
+        expects="a number in (0, 1)",
     )
     prune: float = declaration(
         "float",
@@ -395,6 +405,7 @@ class DCYKOptions:
         dtype's machine epsilon: such an update is below the accumulators' resolution).""",
         check=lambda v: check_prune(v, "float32"),
         cli="skip an update whose P_A has no entry above this (default: the dtype's epsilon)",
+        expects="a finite number >= 0",
     )
     order: str = declaration(
         '{"sequential", "cell"}',
@@ -458,6 +469,7 @@ class DCYKOptions:
         check=check_candidate_level,
         cli="the detection above which a nonterminal is a candidate of its cell under the "
         f"least-squares read-backs (default {DEFAULT_CANDIDATE_LEVEL:g})",
+        expects="a finite number >= 0",
         default=DEFAULT_CANDIDATE_LEVEL,
     )
     weights: str = declaration(
@@ -475,7 +487,7 @@ class DCYKOptions:
         outside the table: :func:`fastdcyk.decode` of the result gives its chart, a bare
         P_left of it decodes as a chart of gates (the items written with amplitudes below
         the decision boundary, about 0.59, then read as absent).""",
-        choices=WEIGHTS,
+        choices=_weights,
         cli="'chart' (the default): a PCFG's probabilities rank the decoded chart's trees; "
         "'table': each item is written with an amplitude carrying its Viterbi score, read "
         "back from the table (docs/method.md, section 10)",
@@ -489,6 +501,7 @@ class DCYKOptions:
         check=check_beam,
         cli=f"with --weights table: how far (nats) below its cell's best an item is still "
         f"written (default {DEFAULT_BEAM:g})",
+        expects="a finite number > 0 (nats)",
         default=DEFAULT_BEAM,
     )
 
@@ -511,14 +524,18 @@ def choices(name: str) -> tuple[Any, ...] | None:
     return allowed() if callable(allowed) else allowed
 
 
-def documentation(names: Sequence[str] = NAMES, indent: int = 4) -> str:
-    """The numpydoc entries of the options ``names``, as keywords (each optional)."""
+def documentation(
+    names: Sequence[str] = NAMES, indent: int = 4, notes: Mapping[str, str] | None = None
+) -> str:
+    """The numpydoc entries of the options ``names``, as keywords (each optional); ``notes``
+    gives a function's own documentation of some of them, in place of the declaration's."""
     pad = " " * indent
     out = []
     for name in names:
         meta = _declared(name)
         out.append(f"{pad}{name} : {meta['kind']}, optional")
-        words, line = meta["doc"].split(), ""
+        doc = (notes or {}).get(name) or meta["doc"]
+        words, line = " ".join(doc.split()).split(), ""
         for word in words:  # wrapped at 92 columns
             if line and len(pad) + 4 + len(line) + 1 + len(word) > 92:
                 out.append(f"{pad}    {line}")
@@ -529,19 +546,28 @@ def documentation(names: Sequence[str] = NAMES, indent: int = 4) -> str:
     return "\n".join(out)
 
 
-def check_keywords(given: Mapping[str, Any], where: str, allowed: Sequence[str]) -> None:
+def check_keywords(
+    given: Mapping[str, Any],
+    where: str,
+    allowed: Sequence[str],
+    refused: Mapping[str, str] | None = None,
+) -> None:
     """A TypeError for a keyword of ``given`` that is not in ``allowed``, as Python words it
     (``where``: the callable's name), naming the keyword's new name where it was renamed
-    (:data:`RENAMED`) or the closest allowed ones."""
+    (:data:`RENAMED`) to an allowed one, the reason where ``refused`` gives one, or the
+    closest allowed ones."""
+    refused = refused or {}
     for key in given:
         if key in allowed:
             continue
-        if key in RENAMED:
+        if key in RENAMED and RENAMED[key] in allowed:
             raise TypeError(
                 f"{where}() got the keyword {key}=, renamed {RENAMED[key]}= in fastdcyk 0.4 "
                 f"(the FFT library: 'auto', 'scipy', 'pyfftw' or 'numpy'): write "
                 f"{RENAMED[key]}={given[key]!r}"
             )
+        if key in refused:
+            raise TypeError(f"{where}() does not take {key}=: {refused[key]}")
         near = difflib.get_close_matches(key, allowed, n=2)
         hint = f" (did you mean {' or '.join(near)}?)" if near else ""
         raise TypeError(f"{where}() got an unexpected keyword argument {key!r}{hint}")
@@ -555,22 +581,40 @@ def refuses_renamed(func: Any) -> Any:
     def call(*args: Any, **kwargs: Any) -> Any:
         for key in kwargs:
             if key in RENAMED:
-                check_keywords({key: kwargs[key]}, func.__qualname__.removesuffix(".__init__"), ())
+                where = func.__qualname__.removesuffix(".__init__")
+                check_keywords({key: kwargs[key]}, where, tuple(RENAMED.values()))
         return func(*args, **kwargs)
 
     return call
 
 
-def takes_options(*, exclude: Sequence[str] = ()) -> Callable[[Any], Any]:
+def takes_options(
+    *,
+    exclude: Sequence[str] = (),
+    refused: Mapping[str, str] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> Callable[[Any], Any]:
     """Give a function the option keywords: its ``**options`` catch-all becomes the declared
-    options (keyword-only, default None) but ``exclude`` in its signature, the line
-    ``{options}`` of its docstring their documentation (:func:`documentation`), and a call
-    with any other keyword a TypeError (:func:`check_keywords`)."""
+    options (keyword-only, default None) in its signature, the line ``{options}`` of its
+    docstring their documentation (:func:`documentation`), and a call with any other keyword
+    a TypeError (:func:`check_keywords`).
+
+    Parameters
+    ----------
+    exclude : sequence of str
+        Options the function does not take (its own parameters are left out too).
+    refused : mapping of str to str
+        Options it does not take, each with the reason its TypeError gives.
+    notes : mapping of str to str
+        Its own documentation of some options, in place of the declarations'.
+    """
+    refused = dict(refused or {})
 
     def wrap(func: Any) -> Any:
         sig = inspect.signature(func)
         own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
-        names = [n for n in NAMES if n not in exclude and n not in sig.parameters]
+        left_out = (*exclude, *refused)
+        names = [n for n in NAMES if n not in left_out and n not in sig.parameters]
         keyword = inspect.Parameter.KEYWORD_ONLY
         extra = [inspect.Parameter(n, keyword, default=None) for n in names]
         positional = [p for p in own if p.kind is not keyword]
@@ -580,28 +624,30 @@ def takes_options(*, exclude: Sequence[str] = ()) -> Callable[[Any], Any]:
 
         @functools.wraps(func)
         def call(*args: Any, **kwargs: Any) -> Any:
-            check_keywords(kwargs, where, allowed)
+            check_keywords(kwargs, where, allowed, refused)
             return func(*args, **kwargs)
 
         # the option keywords after the function's own, but before an ``options=`` object
         last = [p for p in keywords if p.name == "options"]
         first = [p for p in keywords if p.name != "options"]
         call.__signature__ = sig.replace(parameters=[*positional, *first, *extra, *last])
-        call.__doc__ = documented(func.__doc__ or "", names)
+        call.__doc__ = documented(func.__doc__ or "", names, notes)
         call.option_names = tuple(names)
+        call.option_notes = dict(notes or {})
         return call
 
     return wrap
 
 
-def documented(doc: str, names: Sequence[str]) -> str:
+def documented(doc: str, names: Sequence[str], notes: Mapping[str, str] | None = None) -> str:
     """``doc`` with its line ``{options}`` replaced by the documentation of the options
-    ``names`` (:func:`documentation`, at that line's indent): for a docstring that
-    :func:`takes_options` does not reach (a class's, whose ``__init__`` takes them)."""
+    ``names`` (:func:`documentation`, at that line's indent, with ``notes``): for a
+    docstring that :func:`takes_options` does not reach (a class's, whose ``__init__``
+    takes them)."""
     lines = doc.split("\n")
     for k, line in enumerate(lines):
         if line.strip() == "{options}":
-            lines[k] = documentation(names, len(line) - len(line.lstrip()))
+            lines[k] = documentation(names, len(line) - len(line.lstrip()), notes)
     return "\n".join(lines)
 
 
@@ -644,18 +690,23 @@ def resolve(variant: str | None = None, *, dtype: Any = "float32", **options: An
         value = preset[name] if given[name] is None else given[name]
         chosen[name] = check_choice(name, value, choices(name))
     weights = "chart" if given["weights"] is None else given["weights"]
-    chosen["weights"] = check_choice("weights", weights, WEIGHTS)
+    chosen["weights"] = check_choice("weights", weights, choices("weights"))
     mode = modes.select(chosen["gate"], chosen["weights"])
     readback = mode.readbacks[0] if given["readback"] is None else given["readback"]
     chosen["readback"] = check_choice("readback", readback, choices("readback"))
     if readback not in mode.readbacks:
-        able = [m.gate for m in modes.MODES.values() if readback in m.readbacks]
+        able = [m for m in modes.MODES.values() if readback in m.readbacks]
+        same_gate = [m for m in able if m.gate == mode.gate]
         has = " or ".join(repr(r) for r in mode.readbacks)
-        elsewhere = (
-            f"use a gate that has it: {', '.join(repr(g) for g in dict.fromkeys(able))}"
-            if able
-            else "no mode has it"
-        )
+        if same_gate:  # the gate has it with other weights
+            elsewhere = (
+                f"use weights={same_gate[0].weights!r}, with which gate {mode.gate!r} has it"
+            )
+        elif able:
+            gates = ", ".join(repr(m.gate) for m in able)
+            elsewhere = f"use a gate that has it: {gates}"
+        else:
+            elsewhere = "no mode has it"
         raise ValueError(
             f"readback={readback!r} is not a read-back of {mode.describe()}, which has "
             f"{has} only: leave readback out, or {elsewhere}"

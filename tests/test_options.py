@@ -50,7 +50,11 @@ def test_the_layer_takes_the_options_too():
     pytest.importorskip("torch")
     from fastdcyk.nn import DCYK
 
-    assert set(options.NAMES) - {"variant"} <= keyword_names(DCYK)
+    # every option but beam (the layer has no weighted table to prune), which it refuses
+    assert set(options.NAMES) - {"variant", "beam"} <= keyword_names(DCYK)
+    assert "beam" not in keyword_names(DCYK)
+    with pytest.raises(TypeError, match="does not take beam="):
+        DCYK("G0", 16, beam=3)
     for name in DCYK.__init__.option_names:
         assert f"\n    {name} : " in DCYK.__doc__, name
     assert "{options}" not in DCYK.__doc__

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from fastdcyk import capacity
+from fastdcyk import capacity, options
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cli.common import (
     UsageError,
@@ -50,7 +50,7 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     mode = modes.select(opt.gate, opt.weights)
     how = f"encoding={opt.encoding}"
-    if len(mode.readbacks) > 1:
+    if mode.chooses_readback:
         how += f", readback={opt.readback}"
     memory = format_bytes(need)
     print(
@@ -125,9 +125,19 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--target-f1", type=_probability_or_one, default=0.99, help="target F1 (default 0.99)"
     )
     # the options the model simulates, and the read-backs it has a model of
-    modelled = (r for m in modes.MODES.values() for r in m.modelled_readbacks)
     names = ("variant", *capacity.predict.option_names)
-    add_option_arguments(p, names, allowed={"readback": tuple(dict.fromkeys(modelled))})
+    simulated = {r for m in modes.MODES.values() for r in m.modelled_readbacks}
+    modelled = tuple(r for r in options.choices("readback") if r in simulated)
+    add_option_arguments(
+        p,
+        names,
+        allowed={"readback": modelled},
+        help={
+            "readback": "how the cleanup variant reads a finished cell: 'lstsq' (its default: "
+            "its candidates solved for by least squares) or 'matched' (one matched filter per "
+            "nonterminal); the model has no model of 'cancel'. docs/method.md, section 7"
+        },
+    )
     p.add_argument(
         "--dims",
         nargs="+",

@@ -37,9 +37,6 @@ from fastdcyk.options import (
     VARIANTS,
 )
 
-#: The help of every --variant option.
-VARIANT_HELP = options.DCYKOptions.__dataclass_fields__["variant"].metadata["cli"]
-
 #: Each variant's own order, for the help: "paper sequential, trace cell".
 VARIANT_ORDERS = ", ".join(f"{v} {VARIANTS[v]['order']}" for v in VARIANTS)
 
@@ -81,10 +78,6 @@ def threshold(text: str) -> float:
 
 def beta(text: str) -> float:
     return checked(options.check_beta, number(text, float, "a finite number > 0"))
-
-
-def beam(text: str) -> float:
-    return checked(options.check_beam, number(text, float, "a finite number > 0 (nats)"))
 
 
 def encoding_name(text: str) -> str:
@@ -141,13 +134,14 @@ def add_option_arguments(
         elif fields[name].type in ("bool", bool):
             kw["action"] = argparse.BooleanOptionalAction
         else:
-            kw["type"] = _checked_number(name, meta["check"])
+            what = meta["expects"] or f"a number for --{name.replace('_', '-')}"
+            kw["type"] = _checked_number(name, meta["check"], what)
         p.add_argument(flag, **kw)
 
 
-def _checked_number(name: str, check: Any) -> Any:
+def _checked_number(name: str, check: Any, what: str) -> Any:
     def convert(text: str) -> float:
-        return checked(check, number(text, float, f"a number for --{name.replace('_', '-')}"))
+        return checked(check, number(text, float, what))
 
     convert.__name__ = name  # argparse names the type in its messages
     return convert
@@ -236,8 +230,10 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> 
         g,
         ["readback"],
         help={
-            "readback": "the cleanup variant's read-back (default: its own); "
-            "docs/method.md, section 7"
+            "readback": "the cleanup variant's read-back: 'lstsq' (its default: its "
+            "candidates solved for by least squares), 'cancel' (the same, each cell read from "
+            "the table less what was read before it) or 'matched' (one matched filter per "
+            "nonterminal); docs/method.md, section 7"
         },
     )
     g.add_argument(
@@ -418,7 +414,7 @@ def report(
     mode = modes.select(o.gate, o.weights)
     print(
         f"D-CYK, variant={o.variant} (gate={o.gate}, "
-        + (f"readback={o.readback}, " if len(mode.readbacks) > 1 else "")
+        + (f"readback={o.readback}, " if mode.chooses_readback else "")
         + (f"decoder={o.decoder}, " if modes.reader_of(o.readback) is None else "")
         + f"order={o.order}, encoding={o.encoding}, beta={o.beta:g}, "
         f"threshold={o.threshold:g}), "

@@ -62,7 +62,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         opt = resolve(dtype=args.dtype, **option_values(args))
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    table = modes.select(opt.gate, opt.weights).needs_probabilities  # the weights' table
+    table = modes.select(opt.gate, opt.weights).writes_probabilities  # the weights' table
     if args.beam is not None and not table:
         raise UsageError("--beam applies to --weights table only: add --weights table")
     if table and args.k is not None:

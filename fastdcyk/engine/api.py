@@ -1,4 +1,5 @@
-"""The D-CYK engine: the paper's unary and binary algorithms over two d x d accumulators.
+"""The front doors of D-CYK: :func:`dcyk` parses a sentence, :func:`decode` reads a table
+back, :func:`parse_plan` is the one place a backend is chosen.
 
 The table P is kept as two dense matrices (docs/method.md, section 1),
 
@@ -142,8 +143,8 @@ def dcyk(
         step writes (docs/method.md, section 11; :mod:`fastdcyk.engine.soft`).
     codebook : Codebook, optional
         Symbol vectors and permutation. Default: :func:`default_codebook` (for unitary
-        vectors, ``Codebook.for_grammar(grammar, d, seed, dtype=dtype, engine=engine)``,
-        otherwise ``Codebook(d, seed, dtype, engine=engine)``), kept for the next parse
+        vectors, ``Codebook.for_grammar(grammar, d, seed, dtype=dtype, fft=fft)``,
+        otherwise ``Codebook(d, seed, dtype, fft=fft)``), kept for the next parse
         with the same grammar, d, seed, dtype, vectors and FFT library (its symbols, rule
         tables and work buffers are reused; :func:`clear_caches` forgets it). Parses that
         share a codebook take turns on its work buffers: to parse in parallel threads, give
@@ -378,14 +379,11 @@ def decode(
         )
     grammar = cnf_grammar(grammar)
     ws = words_of(grammar, words)
-    if decoder not in (None, "trace"):
-        raise ValueError(
-            f"decoder={decoder!r} does not apply to readback={readback!r}, which reads the "
-            "chart itself: use readback='matched' to decode with the entry decoder"
-        )
-    opt = resolve(
+    opt = resolve(  # a decoder other than the trace one is refused here
         DEFAULT_VARIANT,
         gate=mode.gate,
+        weights=mode.weights,
+        decoder=decoder,
         readback=readback,
         beta=beta,
         threshold=threshold,

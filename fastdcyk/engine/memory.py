@@ -27,6 +27,7 @@ __all__ = [
     "check_parse_memory",
     "estimate_memory",
     "largest_fitting_d",
+    "parse_bytes",
     "work_buffers",
 ]
 
@@ -105,8 +106,14 @@ def estimate_memory(
         Bytes; the larger of the figure during the parse and at its end.
     """
     opt = resolve(variant, **options)
-    check_int("the sentence length n", n, 1)
-    library = get_fft(fft, threads)
+    return parse_bytes(
+        d, dtype, get_fft(fft, threads), opt, check_int("the sentence length n", n, 1)
+    )
+
+
+def parse_bytes(d: int, dtype: Any, fft: Any, opt: DCYKOptions, n: int) -> int:
+    """:func:`estimate_memory` of resolved options ``opt`` (with the FFT ``fft``)."""
+    library = get_fft(fft)
     slots = g_cache_slots(d, dtype, n)
     held = work_buffers(opt, library.blockwise, slots, g_kept_slots(d, dtype, slots))
     size = {
@@ -119,7 +126,13 @@ def estimate_memory(
 
 
 def largest_fitting_d(
-    memory: int, dtype: Any = "float32", fft: Any = "auto", *, upper: int = 1 << 40, **options: Any
+    memory: int,
+    dtype: Any = "float32",
+    fft: Any = "auto",
+    *,
+    upper: int = 1 << 40,
+    options: DCYKOptions | None = None,
+    **keywords: Any,
 ) -> int | None:
     """The largest d whose parse fits in ``memory`` bytes by :func:`estimate_memory`.
 
@@ -131,23 +144,35 @@ def largest_fitting_d(
         As for :func:`estimate_memory`.
     upper : int, optional
         Look no higher than this d.
-    **options
-        The other keywords of :func:`estimate_memory` (threads, variant, n, the options).
+    options : DCYKOptions, optional
+        The parse's options, resolved; or, without them, the keywords below.
+    **keywords
+        The other keywords of :func:`estimate_memory` (threads, n, and without ``options``
+        the variant and the options).
 
     Returns
     -------
     int or None
         None when not even d = 2 fits.
     """
-    library = get_fft(fft, options.pop("threads", None))
-    if estimate_memory(2, dtype, library, **options) > memory:
+    library = get_fft(fft, keywords.pop("threads", None))
+    n = check_int("the sentence length n", keywords.pop("n", 10), 1)
+    if options is None:
+        options = resolve(keywords.pop("variant", "paper"), **keywords)
+    elif keywords:
+        raise TypeError(f"options= and the keywords {sorted(keywords)} were both given")
+
+    def fits(d: int) -> bool:
+        return parse_bytes(d, dtype, library, options, n) <= memory
+
+    if not fits(2):
         return None
     lo, hi = 2, max(2, int(upper))
-    if estimate_memory(hi, dtype, library, **options) <= memory:
+    if fits(hi):
         return hi
-    while hi - lo > 1:  # estimate(lo) fits, estimate(hi) does not
+    while hi - lo > 1:  # lo fits, hi does not
         mid = (lo + hi) // 2
-        if estimate_memory(mid, dtype, library, **options) <= memory:
+        if fits(mid):
             lo = mid
         else:
             hi = mid
@@ -161,15 +186,13 @@ def check_parse_memory(
 
     ``held``: bytes of work buffers the codebook already holds (they are reused).
     """
-    kw = {"variant": opt.variant, "n": n}
-    kw |= {k: getattr(opt, k) for k in ("gate", "order", "decoder", "readback", "weights")}
-    need = estimate_memory(d, dtype, fft, **kw) - held
+    need = parse_bytes(d, dtype, fft, opt, n) - held
     avail = system_memory.available_memory()
     if avail is None or need <= avail:
         return
     dtype = np.dtype(dtype)
     # a tenth of the memory kept free for what the estimate leaves out; 3 significant digits
-    fits = largest_fitting_d(int(0.9 * avail) + held, dtype, fft, upper=d, **kw)
+    fits = largest_fitting_d(int(0.9 * avail) + held, dtype, fft, upper=d, options=opt, n=n)
     hint = "use a smaller d"
     if fits is not None:
         step = 10 ** max(0, len(str(fits)) - 3)

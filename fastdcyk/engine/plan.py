@@ -289,7 +289,7 @@ def prepare(
         unitary = VARIANTS[opt.variant]["unitary"]
     mode = modes.select(opt.gate, opt.weights)
     mode.parser(backend)  # a backend that lacks the mode is refused, naming those that have it
-    if mode.needs_probabilities and not grammar.is_weighted:
+    if mode.writes_probabilities and not grammar.is_weighted:
         raise ValueError(
             f"{mode.describe()} writes the rules' probabilities into the table, and the "
             "grammar has none: read a PCFG (rules written 'A -> B C [0.5]') or induce "

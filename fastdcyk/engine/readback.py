@@ -1,4 +1,4 @@
-"""The least-squares read-back of a cell (docs/method.md, section 7), in numpy.
+"""The least-squares read-back of a cell (docs/method.md, section 7), for every backend.
 
 The clean-up gate (docs/method.md, section 6) reads every completed cell once. A cell (i, j)
 holds the items its detections wrote, sum over A of g_A [i]- [j]- [A]-, and the readout of

@@ -192,8 +192,8 @@ class DCYKResult:
     def __repr__(self) -> str:
         o = self.options
         mode = modes.select(o.gate, o.weights)
-        table = f", weights={o.weights!r}, beam={o.beam:g}" if mode.needs_probabilities else ""
-        read = f", readback={o.readback!r}" if len(mode.readbacks) > 1 else ""
+        table = f", weights={o.weights!r}, beam={o.beam:g}" if mode.writes_probabilities else ""
+        read = f", readback={o.readback!r}" if mode.chooses_readback else ""
         return (
             f"DCYKResult({' '.join(self.words)!r}, d={self.codebook.d}, {self.codebook.dtype}, "
             f"variant={o.variant!r}, gate={o.gate!r}, decoder={o.decoder!r}{read}, "

@@ -145,6 +145,22 @@ class RuleStructure:
         return _group(self.binary_rule_right, len(self.nonterminals))
 
     @functools.cached_property
+    def lexicon(self) -> np.ndarray:
+        """The rows (into ``terminals``) of the terminals of the rules A -> a, ascending:
+        the grammar's lexicon, whose clean scores the clean-up gate reads in a unary cell."""
+        used = np.unique(self.unary_rule_terminal)
+        used.setflags(write=False)
+        return used
+
+    @functools.cached_property
+    def lexicon_rows(self) -> np.ndarray:
+        """Each terminal's position in :attr:`lexicon` (-1 for a terminal of no rule A -> a)."""
+        rows = np.full(len(self.terminals), -1, np.intp)
+        rows[self.lexicon] = np.arange(len(self.lexicon))
+        rows.setflags(write=False)
+        return rows
+
+    @functools.cached_property
     def binary_rule_counts(self) -> np.ndarray:
         """How many rules A -> B C each nonterminal of ``binary`` has (float64)."""
         return np.bincount(self.binary_rule_row, minlength=len(self.binary)).astype(np.float64)

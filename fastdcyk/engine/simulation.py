@@ -24,6 +24,7 @@ from fastdcyk.engine.decode import decision_boundary
 from fastdcyk.engine.rules import parseval_weights, rule_structure, rule_tables
 from fastdcyk.engine.schedule import Step
 from fastdcyk.hrr.codebook import Codebook
+from fastdcyk.hrr.sidon import sidon_offsets
 from fastdcyk.options import DCYKOptions
 
 __all__ = ["Simulation"]
@@ -109,6 +110,15 @@ class Simulation:
     def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
         """The decoded chart of one sentence, simulated: ``{(i, j): frozenset}``."""
         raise NotImplementedError
+
+    def shifted_indices(self, n: int) -> np.ndarray:
+        """Which span indices 0..n of the codebook are shifted (:mod:`fastdcyk.hrr.sidon`:
+        distinct shifted indices are exactly orthogonal; those beyond the Sidon set that
+        fits in d are random), as a (n + 1,) mask."""
+        shifted = np.zeros(n + 1, bool)
+        if self.cb.index_vectors == "shifted":
+            shifted[: len(sidon_offsets(self.d, n + 1))] = True
+        return shifted
 
     @classmethod
     def memory(cls, grammar: Grammar, n: int, d: int, opt: DCYKOptions) -> int:

@@ -14,6 +14,7 @@ import numpy as np
 
 from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar, GrammarError
+from fastdcyk.engine import modes
 from fastdcyk.options import (
     CODEBOOKS,
     DEFAULT_BETA,
@@ -212,15 +213,19 @@ class ExperimentConfig:
             raise ValueError(f"to_cnf must be True or False, got {self.to_cnf!r}")
         put("to_cnf", bool(self.to_cnf))
         check_choice("readback", self.readback, READBACKS, none="the cleanup variant's own")
-        if "cleanup" in self.variants:
-            put("readback", self.readback or "lstsq")
-        elif self.readback not in (None, "matched"):
+        # the read-back applies to the variants whose mode has a choice of one
+        own = [modes.select(VARIANTS[v]["gate"]) for v in self.variants]
+        choosing = [mode.readbacks for mode in own if mode.chooses_readback]
+        if choosing:
+            put("readback", self.readback or choosing[0][0])
+        elif self.readback not in (None, own[0].readbacks[0]):
+            able = [v for v in VARIANTS if modes.select(VARIANTS[v]["gate"]).chooses_readback]
             raise ValueError(
-                f"readback={self.readback!r} applies to the cleanup variant only: add it to "
-                "the variants, or leave readback out"
+                f"readback={self.readback!r} applies to the {' and '.join(able)} variant only: "
+                "add it to the variants, or leave readback out"
             )
         else:
-            put("readback", "matched")
+            put("readback", own[0].readbacks[0])
 
     # -- serialisation ------------------------------------------------------------------
 

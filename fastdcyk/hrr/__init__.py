@@ -10,14 +10,15 @@ here knows about grammars or parsing.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any as _Any
 
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.hrr.fft import available_ffts, get_fft, renamed
+from fastdcyk.hrr.fft import available_ffts, get_fft
+from fastdcyk.hrr.fft import renamed as _renamed
 from fastdcyk.hrr.operators import Operator
 
 __all__ = ["Codebook", "Operator", "available_ffts", "get_fft"]
 
 
-def __getattr__(name: str) -> Any:
-    raise renamed(__name__, name)
+def __getattr__(name: str) -> _Any:
+    raise _renamed(__name__, name)

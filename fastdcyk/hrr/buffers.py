@@ -3,9 +3,10 @@
 Every array of size d x d that the engine, the decoder and the operators allocate is one of
 the declarations below, and they allocate it through its declaration (:meth:`Buffer.get`
 for a work buffer held and reused by the codebook, :meth:`Buffer.new` for an array of one
-parse). :func:`fastdcyk.estimate_memory` sums the same declarations (the lists of which a
-parse holds are in :func:`fastdcyk.engine.memory.work_buffers`), so the estimate cannot drift
-from what is allocated: a new array needs a declaration here, and its size comes from it.
+parse). :func:`fastdcyk.estimate_memory` sums the same declarations (each detection mode
+lists those its parse holds, :func:`fastdcyk.engine.memory.work_buffers`), so the estimate
+cannot drift from what is allocated: a new array needs a declaration here, and its size
+comes from it.
 
 An array is real, (d, d) in the codebook's dtype, or a half spectrum in its complex dtype:
 (d // 2 + 1, d) for a spectrum along axis 0, (d, d // 2 + 1) along axis 1 (the same bytes).

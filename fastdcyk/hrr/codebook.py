@@ -642,8 +642,6 @@ class Codebook:
             state.pop("_inverse", None)
         state.setdefault("_perm", None)
         state.setdefault("_powers", None)
-        if "engine" in state:  # pickled before 0.4, when the FFT library was its "engine"
-            state["fft"] = state.pop("engine")
         if "workspace" not in state:  # pickled before the workspace had its own class
             state.pop("_workspace", None)
             state["workspace"] = buffers.Workspace(state["fft"].empty)

@@ -121,7 +121,19 @@ class DCYK(torch.nn.Module):
     float64), within the 4 GB the issue asked for without recomputation.
     """
 
-    @takes_options(exclude=("variant",))
+    @takes_options(
+        exclude=("variant",),
+        refused={
+            "beam": "the layer has no weighted table (weights='table' is the numpy backend's)"
+        },
+        notes={
+            "prune": """Default 0 here: every update is applied (pass the dtype's machine
+            epsilon to prune as :func:`fastdcyk.dcyk` does).""",
+            "weights": """``"chart"`` only (the default): the layer has no weighted table; a
+            PCFG's probabilities rank the trees of its decoded charts
+            (:meth:`DCYKOutput.best_parses`).""",
+        },
+    )
     def __init__(
         self,
         grammar: Grammar | str,
@@ -161,7 +173,7 @@ class DCYK(torch.nn.Module):
         self.grammar = grammar
         self.learn = learn
         if codebook is None:
-            unitary = VARIANTS[variant]["unitary"]
+            unitary = VARIANTS[self.options.variant]["unitary"]
             codebook = default_codebook(grammar, d, seed, _DTYPES[dtype], unitary=unitary)
         elif codebook.d != d:
             raise ValueError(f"d = {d} disagrees with the codebook's dimension {codebook.d}")
@@ -453,4 +465,4 @@ class DCYK(torch.nn.Module):
         )
 
 
-DCYK.__doc__ = documented(DCYK.__doc__, DCYK.__init__.option_names)
+DCYK.__doc__ = documented(DCYK.__doc__, DCYK.__init__.option_names, DCYK.__init__.option_notes)

@@ -1,4 +1,4 @@
-"""fastdcyk.nn.DCYK: the torch layer against the numpy engine, its gradients and its loss."""
+"""fastdcyk.nn.DCYK: the torch layer against the numpy backend, its gradients and its loss."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def test_scores_and_charts_equal_the_numpy_engine(variant):
     layer = DCYK(g, 32, variant=variant, dtype=torch.float64, seed=2, max_length=6)
     with torch.no_grad():
         out = layer(G0_SENTENCES)
-    cb = layer.codebook()  # the module's vectors, for the numpy engine
+    cb = layer.codebook()  # the module's vectors, for the numpy backend
     assert out.scores.shape == (4, 4, 5, len(g.nonterminals))
     for b, words in enumerate(G0_SENTENCES):
         ref = fd.dcyk(g, words, cb, variant=variant, prune=0.0)

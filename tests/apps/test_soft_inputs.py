@@ -1,4 +1,4 @@
-"""Soft inputs: terminal weights and preterminal scores instead of words, in the numpy engine,
+"""Soft inputs: terminal weights and preterminal scores instead of words, in the numpy backend,
 the torch backend and fastdcyk.nn.DCYK; their gradients; a tiny encoder trained through D-CYK;
 the trees of soft inputs and of a PCFG from the layer's outputs."""
 

@@ -200,7 +200,7 @@ def test_the_residual_table_is_one_spectrum_more_during_the_parse():
 
 def test_the_layer_cancels_too(cases):
     """nn.DCYK with readback='cancel' (the torch backend's cancelling parser): its charts
-    are the numpy engine's with the layer's own codebook, and a loss back-propagates to
+    are the numpy backend's with the layer's own codebook, and a loss back-propagates to
     finite gradients (the subtractions are part of the graph)."""
     torch = pytest.importorskip("torch")
     from fastdcyk.nn import DCYK
@@ -217,7 +217,7 @@ def test_the_layer_cancels_too(cases):
 
 def test_the_torch_backend_cancels_soft_words_in_mixed_batches():
     """A batch of sentences of different lengths, one with a soft word: each sentence's
-    statistics and P_left are the numpy engine's, parsed alone, to float64 rounding (the
+    statistics and P_left are the numpy backend's, parsed alone, to float64 rounding (the
     cells a shorter sentence does not have subtract nothing from its residual table)."""
     pytest.importorskip("torch")
     g = fd.Grammar.builtin("G1")

@@ -443,7 +443,7 @@ def test_memory_estimate_and_refusal(example, monkeypatch):
     real, cplx = 6000**2 * 4, 3001 * 6000 * 8  # a d x d float32 array, a half spectrum
     # entrywise gate (paper variant): during the parse the two accumulators kept as half
     # spectra, a spectrum buffer and two real work buffers, and inside operator chains one
-    # more real one (numpy engine) or a few blocks per thread (scipy engine); at the end
+    # more real one (numpy backend) or a few blocks per thread (scipy FFT); at the end
     # the two dense results beside the work buffers, which is less
     est = fd.estimate_memory(6000, "float32", fft="numpy")
     assert est == 3 * cplx + 3 * real

@@ -92,7 +92,7 @@ def test_the_documented_mode_is_refused_where_it_has_no_part(exact_mode):
     g = fd.Grammar.builtin("G0")
     with pytest.raises(ValueError, match="numpy backend only, not 'torch'"):
         fd.dcyk(g, "fish swim", d=16, gate="exact", backend="torch")
-    with pytest.raises(ValueError, match="no model"):
+    with pytest.raises(ValueError, match=r"no simulation of gate=.exact. \(symbolic CYK"):
         fd.capacity.predict(g, 3, 64, gate="exact", samples=1, sentences=2)
     # no cost model: no slow-parse note, and a parse that is not estimated is not slow
     assert fd.engine.cost.slow_parse_note(g, 5, 64, options.resolve(gate="exact")) is None

@@ -74,7 +74,7 @@ def test_more_candidates_than_d_gives_a_defined_result(commandtalk, big_cells):
 
 def test_torch_batch_equals_numpy_on_large_cells(commandtalk, big_cells, torch_one_thread):
     """Sentences of different lengths whose cells hold different candidate sets, batched
-    (padded systems) in float64: the numpy engine's numbers to 1e-8."""
+    (padded systems) in float64: the numpy backend's numbers to 1e-8."""
     g = commandtalk
     cb = fd.Codebook.for_grammar(g, 128, 2, dtype="float64")
     sents = [big_cells.sentences[1], big_cells.sentences[3]]

@@ -1,4 +1,4 @@
-"""The torch backend (fastdcyk.engine.torch_backend) against the numpy engine, its gradients
+"""The torch backend (fastdcyk.engine.torch_backend) against the numpy backend, its gradients
 and batches."""
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def test_small_g_cache_changes_nothing(monkeypatch):
 
 
 def test_g_cache_is_sized_from_the_free_memory(monkeypatch):
-    """At d = 6000 a G_k is 144 MB: the 256 MB of the numpy engine hold two, the torch
+    """At d = 6000 a G_k is 144 MB: the 256 MB of the numpy backend hold two, the torch
     backend keeps one per span index when a quarter of the free memory holds them."""
     size = _buffers.g_matrix(0).nbytes(6000, "float32")
     assert _buffers.g_cache_slots(6000, "float32", 10) == 2
@@ -459,7 +459,7 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 @pytest.mark.parametrize("variant", ["trace", "paper"])
 def test_each_result_owns_its_matrices_in_c_order(device, variant):
     """P_left and P_right of each result: C-ordered arrays of the codebook's dtype with the
-    numpy engine's values, sharing no memory with another result's (the trace parser's
+    numpy backend's values, sharing no memory with another result's (the trace parser's
     P_right and the dense parser's matrices are transposed views on the device)."""
     g, s, _ = CASES["G0"]
     cb = _codebook(g, 64, variant)  # float64: the paper variant's gates amplify rounding

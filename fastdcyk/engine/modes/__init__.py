@@ -84,10 +84,11 @@ class Mode:
     simulated_readbacks : tuple of str, default ()
         The read-backs the simulation models (default: all of ``readbacks``).
     buffers : part, optional
-        ``buffers(options, blockwise, slots, kept) -> (during, end)``: the d x d arrays
+        ``buffers(options, blockwise, slots, kept) -> Held``: the d x d arrays
         (:mod:`fastdcyk.hrr.buffers`) a numpy parse holds during the parse and at its end,
-        which the memory check sums (:func:`fastdcyk.engine.memory.work_buffers` gives
-        the arguments). None: the dense results only.
+        and when it applies operator chains (a :class:`fastdcyk.engine.memory.Held`), which
+        the memory check sums (:func:`fastdcyk.engine.memory.work_buffers` gives the
+        arguments). None: the dense results only.
     cost : part, optional
         ``cost(structure, n, d, options, pair) -> seconds``: the cost model of one parse
         of an n-word sentence (``pair``: the seconds of one FFT pair at d;
@@ -100,8 +101,9 @@ class Mode:
         Whether the torch parser computes under autograd (for :class:`fastdcyk.nn.DCYK`).
     soft_preterminals : bool, default False
         Whether the torch parser takes preterminal scores for its unary step.
-    needs_probabilities : bool, default False
-        Whether the mode needs a weighted grammar (a PCFG).
+    writes_probabilities : bool, default False
+        Whether the mode writes a PCFG's probabilities into the table (the weighted table:
+        it needs a weighted grammar, and its beam applies).
     """
 
     name: str
@@ -117,8 +119,8 @@ class Mode:
     reader: Part | None = None
     differentiable: bool = True
     soft_preterminals: bool = False
-    needs_probabilities: bool = False
-    _loaded: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    writes_probabilities: bool = False
+    _loaded: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def part(self, name: str, backend: str | None = None) -> Any:
         """The part ``name`` ("parsers" with a ``backend``, "simulation", "buffers",
@@ -157,6 +159,11 @@ class Mode:
         """The options that select the mode, as a user writes them."""
         table = f", weights={self.weights!r}" if self.weights != "chart" else ""
         return f"gate={self.gate!r}{table} ({self.summary})"
+
+    @property
+    def chooses_readback(self) -> bool:
+        """Whether the mode has a choice of read-back (the ``readback`` option matters)."""
+        return len(self.readbacks) > 1
 
     @property
     def modelled_readbacks(self) -> tuple[str, ...]:
@@ -321,6 +328,6 @@ register(
         buffers=".cleanup:work_buffers",
         cost=".cleanup:seconds",
         differentiable=False,
-        needs_probabilities=True,
+        writes_probabilities=True,
     )
 )

@@ -107,13 +107,10 @@ class CleanupParser(SpectralParser):
         self._read_cells: dict[tuple[int, int], ReadCell] = {}
         self.base = float(sigmoid(0.0, opt.beta))
         self._scratch = np.full(nn, -1, np.intp)  # for candidate_rule_layer
-        used = np.unique(st.unary_rule_terminal)
         # the terminals of the grammar's rules A -> a (its lexicon), as rows of a table of
         # their spectra
-        self._lexicon_rows = np.full(len(st.terminals), -1, np.intp)
-        self._lexicon_rows[used] = np.arange(len(used))
-        self._lexicon_ids = used
-        lexicon = [st.terminals[k] for k in used]
+        self._lexicon_rows, self._lexicon_ids = st.lexicon_rows, st.lexicon
+        lexicon = [st.terminals[k] for k in st.lexicon]
         self._lexicon_spectra = cb.spectra("terminal", lexicon).astype(np.complex128)
         self._terminals_read = np.zeros(0, np.intp)
         # decoding a given P_left: each position's word, as a row of the lexicon's table

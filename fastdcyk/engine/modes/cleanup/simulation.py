@@ -31,7 +31,7 @@ from fastdcyk.engine.rules import (
 )
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.engine.simulation import Simulation
-from fastdcyk.hrr.codebook import Codebook, sidon_offsets
+from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
 
 __all__ = ["CleanupSimulation"]
@@ -83,10 +83,8 @@ class CleanupSimulation(Simulation):
         nn = len(t.nonterminals)
         if not hasattr(self, "st"):
             st = self.st = rule_structure(self.grammar)
-            used = np.unique(st.unary_rule_terminal)
-            self.term_rows = np.full(len(st.terminals), -1, np.intp)
-            self.term_rows[used] = np.arange(len(used))
-            lexicon = [st.terminals[k] for k in used]
+            self.term_rows = st.lexicon_rows
+            lexicon = [st.terminals[k] for k in st.lexicon]
             self.term_spectra = self.cb.spectra("terminal", lexicon).astype(np.complex128)
             self.term_index = {t: r for r, t in enumerate(lexicon)}
             if self.lstsq:  # the symbol vectors, for the read-back's Gram matrices
@@ -108,9 +106,7 @@ class CleanupSimulation(Simulation):
         for i in range(1, n + 1):
             self.term[i - 1, i] = 1.0
         # near[a, b]: the variance a near match across span indices a != b adds
-        shifted = np.zeros(n + 1, bool)
-        if self.cb.index_vectors == "shifted":
-            shifted[: len(sidon_offsets(d, n + 1))] = True
+        shifted = self.shifted_indices(n)
         self.near = np.where(shifted[:, None] & shifted[None, :], 2.0 / d**2, 1.0 / d)
         np.fill_diagonal(self.near, 0.0)
         schedule.run(self, n, self.order, schedule.Ledger(NUMPY, t.nonterminals, [n], self.prune))

@@ -71,8 +71,7 @@ class CleanupParser(SpectralParser):
             self._reg_spectra = torch.cat((self.spectra_w, self.terminal_w))
             # what a read amplitude of each regressor stands for in the table (cancelling)
             self._reg_written = torch.cat((self.spectra, tspec.to(self.cdtype)))
-            self._lexicon = torch.zeros(nt, dtype=torch.bool, device=dev)
-            self._lexicon[self.xp.index(st.unary_rule_terminal)] = True
+            self._lexicon = self.xp.index(st.lexicon_rows) >= 0  # the terminals of rules A -> a
             self._nn, self._nt = nn, nt
             self.stats: dict[tuple[int, int], torch.Tensor] = {}
             self._candidates: dict[tuple[int, int], torch.Tensor] = {}

@@ -35,7 +35,6 @@ from fastdcyk.engine import schedule
 from fastdcyk.engine.arrays import NUMPY
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.engine.simulation import Simulation
-from fastdcyk.hrr.codebook import sidon_offsets
 from fastdcyk.options import DCYKOptions
 
 __all__ = ["TraceSimulation"]
@@ -55,7 +54,7 @@ class TraceSimulation(Simulation):
         """The decoded chart of one sentence, simulated."""
         d, n, t = self.d, len(words), self.tables
         # indices beyond the Sidon set that fits in d are random: then model them all so
-        self.shifted = self.cb.index_vectors == "shifted" and len(sidon_offsets(d, n + 1)) == n + 1
+        self.shifted = bool(self.shifted_indices(n).all())
         self.words, self.rng = words, rng
         nn = len(t.nonterminals)
         h = d // 2 + 1
