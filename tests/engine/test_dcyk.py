@@ -17,7 +17,10 @@ class DenseDCYK:
 
     ``order="sequential"`` applies each update before the next detection (the paper's
     Algorithms 2 and 3); ``order="cell"`` computes every P_A of a cell from the table as it
-    was before the cell, then applies the cell's updates.
+    was before the cell, then applies the cell's updates. ``readback="cancel"`` keeps a
+    second table, the residual: it receives every update, and every read (the words first,
+    then each completed cell) is subtracted from it and read from it (docs/method.md,
+    section 7).
     """
 
     def __init__(self, cb: fd.Codebook) -> None:
@@ -73,7 +76,8 @@ class DenseDCYK:
         prune=0.0,
     ):
         d, n = self.d, len(words)
-        lstsq = gate == "cleanup" and readback == "lstsq"
+        lstsq = gate == "cleanup" and readback in ("lstsq", "cancel")
+        cancel = lstsq and readback == "cancel"
         eye = np.eye(d)
         P, M = self.plus, self.minus
         pl = sum(
@@ -87,20 +91,51 @@ class DenseDCYK:
         for a, b, c in g.binary_rules:
             rb[a] = rb.get(a, 0) + P("nonterminal", b) @ M(right, c)
 
+        def item(i, j, kind, a):
+            return M("index", i) @ M("index", j) @ M(kind, a)
+
         def update(i, j, a, pa):
-            nonlocal pl, pr
-            pl = pl + M("index", i) @ M("index", j) @ M("nonterminal", a) @ pa
+            nonlocal pl, pr, res
+            pl = pl + item(i, j, "nonterminal", a) @ pa
+            if cancel:
+                res = res + item(i, j, "nonterminal", a) @ pa
             if gate != "cleanup":  # the clean-up gate never writes P_right
                 pr = pr + P(right, a) @ P("index", i) @ P("index", j) @ pa
 
-        def readout(i, j, kind, x):
-            """The trace decoder's readout tr([x]+ [j]+ [i]+ P_left) / d."""
-            return np.trace(P(kind, x) @ P("index", j) @ P("index", i) @ pl) / d
+        def readout(i, j, kind, x, table=None):
+            """The trace decoder's readout tr([x]+ [j]+ [i]+ P_left) / d (of ``table``)."""
+            table = pl if table is None else table
+            return np.trace(P(kind, x) @ P("index", j) @ P("index", i) @ table) / d
+
+        def least_squares(i, j, regressors):
+            """The ridge solve over ``regressors`` (kind, symbol) of cell (i, j), read from
+            the residual table when cancelling (and what it reads subtracted from it)."""
+            nonlocal res
+            table = res if cancel else pl
+            x = np.array([readout(i, j, kind, s, table) for kind, s in regressors])
+            gram = np.array(
+                [[np.trace(P(k1, s1) @ M(k2, s2)) / d for k2, s2 in regressors]
+                 for k1, s1 in regressors]
+            )  # fmt: skip
+            ridge = RIDGE * np.trace(gram) / len(x)
+            amp = np.linalg.solve(gram + ridge * np.eye(len(x)), x)
+            if cancel:
+                pairs = zip(amp, regressors, strict=True)
+                res = res - sum(v * item(i, j, k, s) for v, (k, s) in pairs)
+            return amp
 
         clean = {}  # (i, j, X): sigma of the read-back of a completed cell
         stats = {}  # (i, j, X): the least-squares read-back's amplitudes
         read_terms = {}  # (i - 1, i): the terminals read in a unary cell (clean > level)
         lexicon = sorted({w for _, w in g.unary_rules}, key=list(g.terminals).index)
+        res = pl.copy()  # cancelling: the table less what was read
+        word_scores = {}  # cancelling: each word's terminals as first read
+        if cancel:  # every word read, solved for and subtracted before any cell is read
+            for i, w in enumerate(words, 1):
+                scores = {t: self.sig(readout(i - 1, i, "terminal", t, res), beta) for t in lexicon}
+                solved = [t for t in lexicon if scores[t] > level or t == w]
+                least_squares(i - 1, i, [("terminal", t) for t in solved])
+                word_scores[i] = scores
 
         def candidate(t, gate_matrix):
             # least squares: only a candidate (t above the level) is written
@@ -109,7 +144,9 @@ class DenseDCYK:
 
         def unary_gate(i, a):
             if gate == "cleanup":
-                scores = {w: self.sig(readout(i - 1, i, "terminal", w), beta) for w in lexicon}
+                scores = word_scores.get(i) or {
+                    w: self.sig(readout(i - 1, i, "terminal", w), beta) for w in lexicon
+                }
                 read_terms.setdefault((i - 1, i), set()).update(
                     w for w, c in scores.items() if c > level
                 )
@@ -140,15 +177,7 @@ class DenseDCYK:
             """The cell's candidates and read terminals, solved for together."""
             regressors = [("nonterminal", a) for a in written]
             regressors += [("terminal", w) for w in lexicon if w in read_terms.get((i, j), ())]
-            amp = []
-            if regressors:
-                x = np.array([readout(i, j, kind, s) for kind, s in regressors])
-                gram = np.array(
-                    [[np.trace(P(k1, s1) @ M(k2, s2)) / d for k2, s2 in regressors]
-                     for k1, s1 in regressors]
-                )  # fmt: skip
-                ridge = RIDGE * np.trace(gram) / len(x)
-                amp = np.linalg.solve(gram + ridge * np.eye(len(x)), x)
+            amp = least_squares(i, j, regressors) if regressors else []
             for x_name in g.nonterminals:
                 stats[(i, j, x_name)] = 0.0
             for a, value in zip(written, amp, strict=False):
@@ -220,6 +249,8 @@ SETTINGS = [
     dict(variant="cleanup"),
     dict(variant="cleanup", order="sequential"),
     dict(variant="cleanup", candidate_level=0.0),
+    dict(variant="cleanup", readback="cancel"),
+    dict(variant="cleanup", readback="cancel", order="sequential"),
     dict(variant="cleanup", readback="matched"),
     dict(variant="cleanup", readback="matched", order="sequential"),
     dict(variant="cleanup", readback="matched", decoder="entry"),
@@ -245,7 +276,7 @@ def test_engine_matches_dense_reference(grammar, sentence, settings, d):
     for key, value in ref_stats.items():
         assert res.statistics[key] == pytest.approx(value, rel=1e-6, abs=1e-9 * scale_l)
     assert res.chart == ref_chart
-    if res.options.readback == "lstsq":  # the candidates are read, the others read 0
+    if res.options.readback != "matched":  # the candidates are read, the others read 0
         written = {(i, j, a) for (i, j, a), v in ref_stats.items() if v != 0.0}
         assert written and len(written) < len(ref_stats)
 
