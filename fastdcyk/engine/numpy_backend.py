@@ -19,6 +19,7 @@ import numpy as np
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import modes, schedule
 from fastdcyk.engine.arrays import NUMPY
+from fastdcyk.engine.certificate import Certificate
 from fastdcyk.engine.decode import Statistics, chart_from_statistics, decode_statistics
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.engine.rules import parseval_weights, rule_tables
@@ -84,6 +85,11 @@ class NumpyParser(schedule.CellParser):
     def dense(self) -> tuple[np.ndarray, np.ndarray]:
         """P_left and P_right as new d x d arrays of the codebook's dtype."""
         raise NotImplementedError
+
+    def certificate(self) -> Certificate | None:
+        """How far the chart's reads can be trusted (the least-squares read-backs); None
+        for the parsers that read by other means."""
+        return None
 
     def table_scores(self) -> dict[tuple[int, int, str], float] | None:
         """The Viterbi scores read from a weighted table (``weights="table"``); None for
@@ -164,4 +170,5 @@ def _parse(
         log=None if logs is None else logs[0],
         timings=timings,
         table_scores=parser.table_scores(),
+        certificate=parser.certificate(),
     )

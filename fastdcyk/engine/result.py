@@ -12,6 +12,7 @@ from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.trees import Tree
 from fastdcyk.cfg.viterbi import ViterbiParse, tree_from_scores, viterbi
 from fastdcyk.engine import modes
+from fastdcyk.engine.certificate import Certificate
 from fastdcyk.engine.decode import Statistics, chart_from_statistics, item_scores
 from fastdcyk.engine.soft import lexical_of
 from fastdcyk.hrr.codebook import Codebook
@@ -49,6 +50,11 @@ class DCYKResult:
         probability of the best subtree) of every present item as read: its cell's best
         score (kept outside the table) less the offset read back from P_left
         (docs/method.md, section 10); None otherwise.
+    certificate : Certificate or None
+        With the least-squares read-backs (``readback="cancel"`` or ``"lstsq"``, numpy
+        backend): how far each cell's read can be trusted
+        (:class:`~fastdcyk.engine.certificate.Certificate`, docs/method.md, section 7);
+        :attr:`confidence`, :attr:`sure` and :meth:`suspect_cells` read it. None otherwise.
     """
 
     words: tuple[str, ...]
@@ -63,6 +69,48 @@ class DCYKResult:
     timings: dict[str, float] = field(default_factory=dict)
     log: list[dict[str, Any]] | None = None
     table_scores: dict[tuple[int, int, str], float] | None = None
+    certificate: Certificate | None = None
+
+    # -- how far the chart can be trusted ----------------------------------------------------
+
+    def _certificate(self) -> Certificate:
+        if self.certificate is None:
+            raise ValueError(
+                "this parse has no certificate: only the least-squares read-backs "
+                "(readback='cancel' or 'lstsq', gate 'cleanup', numpy backend) give one"
+            )
+        return self.certificate
+
+    @property
+    def confidence(self) -> float:
+        """A lower bound on the probability that every decision of the chart is right,
+        under the reads' noise model (docs/method.md, section 7, "A certificate per cell").
+
+        Raises
+        ------
+        ValueError
+            When the parse has no :attr:`certificate`.
+        """
+        return self._certificate().confidence
+
+    @property
+    def sure(self) -> bool:
+        """Whether no cell is suspect: the chart's error bound is within the
+        certificate's alpha (:data:`~fastdcyk.engine.certificate.ALPHA`).
+
+        Examples
+        --------
+        >>> import fastdcyk as fd
+        >>> r = fd.dcyk(fd.Grammar.builtin("G0"), "fish swim near fish", d=256)
+        >>> r.sure, r.suspect_cells()
+        (True, [])
+        """
+        return self._certificate().sure
+
+    def suspect_cells(self) -> list[tuple[int, int]]:
+        """The cells whose read may be wrong, and the cells above them (their candidates
+        came from it), by span then start; empty when the chart is :attr:`sure`."""
+        return self._certificate().suspect_cells()
 
     def chart_at(
         self, threshold: float | None = None, beta: float | None = None

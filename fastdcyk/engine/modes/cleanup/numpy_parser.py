@@ -17,7 +17,8 @@ import numpy as np
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import schedule
 from fastdcyk.engine.arrays import NUMPY, sigmoid
-from fastdcyk.engine.decode import Statistics
+from fastdcyk.engine.certificate import Certificate, CertificateBuilder
+from fastdcyk.engine.decode import Statistics, decision_boundary
 from fastdcyk.engine.numpy_backend import mixture
 from fastdcyk.engine.numpy_spectral import SpectralParser, left_spectrum_of
 from fastdcyk.engine.readback import candidates, gram, solve
@@ -115,6 +116,11 @@ class CleanupParser(SpectralParser):
         self._terminals_read = np.zeros(0, np.intp)
         # decoding a given P_left: each position's word, as a row of the lexicon's table
         self._given_words = self._lexicon_rows[st.terminal_ids(words)] if self.frozen else None
+        # a parse's least-squares reads: how far each can be trusted
+        self._certify = None
+        if self.lstsq and not self.frozen:
+            boundary = decision_boundary(opt.beta, opt.threshold)
+            self._certify = CertificateBuilder(n, boundary, cb.d)
 
     def trace(self, spectra: np.ndarray, q: np.ndarray) -> np.ndarray:
         """:meth:`SpectralParser.trace` in the tables' own precision: a grammar's thousands
@@ -251,7 +257,11 @@ class CleanupParser(SpectralParser):
             vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
         self._terminals_read = np.zeros(0, np.intp)
         g = gram(vectors)
-        a = solve(g, self.trace(spectra, q), refine=self.refine)
+        x = self.trace(spectra, q)
+        a = solve(g, x, refine=self.refine)
+        if self._certify is not None and len(a):
+            norm2 = float(self.parseval @ (q.real**2 + q.imag**2)) / self.d  # ||r||^2
+            self._certify.add(i, j, g, x, a, norm2, len(rows))
         if self.residual is not None and len(a):  # what was read leaves the residual table
             spectra = spectra.astype(np.complex128)
             self._subtract(i, j, a @ spectra)
@@ -284,6 +294,11 @@ class CleanupParser(SpectralParser):
         if not self.lstsq:
             return self.decoder_statistics() if self.opt.decoder == "trace" else None
         return Statistics(self.stats[: len(self.words)], self.tables.nonterminals)
+
+    def certificate(self) -> Certificate | None:
+        """How far the parse's least-squares reads can be trusted; None with the matched
+        read-back (:mod:`fastdcyk.engine.certificate`)."""
+        return None if self._certify is None else self._certify.certificate()
 
     def dense(self) -> tuple[np.ndarray, np.ndarray]:
         """P_left as a new d x d array, and P_right, never written: zeros."""

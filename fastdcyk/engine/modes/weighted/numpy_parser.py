@@ -114,6 +114,8 @@ class WeightedParser(CleanupParser):
         self.best: dict[tuple[int, int], float] = {}
         self._cell: tuple[int, int] | None = None
         self._present = decision_boundary(opt.beta, opt.threshold) * FLOOR
+        if self._certify is not None:  # an item is present when its amplitude is above this
+            self._certify.boundary = self._present
         # the amplitudes are read as scores: the ridge's shrinkage refined away
         self.refine = REFINE
 

@@ -1,0 +1,136 @@
+"""The certificate per cell (docs/method.md, section 7, "A certificate per cell"): its
+standard errors, the norm it reads from a cell's readout, the verdict's propagation, and a
+misread it must flag."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastdcyk as fd
+from fastdcyk.engine.certificate import ALPHA, Certificate, read_errors
+from fastdcyk.engine.modes.cleanup import numpy_parser as cleanup_parser
+from fastdcyk.engine.numpy_spectral import left_spectrum_of
+from fastdcyk.engine.readback import gram, solve
+
+# -- the standard errors -------------------------------------------------------------------
+
+
+def test_standard_errors_match_the_spread_of_the_amplitudes():
+    """Amplitudes read under isotropic noise of variance s^2 per dimension scatter by
+    se = s sqrt((G + ridge)^-1_XX), and the noise variance is estimated without bias."""
+    rng = np.random.default_rng(3)
+    d, k, s, trials = 128, 12, 0.05, 4000
+    v = rng.normal(0, 1 / np.sqrt(d), (k, d))
+    g, truth = gram(v), rng.uniform(0, 1, k)
+    reads, s2s = np.empty((trials, k)), np.empty(trials)
+    for t in range(trials):
+        r = truth @ v + rng.normal(0, s, d)
+        x = v @ r
+        reads[t] = a = solve(g, x)
+        se, s2s[t] = read_errors(g, x, a, float(r @ r), d)
+    spread = reads.std(axis=0)
+    # se of the last draw, at the true s instead of that draw's estimate of it (which is
+    # itself off by about sqrt(1 / (2 (d - k))), 6.5%: the mean over draws is tested below)
+    se_true = se * s / np.sqrt(s2s[-1])
+    # the sample standard deviation of 4000 draws is within 4 / sqrt(2 * 4000) = 4.5% of se
+    # (four standard errors of it); the ridge's shrinkage (1e-3) is far below that
+    np.testing.assert_allclose(spread, se_true, rtol=4 / np.sqrt(2 * trials))
+    # the variance estimate's mean: within four standard errors of the mean of 4000
+    # chi-square estimates with d - k degrees of freedom
+    assert abs(s2s.mean() / s**2 - 1) < 4 * np.sqrt(2 / (d - k)) / np.sqrt(trials)
+
+
+def test_no_degree_of_freedom_left_is_no_certainty():
+    rng = np.random.default_rng(0)
+    v = rng.normal(0, 0.25, (20, 16))
+    x = v @ v[0]
+    se, s2 = read_errors(gram(v), x, solve(gram(v), x), float(v[0] @ v[0]), 16)
+    assert np.isinf(s2) and np.isinf(se).all()
+
+
+def test_the_norm_of_a_cells_vector_is_read_from_its_readout():
+    """||r||^2 = (1/d) sum_f w_f |q_f|^2: r the vector whose inner product with any v is
+    the readout tr([v]+ [j]+ [i]+ P_left) / d, built here one coordinate at a time from
+    the readouts of the unit vectors."""
+    g = fd.Grammar.builtin("G0")
+    d = 64
+    cb = fd.Codebook(d, seed=2, dtype="float64")
+    p_left = np.random.default_rng(1).standard_normal((d, d))
+    words = ("fish", "swim", "fish")
+    opt = fd.options.resolve("cleanup")
+    parser = cleanup_parser.CleanupParser(g, words, cb, opt)
+    try:
+        spectrum = left_spectrum_of(p_left, cb)
+        q = parser.cell_readout(0, 2, spectrum)
+        units = np.fft.rfft(np.eye(d), axis=1)  # the half spectra of e_0 .. e_d-1
+        r = parser.trace(units, q)  # r_s = <e_s, r>
+        norm2 = parser.parseval @ np.abs(q) ** 2 / d
+    finally:
+        parser.close()
+    assert norm2 == pytest.approx(r @ r, rel=1e-10)
+
+
+# -- the verdict ---------------------------------------------------------------------------
+
+
+def test_suspicion_spreads_to_every_cell_above():
+    n = 4
+    bounds = np.zeros((n, n + 1))
+    bounds[1, 2] = 0.5  # one cell's read is doubtful
+    cert = Certificate(np.full((n, n + 1), np.inf), bounds)
+    above = [(1, 2), (0, 2), (1, 3), (0, 3), (1, 4), (0, 4)]
+    assert cert.suspect_cells() == sorted(above, key=lambda c: (c[1] - c[0], c[0]))
+    assert not cert.sure and cert.confidence == pytest.approx(0.5)
+    # a bound of alpha spread over the cells leaves the chart sure
+    even = np.zeros((n, n + 1))
+    for j in range(1, n + 1):
+        even[:j, j] = ALPHA / cert.cells
+    fine = Certificate(np.full((n, n + 1), 9.0), even)
+    assert fine.sure and fine.suspect_cells() == []
+    assert fine.confidence == pytest.approx(1 - ALPHA)
+
+
+def test_a_parse_reports_its_certificate():
+    g = fd.Grammar.builtin("G0")
+    words = "fish swim near fish swim fish".split()
+    for readback in ("cancel", "lstsq"):
+        r = fd.dcyk(g, words, d=256, readback=readback)
+        assert r.chart == fd.cyk(g, words)
+        cert = r.certificate
+        assert cert.margins.shape == cert.bounds.shape == (6, 7)
+        assert r.sure and r.suspect_cells() == [] and r.confidence > 1 - ALPHA
+        # every read cell has a finite margin above the decision's noise
+        assert np.isfinite(cert.margins[0, 6]) and cert.smallest_margin > 4
+    matched = fd.dcyk(g, words, d=256, readback="matched")
+    assert matched.certificate is None
+    with pytest.raises(ValueError, match="no certificate: only the least-squares"):
+        matched.suspect_cells()
+
+
+def test_a_forced_misread_is_flagged_with_every_cell_above_it(monkeypatch):
+    """Noise added to one cell's read (isotropic, one unit per dimension: as large as a
+    symbol) misreads it; its certificate names it and every cell above it, and no cell
+    that does not span it."""
+    g = fd.Grammar.builtin("G0")
+    words = "fish swim near fish swim fish".split()
+    cell, d = (3, 5), 256
+    rng = np.random.default_rng(0)
+    noise = np.conj(np.fft.rfft(rng.standard_normal(d)))  # q of an isotropic vector
+
+    readout = cleanup_parser.CleanupParser.readout
+
+    def noisy(self, i, j):
+        q = readout(self, i, j)
+        return q + noise if (i, j) == cell else q
+
+    monkeypatch.setattr(cleanup_parser.CleanupParser, "readout", noisy)
+    r = fd.dcyk(g, words, d=d, readback="cancel")
+    gold = fd.cyk(g, words)
+    assert r.chart[cell] != gold[cell]  # the read is wrong
+    suspect = set(r.suspect_cells())
+    spanning = {(i, j) for (i, j) in gold if i <= cell[0] and j >= cell[1]}
+    assert spanning <= suspect
+    assert not r.sure and r.confidence < 1 - ALPHA
+    # the cells beside it and below it keep their reads: not suspect
+    assert (0, 1) not in suspect and (0, 3) not in suspect
