@@ -14,7 +14,7 @@ dimension, as for any linear regression,
 
 all from what the read already has: ||r||^2 is Parseval's sum over the cell's readout
 spectrum (O(d)), G, x and a are the solve's. A decision "X is in the cell" (a_X above the
-decision boundary b) is then wrong with probability about Phi(-|a_X - b| / se(a_X)) (Phi
+decision boundary b) is then wrong with probability about Phi(-abs(a_X - b) / se(a_X)) (Phi
 the normal distribution function); a cell's bound is the sum over its decisions, and a
 sentence's over its cells (Bonferroni: the probability that any decision is wrong, under
 the noise model, is at most that sum).
@@ -117,7 +117,7 @@ def leakage_variance(g: np.ndarray, x: np.ndarray, a: np.ndarray, norm2: float, 
 
 
 def decision_bound(a: np.ndarray, se: np.ndarray, boundary: float) -> tuple[float, float]:
-    """The smallest z = |a - boundary| / se over a cell's decisions (inf without one) and
+    """The smallest z = abs(a - boundary) / se over a cell's decisions (inf without one) and
     the cell's bound, the sum of Phi(-z)."""
     if not len(a):
         return np.inf, 0.0
@@ -134,7 +134,7 @@ class Certificate:
     Attributes
     ----------
     margins : ndarray of float64, (n, n + 1)
-        margins[i, j]: the smallest z = |a_X - b| / se(a_X) over the decisions of cell
+        margins[i, j]: the smallest z = abs(a_X - b) / se(a_X) over the decisions of cell
         (i, j) (inf where the cell has no candidate, and outside the chart); a lower bound
         of it where that already puts the cell's bound below :data:`NEGLIGIBLE`.
     bounds : ndarray of float64, (n, n + 1)
@@ -223,6 +223,10 @@ class CertificateBuilder:
         nonterminals (the rest, a unary cell's terminals, are solved for but decide no
         item of the chart)."""
         a = np.asarray(a, np.float64)
+        if not (np.isfinite(norm2) and np.isfinite(a).all() and np.isfinite(g).all()):
+            # a read of non-finite numbers decides nothing (the parse reports them)
+            self.margins[i, j], self.bounds[i, j] = 0.0, float(decisions)
+            return
         # First a bound that needs no inverse: (G + ridge g I)^-1_XX <= 1 / (ridge g), g the
         # mean diagonal. Where it already makes the cell's bound negligible (as nearly always
         # when cancelling, whose leakage is small) the cell keeps it: its margin is then a
