@@ -90,10 +90,10 @@ NOT_MODELLED = {
 }
 #: What :func:`predict` says of the options whose declaration says more than it models.
 _NOTES = {
-    "readback": """How the clean-up gate reads a completed cell: ``"lstsq"`` (its default)
-    or ``"matched"`` (docs/method.md, section 7), the read-backs the model simulates; it
-    has no model of ``"cancel"``. The entrywise and trace gates read with
-    ``"matched"`` only.""",
+    "readback": """How the clean-up gate reads a completed cell (docs/method.md, section 7):
+    the model simulates all three read-backs, ``"cancel"`` with each item leaking, once
+    read, with its read's error. The entrywise and trace gates read with ``"matched"``
+    only.""",
 }
 
 

@@ -121,9 +121,9 @@ DECODERS = ("entry", "trace")
 #: nonterminal with its own matched filter, the decoder's readout (``decoder``), and is the
 #: only read-back of the entrywise and trace gates; the clean-up gate's ``"lstsq"`` solves
 #: for the amplitudes of the cell's candidates (the nonterminals its detections proposed) by
-#: least squares, every other nonterminal reading 0, and ``"cancel"`` is ``"lstsq"`` reading
-#: each cell from the table less what was read before it (successive interference
-#: cancellation). A read-back other than ``"matched"`` reads the chart itself: the decoder
+#: least squares, every other nonterminal reading 0, and ``"cancel"`` (its default) is
+#: ``"lstsq"`` reading each cell from the table less what was read before it (successive
+#: interference cancellation). A read-back other than ``"matched"`` reads the chart itself: the decoder
 #: does not apply. Which mode has which: :mod:`fastdcyk.engine.modes`.
 READBACKS = ("lstsq", "cancel", "matched")
 #: The detection t_A above which a nonterminal is a candidate of its cell under the
@@ -442,23 +442,24 @@ class DCYKOptions:
         '{"lstsq", "cancel", "matched"}',
         """How a completed cell is read, both for its parents and for the chart
         (docs/method.md, section 7; which gate has which: :mod:`fastdcyk.engine.modes`).
-        ``"lstsq"`` (the clean-up gate's default): the cell's candidates (the nonterminals
-        whose detection t_A exceeds ``candidate_level``, the only updates written) are read
-        together by least squares over their vectors, so that the symbols of a cell no
-        longer blur each other; every other nonterminal reads 0. ``"cancel"`` (the default
-        with ``weights="table"``): the same read of a second copy of the table from which
-        every read is subtracted (the words first, then each cell's candidates with their
-        amplitudes as read), so that the items of the cells read before it no longer leak
-        into a cell's read (successive interference cancellation); one more spectrum of
-        (d/2 + 1) x d complex numbers (the bytes of a d x d matrix) during the parse.
-        ``"matched"``: every nonterminal is read with its own matched filter; the final
+        ``"lstsq"``: the cell's candidates (the nonterminals whose detection t_A exceeds
+        ``candidate_level``, the only updates written) are read together by least squares
+        over their vectors, so that the symbols of a cell no longer blur each other; every
+        other nonterminal reads 0. ``"cancel"`` (the clean-up gate's default): the same read
+        of a second copy of the table from which every read is subtracted (the words first,
+        then each cell's candidates with their amplitudes as read), so that the items of the
+        cells read before it no longer leak into a cell's read (successive interference
+        cancellation): real grammars read exactly at about half the d of ``"lstsq"``, for
+        one more spectrum of (d/2 + 1) x d complex numbers (the bytes of a d x d matrix)
+        during the parse. Both least-squares read-backs give the parse a certificate
+        (``DCYKResult.sure``). ``"matched"``: every nonterminal is read with its own matched filter; the final
         chart is then the decoder's (``decoder``). The entrywise and trace gates read with
         their decoder and have ``"matched"`` only.""",
         choices=_readbacks,
-        cli="how the cleanup variant reads a finished cell: 'lstsq' (its default: its "
-        "candidates solved for by least squares), 'cancel' (the same, each cell read from "
-        "the table less what was read before it; the default with --weights table) or "
-        "'matched' (one matched filter per nonterminal); docs/method.md, section 7",
+        cli="how the cleanup variant reads a finished cell: 'cancel' (its default: its "
+        "candidates solved for by least squares, each cell read from the table less what "
+        "was read before it), 'lstsq' (the same from the whole table) or 'matched' (one "
+        "matched filter per nonterminal); docs/method.md, section 7",
         default=None,
     )
     candidate_level: float = declaration(
@@ -653,8 +654,8 @@ def documented(doc: str, names: Sequence[str], notes: Mapping[str, str] | None =
 
 def default_readback(gate: str, weights: str) -> str:
     """The read-back a parse gets when none is given: the first of its mode's
-    (:mod:`fastdcyk.engine.modes`; ``"cancel"`` for the weighted table, ``"lstsq"`` for the
-    clean-up gate, ``"matched"`` for the others)."""
+    (:mod:`fastdcyk.engine.modes`; ``"cancel"`` for the clean-up gate and the weighted
+    table, ``"matched"`` for the others)."""
     return _modes().select(gate, weights).readbacks[0]
 
 

@@ -132,11 +132,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         p,
         names,
         allowed={"readback": modelled},
-        help={
-            "readback": "how the cleanup variant reads a finished cell: 'lstsq' (its default: "
-            "its candidates solved for by least squares) or 'matched' (one matched filter per "
-            "nonterminal); the model has no model of 'cancel'. docs/method.md, section 7"
-        },
     )
     p.add_argument(
         "--dims",

@@ -230,10 +230,10 @@ def add_grid_options(p: argparse.ArgumentParser, defaults: ExperimentConfig) -> 
         g,
         ["readback"],
         help={
-            "readback": "the cleanup variant's read-back: 'lstsq' (its default: its "
-            "candidates solved for by least squares), 'cancel' (the same, each cell read from "
-            "the table less what was read before it) or 'matched' (one matched filter per "
-            "nonterminal); docs/method.md, section 7"
+            "readback": "the cleanup variant's read-back: 'cancel' (its default: its "
+            "candidates solved for by least squares, each cell read from the table less what "
+            "was read before it), 'lstsq' (the same from the whole table) or 'matched' (one "
+            "matched filter per nonterminal); docs/method.md, section 7"
         },
     )
     g.add_argument(

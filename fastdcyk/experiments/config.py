@@ -124,7 +124,7 @@ class ExperimentConfig:
         instead of refusing them.
     readback : {None, "lstsq", "cancel", "matched"}
         The cleanup variant's read-back (:data:`fastdcyk.options.READBACKS`); None (the
-        default) is its own, ``"lstsq"``. Normalised to
+        default) is its own, ``"cancel"`` (``"lstsq"`` before 0.4). Normalised to
         ``"matched"`` when the grid has no cleanup variant (the other variants read with
         their decoders). In :meth:`to_dict` only when it is not ``"matched"``: files of the
         cleanup variant written before the least-squares read-back existed read as

@@ -101,7 +101,7 @@ def test_parse_options_reach_the_engine(capsys):
 def test_parse_order_reaches_the_engine_and_the_report(capsys):
     argv = ["parse", "--grammar", "G0", "--dim", "64", "fish", "swim"]
     expected = [
-        ([], "variant=cleanup (gate=cleanup, readback=lstsq, order=cell,"),
+        ([], "variant=cleanup (gate=cleanup, readback=cancel, order=cell,"),
         (["--variant", "paper"], "variant=paper (gate=entrywise, decoder=entry, order=sequential"),
         (["--variant", "trace"], "variant=trace (gate=trace, decoder=trace, order=cell,"),
         (
@@ -420,7 +420,7 @@ def test_capacity_prints_the_table_and_the_dimension_needed(capsys):
     argv = ["capacity", "--grammar", "example", "--length", "3", "--dims", "64", "256"]
     assert main([*argv, "--sentences", "5", "--samples", "1"]) == 0
     out = capsys.readouterr().out
-    assert "variant=cleanup, encoding=paper, readback=lstsq" in out
+    assert "variant=cleanup, encoding=paper, readback=cancel" in out
     rows = [
         line.split() for line in out.splitlines() if line.strip().split(" ")[0] in ("64", "256")
     ]

@@ -819,9 +819,11 @@ def test_records_without_an_encoding_read_as_paper_and_aggregate_apart():
 
 def test_config_readback_in_the_hash_only_for_the_least_squares_read_back(tmp_path):
     kw = dict(grammars=("G1",), dims=(32,), sentences=3, max_len=4)
-    lstsq = ex.ExperimentConfig(variants=("cleanup",), **kw)
+    default = ex.ExperimentConfig(variants=("cleanup",), **kw)
+    assert default.readback == "cancel" and default.to_dict()["readback"] == "cancel"
+    lstsq = ex.ExperimentConfig(variants=("cleanup",), readback="lstsq", **kw)
     matched = ex.ExperimentConfig(variants=("cleanup",), readback="matched", **kw)
-    assert lstsq.readback == "lstsq" and lstsq.to_dict()["readback"] == "lstsq"
+    assert lstsq.to_dict()["readback"] == "lstsq" and lstsq.hash() != default.hash()
     # "matched" (what the cleanup variant read with before) is left out: a file written
     # before the read-back existed keeps its hash, and is not resumed with least squares
     assert "readback" not in matched.to_dict() and lstsq.hash() != matched.hash()

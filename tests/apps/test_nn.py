@@ -180,12 +180,15 @@ def test_the_learning_example_runs_and_lowers_the_loss(tmp_path):
     assert fd.Codebook.load(tmp_path / "cb.seed0.npz").d == 32
 
 
-def test_the_cleanup_variant_learns():
+@pytest.mark.parametrize("readback", ["lstsq", "cancel"])
+def test_the_cleanup_variant_learns(readback):
     """nn.DCYK with the clean-up detection: gradients reach the vectors, and a few steps of
-    gradient descent lower the loss (G2, d = 32, float64, fixed seeds)."""
+    gradient descent lower the loss (G2, float64, fixed seeds; at d = 32 the cancelling
+    read-back's charts are nearly exact from the start, so it learns at d = 16)."""
     g = fd.Grammar.builtin("G2")
     torch.manual_seed(0)
-    layer = DCYK(g, 32, variant="cleanup", dtype=torch.float64)
+    d = 32 if readback == "lstsq" else 16
+    layer = DCYK(g, d, variant="cleanup", readback=readback, dtype=torch.float64)
     sents = fd.generate(g, 8, min_len=3, max_len=5, seed=2)
     opt = torch.optim.Adam(layer.parameters(), lr=0.01)
     losses = []

@@ -370,7 +370,7 @@ def test_result_fields():
     assert set(r.chart) == {(0, 1), (0, 2), (1, 2)}
     assert r.counts["detections"] > 0
     assert set(r.timings) == {"unary", "binary", "decode"}
-    assert "variant='cleanup'" in repr(r) and r.options.readback == "lstsq"
+    assert "variant='cleanup'" in repr(r) and r.options.readback == "cancel"
 
 
 def test_pruning_skips_only_negligible_updates():

@@ -48,7 +48,7 @@ def test_the_nn_layer_defaults_to_the_same_variant(torch_one_thread):
     from fastdcyk.nn import DCYK
 
     layer = DCYK(fd.Grammar.builtin("G0"), 32)
-    assert layer.options.variant == "cleanup" and layer.options.readback == "lstsq"
+    assert layer.options.variant == "cleanup" and layer.options.readback == "cancel"
 
 
 # -- what a parse keeps ------------------------------------------------------------------------

@@ -45,7 +45,7 @@ def test_the_built_in_modes_and_their_facts():
         for part in ("simulation", "buffers", "cost", "reader"):
             assert (mode.part(part) is None) == (getattr(mode, part) is None)
     # the defaults of the read-backs are the first of each mode's
-    assert options.resolve("cleanup").readback == "lstsq"
+    assert options.resolve("cleanup").readback == "cancel"
     assert options.resolve("cleanup", weights="table").readback == "cancel"
     assert options.resolve("trace").readback == "matched"
 
@@ -63,8 +63,18 @@ def test_combinations_that_do_not_exist_are_refused_naming_those_that_do():
         options.resolve("cleanup", weights="table", readback="matched")
     with pytest.raises(ValueError, match=r"numpy backend only, not 'torch'"):
         modes.select("cleanup", "table").parser("torch")
-    with pytest.raises(ValueError, match="no model of readback='cancel'"):
-        fd.capacity.predict("G0", 3, 64, readback="cancel", samples=1, sentences=2)
+    # a mode whose simulation models only some of its read-backs: the others are refused
+    partly = modes.Mode(
+        "partly",
+        "partly",
+        "the clean-up gate, simulated with its least-squares read-back only",
+        {"numpy": ".cleanup.numpy_parser:CleanupParser"},
+        readbacks=("lstsq", "cancel"),
+        simulation=".cleanup.simulation:CleanupSimulation",
+        simulated_readbacks=("lstsq",),
+    )
+    with modes.registered(partly), pytest.raises(ValueError, match="no model of readback='cancel'"):
+        fd.capacity.predict("G0", 3, 64, gate="partly", readback="cancel", samples=1, sentences=2)
     with pytest.raises(ValueError, match="is registered already"):
         modes.register(modes.Mode("trace2", "trace", "a second trace gate", {}))
     with pytest.raises(KeyError, match="no mode 'nothing'"):

@@ -21,7 +21,13 @@ from fastdcyk.engine.rules import RuleStructure
 from fastdcyk.hrr import buffers
 from fastdcyk.options import DCYKOptions
 
-__all__ = ["seconds", "work_buffers"]
+__all__ = ["CANCEL_PASSES", "seconds", "work_buffers"]
+
+#: A cancelling parse's cost in passes of the plain least-squares parse, where the table's
+#: passes dominate (few candidates): 1.33 measured (G4, 12 words, d = 2048, one thread:
+#: 0.96 s against 0.72 s; docs/performance.md), the two more writes per cell sharing the
+#: index matrices and the read with the others.
+CANCEL_PASSES = 1.4
 
 
 def work_buffers(opt: DCYKOptions, blockwise: bool, slots: int, kept: int) -> Held:
@@ -37,12 +43,15 @@ def seconds(st: RuleStructure, n: int, d: int, opt: DCYKOptions, pair: float) ->
     """The scalar gates' passes (:func:`~fastdcyk.engine.cost.scalar_gate_seconds`) and the
     readouts: of every nonterminal in every cell twice with the matched read-back, of the
     words' terminals only with the least-squares ones (the candidates are few). Cancelling
-    writes each cell twice and subtracts its read (twice the passes), and reads the words
-    before the cells (their index matrices again, where not all are kept)."""
+    writes each cell twice and subtracts its read, and reads the words before the cells
+    (their index matrices again, where not all are kept): :data:`CANCEL_PASSES` times the
+    passes. The model counts no candidates: where the plain read-back's leakage makes many
+    false ones (real grammars at small d), cancelling is faster than it predicts, and
+    faster than ``"lstsq"`` (docs/performance.md)."""
     cancel = opt.readback == "cancel"
     if opt.readback == "matched":
         reads = 2 * (n * (n + 1) // 2) * len(st.nonterminals)
     else:
         reads = n * len(st.terminals)
-    passes, extra = (2, n) if cancel else (1, 0)
+    passes, extra = (CANCEL_PASSES, n) if cancel else (1, 0)
     return scalar_gate_seconds(n, d, pair, reads, passes=passes, extra_pairs=extra)

@@ -172,7 +172,7 @@ class CleanupParser(SpectralParser):
                 spectra = self._lexicon_spectra[rows]
                 x = self.trace(spectra, q)
                 g = gram(self.cb.vectors("terminal", terms))
-                a = solve(g, x, refine=self.refine)
+                a = self._solve(g, x, f"the read of word {k}")
                 self._subtract(k - 1, k, a @ spectra)
                 self._keep_read(k - 1, k, np.zeros(0, np.intp), spectra, g, a)
             self._word_scores[k] = c
@@ -258,7 +258,7 @@ class CleanupParser(SpectralParser):
         self._terminals_read = np.zeros(0, np.intp)
         g = gram(vectors)
         x = self.trace(spectra, q)
-        a = solve(g, x, refine=self.refine)
+        a = self._solve(g, x, f"the read of cell ({i}, {j})")
         if self._certify is not None and len(a):
             norm2 = float(self.parseval @ (q.real**2 + q.imag**2)) / self.d  # ||r||^2
             self._certify.add(i, j, g, x, a, norm2, len(rows))
@@ -267,6 +267,12 @@ class CleanupParser(SpectralParser):
             self._subtract(i, j, a @ spectra)
             self._keep_read(i, j, rows, spectra, g, a)
         return rows, a[: len(rows)]
+
+    def _solve(self, g: np.ndarray, x: np.ndarray, where: str) -> np.ndarray:
+        """The ridge solve of a read, refusing non-finite readouts (``where``: which read)."""
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(g))):
+            raise schedule.non_finite(where)
+        return solve(g, x, refine=self.refine)
 
     def _keep_read(self, i, j, rows, spectra, g, a) -> None:
         """Decoding a given P_left with cancelling: keep a read for :meth:`sweep`."""
@@ -280,7 +286,8 @@ class CleanupParser(SpectralParser):
         was first read, leave its read too. The candidates stay those of the first pass; the
         statistics are the new amplitudes."""
         for i, j, rows, spectra, g, a in self._kept_reads:
-            da = solve(g, self.trace(spectra, self.readout(i, j)), refine=self.refine)
+            x = self.trace(spectra, self.readout(i, j))
+            da = self._solve(g, x, f"the second read of cell ({i}, {j})")
             a += da
             self._subtract(i, j, da @ spectra)
             if len(rows):

@@ -5,8 +5,9 @@ The clean-up variant (the default) reads every completed cell once into clean sc
 gates each detection with the grammar's rules over its children's scores: its readouts
 are the matched filter's (the exact part from the spectra, the span part as noise) or,
 with the least-squares read-back, the solve of the candidates' Gram system with the exact
-readouts plus noise of the covariance the candidates share. The successive-cancelling
-read-back (``readback="cancel"``) has no model.
+readouts plus noise of the covariance the candidates share. With the cancelling read-back
+(``readback="cancel"``) every item, once read, leaks into the reads after it with the error
+of its read instead of its amplitude.
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ class CleanupSimulation(Simulation):
     read-back (docs/method.md, section 7) only the candidates are written, and their
     amplitudes solve G_C a = x_C, with x_C the exact readouts plus the modelled noise,
     drawn with the covariance the readouts of the candidates share (their Gram matrix
-    times the per-symbol variance): a = g + G_C^-1 e, as in the engine.
+    times the per-symbol variance): a = g + G_C^-1 e, as in the engine. With the cancelling
+    read-back (docs/method.md, section 7) the words are read first, each with the other
+    words as its leakage, and every read is subtracted: in the noise model an item weighs
+    its read's error squared, (g - a)^2 (a word (1 - a)^2), from the moment it is read.
 
     A cell's exact readouts are sums over the terms written into it of their overlaps with
     every symbol: one column of overlaps per symbol that is ever written (computed once per
@@ -65,7 +69,8 @@ class CleanupSimulation(Simulation):
 
     def __init__(self, grammar: Grammar, cb: Codebook, opt: DCYKOptions) -> None:
         super().__init__(grammar, cb, opt)
-        self.lstsq, self.level = opt.readback == "lstsq", opt.candidate_level
+        self.lstsq, self.level = opt.readback != "matched", opt.candidate_level
+        self.cancel = opt.readback == "cancel"
 
     @classmethod
     def own_memory(cls, grammar: Grammar, n: int, d: int, opt: DCYKOptions) -> int:
@@ -105,6 +110,16 @@ class CleanupSimulation(Simulation):
         self.scratch = np.full(nn, -1, np.intp)  # for candidate_rule_layer
         for i in range(1, n + 1):
             self.term[i - 1, i] = 1.0
+        # cancelling: an item's weight in the noise model, its gate squared until it is
+        # read, its read's error squared after
+        self.leak = np.zeros((n + 1, n + 1, nn)) if self.cancel else None
+        self.word_var = np.zeros(n + 1)
+        if self.cancel:  # the words are read (and subtracted) before any cell
+            for k in range(1, n + 1):
+                # word k's read sees the words after it and the errors of those before
+                self.word_var[k] = (self.term.sum() - 1.0) / d**2
+                error = self.rng.normal(0.0, np.sqrt(self.word_var[k]))
+                self.term[k - 1, k] = error**2
         # near[a, b]: the variance a near match across span indices a != b adds
         shifted = self.shifted_indices(n)
         self.near = np.where(shifted[:, None] & shifted[None, :], 2.0 / d**2, 1.0 / d)
@@ -135,6 +150,9 @@ class CleanupSimulation(Simulation):
         ((i, j') or (i', j)) is a near match: it reads the overlap of the two other index
         vectors, N(0, 1/d) unless both are shifted (2/d^2, section 3); every other term adds
         1/d^2, its gate squared weighing each."""
+        if self.leak is not None:
+            near = self.near[j] @ self.leak[i][:, rows] + self.near[i] @ self.leak[:, j][:, rows]
+            return near + self._other(i, j)
         near = self.near[j] @ (self.gates[i][:, rows] ** 2)
         near += self.near[i] @ (self.gates[:, j][:, rows] ** 2)
         return near + self._other(i, j)
@@ -142,7 +160,8 @@ class CleanupSimulation(Simulation):
     def _other(self, i: int, j: int) -> float:
         """The variance the terms of other cells add to any readout at (i, j), near matches
         aside: 1/d^2 times their squared gates (the words' weigh 1)."""
-        total = self.sq_total - float((self.gates[i, j] ** 2).sum()) + self.term.sum()
+        own = self.gates[i, j] ** 2 if self.leak is None else self.leak[i, j]
+        total = self.sq_total - float(own.sum()) + self.term.sum()
         return (total - self.term[i, j]) / self.d**2
 
     def _noise(self, i: int, j: int, size: int, var: Any) -> np.ndarray:
@@ -153,8 +172,9 @@ class CleanupSimulation(Simulation):
         if step == schedule.UNARY:
             word = self.words[i]
             x = self._column("tt", self.term_index[word])  # the cell holds the word only
-            # a word elsewhere shares no span slot with (i, j): no near match
-            self.unary_var = self._other(i, j)
+            # a word elsewhere shares no span slot with (i, j): no near match; cancelling,
+            # the words were read before any cell
+            self.unary_var = self.word_var[j] if self.cancel else self._other(i, j)
             c = sigmoid(x + self._noise(i, j, len(x), self.unary_var), self.beta)
             self.tvals = lexical_layer(st, c, self.term_rows)
             self.term_read = np.flatnonzero(c > self.level)
@@ -179,6 +199,8 @@ class CleanupSimulation(Simulation):
         rows, g = rows[on], g[on]
         self.gates[i, j, rows] = g
         self.sq_total += float(g @ g)
+        if self.leak is not None:
+            self.leak[i, j, rows] = g * g
         # the exact part of a term of gate below EXACT_MIN is below EXACT_MIN in every readout
         big = g >= _EXACT_MIN
         self.terms.setdefault((i, j), []).append((rows[big], g[big]))
@@ -231,11 +253,16 @@ class CleanupSimulation(Simulation):
             return
         g = vecs @ vecs.T
         written = g[:, :k] @ self.gates[i, j, rows]  # the cell's items: its candidates ...
-        if step == schedule.UNARY:  # ... and the word
-            written += vecs @ self.term_vec64[self.term_index[self.words[i]]]
+        if step == schedule.UNARY:  # ... and the word (cancelling: what its read left)
+            word = self.term_vec64[self.term_index[self.words[i]]]
+            written += (np.sqrt(self.term[i, j]) if self.cancel else 1.0) * (vecs @ word)
         z = self.rng.normal(0.0, 1.0, len(written))
         a = _solve_with_noise(g, written, np.sqrt(var), z)[:k]
         self.stats[i, j, rows] = a
+        if self.leak is not None:  # read: the items leak with their reads' errors
+            error2 = (self.gates[i, j, rows] - a) ** 2
+            self.sq_total += float(error2.sum() - self.leak[i, j, rows].sum())
+            self.leak[i, j, rows] = error2
         self.scores[i, j] = sigmoid(self.stats[i, j], self.beta)
         self.read_cells[(i, j)] = read_cell(self.st, rows, sigmoid(a, self.beta) - self.base)
 
