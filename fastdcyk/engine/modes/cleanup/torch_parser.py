@@ -107,7 +107,8 @@ class CleanupParser(SpectralParser):
             return
         nt, dev = self._nt, self.device
         for k in range(1, self.n + 1):
-            q = self.row_dots(self.residual, self.index_outer(k, k - 1))
+            idx = self.index_outer(k, k - 1)
+            q = self.row_dots(self.residual, idx)
             clean = self.sigmoid((q @ self.terminal_w.T).real)
             self._word_clean[k] = clean
             if self.soft is None:
@@ -118,16 +119,19 @@ class CleanupParser(SpectralParser):
             terms = ((clean > self.opt.candidate_level) | written) & self._lexicon
             terms &= self.active(k)[:, None]
             nonterminals = torch.zeros((self.batch, self._nn), dtype=torch.bool, device=dev)
-            self._subtract(k - 1, k, self._solve(torch.cat((nonterminals, terms), 1), q))
+            self._subtract(k - 1, k, self._solve(torch.cat((nonterminals, terms), 1), q), idx)
 
-    def _subtract(self, i: int, j: int, a: torch.Tensor) -> None:
+    def _subtract(self, i: int, j: int, a: torch.Tensor, idx: torch.Tensor) -> None:
         """Take sum_X a_X [i]- [j]- [X]- from the residual table (``a`` (B, N + T): the
-        amplitudes of nonterminals, then terminals; only the columns some sentence read)."""
+        amplitudes of nonterminals, then terminals; only the columns some sentence read).
+        ``idx``: the cell's :meth:`index_outer`, which its read used (conjugated here, in
+        place in the work buffer; under autograd a view of the read's, so that the
+        backward pass keeps one copy of it for the read and the subtraction)."""
         cols = (a != 0).any(0).nonzero().flatten()
         if not len(cols):
             return
         left = torch.conj(a[:, cols].to(self.cdtype) @ self._reg_written[cols])
-        self.add_outer("residual", -left, self.conj_work(self.index_outer(j, i)))
+        self.add_outer("residual", -left, self.conj_work(idx))
 
     def read(self, i: int, j: int, step: Step) -> None:
         st, xp = self.structure, self.xp
@@ -194,7 +198,8 @@ class CleanupParser(SpectralParser):
 
     def end(self, i: int, j: int, step: Step) -> None:
         table = self.left_spectrum if self.residual is None else self.residual
-        q = self.row_dots(table, self.index_outer(j, i))
+        idx = self.index_outer(j, i)
+        q = self.row_dots(table, idx)
         if not self.lstsq:
             self.scores[(i, j)] = self.sigmoid((q @ self.spectra_w.T).real)
             return
@@ -206,7 +211,7 @@ class CleanupParser(SpectralParser):
             self._terms = torch.zeros_like(self._terms)
         full = self._solve(cands, q)
         if self.residual is not None:  # what was read leaves the residual table
-            self._subtract(i, j, full)
+            self._subtract(i, j, full, idx)
         a = full[:, : self._nn]
         self.stats[(i, j)] = a
         self.scores[(i, j)] = scores = self.sigmoid(a)
