@@ -21,7 +21,8 @@ from fastdcyk.cfg.treebank import TreebankGrammar
 from fastdcyk.cfg.trees import Tree, is_parse, un_cnf
 from fastdcyk.cfg.viterbi import inside, viterbi
 from fastdcyk.engine import DCYKOptions, DCYKResult, dcyk, estimate_memory
-from fastdcyk.engine.api import clear_caches, decode
+from fastdcyk.engine.api import choose_dimension, clear_caches, decode
+from fastdcyk.engine.auto import DimensionWarning
 from fastdcyk.engine.batch import dcyk_batch
 from fastdcyk.engine.decode import decode_statistics
 from fastdcyk.hrr.codebook import Codebook
@@ -35,6 +36,7 @@ __all__ = [
     "Codebook",
     "DCYKOptions",
     "DCYKResult",
+    "DimensionWarning",
     "Forest",
     "Grammar",
     "GrammarError",
@@ -47,6 +49,7 @@ __all__ = [
     "available_ffts",
     "bracket_scores",
     "capacity",
+    "choose_dimension",
     "clear_caches",
     "options",
     "cell_scores",

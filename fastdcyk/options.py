@@ -123,8 +123,8 @@ DECODERS = ("entry", "trace")
 #: for the amplitudes of the cell's candidates (the nonterminals its detections proposed) by
 #: least squares, every other nonterminal reading 0, and ``"cancel"`` (its default) is
 #: ``"lstsq"`` reading each cell from the table less what was read before it (successive
-#: interference cancellation). A read-back other than ``"matched"`` reads the chart itself: the decoder
-#: does not apply. Which mode has which: :mod:`fastdcyk.engine.modes`.
+#: interference cancellation). A read-back other than ``"matched"`` reads the chart
+#: itself: the decoder does not apply. Which mode has which: :mod:`fastdcyk.engine.modes`.
 READBACKS = ("lstsq", "cancel", "matched")
 #: The detection t_A above which a nonterminal is a candidate of its cell under the
 #: least-squares read-back (written, and solved for): a quarter of one derivation whose
@@ -452,9 +452,9 @@ class DCYKOptions:
         cancellation): real grammars read exactly at about half the d of ``"lstsq"``, for
         one more spectrum of (d/2 + 1) x d complex numbers (the bytes of a d x d matrix)
         during the parse. Both least-squares read-backs give the parse a certificate
-        (``DCYKResult.sure``). ``"matched"``: every nonterminal is read with its own matched filter; the final
-        chart is then the decoder's (``decoder``). The entrywise and trace gates read with
-        their decoder and have ``"matched"`` only.""",
+        (``DCYKResult.sure``). ``"matched"``: every nonterminal is read with its own
+        matched filter; the final chart is then the decoder's (``decoder``). The entrywise
+        and trace gates read with their decoder and have ``"matched"`` only.""",
         choices=_readbacks,
         cli="how the cleanup variant reads a finished cell: 'cancel' (its default: its "
         "candidates solved for by least squares, each cell read from the table less what "

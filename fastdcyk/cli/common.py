@@ -72,6 +72,13 @@ def dimension(text: str) -> int:
     return checked(options.check_dim, number(text, int, "the dimension, an integer >= 2"))
 
 
+def dimension_or_auto(text: str) -> int | str:
+    """An integer d >= 2, or "auto" (d chosen by the certificate)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    return checked(options.check_dim, number(text, int, "the dimension, an integer >= 2 or 'auto'"))
+
+
 def threshold(text: str) -> float:
     return checked(options.check_threshold, number(text, float, "a number in (0, 1)"))
 
@@ -422,6 +429,19 @@ def report(
         f"{result.codebook.dtype}: {t:.2f} s",
         file=out,
     )
+    if result.dimension is not None:
+        print(f"d chosen: {result.dimension.reason}", file=out)
+    if result.certificate is not None:
+        suspects = result.suspect_cells()
+        bound = 1.0 - result.confidence
+        verdict = (
+            "sure (under the reads' noise model, the chance that any decision is wrong is "
+            + (f"at most {bound:.1e})" if bound > 1e-12 else "below 1e-12)")
+            if result.sure
+            else f"{len(suspects)} suspect cell(s), the lowest {suspects[0]}: the chart may "
+            "be wrong there"
+        )
+        print(f"certificate: {verdict}", file=out)
     if style == "compact":
         tree = result.tree(cnf=True)
         spans = () if tree is None else tree.spans()

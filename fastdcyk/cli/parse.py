@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from fastdcyk.cli.common import (
     add_parse_options,
     check_out_file,
     dimension,
+    dimension_or_auto,
     load_grammar,
     option_values,
     parse_kwargs,
@@ -26,6 +28,7 @@ from fastdcyk.cli.common import (
 )
 from fastdcyk.display import CHART_STYLES, chart_width, format_chart, format_chart_compact
 from fastdcyk.engine import dcyk, modes
+from fastdcyk.engine.auto import DimensionWarning
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.memory import check_parse_memory
 from fastdcyk.engine.progress import AUTO_DELAY, stderr_is_terminal
@@ -70,16 +73,36 @@ def _cmd_parse(args: argparse.Namespace) -> int:
             "--k lists the decoded chart's trees; --weights table prints the tree read from "
             "the table's scores beside the most probable one: leave one of them out"
         )
-    # a parse that cannot fit is refused (MemoryError) before its cost is estimated
-    check_parse_memory(args.dim, np.dtype(args.dtype), "auto", opt, len(words))
-    note = slow_parse_note(grammar, len(words), args.dim, opt)
-    if note is not None:  # before a long parse: what it will cost, and the faster option
-        print(f"fastdcyk parse: {note}", file=sys.stderr, flush=True)
+    certified = opt.readback in modes.select(opt.gate, opt.weights).certified_readbacks
+    dim = args.dim if args.dim is not None else ("auto" if certified else 1024)
+    if dim == "auto":
+        if not certified:
+            raise UsageError(
+                f"--dim auto doubles d while the certificate flags a cell, and "
+                f"--variant {opt.variant} with readback {opt.readback} gives none: use the "
+                "cleanup variant with --readback cancel (the default) or lstsq, or pass --dim"
+            )
+        kwargs["max_d"] = args.max_dim
+    else:
+        if args.max_dim is not None:
+            raise UsageError("--max-dim applies to --dim auto only")
+        # a parse that cannot fit is refused (MemoryError) before its cost is estimated
+        check_parse_memory(dim, np.dtype(args.dtype), "auto", opt, len(words))
+        note = slow_parse_note(grammar, len(words), dim, opt)
+        if note is not None:  # before a long parse: what it will cost, and the faster option
+            print(f"fastdcyk parse: {note}", file=sys.stderr, flush=True)
     # Parse before printing anything else, so that a bad option is an error and nothing else.
     try:
-        result = dcyk(grammar, words, d=args.dim, progress=progress, **kwargs)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DimensionWarning)
+            result = dcyk(grammar, words, d=dim, progress=progress, **kwargs)
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
+    for w in caught:  # d='auto' at its largest d with suspect cells: said, not a traceback
+        if issubclass(w.category, DimensionWarning):
+            print(f"fastdcyk parse: warning: {w.message}", file=sys.stderr, flush=True)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     print(f"sentence: {' '.join(words)}   grammar: {args.grammar}")
     full = format_chart(gold, words, nonterminals=grammar.nonterminals)
     style = args.chart
@@ -213,7 +236,21 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help=f"a grammar file or a built-in name {Grammar.builtin_names()} (default example)",
     )
     add_grammar_file_options(p)
-    p.add_argument("--dim", type=dimension, default=1024, help="dimension d (default 1024)")
+    p.add_argument(
+        "--dim",
+        type=dimension_or_auto,
+        default=None,
+        help="dimension d, or 'auto': parse at d = 128 and double d while the certificate "
+        "flags a cell (default: auto where the parse gives a certificate, as the cleanup "
+        "variant's least-squares read-backs do; 1024 otherwise)",
+    )
+    p.add_argument(
+        "--max-dim",
+        type=dimension,
+        default=None,
+        help="the largest d that --dim auto tries (default 8192, lowered to what fits in "
+        "the memory available)",
+    )
     add_parse_options(p)
     p.add_argument(
         "--progress",

@@ -29,7 +29,7 @@ import numpy as np
 
 from fastdcyk.cfg.generate import clear_cache as clear_generate_cache
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import modes
+from fastdcyk.engine import auto, modes
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.decode import chart_from_statistics, check_matrix, decode_statistics
 from fastdcyk.engine.numpy_backend import parse_sentence
@@ -52,12 +52,13 @@ from fastdcyk.options import (
     DCYKOptions,
     check_beta_threshold,
     check_choice,
+    check_dtype,
     choices,
     resolve,
     takes_options,
 )
 
-__all__ = ["clear_caches", "dcyk", "decode", "parse_plan"]
+__all__ = ["choose_dimension", "clear_caches", "dcyk", "decode", "parse_plan"]
 
 
 def clear_caches() -> None:
@@ -75,6 +76,7 @@ def clear_caches() -> None:
     >>> fd.clear_caches()
     """
     clear_codebooks()
+    auto.clear()  # the d that worked per grammar and length
     release_kept()  # the numpy backend's index matrices
     clear_generate_cache()
     if "fastdcyk.engine.torch_backend" in sys.modules:  # never import torch for this
@@ -117,7 +119,7 @@ def dcyk(
     words: str | Sequence[str],
     codebook: Codebook | None = None,
     *,
-    d: int | None = None,
+    d: int | str | None = None,
     seed: int = 0,
     dtype: Any = None,
     unitary: bool | None = None,
@@ -129,6 +131,7 @@ def dcyk(
     backend: str = "numpy",
     device: Any = None,
     options: DCYKOptions | None = None,
+    max_d: int | None = None,
     **keywords: Any,
 ) -> DCYKResult:
     """Parse a sentence with D-CYK (the paper's Algorithms 2, 3 and 4).
@@ -149,8 +152,13 @@ def dcyk(
         tables and work buffers are reused; :func:`clear_caches` forgets it). Parses that
         share a codebook take turns on its work buffers: to parse in parallel threads, give
         each thread its own codebook.
-    d : int, optional
-        Dimension (default 1024); must match the codebook's if both are given.
+    d : int or "auto", optional
+        Dimension; must match the codebook's if both are given. ``"auto"``: parse at
+        d = 128 and double d while the certificate flags a cell, up to ``max_d``
+        (:mod:`fastdcyk.engine.auto`; ``result.dimension`` says which d and why). Default:
+        ``"auto"`` where the parse gives a certificate (the cleanup variant with a
+        least-squares read-back, the default, numpy backend, no codebook given), 1024
+        otherwise.
     seed : int, default 0
         Codebook seed (ignored when a codebook is given).
     dtype : {"float32", "float64"}, optional
@@ -191,11 +199,18 @@ def dcyk(
     options : DCYKOptions, optional
         The options as one object (``variant`` to ``beam``), instead of the keywords;
         giving both is refused.
+    max_d : int, optional
+        With ``d="auto"``: the largest d tried (default 8192, lowered to the largest
+        power of two that fits in the memory available); checked against the memory
+        before the first parse.
 
     Returns
     -------
     DCYKResult
-        ``.p_left``, ``.p_right``, ``.chart``, ``.statistics``, ``.counts``, ``.timings``.
+        ``.p_left``, ``.p_right``, ``.chart``, ``.statistics``, ``.counts``, ``.timings``;
+        with ``d="auto"``, ``.dimension``. When the certificate still flags a cell at
+        ``max_d``, the parse there is returned with a
+        :class:`~fastdcyk.engine.auto.DimensionWarning`.
 
     Raises
     ------
@@ -208,7 +223,8 @@ def dcyk(
         ``backend="torch"`` without PyTorch installed.
     MemoryError
         When the parse would not fit in memory: the message gives the memory needed and
-        available, and the largest d that fits.
+        available, and the largest d that fits; with ``d="auto"``, when ``max_d`` does
+        not fit.
     FloatingPointError
         When non-finite values appear in the accumulators.
 
@@ -219,10 +235,43 @@ def dcyk(
     >>> r = fastdcyk.dcyk(g, "a a b", d=512, variant="trace")
     >>> sorted(r.chart[(0, 3)])
     ['S']
+    >>> r = fastdcyk.dcyk(g, "a a b")   # d chosen by the certificate
+    >>> r.codebook.d, r.sure, r.dimension.tried
+    (128, True, (128,))
     """
     delay = check_progress(progress)
     if not isinstance(record, bool | np.bool_):
         raise ValueError(f"record must be True or False, got {record!r}")
+    opt = _chosen_d_options(d, codebook, backend, dtype, max_d, option_keywords(options, keywords))
+    if opt is not None:
+        g = cnf_grammar(grammar)
+        ws = words_of(g, words)
+        dt = check_dtype(dtype)
+        if check_memory:
+            cap, note = auto.dimension_cap(max_d, dt, fft, opt, len(ws))
+        else:
+            cap, note = (auto.MAX_D if max_d is None else max_d), None
+        key = (g, opt, seed, dt.name, unitary, repr(fft))
+
+        def parse_at(size: int) -> DCYKResult:
+            return dcyk(
+                g,
+                ws,
+                d=size,
+                seed=seed,
+                dtype=dt,
+                unitary=unitary,
+                fft=fft,
+                decode=decode,
+                check_memory=check_memory,
+                progress=progress,
+                record=record,
+                options=opt,
+            )
+
+        result, choice = auto.choose(parse_at, key, len(ws), cap, note)
+        result.dimension = choice
+        return result
     plan = prepare(
         grammar,
         [words],
@@ -254,6 +303,105 @@ def dcyk(
         if bar is not None:
             bar.close()
         trim_codebooks()  # the kept codebooks' work buffers now count too
+
+
+@takes_options()
+def choose_dimension(
+    grammar: Grammar | str,
+    sentences: Sequence[str | Sequence[str]],
+    *,
+    seed: int = 0,
+    dtype: Any = None,
+    unitary: bool | None = None,
+    fft: Any = "auto",
+    max_d: int | None = None,
+    progress: bool | None = None,
+    options: DCYKOptions | None = None,
+    **keywords: Any,
+) -> int:
+    """The d that ``d="auto"`` needs for every sentence of a sample: the largest d it
+    chose (:func:`dcyk` with ``d="auto"``, numpy backend), for the torch backend and
+    :class:`fastdcyk.nn.DCYK`, whose batches share one d.
+
+    Parameters
+    ----------
+    grammar : Grammar or str
+    sentences : sequence of str or of sequence of str
+        The sample (at least one sentence), as for :func:`dcyk`.
+    seed, dtype, unitary, fft, max_d
+        As for :func:`dcyk`.
+    progress : bool, optional
+        A progress bar over the sample (default: on a terminal, for over 2 seconds).
+    {options}
+    options : DCYKOptions, optional
+        The options as one object, instead of the keywords.
+
+    Returns
+    -------
+    int
+        The largest d chosen; ``max_d`` (with a
+        :class:`~fastdcyk.engine.auto.DimensionWarning`) where a sentence is not sure there.
+
+    Examples
+    --------
+    >>> import fastdcyk as fd
+    >>> fd.choose_dimension("G0", ["fish swim", "fish swim near fish"])
+    128
+    """
+    if isinstance(sentences, str) or not len(sentences):
+        raise ValueError(
+            "sentences must be a non-empty sequence of sentences (a str is one sentence: "
+            "pass [sentence])"
+        )
+    opts = option_keywords(options, keywords)
+    delay = check_progress(progress)
+    bar = progress_bar(delay, len(sentences), "choosing d", "sentence")
+    best = 0
+    try:
+        for words in sentences:
+            r = dcyk(
+                grammar,
+                words,
+                d="auto",
+                seed=seed,
+                dtype=dtype,
+                unitary=unitary,
+                fft=fft,
+                decode=False,
+                max_d=max_d,
+                progress=False,
+                **opts,
+            )
+            best = max(best, r.codebook.d)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return best
+
+
+def _chosen_d_options(
+    d: Any, codebook: Any, backend: str, dtype: Any, max_d: Any, opts: dict[str, Any]
+) -> DCYKOptions | None:
+    """The parse's options, resolved, when d is chosen by :mod:`fastdcyk.engine.auto`
+    (``d="auto"``, or d left out where the parse gives a certificate); None otherwise."""
+    asked = auto.is_auto(d)
+    if max_d is not None and not (asked or d is None):
+        raise ValueError(f"max_d applies to d='auto' only, and d = {d!r} was given")
+    if not asked and (d is not None or codebook is not None or backend != "numpy"):
+        if max_d is not None:
+            raise ValueError("max_d applies to d='auto' only: pass d='auto' with it")
+        return None
+    opt = resolve(dtype=check_dtype(dtype), **opts)
+    if asked:
+        auto.check_auto(codebook, backend, opt)
+        return opt
+    if opt.readback in modes.select(opt.gate, opt.weights).certified_readbacks:
+        return opt
+    if max_d is not None:
+        raise ValueError("max_d applies to d='auto' only: pass d='auto' with it")
+    return None
 
 
 def decode(

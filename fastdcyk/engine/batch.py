@@ -19,8 +19,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine.api import parse_plan
-from fastdcyk.engine.plan import Plan, option_keywords, prepare
+from fastdcyk.engine import auto
+from fastdcyk.engine.api import choose_dimension, dcyk, parse_plan
+from fastdcyk.engine.plan import Plan, cnf_grammar, option_keywords, prepare, words_of
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions, check_int, takes_options
@@ -110,7 +111,7 @@ def dcyk_batch(
     sentences: Sequence[str | Sequence[str]],
     codebook: Codebook | None = None,
     *,
-    d: int | None = None,
+    d: int | str | None = None,
     seed: int = 0,
     dtype: Any = None,
     unitary: bool | None = None,
@@ -121,6 +122,7 @@ def dcyk_batch(
     device: Any = None,
     batch_size: int | None = None,
     options: DCYKOptions | None = None,
+    max_d: int | None = None,
     **keywords: Any,
 ) -> list[DCYKResult]:
     """Parse sentences with D-CYK, in batches: one :class:`DCYKResult` per sentence.
@@ -132,9 +134,13 @@ def dcyk_batch(
         The sentences (a str is split on whitespace), each checked as :func:`fastdcyk.dcyk`
         checks one (soft terminals included: a mapping ``{terminal: weight}`` at a
         position).
-    codebook, d, seed, dtype, unitary, fft, decode, check_memory
+    codebook, d, seed, dtype, unitary, fft, decode, check_memory, max_d
         As for :func:`fastdcyk.dcyk`; one codebook (given or built here) serves every
-        sentence.
+        sentence. ``d="auto"``: with the numpy backend, each sentence's d is chosen as
+        :func:`fastdcyk.dcyk` chooses it (so is d left out); with the torch backend, the
+        batch's d is :func:`fastdcyk.choose_dimension` of its sentences (numpy parses
+        first), and each result's ``dimension`` says so. Left out with the torch
+        backend: 1024.
     {options}
     backend : {"torch", "numpy"}, default "torch"
         ``"torch"``: :mod:`fastdcyk.engine.torch_backend` on batches of sentences (the
@@ -177,6 +183,69 @@ def dcyk_batch(
         raise TypeError("sentences must be a sequence of sentences, not one str")
     if len(sentences) == 0:
         return []
+    opts = option_keywords(options, keywords)
+    kw = {"seed": seed, "dtype": dtype, "unitary": unitary, "fft": fft}
+    if backend == "numpy" and codebook is None and (d is None or auto.is_auto(d)):
+        g = cnf_grammar(grammar)
+        every = [words_of(g, s) for s in sentences]  # every sentence checked first
+        return [
+            dcyk(
+                g,
+                ws,
+                d=d,
+                decode=decode,
+                check_memory=check_memory,
+                progress=False,
+                max_d=max_d,
+                **kw,
+                **opts,
+            )
+            for ws in every
+        ]
+    chosen = None
+    if auto.is_auto(d):
+        if codebook is not None:
+            raise ValueError(
+                f"d='auto' builds a codebook at each d it tries, and a codebook was given "
+                f"(its d is {codebook.d}): leave the codebook out, or leave d out"
+            )
+        t0 = time.perf_counter()
+        d = choose_dimension(grammar, sentences, max_d=max_d, progress=False, **kw, **opts)
+        chosen = auto.DimensionChoice(
+            d,
+            (d,),
+            True,
+            max_d or auto.MAX_D,
+            f"the largest d that d='auto' chose for the batch's {len(sentences)} sentences "
+            "(numpy backend; fastdcyk.choose_dimension)",
+            time.perf_counter() - t0,
+        )
+    elif max_d is not None:
+        raise ValueError("max_d applies to d='auto' only: pass d='auto' with it")
+    results = _parse_batch(
+        grammar, sentences, codebook, d, kw, decode, check_memory, backend, device, batch_size, opts
+    )
+    if chosen is not None:
+        for r in results:
+            r.dimension = chosen
+    return results
+
+
+def _parse_batch(
+    grammar: Grammar | str,
+    sentences: Sequence[str | Sequence[str]],
+    codebook: Codebook | None,
+    d: int | None,
+    kw: dict[str, Any],
+    decode: bool,
+    check_memory: bool,
+    backend: str,
+    device: Any,
+    batch_size: int | None,
+    opts: dict[str, Any],
+) -> list[DCYKResult]:
+    """:func:`dcyk_batch` at one d."""
+    seed, dtype, unitary, fft = kw["seed"], kw["dtype"], kw["unitary"], kw["fft"]
     plan = prepare(
         grammar,
         sentences,
@@ -189,7 +258,7 @@ def dcyk_batch(
         check_memory=check_memory,
         backend=backend,
         device=device,
-        options=option_keywords(options, keywords),
+        options=opts,
     )
     if backend == "numpy":
         return parse_plan(plan, backend, decode=decode)

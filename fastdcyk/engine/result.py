@@ -12,6 +12,7 @@ from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.trees import Tree
 from fastdcyk.cfg.viterbi import ViterbiParse, tree_from_scores, viterbi
 from fastdcyk.engine import modes
+from fastdcyk.engine.auto import DimensionChoice
 from fastdcyk.engine.certificate import Certificate
 from fastdcyk.engine.decode import Statistics, chart_from_statistics, item_scores
 from fastdcyk.engine.soft import lexical_of
@@ -55,6 +56,10 @@ class DCYKResult:
         backend): how far each cell's read can be trusted
         (:class:`~fastdcyk.engine.certificate.Certificate`, docs/method.md, section 7);
         :attr:`confidence`, :attr:`sure` and :meth:`suspect_cells` read it. None otherwise.
+    dimension : DimensionChoice or None
+        When d was chosen (``d="auto"``): the d parsed at, every d tried, why, and the
+        time of all the tries (:class:`~fastdcyk.engine.auto.DimensionChoice`); None for a
+        d given.
     """
 
     words: tuple[str, ...]
@@ -70,6 +75,7 @@ class DCYKResult:
     log: list[dict[str, Any]] | None = None
     table_scores: dict[tuple[int, int, str], float] | None = None
     certificate: Certificate | None = None
+    dimension: DimensionChoice | None = None
 
     # -- how far the chart can be trusted ----------------------------------------------------
 

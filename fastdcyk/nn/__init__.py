@@ -43,7 +43,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("fastdcyk.nn needs PyTorch: pip install 'fastdcyk[torch]'") from exc
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import modes, torch_backend
+from fastdcyk.engine import auto, modes, torch_backend
+from fastdcyk.engine.api import choose_dimension
 from fastdcyk.engine.decode import decision_boundary
 from fastdcyk.engine.plan import cnf_grammar, default_codebook, words_of
 from fastdcyk.engine.soft import lexical_scores
@@ -77,8 +78,10 @@ class DCYK(torch.nn.Module):
     ----------
     grammar : Grammar or str
         A CNF grammar (or the name of a built-in one).
-    d : int
-        The dimension.
+    d : int or "auto"
+        The dimension. ``"auto"``: the d that ``fastdcyk.dcyk(..., d="auto")`` needs for
+        every sentence of ``sample`` (:func:`fastdcyk.choose_dimension`: the numpy
+        backend's parses, at construction), which :attr:`d` then holds.
     variant : {"cleanup", "trace", "paper"}, default "cleanup"
         As for :func:`fastdcyk.dcyk` (:data:`fastdcyk.options.DEFAULT_VARIANT`); the other
         options are the keywords below. ``prune`` defaults to 0 here (every update is
@@ -100,6 +103,10 @@ class DCYK(torch.nn.Module):
     seed : int, default 0
     max_length : int, default 32
         The longest sentence the module parses (it holds index vectors 0..max_length).
+    sample : sequence of sentences, optional
+        With ``d="auto"`` (and only then): sentences like those the layer will parse.
+    max_d : int, optional
+        With ``d="auto"``: the largest d to try (as for :func:`fastdcyk.dcyk`).
     {options}
 
     Attributes
@@ -137,7 +144,7 @@ class DCYK(torch.nn.Module):
     def __init__(
         self,
         grammar: Grammar | str,
-        d: int,
+        d: int | str,
         *,
         variant: str = DEFAULT_VARIANT,
         learn: Sequence[str] = ("vectors",),
@@ -146,13 +153,37 @@ class DCYK(torch.nn.Module):
         codebook: Codebook | None = None,
         seed: int = 0,
         max_length: int = 32,
+        sample: Sequence[Any] | None = None,
+        max_d: int | None = None,
         **options: Any,
     ) -> None:
         super().__init__()
         grammar = cnf_grammar(grammar)
-        d = check_dim(d)  # 2.5 or "64" are refused, not truncated or parsed
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+        if auto.is_auto(d):
+            if sample is None:
+                raise ValueError(
+                    "d='auto' chooses d from sentences like those the layer will parse: "
+                    "pass sample=[...] with it, or pass d"
+                )
+            if codebook is not None:
+                raise ValueError(f"d='auto' and a codebook (d = {codebook.d}): leave one out")
+            given = {k: v for k, v in options.items() if v is not None}
+            d = choose_dimension(
+                grammar,
+                sample,
+                seed=seed,
+                dtype=_DTYPES[dtype],
+                max_d=max_d,
+                variant=variant,
+                **given,
+            )
+        elif sample is not None or max_d is not None:
+            raise ValueError(
+                "sample and max_d apply to d='auto' only: leave them out, or pass d='auto'"
+            )
+        d = check_dim(d)  # 2.5 or "64" are refused, not truncated or parsed
         if isinstance(learn, str):
             learn = (learn,)
         learn = tuple(check_choice("learn", x, LEARNABLE) for x in learn)

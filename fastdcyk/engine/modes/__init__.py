@@ -78,6 +78,10 @@ class Mode:
         probabilities rank the decoded chart's trees) or ``"table"`` (the mode writes them).
     readbacks : tuple of str, default ("matched",)
         The read-backs the mode has (``readback`` option); the first is its default.
+    certified_readbacks : tuple of str, default ()
+        The read-backs whose numpy parse gives a certificate per cell
+        (:mod:`fastdcyk.engine.certificate`; ``DCYKResult.sure``), which ``d="auto"``
+        doubles d by.
     simulation : part, optional
         The capacity model's simulation of the mode (:mod:`fastdcyk.capacity`); None: the
         model has none.
@@ -112,6 +116,7 @@ class Mode:
     parsers: Mapping[str, Part]
     weights: str = "chart"
     readbacks: tuple[str, ...] = ("matched",)
+    certified_readbacks: tuple[str, ...] = ()
     simulation: Part | None = None
     simulated_readbacks: tuple[str, ...] = ()
     buffers: Part | None = None
@@ -309,6 +314,7 @@ register(
             "torch": ".cleanup.torch_parser:CleanupParser",
         },
         readbacks=("cancel", "lstsq", "matched"),
+        certified_readbacks=("cancel", "lstsq"),
         simulation=".cleanup.simulation:CleanupSimulation",
         buffers=".cleanup:work_buffers",
         cost=".cleanup:seconds",
@@ -324,6 +330,7 @@ register(
         summary="the clean-up gate writing a PCFG's Viterbi scores into the table",
         parsers={"numpy": ".weighted.numpy_parser:WeightedParser"},
         readbacks=("cancel", "lstsq"),
+        certified_readbacks=("cancel", "lstsq"),
         buffers=".cleanup:work_buffers",
         cost=".cleanup:seconds",
         differentiable=False,

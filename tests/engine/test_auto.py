@@ -1,0 +1,188 @@
+"""d chosen for you: d="auto" doubles d while the certificate flags a cell
+(fastdcyk.engine.auto; docs/method.md, section 7)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import fastdcyk as fd
+import fastdcyk.hrr.memory as memory_module
+from fastdcyk.engine import auto
+from fastdcyk.engine.memory import parse_bytes
+from fastdcyk.options import resolve
+
+#: A CommandTalk sentence whose chart holds cells of over a hundred symbols: at d = 128 the
+#: certificate flags cells, at 256 it is sure and the chart is CYK's (tests/conftest.py).
+NEEDS_256 = "cev umcp are skurkas"
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    """Every test starts with no starting d kept."""
+    fd.clear_caches()
+    yield
+    fd.clear_caches()
+
+
+def test_auto_doubles_until_the_certificate_is_sure(commandtalk):
+    r = fd.dcyk(commandtalk, NEEDS_256, d="auto")
+    assert r.dimension.tried == (128, 256)
+    assert r.codebook.d == r.dimension.d == 256
+    assert r.sure and r.dimension.sure
+    assert r.chart == fd.cyk(commandtalk, NEEDS_256)
+    assert "sure of the chart at d = 256" in r.dimension.reason
+    assert "suspect cells at d = 128" in r.dimension.reason
+    # the parse at 128 was not sure: the doubling was needed
+    assert not fd.dcyk(commandtalk, NEEDS_256, d=128).sure
+
+
+def test_a_sentence_of_the_same_length_starts_where_the_last_one_worked(commandtalk):
+    fd.dcyk(commandtalk, NEEDS_256, d="auto")
+    r = fd.dcyk(commandtalk, "brdm2 can tow zpu t80", d="auto")
+    assert r.dimension.tried == (256,)
+    assert "where the last sentence of 1 to 5 words was sure" in r.dimension.reason
+    fd.clear_caches()  # forgets it
+    assert fd.dcyk(commandtalk, "brdm2 can tow zpu t80", d="auto").dimension.tried[0] == 128
+
+
+@pytest.mark.parametrize("name", ["G0", "G1", "G2", "G3", "G4"])
+def test_the_papers_grammars_need_no_more_than_128(name):
+    """G0..G4 at the default d: every chart of a sample sure and exact at d = 128."""
+    g = fd.Grammar.builtin(name)
+    for words in fd.generate(g, 5, min_len=3, max_len=8, seed=0):
+        r = fd.dcyk(g, words)  # d left out: chosen
+        assert r.dimension.tried == (128,)
+        assert r.chart == fd.cyk(g, words)
+
+
+def test_d_left_out_is_chosen_only_where_there_is_a_certificate():
+    g = fd.Grammar.builtin("G0")
+    assert fd.dcyk(g, "fish swim").dimension.d == 128
+    assert fd.dcyk(g, "fish swim", variant="trace").dimension is None
+    assert fd.dcyk(g, "fish swim", variant="trace").codebook.d == 1024
+    assert fd.dcyk(g, "fish swim", readback="matched").codebook.d == 1024
+    assert fd.dcyk(g, "fish swim", d=64).dimension is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"d": "big"}, "integer >= 2 or 'auto'"),
+        ({"d": "auto", "variant": "trace"}, "gives none"),
+        ({"d": "auto", "readback": "matched"}, "gives none"),
+        ({"d": "auto", "max_d": 64}, "max_d must be an integer >= 128"),
+        ({"d": 256, "max_d": 512}, "max_d applies to d='auto' only"),
+    ],
+)
+def test_what_auto_refuses(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        fd.dcyk(fd.Grammar.builtin("G0"), "fish swim", **kwargs)
+
+
+def test_auto_refuses_a_codebook_and_the_torch_backend():
+    g = fd.Grammar.builtin("G0")
+    with pytest.raises(ValueError, match="a codebook was given"):
+        fd.dcyk(g, "fish swim", fd.Codebook.for_grammar(g, 64, 0), d="auto")
+    with pytest.raises(ValueError, match="choose_dimension"):
+        fd.dcyk(g, "fish swim", d="auto", backend="torch")
+
+
+def _memory_for(d: int, n: int) -> int:
+    """The memory available that lets a parse at d fit, and not one at 2d."""
+    opt = resolve(dtype="float32")
+    return int(parse_bytes(d, "float32", "auto", opt, n) / 0.9) + 1
+
+
+def test_a_max_d_that_does_not_fit_is_refused_before_any_parse(monkeypatch, commandtalk):
+    monkeypatch.setattr(memory_module, "available_memory", lambda: _memory_for(256, 4))
+    parsed = []
+    monkeypatch.setattr(auto, "choose", lambda *a, **k: parsed.append(a))
+    with pytest.raises(MemoryError, match=r"max_d = 8192, .* pass max_d=256"):
+        fd.dcyk(commandtalk, NEEDS_256, d="auto", max_d=8192)
+    assert not parsed
+
+
+def test_auto_stops_at_the_memory_cap_and_says_so(monkeypatch, commandtalk):
+    """Memory for d = 128 only: the default max_d is lowered to 128, the sentence (which
+    needs 256) is parsed there, and the result says that its chart may be wrong, with a
+    DimensionWarning."""
+    monkeypatch.setattr(memory_module, "available_memory", lambda: _memory_for(128, 4))
+    with pytest.warns(fd.DimensionWarning, match="still flags"):
+        r = fd.dcyk(commandtalk, NEEDS_256, d="auto")
+    assert r.dimension.tried == (128,) and r.dimension.max_d == 128
+    assert not r.dimension.sure and not r.sure and r.suspect_cells()
+    assert "the largest power of two whose parse fits" in r.dimension.reason
+
+
+def test_choose_dimension_takes_the_largest_of_a_sample(commandtalk):
+    d = fd.choose_dimension(commandtalk, ["brdm2 can tow zpu t80", NEEDS_256])
+    assert d == 256
+    with pytest.raises(ValueError, match="non-empty sequence"):
+        fd.choose_dimension(commandtalk, NEEDS_256)
+
+
+def test_dcyk_batch_chooses_d():
+    g = fd.Grammar.builtin("G4")
+    sents = fd.generate(g, 3, min_len=5, max_len=9, seed=0)
+    each = fd.dcyk_batch(g, sents, d="auto", backend="numpy")
+    assert [r.dimension.d for r in each] == [128, 128, 128]
+    assert all(r.chart == fd.cyk(g, w) for r, w in zip(each, sents, strict=True))
+    pytest.importorskip("torch")
+    batch = fd.dcyk_batch(g, sents, d="auto")
+    assert {r.codebook.d for r in batch} == {128}
+    assert "choose_dimension" in batch[0].dimension.reason
+    assert fd.dcyk_batch(g, sents).__getitem__(0).codebook.d == 1024  # torch: d left out
+
+
+def test_the_layer_chooses_d_from_a_sample():
+    pytest.importorskip("torch")
+    from fastdcyk.nn import DCYK
+
+    g = fd.Grammar.builtin("G2")
+    sample = fd.generate(g, 3, min_len=3, max_len=6, seed=0)
+    assert DCYK(g, "auto", sample=sample, max_length=6).d == 128
+    with pytest.raises(ValueError, match="pass sample="):
+        DCYK(g, "auto")
+    with pytest.raises(ValueError, match="apply to d='auto' only"):
+        DCYK(g, 64, sample=sample)
+
+
+def test_the_cli_parses_at_the_d_it_chose():
+    out = subprocess.run(
+        [sys.executable, "-m", "fastdcyk.cli", "parse", "--grammar", "G0", "fish", "swim"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "d=128" in out and "d chosen: the certificate is sure" in out
+    assert "certificate: sure" in out
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fastdcyk.cli",
+            "parse",
+            "--dim",
+            "auto",
+            "--variant",
+            "trace",
+            "a",
+            "b",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "gives none" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_result_without_dimension_at_a_fixed_d():
+    r = fd.dcyk(fd.Grammar.builtin("G0"), "fish swim", d=256)
+    assert r.dimension is None and r.sure
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isfinite(r.certificate.smallest_margin) or r.certificate.smallest_margin > 0
