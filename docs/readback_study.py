@@ -8,8 +8,8 @@ cleanup variant with its default codebook (seed 0, and 1 for the agreement study
 with each read-back (``readback="lstsq"``, the default when this study ran, and
 ``"matched"``; ``--readback cancel``: the least-squares read-back with cancelling, the
 default since, which the capacity model did not predict then and this script does not ask
-it to; docs/default_study.py measures it with its prediction); the capacity model predicts every point on the same sentences with the same
-codebooks. Studies:
+it to; docs/default_study.py measures it with its prediction); the capacity model predicts
+every point on the same sentences with the same codebooks. Studies:
 
 - ``dims``: F1 and exact tables against d in {256, 512, 1024, 2048, 4096}, on the lengths
   of the grammar's target (ATIS 11-20 words, CommandTalk 5-15, the treebank grammar 5-12),

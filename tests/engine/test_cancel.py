@@ -241,3 +241,26 @@ def test_where_cancelling_is_not_built(cases):
     g, words = cases[0]
     with pytest.raises(ValueError, match="not a read-back of gate='trace'"):
         fd.dcyk(g, words, d=256, variant="trace", readback="cancel")
+
+
+@pytest.mark.parametrize("d", [256, 512])
+def test_decode_of_a_parses_p_left_gives_its_chart(commandtalk, big_cells, d):
+    """What decode reproduces of a cancelling parse (docs/method.md, section 7): the parse
+    reads each cell before any cell above it is written, decode reads the finished table
+    (the cells above leak into the bottom-up pass) and then sweeps it twice. On the study's
+    grammar and lengths (CommandTalk, cells of over a hundred symbols), every chart the
+    parse's certificate calls sure comes back from its P_left alone, and is CYK's (at
+    d = 256 one of the eight is not sure: its parse and its decode both miss items)."""
+    more = fd.generate(commandtalk, 4, min_len=5, max_len=20, seed=1)
+    sents = [s.split() for s in big_cells.sentences] + more
+    cb = fd.Codebook.for_grammar(commandtalk, d, 0)
+    sure = 0
+    for words in sents:
+        r = fd.dcyk(commandtalk, words, cb)
+        assert r.options.readback == "cancel"
+        if not r.sure:
+            continue
+        sure += 1
+        chart = fd.decode(r.p_left, commandtalk, codebook=cb, words=words, readback="cancel")
+        assert chart == r.chart == fd.cyk(commandtalk, words), (d, words)
+    assert sure >= len(sents) - 1
