@@ -28,7 +28,7 @@ from fastdcyk.cli.common import (
 )
 from fastdcyk.display import CHART_STYLES, chart_width, format_chart, format_chart_compact
 from fastdcyk.engine import dcyk, modes
-from fastdcyk.engine.auto import DimensionWarning
+from fastdcyk.engine.auto import START_D, DimensionWarning
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.memory import check_parse_memory
 from fastdcyk.engine.progress import AUTO_DELAY, stderr_is_terminal
@@ -82,6 +82,8 @@ def _cmd_parse(args: argparse.Namespace) -> int:
                 f"--variant {opt.variant} with readback {opt.readback} gives none: use the "
                 "cleanup variant with --readback cancel (the default) or lstsq, or pass --dim"
             )
+        if args.max_dim is not None and args.max_dim < START_D:
+            raise UsageError(f"--max-dim must be at least {START_D}, where --dim auto starts")
         kwargs["max_d"] = args.max_dim
     else:
         if args.max_dim is not None:

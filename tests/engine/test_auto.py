@@ -186,3 +186,10 @@ def test_a_result_without_dimension_at_a_fixed_d():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert np.isfinite(r.certificate.smallest_margin) or r.certificate.smallest_margin > 0
+
+
+def test_the_cli_refuses_a_max_dim_below_the_start(capsys):
+    from fastdcyk import cli
+
+    code = cli.main(["parse", "--grammar", "G0", "--max-dim", "64", "fish", "swim"])
+    assert code == 2 and "--max-dim must be at least 128" in capsys.readouterr().err
