@@ -28,7 +28,7 @@ from fastdcyk.cli.common import (
 )
 from fastdcyk.display import CHART_STYLES, chart_width, format_chart, format_chart_compact
 from fastdcyk.engine import dcyk, modes
-from fastdcyk.engine.auto import START_D, DimensionWarning
+from fastdcyk.engine.auto import START_D, DimensionWarning, certified
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.memory import check_parse_memory
 from fastdcyk.engine.progress import AUTO_DELAY, stderr_is_terminal
@@ -73,10 +73,10 @@ def _cmd_parse(args: argparse.Namespace) -> int:
             "--k lists the decoded chart's trees; --weights table prints the tree read from "
             "the table's scores beside the most probable one: leave one of them out"
         )
-    certified = opt.readback in modes.select(opt.gate, opt.weights).certified_readbacks
-    dim = args.dim if args.dim is not None else ("auto" if certified else 1024)
+    has_certificate = certified(opt)
+    dim = args.dim if args.dim is not None else ("auto" if has_certificate else 1024)
     if dim == "auto":
-        if not certified:
+        if not has_certificate:
             raise UsageError(
                 f"--dim auto doubles d while the certificate flags a cell, and "
                 f"--variant {opt.variant} with readback {opt.readback} gives none: use the "

@@ -58,7 +58,14 @@ from fastdcyk.options import (
     takes_options,
 )
 
-__all__ = ["choose_dimension", "clear_caches", "dcyk", "decode", "parse_plan"]
+__all__ = [
+    "choose_dimension",
+    "clear_caches",
+    "dcyk",
+    "decode",
+    "parse_plan",
+    "sample_dimension",
+]
 
 
 def clear_caches() -> None:
@@ -348,37 +355,38 @@ def choose_dimension(
     >>> fd.choose_dimension("G0", ["fish swim", "fish swim near fish"])
     128
     """
+    kw = {"seed": seed, "dtype": dtype, "unitary": unitary, "fft": fft, "max_d": max_d}
+    opts = option_keywords(options, keywords)
+    return sample_dimension(grammar, sentences, progress, opts, kw)[0]
+
+
+def sample_dimension(
+    grammar: Grammar | str,
+    sentences: Sequence[str | Sequence[str]],
+    progress: bool | None,
+    opts: dict[str, Any],
+    kw: dict[str, Any],
+) -> tuple[int, bool]:
+    """:func:`choose_dimension`'s d (``opts``: the option keywords; ``kw``: seed, dtype,
+    unitary, fft and max_d), and whether the certificate was sure of every sentence there."""
     if isinstance(sentences, str) or not len(sentences):
         raise ValueError(
             "sentences must be a non-empty sequence of sentences (a str is one sentence: "
             "pass [sentence])"
         )
-    opts = option_keywords(options, keywords)
     delay = check_progress(progress)
     bar = progress_bar(delay, len(sentences), "choosing d", "sentence")
-    best = 0
+    best, sure = 0, True
     try:
         for words in sentences:
-            r = dcyk(
-                grammar,
-                words,
-                d="auto",
-                seed=seed,
-                dtype=dtype,
-                unitary=unitary,
-                fft=fft,
-                decode=False,
-                max_d=max_d,
-                progress=False,
-                **opts,
-            )
-            best = max(best, r.codebook.d)
+            r = dcyk(grammar, words, d="auto", decode=False, progress=False, **kw, **opts)
+            best, sure = max(best, r.codebook.d), sure and r.sure
             if bar is not None:
                 bar.update(1)
     finally:
         if bar is not None:
             bar.close()
-    return best
+    return best, sure
 
 
 def _chosen_d_options(
@@ -387,21 +395,17 @@ def _chosen_d_options(
     """The parse's options, resolved, when d is chosen by :mod:`fastdcyk.engine.auto`
     (``d="auto"``, or d left out where the parse gives a certificate); None otherwise."""
     asked = auto.is_auto(d)
-    if max_d is not None and not (asked or d is None):
-        raise ValueError(f"max_d applies to d='auto' only, and d = {d!r} was given")
-    if not asked and (d is not None or codebook is not None or backend != "numpy"):
-        if max_d is not None:
-            raise ValueError("max_d applies to d='auto' only: pass d='auto' with it")
-        return None
-    opt = resolve(dtype=check_dtype(dtype), **opts)
-    if asked:
-        auto.check_auto(codebook, backend, opt)
-        return opt
-    if opt.readback in modes.select(opt.gate, opt.weights).certified_readbacks:
-        return opt
-    if max_d is not None:
-        raise ValueError("max_d applies to d='auto' only: pass d='auto' with it")
-    return None
+    opt = None
+    if asked or (d is None and codebook is None and backend == "numpy"):
+        opt = resolve(dtype=check_dtype(dtype), **opts)
+        if asked:
+            auto.check_auto(codebook, backend, opt)
+        elif not auto.certified(opt):
+            opt = None
+    if max_d is not None and opt is None:
+        given = f", and d = {d!r} was given" if d is not None else ": pass d='auto' with it"
+        raise ValueError(f"max_d applies to d='auto' only{given}")
+    return opt
 
 
 def decode(

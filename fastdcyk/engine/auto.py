@@ -36,11 +36,13 @@ __all__ = [
     "START_D",
     "DimensionChoice",
     "DimensionWarning",
+    "certified",
     "check_auto",
     "choose",
     "clear",
     "dimension_cap",
     "is_auto",
+    "refuse_codebook",
 ]
 
 #: The value of ``d`` that chooses d.
@@ -100,6 +102,21 @@ def is_auto(d: Any) -> bool:
     return False
 
 
+def certified(opt: DCYKOptions) -> bool:
+    """Whether a (numpy) parse with the options ``opt`` gives a certificate, which
+    ``d="auto"`` needs (:attr:`fastdcyk.engine.modes.Mode.certified_readbacks`)."""
+    return opt.readback in modes.select(opt.gate, opt.weights).certified_readbacks
+
+
+def refuse_codebook(codebook: Codebook | None) -> None:
+    """Refuse ``d="auto"`` with a codebook, which fixes d (ValueError)."""
+    if codebook is not None:
+        raise ValueError(
+            f"d='auto' builds a codebook at each d it tries, and a codebook was given (its d "
+            f"is {codebook.d}): leave the codebook out, or leave d out"
+        )
+
+
 def check_auto(codebook: Codebook | None, backend: str, opt: DCYKOptions) -> None:
     """Refuse ``d="auto"`` where it cannot work, saying what to pass instead.
 
@@ -109,19 +126,15 @@ def check_auto(codebook: Codebook | None, backend: str, opt: DCYKOptions) -> Non
         With a codebook (it fixes d), with the torch backend, or with options whose parse
         gives no certificate (the entrywise and trace gates, ``readback="matched"``).
     """
-    if codebook is not None:
-        raise ValueError(
-            f"d='auto' builds a codebook at each d it tries, and a codebook was given (its d "
-            f"is {codebook.d}): leave the codebook out, or leave d out"
-        )
+    refuse_codebook(codebook)
     if backend != "numpy":
         raise ValueError(
             "d='auto' parses with the numpy backend, whose reads give the certificate it "
             "doubles d by: choose d for the torch backend with "
             "fastdcyk.choose_dimension(grammar, sentences) and pass it as d"
         )
-    mode = modes.select(opt.gate, opt.weights)
-    if opt.readback not in mode.certified_readbacks:
+    if not certified(opt):
+        mode = modes.select(opt.gate, opt.weights)
         raise ValueError(
             f"d='auto' doubles d while the certificate of the least-squares read-backs flags "
             f"a cell, and {mode.describe()} with readback={opt.readback!r} gives none: use "

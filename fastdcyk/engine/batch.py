@@ -20,7 +20,7 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import auto
-from fastdcyk.engine.api import choose_dimension, dcyk, parse_plan
+from fastdcyk.engine.api import dcyk, parse_plan, sample_dimension
 from fastdcyk.engine.plan import Plan, cnf_grammar, option_keywords, prepare, words_of
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.hrr.codebook import Codebook
@@ -204,17 +204,13 @@ def dcyk_batch(
         ]
     chosen = None
     if auto.is_auto(d):
-        if codebook is not None:
-            raise ValueError(
-                f"d='auto' builds a codebook at each d it tries, and a codebook was given "
-                f"(its d is {codebook.d}): leave the codebook out, or leave d out"
-            )
+        auto.refuse_codebook(codebook)
         t0 = time.perf_counter()
-        d = choose_dimension(grammar, sentences, max_d=max_d, progress=False, **kw, **opts)
+        d, sure = sample_dimension(grammar, sentences, False, opts, kw | {"max_d": max_d})
         chosen = auto.DimensionChoice(
             d,
             (d,),
-            True,
+            sure,
             max_d or auto.MAX_D,
             f"the largest d that d='auto' chose for the batch's {len(sentences)} sentences "
             "(numpy backend; fastdcyk.choose_dimension)",
@@ -244,21 +240,17 @@ def _parse_batch(
     batch_size: int | None,
     opts: dict[str, Any],
 ) -> list[DCYKResult]:
-    """:func:`dcyk_batch` at one d."""
-    seed, dtype, unitary, fft = kw["seed"], kw["dtype"], kw["unitary"], kw["fft"]
+    """:func:`dcyk_batch` at one d (``kw``: seed, dtype, unitary and fft)."""
     plan = prepare(
         grammar,
         sentences,
         codebook,
         d=d,
-        seed=seed,
-        dtype=dtype,
-        unitary=unitary,
-        fft=fft,
         check_memory=check_memory,
         backend=backend,
         device=device,
         options=opts,
+        **kw,
     )
     if backend == "numpy":
         return parse_plan(plan, backend, decode=decode)
