@@ -26,7 +26,7 @@ extensions = [
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "**/*.py", "**/*.json"]
+exclude_patterns = ["_build", "**/*.py", "**/*.json", "records"]
 myst_heading_anchors = 3
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fastdcyk.experiments.aggregate import default_study_c_dim, study_rows
+from fastdcyk.experiments.config import PAPER_DIMS
 
 __all__ = [
     "FIGURE_FORMATS",
@@ -238,7 +239,18 @@ def _draw_a(ax: Any, rows: list[dict], average: str) -> None:
             linestyle=styles[score],
             label=_LABEL[score],
         )
-    ax.set_xticks(xs)
+    _d_ticks(ax, xs)
+
+
+def _d_ticks(ax: Any, xs: list[int]) -> None:
+    """Study (a)'s axis of d: a labelled tick at each d, except that where the d's crowd
+    (spaced by less than a twelfth of the axis) the paper's d (``PAPER_DIMS``) keep their
+    labels and the others get an unlabelled minor tick."""
+    span = (max(xs) - min(xs)) or 1
+    close = any(b - a < span / 12 for a, b in zip(xs, xs[1:], strict=False))
+    major = [d for d in xs if d in PAPER_DIMS] if close else xs
+    ax.set_xticks(major or xs)
+    ax.set_xticks([d for d in xs if d not in major], minor=True)
 
 
 def _draw_trees(ax: Any, rows: list[dict]) -> None:
@@ -261,7 +273,7 @@ def _draw_trees(ax: Any, rows: list[dict]) -> None:
         color="C4",
         label="sentences with a tree",
     )
-    ax.set_xticks(xs)
+    _d_ticks(ax, xs)
 
 
 def _sort_key(v: Any) -> tuple:

@@ -16,7 +16,13 @@ from fastdcyk.engine import modes
 from fastdcyk.engine.memory import estimate_memory, largest_fitting_d
 from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.executors import run_dask, run_pool, run_serial
-from fastdcyk.experiments.store import _Appender, _ResultsLock, open_results, record_key
+from fastdcyk.experiments.store import (
+    _Appender,
+    _ResultsLock,
+    open_results,
+    record_key,
+    refuse_compressed,
+)
 from fastdcyk.experiments.tasks import check_sample, plan_tasks
 from fastdcyk.hrr import memory as _memory
 from fastdcyk.options import EXECUTORS, VARIANTS, check_backend, check_choice
@@ -241,6 +247,7 @@ def run_experiment(
     if executor == "dask" and not scheduler and client is None:
         raise ValueError("the dask executor needs a scheduler address (or a client)")
     device = _check_backend(backend, device, executor)
+    refuse_compressed(Path(out))
     say = echo or (lambda _msg: None)
     t0 = time.perf_counter()
     grammars = config.load_grammars()

@@ -5,9 +5,11 @@ See the package's docstring (:mod:`fastdcyk.experiments`) for its format and gua
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import threading
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -209,6 +211,19 @@ class _Parsed:
     records: list[dict[str, Any]]
     good_bytes: int  # length of the valid prefix (header and complete records)
     torn: bool  # a torn last line follows the valid prefix
+    size: int = 0  # bytes of the (decompressed) file
+
+
+#: The first bytes of a gzip stream: results files kept compressed (read, never appended to).
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _is_gzip(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == _GZIP_MAGIC
+    except OSError:
+        return False
 
 
 def _check_format_version(path: Path, header: dict[str, Any]) -> None:
@@ -261,6 +276,19 @@ def _parse_file(path: Path) -> _Parsed:
         data = path.read_bytes()
     except OSError as exc:
         raise ResultsFileError(f"cannot read results file {str(path)!r}: {exc}") from exc
+    if data[:2] == _GZIP_MAGIC:  # a results file kept compressed, as docs/records/ keeps them
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ResultsFileError(
+                f"{str(path)!r} is a damaged gzip file ({exc}); gunzip it to see what it holds"
+            ) from None
+    parsed = _parse_bytes(path, data)
+    parsed.size = len(data)
+    return parsed
+
+
+def _parse_bytes(path: Path, data: bytes) -> _Parsed:
     header = None
     settings: dict[str, Any] = {}
     records: list[dict[str, Any]] = []
@@ -374,7 +402,7 @@ def read_results(path: str | os.PathLike[str]) -> ResultsFile:
     parsed = _parse_file(path)
     if parsed.header is None:
         raise ResultsFileError(f"{str(path)!r} holds no results header (empty or torn file)")
-    torn = path.stat().st_size - parsed.good_bytes if parsed.torn else 0
+    torn = parsed.size - parsed.good_bytes if parsed.torn else 0
     return ResultsFile(path, parsed.header, parsed.records, torn)
 
 
@@ -478,8 +506,26 @@ def open_results(
         When the file is not a results file or is corrupt.
     """
     path = Path(path)
+    refuse_compressed(path)
     with _ResultsLock(path):
         return _open_results(path, config, config_hash)
+
+
+def refuse_compressed(path: Path) -> None:
+    """Refuse to write to a gzip file, or to a new file named ``*.gz``, before any lock or
+    file is made: a run appends to a plain results file (compressed ones are read only).
+
+    Raises
+    ------
+    ResultsFileError
+        Saying how to resume from a compressed file.
+    """
+    if path.suffix == ".gz" or _is_gzip(path):
+        raise ResultsFileError(
+            f"{str(path)!r} is (or is named as) a gzip file: a run appends to a plain "
+            "results file. Write to a .jsonl (to resume a compressed file, 'gunzip -k' it "
+            "and name the .jsonl with --out); fastdcyk plot reads compressed files as they are"
+        )
 
 
 def _open_results(path: Path, config: ExperimentConfig, config_hash: str) -> ResultsFile:

@@ -382,6 +382,32 @@ def test_a_torn_last_line_is_cut_and_the_run_resumes(tmp_path, reference):
     assert all(line.endswith(b"\n") for line in path.read_bytes().splitlines(keepends=True))
 
 
+def test_a_compressed_results_file_is_read_as_it_is_and_never_appended_to(tmp_path, reference):
+    """docs/records/ keeps results gzip-compressed: they load (a torn last line counted in
+    the decompressed bytes), a run refuses to append to one or to write a .gz, and a
+    damaged one is a ResultsFileError; nothing is changed."""
+    import gzip
+
+    path = tmp_path / "r.jsonl"
+    ex.run_experiment(SMALL, path, executor="serial", progress=False)
+    packed = tmp_path / "r.jsonl.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert _strip(ex.load_records(packed)) == reference
+    torn = tmp_path / "torn.gz"
+    torn.write_bytes(gzip.compress(path.read_bytes()[:-9]))
+    assert ex.read_results(torn).torn_bytes == len(path.read_bytes().splitlines()[-1]) - 8
+    content = packed.read_bytes()
+    for target in (packed, tmp_path / "new.jsonl.gz", tmp_path / "named-plainly"):
+        if target.name == "named-plainly":
+            target.write_bytes(content)  # compressed, whatever its name
+        with pytest.raises(ex.ResultsFileError, match="gzip.*plain results file.*gunzip -k"):
+            ex.run_experiment(SMALL, target, executor="serial", progress=False)
+    assert packed.read_bytes() == content and not (tmp_path / "new.jsonl.gz").exists()
+    (tmp_path / "bad.gz").write_bytes(content[:40])
+    with pytest.raises(ex.ResultsFileError, match="damaged gzip"):
+        ex.read_results(tmp_path / "bad.gz")
+
+
 def test_a_corrupt_line_before_the_end_is_an_error(tmp_path):
     path = tmp_path / "r.jsonl"
     ex.run_experiment(SMALL, path, executor="serial", progress=False)

@@ -308,7 +308,7 @@ def test_rule_weights_of_one_change_nothing():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("variant", ["paper", "trace"])
+@pytest.mark.parametrize("variant", ["paper", "trace", "cleanup"])
 def test_cuda_matches_numpy_engine(variant):
     g, s, _ = CASES["G0"]
     cb = _codebook(g, 64, variant)
@@ -456,7 +456,7 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("variant", ["trace", "paper"])
+@pytest.mark.parametrize("variant", ["trace", "paper", "cleanup"])
 def test_each_result_owns_its_matrices_in_c_order(device, variant):
     """P_left and P_right of each result: C-ordered arrays of the codebook's dtype with the
     numpy backend's values, sharing no memory with another result's (the trace parser's
