@@ -42,6 +42,7 @@ __all__ = [
     "BACKENDS",
     "CODEBOOKS",
     "DECODERS",
+    "AUTO_BEAM",
     "DEFAULT_BEAM",
     "DEFAULT_BETA",
     "DEFAULT_CANDIDATE_LEVEL",
@@ -136,8 +137,12 @@ DEFAULT_CANDIDATE_LEVEL = 0.25
 #: clean-up gate with the least-squares read-back, numpy backend).
 WEIGHTS = ("chart", "table")
 #: With ``weights="table"``: how far below its cell's best Viterbi score (in nats) an item
-#: is still written; the amplitudes 1/8 to 1 span it.
+#: is still written; the amplitudes 1/8 to 1 span it. The first beam ``beam="auto"`` tries
+#: (:mod:`fastdcyk.engine.beam`).
 DEFAULT_BEAM = 10.0
+#: The value of ``beam`` that chooses the beam (the default): :data:`DEFAULT_BEAM`, doubled
+#: while the parse shows that the beam cut what mattered (:mod:`fastdcyk.engine.beam`).
+AUTO_BEAM = "auto"
 #: ``"sequential"``: the paper's order (each update applied before the next detection of the
 #: same cell); ``"cell"``: every detection of a cell reads the table as it was before the cell.
 ORDERS = ("sequential", "cell")
@@ -250,11 +255,13 @@ def check_candidate_level(level: Any) -> float:
     return float(level)
 
 
-def check_beam(beam: Any) -> float:
-    """The weighted table's beam: a finite number > 0 (nats)."""
+def check_beam(beam: Any) -> float | str:
+    """The weighted table's beam: ``"auto"`` or a finite number > 0 (nats)."""
+    if isinstance(beam, str) and beam == AUTO_BEAM:
+        return AUTO_BEAM
     ok = isinstance(beam, int | float | np.integer | np.floating) and not isinstance(beam, bool)
     if not (ok and math.isfinite(beam) and beam > 0):
-        raise ValueError(f"beam must be a finite number > 0 (nats), got {beam!r}")
+        raise ValueError(f"beam must be 'auto' or a finite number > 0 (nats), got {beam!r}")
     return float(beam)
 
 
@@ -494,16 +501,20 @@ class DCYKOptions:
         "back from the table (docs/method.md, section 10)",
         default="chart",
     )
-    beam: float = declaration(
-        "float",
+    beam: float | str = declaration(
+        'float or "auto"',
         """With ``weights="table"``: how far (nats) below its cell's best an item is still
-        written (default 10, :data:`fastdcyk.options.DEFAULT_BEAM`); amplitudes 1/8 to 1
-        span it, so a wider beam keeps more items and reads each score less precisely.""",
+        written; amplitudes 1/8 to 1 span it, so a wider beam keeps more items and reads
+        each score less precisely. ``"auto"`` (the default): 10 nats
+        (:data:`fastdcyk.options.DEFAULT_BEAM`), doubled up to 160 while the parse shows
+        that the beam cut what mattered (the start symbol missing, or the best tree near
+        the beam's edge; :mod:`fastdcyk.engine.beam`); ``result.beam`` says which beam.""",
         check=check_beam,
         cli=f"with --weights table: how far (nats) below its cell's best an item is still "
-        f"written (default {DEFAULT_BEAM:g})",
-        expects="a finite number > 0 (nats)",
-        default=DEFAULT_BEAM,
+        f"written, or 'auto' (the default): {DEFAULT_BEAM:g}, doubled while the parse shows "
+        "that the beam cut what mattered",
+        expects="'auto' or a finite number > 0 (nats)",
+        default=AUTO_BEAM,
     )
 
     def __post_init__(self) -> None:
@@ -724,7 +735,12 @@ def resolve(variant: str | None = None, *, dtype: Any = "float32", **options: An
     chosen["candidate_level"] = check_candidate_level(
         DEFAULT_CANDIDATE_LEVEL if level is None else level
     )
-    chosen["beam"] = check_beam(DEFAULT_BEAM if given["beam"] is None else given["beam"])
+    chosen["beam"] = check_beam(AUTO_BEAM if given["beam"] is None else given["beam"])
+    if isinstance(chosen["beam"], float) and not mode.writes_probabilities:
+        raise ValueError(
+            f"beam={given['beam']!r} applies to weights='table' only (the table's items within "
+            "the beam of their cell's best); add weights='table', or leave beam out"
+        )
     mask = preset["unary_mask"] if given["unary_mask"] is None else given["unary_mask"]
     beta, threshold = check_beta_threshold(given["beta"], given["threshold"])
     return DCYKOptions(

@@ -243,6 +243,8 @@ def item_scores(
     """
     if beam is not None:
         beam = check_beam(beam)
+        if isinstance(beam, str):
+            raise ValueError("beam must be a finite number > 0 (nats) here, got 'auto'")
     _, _, score, _ = _fill(grammar, words, None, "viterbi", False, beam=beam)
     names = grammar.nonterminals
     return {

@@ -147,7 +147,9 @@ def add_option_arguments(
 
 
 def _checked_number(name: str, check: Any, what: str) -> Any:
-    def convert(text: str) -> float:
+    def convert(text: str) -> float | str:
+        if text.strip() == "auto":  # the options that take it (beam); the others refuse it
+            return checked(check, "auto")
         return checked(check, number(text, float, what))
 
     convert.__name__ = name  # argparse names the type in its messages

@@ -29,6 +29,7 @@ from fastdcyk.cli.common import (
 from fastdcyk.display import CHART_STYLES, chart_width, format_chart, format_chart_compact
 from fastdcyk.engine import dcyk, modes
 from fastdcyk.engine.auto import START_D, DimensionWarning, certified
+from fastdcyk.engine.beam import BeamWarning
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.memory import check_parse_memory
 from fastdcyk.engine.progress import AUTO_DELAY, stderr_is_terminal
@@ -61,6 +62,8 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     show = stderr_is_terminal() if args.progress is None else args.progress
     progress = PARSE_PROGRESS_DELAY if show else False
     kwargs = parse_kwargs(args)
+    if args.beam is not None and args.weights != "table":
+        raise UsageError("--beam applies to --weights table only: add --weights table")
     try:  # a bad option is an error, and nothing else is printed
         opt = resolve(dtype=args.dtype, **option_values(args))
     except ValueError as exc:
@@ -97,11 +100,12 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DimensionWarning)
+            warnings.simplefilter("always", BeamWarning)
             result = dcyk(grammar, words, d=dim, progress=progress, **kwargs)
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc)) from exc
-    for w in caught:  # d='auto' at its largest d with suspect cells: said, not a traceback
-        if issubclass(w.category, DimensionWarning):
+    for w in caught:  # d or beam 'auto' at its largest with doubts left: said, not a traceback
+        if issubclass(w.category, DimensionWarning | BeamWarning):
             print(f"fastdcyk parse: warning: {w.message}", file=sys.stderr, flush=True)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -175,6 +179,7 @@ def _print_most_probable(result: Any, *, ascii: bool) -> None:
             else "the decoded chart holds no derivation over the whole sentence"
         )
         print(f"\nno tree: {why}")
+        _print_beam(result)
         return
     same = (
         "the most probable tree of the grammar too"
@@ -199,6 +204,16 @@ def _print_most_probable(result: Any, *, ascii: bool) -> None:
             )
             print(table.tree.pretty(ascii=ascii))
             print(table.tree)
+        _print_beam(result)
+
+
+def _print_beam(result: Any) -> None:
+    """With beam='auto': the beam the table was parsed with, and why."""
+    if result.beam is not None:
+        b = result.beam
+        tried = ", ".join(f"{x:g}" for x in b.tried)
+        doubt = " (still in doubt at the widest beam)" if b.capped else ""
+        print(f"beam: {b.beam:g} nats{doubt}, tried {tried}: {b.reason}")
 
 
 def _print_trees(result: Any, gold: Any, k: int, *, ascii: bool) -> None:

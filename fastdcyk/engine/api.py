@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from fastdcyk.cfg.generate import clear_cache as clear_generate_cache
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import auto, modes
+from fastdcyk.engine import auto, beam, modes
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.decode import chart_from_statistics, check_matrix, decode_statistics
 from fastdcyk.engine.numpy_backend import parse_sentence
@@ -53,6 +54,7 @@ from fastdcyk.options import (
     check_beta_threshold,
     check_choice,
     check_dtype,
+    check_int,
     choices,
     resolve,
     takes_options,
@@ -115,9 +117,17 @@ def parse_plan(
         )
         return [DCYKResult(**f) for f in fields]
     kw = {"decode": decode, "record": record, "on_progress": on_progress}
-    return [
-        parse_sentence(plan.grammar, ws, plan.codebook, plan.options, **kw) for ws in plan.sentences
-    ]
+    opt = plan.options
+    if not (beam.is_auto(opt.beam) and modes.select(opt.gate, opt.weights).writes_probabilities):
+        return [parse_sentence(plan.grammar, ws, plan.codebook, opt, **kw) for ws in plan.sentences]
+    out = []
+    for ws in plan.sentences:  # beam="auto": each sentence widens its own beam
+
+        def parse_at(b: float, ws: tuple[str, ...] = ws) -> DCYKResult:
+            return parse_sentence(plan.grammar, ws, plan.codebook, replace(opt, beam=b), **kw)
+
+        out.append(beam.choose(parse_at)[0])
+    return out
 
 
 @takes_options()
@@ -519,6 +529,8 @@ def decode(
             )
     readback = check_choice("readback", readback or "matched", choices("readback"))
     beta, threshold = check_beta_threshold(beta, threshold)
+    if n is not None:
+        n = check_int("n", n, 1)
     mode = modes.reader_of(readback)
     if mode is None:  # the decoders read any P_left
         n = len(words) if n is None else n

@@ -96,6 +96,10 @@ class NumpyParser(schedule.CellParser):
         the parsers that write none."""
         return None
 
+    def extra_counts(self) -> dict[str, int]:
+        """Counts of the parse beyond the detections and updates (``result.counts``)."""
+        return {}
+
     def close(self) -> None:
         """Release what the parse held beyond its result (called after an error too)."""
 
@@ -166,7 +170,7 @@ def _parse(
         p_right=p_right,
         statistics=stats,
         chart=chart,
-        counts=ledger.count_dicts()[0],
+        counts={**ledger.count_dicts()[0], **parser.extra_counts()},
         log=None if logs is None else logs[0],
         timings=timings,
         table_scores=parser.table_scores(),

@@ -9,10 +9,11 @@ import numpy as np
 
 from fastdcyk.cfg.forest import Forest
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.cfg.trees import Tree
+from fastdcyk.cfg.trees import Tree, un_cnf
 from fastdcyk.cfg.viterbi import ViterbiParse, tree_from_scores, viterbi
 from fastdcyk.engine import modes
 from fastdcyk.engine.auto import DimensionChoice
+from fastdcyk.engine.beam import BeamChoice
 from fastdcyk.engine.certificate import Certificate
 from fastdcyk.engine.decode import Statistics, chart_from_statistics, item_scores
 from fastdcyk.engine.soft import lexical_of
@@ -60,6 +61,10 @@ class DCYKResult:
         When d was chosen (``d="auto"``): the d parsed at, every d tried, why, and the
         time of all the tries (:class:`~fastdcyk.engine.auto.DimensionChoice`); None for a
         d given.
+    beam : BeamChoice or None
+        With ``weights="table"`` and ``beam="auto"`` (the default): the beam parsed with,
+        every beam tried, why, and whether the widest still showed a cut that mattered
+        (:class:`~fastdcyk.engine.beam.BeamChoice`); None otherwise.
     """
 
     words: tuple[str, ...]
@@ -76,6 +81,7 @@ class DCYKResult:
     table_scores: dict[tuple[int, int, str], float] | None = None
     certificate: Certificate | None = None
     dimension: DimensionChoice | None = None
+    beam: BeamChoice | None = None
 
     # -- how far the chart can be trusted ----------------------------------------------------
 
@@ -232,7 +238,13 @@ class DCYKResult:
                 "this parse did not write weights into the table: parse a PCFG with "
                 "weights='table' (best_parse() ranks the decoded chart's trees instead)"
             )
-        return tree_from_scores(self.grammar, self.words, self.table_scores, cnf=cnf)
+        found = self.__dict__.get("_table_cnf")  # beam="auto" read it already
+        if found is None:
+            found = tree_from_scores(self.grammar, self.words, self.table_scores, cnf=True)
+            self.__dict__["_table_cnf"] = found
+        if cnf or found.tree is None:
+            return found
+        return ViterbiParse(un_cnf(found.tree, self.grammar), found.log_prob)
 
     def trees(self, k: int, *, cnf: bool = False) -> list[Tree]:
         """The ``k`` best trees, best first (fewer when the chart admits fewer)."""
@@ -246,7 +258,9 @@ class DCYKResult:
     def __repr__(self) -> str:
         o = self.options
         mode = modes.select(o.gate, o.weights)
-        table = f", weights={o.weights!r}, beam={o.beam:g}" if mode.writes_probabilities else ""
+        beam = self.beam.beam if self.beam is not None else o.beam
+        beam_text = f"{beam:g}" if isinstance(beam, float) else repr(beam)
+        table = f", weights={o.weights!r}, beam={beam_text}" if mode.writes_probabilities else ""
         read = f", readback={o.readback!r}" if mode.chooses_readback else ""
         return (
             f"DCYKResult({' '.join(self.words)!r}, d={self.codebook.d}, {self.codebook.dtype}, "

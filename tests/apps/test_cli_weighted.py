@@ -39,7 +39,7 @@ def test_parse_with_the_weights_through_the_table(capsys):
     with pytest.raises(SystemExit) as err:  # argparse's usage error
         main(["parse", "--grammar", str(PCFG_FILE), "--beam", "-1", *words])
     assert err.value.code == 2
-    assert "beam must be a finite number > 0" in capsys.readouterr().err
+    assert "beam must be 'auto' or a finite number > 0" in capsys.readouterr().err
     assert main(["parse", "--weights", "table", "a", "a", "b"]) == 2  # no probabilities
     assert "the grammar has none" in capsys.readouterr().err
     assert main([*argv, "--beam", "2.5"]) == 0  # a narrower beam, the same tree here

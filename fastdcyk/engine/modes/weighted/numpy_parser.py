@@ -34,6 +34,7 @@ from fastdcyk.engine.decode import decision_boundary
 from fastdcyk.engine.modes.cleanup.numpy_parser import CleanupParser
 from fastdcyk.engine.rules import RuleStructure, rule_structure, rules_of
 from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.options import DEFAULT_BEAM
 
 __all__ = ["WeightedParser", "amplitude", "score_of"]
 
@@ -106,7 +107,10 @@ class WeightedParser(CleanupParser):
         if p_left is not None:
             raise ValueError("a weighted table is read as it is parsed: no given P_left")
         super().__init__(grammar, words, cb, opt)
-        self.beam = float(opt.beam)
+        # beam="auto" parses with fixed beams (fastdcyk.engine.beam); its first when alone
+        self.beam = DEFAULT_BEAM if isinstance(opt.beam, str) else float(opt.beam)
+        #: items with a finite Viterbi score left unwritten for being beyond the beam
+        self.beam_cut = 0
         self.unary_logp, self.binary_logp = _log_probs(grammar)
         #: (i, j) -> (rows, scores as read) of the cell's present items
         self.read_scores: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -157,6 +161,8 @@ class WeightedParser(CleanupParser):
                 left_v[lr], right_v[rr] = -np.inf, -np.inf
         top = float(v.max()) if len(v) and np.isfinite(v).any() else -math.inf
         self.best[(i, j)] = top
+        if math.isfinite(top):
+            self.beam_cut += int(np.count_nonzero(top - v[np.isfinite(v)] > self.beam))
         self._detection = amplitude(v, top, self.beam) if math.isfinite(top) else np.zeros(len(v))
 
     def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
@@ -174,6 +180,10 @@ class WeightedParser(CleanupParser):
         on = a > self._present
         best = self.best[(i, j)]
         self.read_scores[(i, j)] = (rows[on], score_of(a[on], best, self.beam))
+
+    def extra_counts(self) -> dict[str, int]:
+        """``{"beam_cut": items left unwritten for being beyond the beam}``."""
+        return {"beam_cut": self.beam_cut}
 
     def table_scores(self) -> dict[tuple[int, int, str], float]:
         """``{(i, j, A): score as read}`` of every present item (``DCYKResult.table_scores``)."""
