@@ -55,10 +55,26 @@ def bracket_scores(tree: Tree | None, gold: Forest) -> Scores:
         ``tp`` shared brackets, ``gold`` the closest tree's, ``predicted`` the tree's; they
         add up over sentences into micro scores. A sentence outside the language (an empty
         gold forest) has ``gold = 0``.
+
+    Raises
+    ------
+    TypeError
+        When ``tree`` is not a Tree (or None) or ``gold`` not a Forest.
+    ValueError
+        When the tree's words are not the forest's.
     """
+    if not isinstance(gold, Forest):
+        raise TypeError(f"gold must be a Forest, got {type(gold).__name__}")
     n_gold = 2 * len(gold.words) - 1 if gold.recognized else 0
     if tree is None:
         return Scores(tp=0, gold=n_gold, predicted=0)
+    if not isinstance(tree, Tree):
+        raise TypeError(f"tree must be a Tree or None, got {type(tree).__name__}")
+    if tuple(tree.leaves()) != tuple(gold.words):
+        raise ValueError(
+            f"the tree is over other words ({' '.join(tree.leaves())!r}) than the forest "
+            f"({' '.join(gold.words)!r}): score a tree against the forest of its own sentence"
+        )
     if not gold.recognized:
         return Scores(tp=0, gold=0, predicted=len(tree.spans()))
     _, shared = gold.closest(tree)

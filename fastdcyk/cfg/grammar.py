@@ -195,6 +195,11 @@ class Grammar:
                 "the sum of its probabilities"
             )
         start = rules[0].lhs if start is None else nfc(start)
+        if not any(start == r.lhs or Symbol(start, False) in r.rhs for r in rules):
+            raise GrammarError(
+                f"the start symbol {start!r} appears in no rule: name one of the grammar's "
+                "nonterminals (or leave start out: the left side of the first rule)"
+            )
         nonterminals: dict[str, None] = {start: None}
         terminals: dict[str, None] = {}
         for rule in rules:
@@ -527,6 +532,12 @@ class Grammar:
         True
         """
         rules, start, probs = nltk_rules(cfg)
+        if rules and not any(r.lhs == start for r in rules):
+            warnings.warn(
+                f"the start symbol {start} has no rules: the grammar derives nothing",
+                GrammarWarning,
+                stacklevel=2,
+            )
         if probs is not None:
             return cls(rules, start=start, cnf=cnf, probs=probs)
         return cls(rules, start=start, cnf=cnf)
@@ -719,7 +730,9 @@ class Grammar:
         cnf = Grammar(kept, start=self.start)
         if converted.probs is not None:
             linear = tuple(converted.probs[r] for r in cnf.rules)
-            if self.probs is None:  # log weights in, log weights out
+            # log weights in, log weights out; and an improper PCFG's unit chains can fold
+            # into weights above 1, which are no probabilities (to_string refuses them)
+            if self.probs is None or max(linear) > 1.0 + 1e-12:
                 cnf._weigh(tuple(math.log(p) for p in linear), None)
             else:
                 cnf._weigh(tuple(math.log(p) for p in linear), linear)
@@ -767,7 +780,9 @@ class Grammar:
         if self.probs is None and self.log_probs is not None and max(self.log_probs) > 0.0:
             raise ValueError(
                 "the grammar's log weights are not all <= 0, so they are not "
-                "probabilities and the text format cannot write them"
+                "probabilities and the text format cannot write them (the CNF of a PCFG "
+                "whose probabilities do not add up to 1 can have such weights: save the "
+                "grammar before to_cnf)"
             )
         probs = self._linear_probs() if self.is_weighted else None
         return format_rules(self.rules, self.start, probs)

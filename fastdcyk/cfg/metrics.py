@@ -129,6 +129,58 @@ def _complete_length(chart: Chart) -> int | None:
     return n if len(chart) == n * (n + 1) // 2 else None
 
 
+def _label_of(node: Any) -> str:
+    return node.label() if callable(getattr(node, "label", None)) else node.label
+
+
+def _kids_of(node: Any) -> list[Any]:
+    return list(node) if callable(getattr(node, "label", None)) else list(node.children)
+
+
+def _check_tree(name: str, tree: Any) -> None:
+    """Refuse what is not a tree (a fastdcyk Tree or an nltk.Tree), naming ``name``."""
+    is_nltk = callable(getattr(tree, "label", None)) and isinstance(tree, list)
+    if not (is_nltk or (hasattr(tree, "label") and hasattr(tree, "children"))):
+        hint = " (parse it first: Tree.fromstring)" if isinstance(tree, str) else ""
+        raise TypeError(f"{name} must be a Tree or an nltk.Tree, got {type(tree).__name__}{hint}")
+
+
+def _leaves(tree: Any) -> list[str]:
+    out: list[str] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            out.append(node)
+        else:
+            stack.extend(reversed(_kids_of(node)))
+    return out
+
+
+def check_same_words(gold: Any, test: Any) -> None:
+    """Refuse to score trees over different sentences, as evalb does ("Length unmatch",
+    "Words unmatch"): their words must be the same, position by position.
+
+    Raises
+    ------
+    ValueError
+        Naming the lengths, or the first position where the words differ.
+    """
+    want, got = _leaves(gold), _leaves(test)
+    if len(want) != len(got):
+        raise ValueError(
+            f"the trees are over sentences of different lengths (gold {len(want)} words, "
+            f"test {len(got)}; evalb's 'Length unmatch'): score a tree against the gold "
+            "tree of the same sentence"
+        )
+    for k, (a, b) in enumerate(zip(want, got, strict=True)):
+        if a != b:
+            raise ValueError(
+                f"the trees' words differ at position {k} (gold {a!r}, test {b!r}; evalb's "
+                "'Words unmatch'): score a tree against the gold tree of the same sentence"
+            )
+
+
 def labelled_brackets(
     tree: Any,
     *,
@@ -163,14 +215,10 @@ def labelled_brackets(
     >>> sorted(labelled_brackets(t))
     [('NP', 0, 2), ('S', 0, 3), ('VP', 2, 3)]
     """
+    _check_tree("tree", tree)
     deleted = frozenset(delete)
     out: Counter[tuple[str, int, int]] = Counter()
-
-    def label_of(node: Any) -> str:
-        return node.label() if callable(getattr(node, "label", None)) else node.label
-
-    def kids_of(node: Any) -> list[Any]:
-        return list(node) if callable(getattr(node, "label", None)) else list(node.children)
+    label_of, kids_of = _label_of, _kids_of
 
     def walk(node: Any, i: int) -> int:
         kids = kids_of(node)
@@ -205,6 +253,14 @@ def evalb(gold: Any, test: Any | None, **options: Any) -> Scores:
         ``tp`` matched brackets (multiset intersection), ``gold`` and ``predicted`` the
         brackets of each tree; they add up over sentences (evalb's bracketing P/R/F1).
 
+    Raises
+    ------
+    TypeError
+        When ``gold`` or ``test`` is not a tree (a string: parse it first).
+    ValueError
+        When the two trees are over different words, or different numbers of words
+        (evalb stops there too: "Words unmatch", "Length unmatch").
+
     Examples
     --------
     >>> from fastdcyk.cfg.trees import Tree
@@ -214,9 +270,12 @@ def evalb(gold: Any, test: Any | None, **options: Any) -> Scores:
     >>> s.tp, s.gold, s.predicted
     (3, 4, 4)
     """
+    _check_tree("gold", gold)
     want = labelled_brackets(gold, **options)
     if test is None:
         return Scores(tp=0, gold=sum(want.values()), predicted=0)
+    _check_tree("test", test)
+    check_same_words(gold, test)
     got = labelled_brackets(test, **options)
     return Scores(
         tp=sum((want & got).values()), gold=sum(want.values()), predicted=sum(got.values())

@@ -60,7 +60,9 @@ _SUFFIXES = ("ing", "ed", "ion", "er", "est", "ly", "ity", "y", "al", "s")
 # -- reading ------------------------------------------------------------------------------
 
 
-def read_trees(source: str | os.PathLike[str] | Iterable[Any]) -> list[Tree]:
+def read_trees(
+    source: str | os.PathLike[str] | Iterable[Any], *, encoding: str = "utf-8"
+) -> list[Tree]:
     """Trees from bracketed text, files, or tree objects.
 
     Parameters
@@ -70,6 +72,8 @@ def read_trees(source: str | os.PathLike[str] | Iterable[Any]) -> list[Tree]:
         wrapper without a label is removed); the path of a file (or a folder: its ``.mrg``
         files, in name order; a str without ``(`` is a path); or an iterable of trees
         (``nltk.Tree``, :class:`Tree`), bracketed strings and paths.
+    encoding : str, default "utf-8"
+        The files' text encoding (``"latin-1"`` for an older treebank).
 
     Returns
     -------
@@ -78,7 +82,10 @@ def read_trees(source: str | os.PathLike[str] | Iterable[Any]) -> list[Tree]:
     Raises
     ------
     ValueError
-        When the text is not balanced brackets.
+        When the text is not balanced brackets, a file is not UTF-8, or a folder holds no
+        ``.mrg`` file.
+    TypeError
+        When ``source`` is none of these.
     OSError
         When a file cannot be read.
     """
@@ -86,17 +93,33 @@ def read_trees(source: str | os.PathLike[str] | Iterable[Any]) -> list[Tree]:
         path = os.fspath(source)
         if os.path.isdir(path):
             names = sorted(n for n in os.listdir(path) if n.endswith(".mrg"))
-            return [t for n in names for t in read_trees(os.path.join(path, n))]
-        with open(path, encoding="utf-8") as handle:
-            return _read_text(handle.read(), path)
+            if not names:
+                raise ValueError(f"the folder {path!r} holds no .mrg files")
+            return [t for n in names for t in read_trees(os.path.join(path, n), encoding=encoding)]
+        with open(path, "rb") as handle:
+            data = handle.read()
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"{path}: not {encoding} (byte {exc.start}: "
+                f"{data[exc.start : exc.start + 1]!r}); give its encoding "
+                "(read_trees(..., encoding='latin-1'))"
+            ) from None
+        return _read_text(text, path)
     if isinstance(source, str):
         return _read_text(source, None)
+    if isinstance(source, bytes) or not isinstance(source, Iterable):
+        raise TypeError(
+            f"cannot read trees from {type(source).__name__}: give bracketed text, a path, "
+            "or an iterable of trees"
+        )
     out: list[Tree] = []
     for item in source:
         if isinstance(item, Tree):
             out.append(item)
         elif isinstance(item, str | os.PathLike):
-            out.extend(read_trees(item))
+            out.extend(read_trees(item, encoding=encoding))
         elif hasattr(item, "label") and callable(item.label):  # an nltk.Tree
             out.append(Tree.from_nltk(item))
         else:
@@ -394,6 +417,8 @@ class TreebankGrammar:
         ValueError
             When no tree is left after cleaning, or a setting is out of range.
         """
+        if not isinstance(parent, bool):
+            raise ValueError(f"parent must be True or False, got {parent!r}")
         if not isinstance(horizontal, int) or horizontal < 1:
             raise ValueError(f"horizontal must be an int >= 1, got {horizontal!r}")
         if not isinstance(rare, int) or rare < 0:
@@ -517,12 +542,28 @@ class TreebankGrammar:
         Returns
         -------
         Tree or None
+
+        Raises
+        ------
+        TypeError
+            When ``tree`` is not a Tree.
+        ValueError
+            When ``words`` has not as many words as the tree has leaves.
         """
         if tree is None:
             return None
+        if not isinstance(tree, Tree):
+            raise TypeError(f"tree must be a Tree or None, got {type(tree).__name__}")
         out = _unprepare(tree)
         if words is not None:
-            tokens = iter(Grammar.normalize_words(words))
+            given = Grammar.normalize_words(words)
+            leaves = len(tree.leaves())
+            if len(given) != leaves:
+                raise ValueError(
+                    f"words has {len(given)} words for a tree of {leaves}: give the sentence "
+                    "the tree was parsed from"
+                )
+            tokens = iter(given)
 
             def put(node: Tree | str) -> Tree | str:
                 if isinstance(node, str):

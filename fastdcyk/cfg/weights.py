@@ -31,11 +31,29 @@ def log_weights(
     if given is None:
         return None, None
     what = "probs" if probs is not None else "log_probs"
+    if isinstance(given, str | bytes):
+        raise GrammarError(
+            f"{what} is a string ({given!r}): give one number per rule (a list aligned with "
+            "the rules, or a mapping from rule to number)"
+        )
     if isinstance(given, Mapping):
-        by_rule = {nfc_rule(r): v for r, v in given.items()}
+        by_rule = {}
+        for r, v in given.items():
+            if not isinstance(r, Rule):
+                raise GrammarError(
+                    f"{what} has the key {r!r}, not a Rule: key it by the grammar's rules "
+                    "(Rule objects, as Grammar.rules holds them)"
+                )
+            by_rule[nfc_rule(r)] = v
         missing = [r for r in rules if r not in by_rule]
         if missing:
             raise GrammarError(f"{what} gives no value for rule '{missing[0]}'")
+        extra = [r for r in by_rule if r not in set(rules)]
+        if extra:
+            raise GrammarError(
+                f"{what} gives a value for '{extra[0]}', which is not a rule of the grammar"
+                + (f" ({len(extra) - 1} more such)" if len(extra) > 1 else "")
+            )
         values = [by_rule[r] for r in rules]
     else:
         values = list(given)

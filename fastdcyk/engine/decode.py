@@ -177,13 +177,19 @@ def decode_statistics(
 
 
 def check_matrix(p_left: np.ndarray, codebook: Codebook) -> None:
-    """ValueError (shape) or TypeError (dtype) when ``p_left`` is not a d x d matrix of the
-    codebook's dtype."""
+    """ValueError (shape, non-finite values) or TypeError (dtype) when ``p_left`` is not a
+    finite d x d matrix of the codebook's dtype."""
     d = codebook.d
     if p_left.shape != (d, d):
         raise ValueError(f"p_left has shape {p_left.shape}; the codebook has d = {d}")
     if p_left.dtype != codebook.dtype:
         raise TypeError(f"p_left is {p_left.dtype} but the codebook is {codebook.dtype}")
+    if not np.isfinite(p_left).all():
+        bad = int(p_left.size - np.count_nonzero(np.isfinite(p_left)))
+        raise ValueError(
+            f"p_left holds {bad} non-finite values (NaN or inf): it is not a table D-CYK "
+            "wrote; decode the P_left of a parse"
+        )
 
 
 def statistics_from_spectrum(

@@ -71,6 +71,12 @@ def words_of(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
                         f"position {pos}: the weights' keys must be terminals, not {k!r}"
                     )
             keys = grammar.normalize_words(list(w))
+            if len(set(keys)) < len(keys):
+                same = [k for k, n in zip(w, keys, strict=True) if keys.count(n) > 1]
+                raise ValueError(
+                    f"position {pos}: the keys {same!r} are one terminal in Unicode NFC "
+                    "(the form terminals are kept in): give its weight once"
+                )
             soft[pos] = soft_word(dict(zip(keys, w.values(), strict=True)), grammar.terminals, pos)
         elif not isinstance(w, str):
             raise TypeError(f"word {pos} is {w!r}, not a str (or a mapping {{terminal: weight}})")

@@ -69,8 +69,11 @@ def soft_word(weights: Mapping[Any, Any], terminals: Sequence[str], pos: int) ->
         if isinstance(w, bool) or not isinstance(w, int | float | np.floating | np.integer):
             raise TypeError(f"position {pos}: the weight of {t!r} is {w!r}, not a number")
         w = float(w)
-        if not math.isfinite(w) or w < 0:
-            raise ValueError(f"position {pos}: the weight of {t!r} is {w}; weights are >= 0")
+        if not math.isfinite(w) or not 0 <= w <= 1:
+            raise ValueError(
+                f"position {pos}: the weight of {t!r} is {w}; weights are probabilities in "
+                "[0, 1] (a distribution over the terminals: divide them by their sum)"
+            )
         if w > 0:
             kept.append((order[t], t, w))
     if not kept:

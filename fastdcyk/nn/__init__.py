@@ -32,6 +32,7 @@ torch.Size([3, 64])
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -349,6 +350,16 @@ class DCYK(torch.nn.Module):
                     "give sentences or terminals=, not both (the terminals' weights are "
                     "the sentence)"
                 )
+            name = "terminals" if terminals is not None else "preterminals"
+            if torch.is_tensor(soft) and soft.numel():
+                low, high = float(soft.detach().min()), float(soft.detach().max())
+                finite = math.isfinite(low) and math.isfinite(high)  # NaN: said below
+                if finite and not 0 <= low <= high <= 1:
+                    raise ValueError(
+                        f"{name}= holds values from {low:g} to {high:g}: its weights and "
+                        "scores are probabilities in [0, 1] (a softmax for terminals=, a "
+                        "sigmoid for preterminals=)"
+                    )
             words = self._soft_words(soft, sentences, lengths, terminals is not None)
         if not words:
             raise ValueError("no sentences to parse")

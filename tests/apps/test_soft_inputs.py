@@ -92,12 +92,19 @@ def test_a_mixture_is_the_same_in_numpy_torch_and_the_layer():
 
 def test_soft_words_are_checked_and_carry_their_weights():
     g = fd.Grammar.builtin("G4")
-    r = fd.dcyk(g, ["fish", {"swim": 3, "fish": 0}], d=64)
-    assert r.words[1] == "swim" and r.words[1].weights == (("swim", 3.0),)
+    r = fd.dcyk(g, ["fish", {"swim": 0.75, "fish": 0}], d=64)
+    assert r.words[1] == "swim" and r.words[1].weights == (("swim", 0.75),)
     with pytest.raises(ValueError, match="'cat' is not a terminal"):
         fd.dcyk(g, ["fish", {"cat": 1.0}], d=64)
-    with pytest.raises(ValueError, match="weights are >= 0"):
-        fd.dcyk(g, ["fish", {"swim": -1.0}], d=64)
+    for bad in (-1.0, 1.5, 100, 1e6):  # a weight of 100 gave a wrong chart before
+        with pytest.raises(ValueError, match=r"weights are probabilities in \[0, 1\]"):
+            fd.dcyk(g, ["fish", {"swim": bad}], d=64)
+    with pytest.raises(ValueError, match="are one terminal in Unicode NFC"):
+        fd.dcyk(
+            fd.Grammar.from_string("S -> 'caf\u00e9'"),
+            [{"caf\u00e9": 0.5, "cafe\u0301": 0.5}],
+            d=64,
+        )
     with pytest.raises(ValueError, match="no terminal has a positive weight"):
         fd.dcyk(g, ["fish", {"swim": 0.0}], d=64)
     with pytest.raises(TypeError, match="not a number"):
@@ -196,6 +203,10 @@ def test_soft_inputs_are_checked_with_clear_messages():
         layer(terminals=x, lengths=[1, 2])
     with pytest.raises(ValueError, match="NaN"):
         layer(terminals=x * float("nan"))
+    with pytest.raises(ValueError, match=r"terminals= holds values from -1 to .*\[0, 1\]"):
+        layer(terminals=-x)
+    with pytest.raises(ValueError, match=r"preterminals= holds values from 5 to 5.*sigmoid"):
+        layer(preterminals=p * 5)
     with pytest.raises(ValueError, match="lengths= goes with"):
         layer(["fish"], lengths=[1])
     with pytest.raises(TypeError, match="nothing to parse"):

@@ -690,7 +690,7 @@ def test_decode_honours_a_grammar_length_or_codebook_other_than_the_results():
     assert chart == again(g, 3, cb) != r.chart_at(threshold=0.5)
     with pytest.raises(ValueError, match="the codebook has d = 64"):
         fd.decode(r, codebook=fd.Codebook(64, seed=7, unitary=True))
-    with pytest.raises(ValueError, match="n must be >= 1"):
+    with pytest.raises(ValueError, match="n must be an integer >= 1"):
         fd.decode(r, n=0)
     # the result's own values (or the same grammar, equal but not the same object) reuse
     # the kept statistics
