@@ -635,7 +635,11 @@ class Grammar:
                     stacklevel=2,
                 )
             return cls.builtin(spec)
-        if not os.path.isfile(spec):
+        # a regular file, or a pipe or device that can be read once (<(cat g.pcfg), /dev/stdin)
+        readable = os.path.exists(spec) and not os.path.isdir(spec)
+        if os.path.isdir(spec):
+            raise GrammarError(f"{os.fspath(spec)!r} is a folder, not a grammar file")
+        if not readable:
             raise GrammarError(
                 f"{os.fspath(spec)!r} is neither a builtin grammar "
                 f"({', '.join(cls.builtin_names())}) nor an existing file"

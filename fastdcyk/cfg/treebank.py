@@ -202,8 +202,55 @@ def _is_preterminal(node: Tree) -> bool:
     return len(node.children) == 1 and isinstance(node.children[0], str)
 
 
+#: The characters the prepared labels use (``X+Y`` chains, ``X^<P>`` parents, ``X|<Y-Z>``
+#: intermediates) and the escape character: a treebank label holding one is escaped on the
+#: way in (``%`` and the character's hex code) and restored by :meth:`TreebankGrammar.to_treebank`.
+_RESERVED = "%+|<>^"
+
+
+def _escape(label: str) -> str:
+    if not any(c in label for c in _RESERVED):
+        return label
+    return "".join(f"%{ord(c):02X}" if c in _RESERVED else c for c in label)
+
+
+def _unescape(label: str) -> str:
+    if "%" not in label:
+        return label
+    return re.sub(r"%([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), label)
+
+
+def check_shape(tree: Tree, index: int) -> None:
+    """Refuse a tree that is not a treebank tree: every word under a part-of-speech tag of
+    its own (a tag over one word, a phrase over tags and phrases only).
+
+    Raises
+    ------
+    ValueError
+        Naming the tree (its position among those given), the node and its words.
+    """
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        words = [k for k in node.children if isinstance(k, str)]
+        if words and len(node.children) > 1:
+            what = "beside a phrase" if len(words) < len(node.children) else "under one tag"
+            raise ValueError(
+                f"tree {index}: {node.label} holds the word(s) {words!r} {what}; every word "
+                f"needs a part-of-speech tag of its own, as in ({node.label} (TAG word) ...)"
+            )
+        stack.extend(k for k in node.children if isinstance(k, Tree))
+
+
 def _prepare(tree: Tree, horizontal: int, parent: bool) -> Tree:
-    """Collapse unary chains of phrases, annotate parents, binarise (steps 2 to 4)."""
+    """Escape the reserved characters of labels, collapse unary chains of phrases, annotate
+    parents, binarise (steps 2 to 4)."""
+
+    def escape(node: Tree) -> Tree:
+        kids = [escape(k) if isinstance(k, Tree) else k for k in node.children]
+        return Tree(_escape(node.label), kids)
+
+    tree = escape(tree)
 
     def collapse(node: Tree) -> Tree:
         if _is_preterminal(node):
@@ -258,7 +305,7 @@ def _unprepare(tree: Tree) -> Tree:
         kids: list[Tree | str] = [x for k in node.children for x in walk(k)]
         if "|<" in node.label:
             return kids
-        chain = [_base(part) for part in node.label.split("+")]
+        chain = [_unescape(_base(part)) for part in node.label.split("+")]
         out: list[Tree | str] = kids
         for label in reversed(chain):
             out = [Tree(label, out)]
@@ -424,6 +471,8 @@ class TreebankGrammar:
         if not isinstance(rare, int) or rare < 0:
             raise ValueError(f"rare must be an int >= 0, got {rare!r}")
         cleaned = [c for c in (clean(t) for t in read_trees(trees)) if c is not None]
+        for k, tree in enumerate(cleaned):
+            check_shape(tree, k)
         if not cleaned:
             raise ValueError("no trees to learn from (none left after removing empty elements)")
         counts = Counter(w for t in cleaned for w in t.leaves())

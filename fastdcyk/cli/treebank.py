@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from fastdcyk.cfg.metrics import Scores, evalb
 from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
-from fastdcyk.cfg.viterbi import viterbi
+from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
 from fastdcyk.cli.common import (
     UsageError,
     check_out_file,
@@ -104,6 +104,7 @@ def _evaluate(tb, gold, name, d, args, show, out, reference) -> dict[str, Any]:
     from fastdcyk.engine import dcyk
 
     total, parsed, same, seconds = Scores(0, 0, 0), 0, 0, 0.0
+    known = frozenset(tb.grammar.terminals)
     log_probs = []
     label = name if d is None else f"{name} d={d}"
     for k, g in enumerate(tqdm(gold, desc=label, disable=not show, leave=False)):
@@ -112,6 +113,8 @@ def _evaluate(tb, gold, name, d, args, show, out, reference) -> dict[str, Any]:
         t0 = time.perf_counter()
         if d is None:
             best = viterbi(tb.grammar, words)
+        elif not known.issuperset(words):  # --rare 0: a word never seen has no rule
+            best = ViterbiParse(None, -math.inf)  # as symbolic Viterbi says: no tree
         else:
             result = dcyk(tb.grammar, words, d=d, seed=args.seed, progress=False)
             best = result.best_parse()

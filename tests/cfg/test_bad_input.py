@@ -118,3 +118,56 @@ def test_beam_without_the_weighted_table_and_bad_decode_inputs():
             fd.decode(nan, g, words="fish swim", codebook=r.codebook, readback=readback)
     with pytest.raises(ValueError, match=r"n must be an integer >= 1, got 2.5"):
         fd.decode(r.p_left, g, n=2.5, codebook=r.codebook)
+
+
+def test_a_grammar_from_a_pipe_loads_and_a_folder_is_named(tmp_path):
+    import os
+
+    read, write = os.pipe()
+    os.write(write, b"S -> A B [1.0]\nA -> 'a' [1.0]\nB -> 'b' [1.0]\n")
+    os.close(write)
+    try:  # as the shell's <(cat g.pcfg) gives it: /dev/fd/N, no regular file
+        g = fd.Grammar.load(f"/dev/fd/{read}")
+    finally:
+        os.close(read)
+    assert g.is_weighted and g.terminals == ("a", "b")
+    with pytest.raises(GrammarError, match="is a folder, not a grammar file"):
+        fd.Grammar.load(tmp_path)
+
+
+def test_the_treebank_command_scores_an_unseen_word_as_no_tree(tmp_path, capsys):
+    from fastdcyk.cli import main
+
+    train, test = tmp_path / "train.mrg", tmp_path / "test.mrg"
+    train.write_text(f"( {DOG} )\n( {CAT} )\n")
+    test.write_text(f"( {DOG.replace('dog', 'cow')} )\n( {CAT} )\n")
+    argv = ["treebank", "--train", str(train), "--test", str(test), "--rare", "0"]
+    assert main([*argv, "--dim", "64", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "1 with words the training trees did not keep" in out
+    assert "D-CYK" in out and "1/2" in out and "Traceback" not in out
+
+
+RESERVED = (
+    "(S (NP+X (DT a) (NN b)) (VP|<Q (V c) (NP^Z (D%1 d) (N-1 e)) (PP>R (P f) (-LRB- -LRB-) (N g))))"
+)
+
+
+@pytest.mark.parametrize("parent", [False, True])
+def test_labels_with_the_transforms_characters_come_back_as_they_were(parent):
+    from fastdcyk.cfg.treebank import _prepare, _unprepare, clean
+
+    tree = fd.Tree.fromstring(RESERVED)
+    for horizontal in (1, 2):
+        assert _unprepare(_prepare(tree, horizontal, parent)) == tree
+    tb = TreebankGrammar.from_trees([RESERVED], rare=0, parent=parent)
+    # the parse of its one training sentence is its tree, cleaned (N-1: an index, stripped)
+    got = tb.parse("a b c d e f -LRB- g").tree
+    assert got == fd.Tree("ROOT", [clean(tree)]) and "N-1" not in str(got)
+
+
+def test_a_word_beside_a_phrase_or_two_words_under_a_tag_are_named():
+    with pytest.raises(ValueError, match=r"tree 0: S holds the word\(s\) \['b'\] beside a phrase"):
+        TreebankGrammar.from_trees(["(S (NP (DT a)) b)"])
+    with pytest.raises(ValueError, match=r"tree 1: NP holds the word\(s\) \['a', 'b'\] under one"):
+        TreebankGrammar.from_trees([DOG, "(S (NP a b) (VP (V c)))"])
