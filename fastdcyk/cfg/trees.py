@@ -145,7 +145,7 @@ class Tree:
             k if isinstance(k, Tree) else _leaf_text(k)
             for k in self.children  # type: ignore[misc]
         ]
-        return "(" + " ".join([self.label, *map(str, parts)]) + ")"
+        return "(" + " ".join([_leaf_text(self.label), *map(str, parts)]) + ")"
 
     def __repr__(self) -> str:
         return f"Tree.fromstring({str(self)!r})"
@@ -154,8 +154,8 @@ class Tree:
     def fromstring(cls, text: str) -> Tree:
         """Read the bracketed form that ``str(tree)`` writes (and NLTK's, for plain words).
 
-        Words with spaces, brackets or quotes are written in double quotes, with ``\\"`` and
-        ``\\\\`` inside.
+        Words and labels with spaces, brackets or quotes (the Penn Treebank's quote tags
+        among them) are written in double quotes, with ``\\"`` and ``\\\\`` inside.
 
         Raises
         ------
@@ -190,9 +190,7 @@ class Tree:
                 if not stack:
                     raise ValueError("a tree starts with '('")
                 word = bare if bare is not None else re.sub(r"\\(.)", r"\1", quoted)
-                if stack[-1][0] is None:
-                    if bare is None:
-                        raise ValueError(f"a label cannot be quoted (character {m.start()})")
+                if stack[-1][0] is None:  # a label with quotes or spaces is quoted too
                     stack[-1] = (word, stack[-1][1])
                 else:
                     stack[-1][1].append(word)
