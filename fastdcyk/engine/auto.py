@@ -11,7 +11,10 @@ bookkeeping, a third of it).
 
 The d a sentence needed is kept per grammar, options and codebook (seed, dtype, vectors)
 and length (in bins of :data:`LENGTH_BIN` words): the next sentence of that bin starts
-there, not at :data:`START_D`. :func:`fastdcyk.clear_caches` forgets it.
+there, not at :data:`START_D`. After :data:`STEP_DOWN_AFTER` sentences of a bin sure at once
+at that d, the next starts at half of it, and the bin keeps the smaller d if the certificate
+is sure there: one hard sentence does not hold its bin at a large d for good.
+:func:`fastdcyk.clear_caches` forgets it all.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = [
     "LENGTH_BIN",
     "MAX_D",
     "START_D",
+    "STEP_DOWN_AFTER",
     "DimensionChoice",
     "DimensionWarning",
     "certified",
@@ -53,9 +57,13 @@ START_D = 128
 MAX_D = 8192
 #: Sentences whose lengths fall in the same bin of this many words share a starting d.
 LENGTH_BIN = 5
+#: After this many sentences of a bin sure at once at its kept d, the next starts at half
+#: of it (and keeps that d if sure there): a probe costs about a quarter of a parse.
+STEP_DOWN_AFTER = 8
 
-# (what the parse depends on, length bin) -> the d the last sure parse of that bin used
-_WORKED: dict[tuple[Hashable, int], int] = {}
+# (what the parse depends on, length bin) -> (the d the last sure parse of that bin used,
+# how many sentences in a row were sure at once there)
+_WORKED: dict[tuple[Hashable, int], tuple[int, int]] = {}
 _LOCK = threading.Lock()
 
 
@@ -215,8 +223,13 @@ def choose(
     """
     slot = (key, (n - 1) // LENGTH_BIN)
     with _LOCK:
-        kept = _WORKED.get(slot)
+        kept, streak = _WORKED.get(slot, (None, 0))
     start = min(kept or START_D, cap)
+    # after STEP_DOWN_AFTER sentences sure at the kept d, one starts at half of it: a bin
+    # whose first sentence needed a large d is not held there for good
+    probe = kept is not None and streak >= STEP_DOWN_AFTER and start // 2 >= START_D
+    if probe:
+        start //= 2
     tried: list[int] = []
     t0 = time.perf_counter()
     d = start
@@ -229,14 +242,19 @@ def choose(
     seconds = time.perf_counter() - t0
     lo = (n - 1) // LENGTH_BIN * LENGTH_BIN + 1
     bin_words = f"{lo} to {lo + LENGTH_BIN - 1} words"
-    if kept is not None:
+    if probe:
+        begun = (
+            f"started at d = {start}, half the d at which the last {streak} sentences of "
+            f"{bin_words} were sure, to see whether less serves"
+        )
+    elif kept is not None:
         begun = f"started at d = {start}, where the last sentence of {bin_words} was sure"
     else:
         begun = f"started at d = {start}"
     flagged = [f"d = {t}" for t in tried[:-1]]
     if result.sure:
-        with _LOCK:
-            _WORKED[slot] = d
+        with _LOCK:  # a streak counts the sentences sure at once at the kept d
+            _WORKED[slot] = (d, 0 if probe or len(tried) > 1 else streak + 1)
         reason = f"the certificate is sure of the chart at d = {d} ({begun}"
         reason += f"; suspect cells at {', '.join(flagged)})" if flagged else ")"
     else:

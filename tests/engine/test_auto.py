@@ -193,3 +193,45 @@ def test_the_cli_refuses_a_max_dim_below_the_start(capsys):
 
     code = cli.main(["parse", "--grammar", "G0", "--max-dim", "64", "fish", "swim"])
     assert code == 2 and "--max-dim must be at least 128" in capsys.readouterr().err
+
+
+class _Parse:
+    """A stand-in for a parse at d: sure when d reaches what the sentence needs."""
+
+    def __init__(self, need):
+        self.need, self.asked = need, []
+
+    def __call__(self, d):
+        self.asked.append(d)
+        parse = self
+        return type("R", (), {"sure": d >= parse.need, "suspect_cells": lambda self: [1]})()
+
+
+def test_a_bin_held_at_a_large_d_steps_down_when_its_sentences_allow():
+    auto.clear()
+    key, n, cap = ("policy",), 7, 8192
+    hard = _Parse(512)
+    auto.choose(hard, key, n, cap)
+    assert hard.asked == [128, 256, 512]
+    for _ in range(auto.STEP_DOWN_AFTER):  # easy sentences: sure at once at the kept 512
+        easy = _Parse(128)
+        _, choice = auto.choose(easy, key, n, cap)
+        assert easy.asked == [512]
+    probe = _Parse(128)
+    _, choice = auto.choose(probe, key, n, cap)
+    assert probe.asked == [256] and choice.d == 256 and "half the d" in choice.reason
+    after = _Parse(128)
+    auto.choose(after, key, n, cap)
+    assert after.asked == [256]  # the bin now starts at 256
+    harder = _Parse(300)  # more than 256: doubled to 512, which the bin keeps again
+    auto.choose(harder, key, n, cap)
+    assert harder.asked == [256, 512]
+    for _ in range(auto.STEP_DOWN_AFTER):
+        auto.choose(_Parse(512), key, n, cap)
+    failing = _Parse(512)  # the probe at 256 is not sure: back to 512, the streak anew
+    _, choice = auto.choose(failing, key, n, cap)
+    assert failing.asked == [256, 512] and choice.d == 512
+    again = _Parse(512)
+    auto.choose(again, key, n, cap)
+    assert again.asked == [512]
+    auto.clear()
