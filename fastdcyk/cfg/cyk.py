@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from fastdcyk.cfg.grammar import Grammar, GrammarError
+from fastdcyk.cfg.grammar import Grammar, GrammarError, as_grammar
 
 __all__ = ["UnknownWordError", "cyk", "recognizes"]
 
@@ -105,8 +105,8 @@ def cyk(
 
     Parameters
     ----------
-    grammar : Grammar
-        A grammar in Chomsky normal form.
+    grammar : Grammar or str or path
+        A grammar in Chomsky normal form, or a built-in name / file path.
     words : sequence of str, or str
         The input; a str is split on whitespace.
     strict : bool
@@ -138,6 +138,7 @@ def cyk(
     >>> sorted(table[0, 3]), sorted(table[1, 3]), sorted(table[0, 2])
     (['S'], ['S'], [])
     """
+    grammar = as_grammar(grammar)
     tokens = _words(words)
     chart = _chart(grammar, tokens, strict, tags)
     as_set = grammar.nonterminals_of_mask
@@ -173,6 +174,7 @@ def recognizes(grammar: Grammar, words: Sequence[str] | str) -> bool:
     >>> recognizes(g, "a a b"), recognizes(g, ["a", "b", "b"])
     (True, False)
     """
+    grammar = as_grammar(grammar)
     tokens = _words(words)
     chart = _chart(grammar, tokens, strict=False)
     return bool(chart[0][len(tokens)] >> grammar.nonterminal_index[grammar.start] & 1)

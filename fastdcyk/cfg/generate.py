@@ -14,9 +14,10 @@ its number of parses. Draws are independent, so a list of sentences may contain 
 from __future__ import annotations
 
 import functools
+import os
 import random
 
-from fastdcyk.cfg.grammar import Grammar, GrammarError
+from fastdcyk.cfg.grammar import Grammar, GrammarError, as_grammar
 
 __all__ = ["clear_cache", "generate"]
 
@@ -76,7 +77,7 @@ def _ranges(lengths: list[int]) -> str:
 
 
 def generate(
-    grammar: Grammar,
+    grammar: Grammar | str | os.PathLike[str],
     n: int,
     min_len: int = 1,
     max_len: int = 7,
@@ -90,8 +91,9 @@ def generate(
 
     Parameters
     ----------
-    grammar : Grammar
-        A grammar in Chomsky normal form.
+    grammar : Grammar or str or path
+        A grammar in Chomsky normal form, or a built-in name / file path for
+        :meth:`Grammar.load`.
     n : int
         How many sentences (0 gives an empty list).
     min_len, max_len : int
@@ -112,6 +114,8 @@ def generate(
         range (the message says which lengths it can derive).
     GrammarError
         When the grammar is not in CNF.
+    TypeError
+        When ``grammar`` is not a grammar.
 
     Examples
     --------
@@ -129,6 +133,7 @@ def generate(
         )
     if min_len > max_len:
         raise ValueError(f"min_len ({min_len}) must not exceed max_len ({max_len})")
+    grammar = as_grammar(grammar)  # or a built-in name or a file, as dcyk takes
     if not grammar.is_cnf:
         raise GrammarError(
             "generate needs a grammar in Chomsky normal form; convert it with Grammar.to_cnf()"

@@ -986,3 +986,23 @@ def _restore(
         origin = CnfOrigin(made, helpers, MappingProxyType(nullable), MappingProxyType(steps))
         object.__setattr__(grammar, "origin", origin)
     return grammar
+
+
+def as_grammar(grammar: Any) -> Grammar:
+    """``grammar`` itself, or the grammar a built-in name or a file path names
+    (:meth:`Grammar.load`): what the functions that take a grammar accept.
+
+    Raises
+    ------
+    TypeError
+        When ``grammar`` is none of these.
+    GrammarError
+        As :meth:`Grammar.load`.
+    """
+    if isinstance(grammar, Grammar):
+        return grammar
+    if isinstance(grammar, str | os.PathLike):
+        return Grammar.load(grammar)
+    raise TypeError(
+        f"grammar must be a Grammar (or a built-in name or file), got {type(grammar).__name__}"
+    )

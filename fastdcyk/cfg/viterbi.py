@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from fastdcyk.cfg.cyk import UnknownWordError, _words
-from fastdcyk.cfg.grammar import Grammar, GrammarError, Rule, Symbol
+from fastdcyk.cfg.grammar import Grammar, GrammarError, Rule, Symbol, as_grammar
 from fastdcyk.cfg.trees import Tree, un_cnf
 from fastdcyk.cfg.weights import check_lexical
 from fastdcyk.options import check_beam
@@ -143,6 +143,7 @@ def _fill(
     score is the given one instead of the computed one: the parents' choices follow it.
     With ``beam``, each cell's items more than ``beam`` below its best are dropped before
     its parents are computed."""
+    grammar = as_grammar(grammar)  # or a built-in name or file
     t = _tables(grammar)
     tokens = Grammar.normalize_words(_words(words))
     n = len(tokens)
