@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from fastdcyk.cfg.cyk import cyk
+from fastdcyk.cfg.cyk import UnknownWordError, cyk
 from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.metrics import Scores, cell_scores
@@ -285,7 +285,14 @@ def predict(
     simulation = _simulation(opt)
     sents = _sentences(grammar, sentences_or_length, sentences, seed)
     _check_memory(grammar, max(len(s) for s in sents), d, opt)
-    golds = [cyk(grammar, s, strict=True) for s in sents]
+    # each gold chart when its sentence is first simulated (a 500-word one takes seconds):
+    # the progress bar starts at once instead of after every chart is filled
+    golds: list[dict | None] = [None] * len(sents)
+    known = frozenset(grammar.terminals)
+    for s in sents:  # an unknown word is an error before any work, as it was
+        for i, w in enumerate(Grammar.normalize_words(s)):
+            if w not in known:
+                raise UnknownWordError(w, i)
     total, exact = Scores(0, 0, 0), 0
     unitary = VARIANTS[opt.variant]["unitary"]
     delay = check_progress(progress)
@@ -295,7 +302,10 @@ def predict(
             cb = default_codebook(grammar, int(d), seed + k, "float64", unitary=unitary, threads=1)
             sim = simulation(grammar, cb, opt)
             rng = np.random.default_rng(np.random.SeedSequence(seed + k, spawn_key=(0xCA9,)))
-            for s, gold in zip(sents, golds, strict=True):
+            for i, s in enumerate(sents):
+                gold = golds[i]
+                if gold is None:
+                    gold = golds[i] = cyk(grammar, s, strict=True)
                 chart = sim.run(s, rng)
                 total = total + cell_scores(gold, chart)
                 exact += chart == gold
