@@ -35,6 +35,7 @@ import warnings
 from pathlib import Path
 
 from tqdm import tqdm
+from treebank_study import split  # the same split of the sample: train 0001-0179, test the rest
 
 import fastdcyk as fd
 from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
@@ -43,12 +44,6 @@ from fastdcyk.engine.beam import BeamWarning
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "beam_study.json"
 FIXED = (10.0, 20.0)
-
-
-def split(folder: Path) -> tuple[list[Path], list[Path]]:
-    files = sorted(folder.glob("wsj_*.mrg"))
-    number = {f: int(f.stem.split("_")[1]) for f in files}
-    return [f for f in files if number[f] <= 179], [f for f in files if number[f] >= 180]
 
 
 def study_grammar(train, test):

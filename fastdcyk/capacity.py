@@ -21,7 +21,7 @@ import numpy as np
 
 from fastdcyk.cfg.cyk import UnknownWordError, cyk
 from fastdcyk.cfg.generate import generate
-from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.cfg.grammar import Grammar, as_grammar
 from fastdcyk.cfg.metrics import Scores, cell_scores
 from fastdcyk.engine import modes
 from fastdcyk.engine.plan import default_codebook
@@ -118,13 +118,7 @@ def _simulation(opt: DCYKOptions) -> Any:
 
 
 def _grammar(grammar: Any) -> Grammar:
-    if isinstance(grammar, str):
-        grammar = Grammar.load(grammar)
-    if not isinstance(grammar, Grammar):
-        raise TypeError(
-            f"grammar must be a fastdcyk.Grammar, a built-in name or a file, got "
-            f"{type(grammar).__name__}"
-        )
+    grammar = as_grammar(grammar)
     if not grammar.is_cnf:
         raise ValueError(
             "the capacity model needs a grammar in Chomsky normal form: use "

@@ -635,11 +635,10 @@ class Grammar:
                     stacklevel=2,
                 )
             return cls.builtin(spec)
-        # a regular file, or a pipe or device that can be read once (<(cat g.pcfg), /dev/stdin)
-        readable = os.path.exists(spec) and not os.path.isdir(spec)
         if os.path.isdir(spec):
             raise GrammarError(f"{os.fspath(spec)!r} is a folder, not a grammar file")
-        if not readable:
+        # a regular file, or a pipe or device that can be read once (<(cat g.pcfg), /dev/stdin)
+        if not os.path.exists(spec):
             raise GrammarError(
                 f"{os.fspath(spec)!r} is neither a builtin grammar "
                 f"({', '.join(cls.builtin_names())}) nor an existing file"
@@ -1004,5 +1003,6 @@ def as_grammar(grammar: Any) -> Grammar:
     if isinstance(grammar, str | os.PathLike):
         return Grammar.load(grammar)
     raise TypeError(
-        f"grammar must be a Grammar (or a built-in name or file), got {type(grammar).__name__}"
+        f"grammar must be a fastdcyk.Grammar, a built-in name or a file, got "
+        f"{type(grammar).__name__}"
     )

@@ -145,18 +145,6 @@ def _check_tree(name: str, tree: Any) -> None:
         raise TypeError(f"{name} must be a Tree or an nltk.Tree, got {type(tree).__name__}{hint}")
 
 
-def _leaves(tree: Any) -> list[str]:
-    out: list[str] = []
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            out.append(node)
-        else:
-            stack.extend(reversed(_kids_of(node)))
-    return out
-
-
 def check_same_words(gold: Any, test: Any) -> None:
     """Refuse to score trees over different sentences, as evalb does ("Length unmatch",
     "Words unmatch"): their words must be the same, position by position.
@@ -166,7 +154,7 @@ def check_same_words(gold: Any, test: Any) -> None:
     ValueError
         Naming the lengths, or the first position where the words differ.
     """
-    want, got = _leaves(gold), _leaves(test)
+    want, got = tuple(gold.leaves()), tuple(test.leaves())  # Tree's and nltk.Tree's
     if len(want) != len(got):
         raise ValueError(
             f"the trees are over sentences of different lengths (gold {len(want)} words, "
@@ -218,11 +206,10 @@ def labelled_brackets(
     _check_tree("tree", tree)
     deleted = frozenset(delete)
     out: Counter[tuple[str, int, int]] = Counter()
-    label_of, kids_of = _label_of, _kids_of
 
     def walk(node: Any, i: int) -> int:
-        kids = kids_of(node)
-        label = label_of(node)
+        kids = _kids_of(node)
+        label = _label_of(node)
         if len(kids) == 1 and isinstance(kids[0], str):  # a part-of-speech tag
             return i if label in deleted else i + 1
         j = i

@@ -69,8 +69,6 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     table = modes.select(opt.gate, opt.weights).writes_probabilities  # the weights' table
-    if args.beam is not None and not table:
-        raise UsageError("--beam applies to --weights table only: add --weights table")
     if table and args.k is not None:
         raise UsageError(
             "--k lists the decoded chart's trees; --weights table prints the tree read from "

@@ -126,7 +126,8 @@ def parse_plan(
         def parse_at(b: float, ws: tuple[str, ...] = ws) -> DCYKResult:
             return parse_sentence(plan.grammar, ws, plan.codebook, replace(opt, beam=b), **kw)
 
-        out.append(beam.choose(parse_at)[0])
+        result, result.beam = beam.choose(parse_at)
+        out.append(result)
     return out
 
 

@@ -149,7 +149,7 @@ def choose(
     Returns
     -------
     (DCYKResult, BeamChoice)
-        The last parse, and what was done (also set as ``result.beam``).
+        The last parse, and what was done (its caller sets ``result.beam``).
 
     Warns
     -----
@@ -178,9 +178,7 @@ def choose(
             stacklevel=4,
         )
     reason = why if capped else _kept(result, beam, tried)
-    choice = BeamChoice(beam, tuple(tried), capped, reason, time.perf_counter() - t0)
-    result.beam = choice
-    return result, choice
+    return result, BeamChoice(beam, tuple(tried), capped, reason, time.perf_counter() - t0)
 
 
 def _kept(result: Any, beam: float, tried: list[float]) -> str:

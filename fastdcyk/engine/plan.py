@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.cfg.grammar import Grammar, as_grammar
 from fastdcyk.engine import modes
 from fastdcyk.engine.memory import check_codebook_memory, check_parse_memory
 from fastdcyk.engine.rules import RuleStructure, rule_structure
@@ -197,10 +197,7 @@ def resolve_codebook(
 
 def cnf_grammar(grammar: Grammar | str) -> Grammar:
     """``grammar`` (or the built-in or file it names), checked to be a CNF Grammar."""
-    if isinstance(grammar, str):
-        grammar = Grammar.load(grammar)
-    if not isinstance(grammar, Grammar):
-        raise TypeError(f"grammar must be a fastdcyk.Grammar, got {type(grammar).__name__}")
+    grammar = as_grammar(grammar)
     if not grammar.is_cnf:
         raise ValueError("D-CYK needs a grammar in Chomsky normal form: use grammar.to_cnf()")
     return grammar

@@ -352,7 +352,7 @@ class DCYK(torch.nn.Module):
                 )
             name = "terminals" if terminals is not None else "preterminals"
             if torch.is_tensor(soft) and soft.numel():
-                low, high = float(soft.detach().min()), float(soft.detach().max())
+                low, high = torch.stack(torch.aminmax(soft.detach())).tolist()  # one sync
                 finite = math.isfinite(low) and math.isfinite(high)  # NaN: said below
                 if finite and not 0 <= low <= high <= 1:
                     raise ValueError(
