@@ -13,7 +13,8 @@ against measurement.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,8 @@ from fastdcyk.cfg.metrics import Scores, cell_scores
 from fastdcyk.engine import modes
 from fastdcyk.engine.plan import default_codebook
 from fastdcyk.engine.progress import check_progress, progress_bar
+from fastdcyk.engine.rules import rule_structure
+from fastdcyk.engine.simulation import Simulation
 from fastdcyk.hrr import memory as system_memory
 from fastdcyk.options import (
     DEFAULT_VARIANT,
@@ -37,10 +40,37 @@ from fastdcyk.options import (
     takes_options,
 )
 
-__all__ = ["DIM_GRID", "Prediction", "estimate_memory", "predict", "required_dim"]
+__all__ = [
+    "DIM_GRID",
+    "MAX_CELLS",
+    "Prediction",
+    "estimate_memory",
+    "estimate_seconds",
+    "predict",
+    "required_dim",
+    "sentences_drawn",
+]
 
 #: Dimensions required_dim tries: 64 * 2 ** (k / 4), rounded to a multiple of 16, to 16384.
 DIM_GRID = tuple(sorted({int(round(64 * 2 ** (k / 4) / 16)) * 16 for k in range(0, 33)}))
+
+
+#: Sentences drawn for a length: :func:`predict` simulates fewer than asked when they would
+#: pass this many cells over all its codebook draws (100,000: a hundred sentences of 44 words,
+#: or one of 446), at least one sentence per codebook draw.
+MAX_CELLS = 100_000
+
+
+def _cells(n: int) -> int:
+    return n * (n + 1) // 2
+
+
+def sentences_drawn(length: int, sentences: int, samples: int, max_cells: int | None) -> int:
+    """How many sentences of ``length`` words :func:`predict` simulates per codebook draw
+    when asked for ``sentences`` over ``samples`` draws (:data:`MAX_CELLS`)."""
+    if max_cells is None:
+        return sentences
+    return max(1, min(sentences, max_cells // (samples * _cells(length))))
 
 
 @dataclass(frozen=True)
@@ -55,7 +85,8 @@ class Prediction:
     p_exact : float
         Fraction of (sentence, codebook) pairs whose whole table is reproduced.
     sentences : int
-        Sentences simulated (per sample).
+        Sentences simulated (per sample): for a length, fewer than asked when they would
+        pass ``max_cells`` cells (:data:`MAX_CELLS`).
     samples : int
         Codebook draws.
     scores : Scores
@@ -127,10 +158,25 @@ def _grammar(grammar: Any) -> Grammar:
     return grammar
 
 
-def _sentences(grammar: Grammar, sentences_or_length: Any, n_sentences: int, seed: int):
-    if isinstance(sentences_or_length, int | np.integer) and not isinstance(
+def _is_length(sentences_or_length: Any) -> bool:
+    return isinstance(sentences_or_length, int | np.integer) and not isinstance(
         sentences_or_length, bool
-    ):
+    )
+
+
+def _detections_per_cell(grammar: Grammar) -> tuple[int, int]:
+    """The detections of a unary cell and of a binary one (the nonterminals with a rule
+    A -> a, those with a rule A -> B C): the units of the progress bar."""
+    st = rule_structure(grammar)
+    return len(st.unary), len(st.binary)
+
+
+def _detections(n: int, per_cell: tuple[int, int]) -> int:
+    return n * per_cell[0] + (_cells(n) - n) * per_cell[1]
+
+
+def _sentences(grammar: Grammar, sentences_or_length: Any, n_sentences: int, seed: int):
+    if _is_length(sentences_or_length):
         length = int(sentences_or_length)
         if length < 1:
             raise ValueError(f"a sentence length must be >= 1, got {length}")
@@ -217,6 +263,111 @@ def _check_memory(grammar: Grammar, length: int, d: int, opt: DCYKOptions) -> No
     )
 
 
+#: How many times :func:`estimate_seconds` times the model on each of its probe sentences.
+PROBE_REPEATS = 2
+
+
+def _fit(
+    terms: Callable[[int], tuple[float, float]], probes: list[tuple[int, float]]
+) -> Callable[[int], float]:
+    """Seconds for a sentence of n words, ``w1 t1(n) + w2 t2(n)`` with ``terms(n) = (t1, t2)``
+    and non-negative weights through the probes' (n, seconds)."""
+    rows = np.array([terms(n) for n, _ in probes], float)
+    times = np.array([t for _, t in probes], float)
+    w = np.array([times[-1] / rows[-1, 0], 0.0])  # one probe: the first term alone
+    if len(probes) == 2 and abs(np.linalg.det(rows)) > 0:
+        w = np.linalg.solve(rows, times)
+        if w[0] < 0:  # the time grows faster than the second term: it alone
+            w = np.array([0.0, times[-1] / rows[-1, 1]])
+        elif w[1] < 0:  # slower than the first: it alone
+            w = np.array([times[-1] / rows[-1, 0], 0.0])
+    return lambda n: float(np.dot(w, terms(n)))
+
+
+@takes_options(exclude=("variant",), refused=NOT_MODELLED, notes=_NOTES)
+def estimate_seconds(
+    grammar: Grammar | str,
+    sentences_or_length: int | Sequence[str | Sequence[str]],
+    d: int,
+    *,
+    variant: str = DEFAULT_VARIANT,
+    samples: int = 3,
+    sentences: int = 100,
+    seed: int = 0,
+    max_cells: int | None = MAX_CELLS,
+    **options: Any,
+) -> float:
+    """Seconds :func:`predict` with the same arguments will take on this machine.
+
+    The model is timed on two short sentences of the grammar (with the first codebook, at
+    this d: 12 and 48 words for the clean-up model, 5 and 10 for the trace model, fewer when
+    the sentences asked for are shorter) and scaled by what its time grows with (its cells
+    and the splits of a cell for the clean-up model: a cell costs a read and a solve, a
+    split the rules of its children's candidates;
+    :meth:`Simulation.cost_terms <fastdcyk.engine.simulation.Simulation.cost_terms>`), as
+    is symbolic CYK's time for the gold charts. An order of magnitude, not a bound: it costs
+    a few tenths of a second, and it assumes that longer sentences fill their cells as the
+    short ones do.
+
+    Parameters
+    ----------
+    grammar, sentences_or_length, d, variant, samples, sentences, seed, max_cells
+        As for :func:`predict`.
+    {options}
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> estimate_seconds("G0", 20, 64, samples=1, sentences=10) < 60
+    True
+    """
+    grammar = _grammar(grammar)
+    d = check_dim(d)
+    samples, sentences = check_int("samples", samples, 1), check_int("sentences", sentences, 1)
+    opt = resolve(variant, dtype="float64", **options)
+    simulation = _simulation(opt)
+    if _is_length(sentences_or_length):
+        n = check_int("length", sentences_or_length, 1)
+        if max_cells is not None:
+            max_cells = check_int("max_cells", max_cells, 1)
+        lengths = [n] * sentences_drawn(n, sentences, samples, max_cells)
+    else:
+        lengths = [len(s) for s in _sentences(grammar, sentences_or_length, sentences, seed)]
+    _check_memory(grammar, max(lengths), d, opt)
+    t0 = time.perf_counter()
+    unitary = VARIANTS[opt.variant]["unitary"]
+    cb = default_codebook(grammar, int(d), seed, "float64", unitary=unitary, threads=1)
+    sim = simulation(grammar, cb, opt)
+    setup = time.perf_counter() - t0
+    rng = np.random.default_rng(seed)
+    top = max(lengths)
+    sim_probes, gold_probes = [], []
+    for size in sorted({min(top, p) for p in simulation.probe_lengths}):
+        drawn = generate(grammar, 3, min_len=max(1, size // 2), max_len=size, seed=seed)
+        if not drawn:
+            continue
+        s = max(drawn, key=len)
+        if not gold_probes:  # the first run of a simulation compiles and caches: untimed
+            sim.run(s[:2] if len(s) > 2 else s, rng)
+        gold, run = np.inf, np.inf
+        for _ in range(PROBE_REPEATS):  # the quickest of a few: a busy core only slows
+            t1 = time.perf_counter()
+            cyk(grammar, s)
+            t2 = time.perf_counter()
+            sim.run(s, rng)
+            t3 = time.perf_counter()
+            gold, run = min(gold, t2 - t1), min(run, t3 - t2)
+        gold_probes.append((len(s), gold))
+        sim_probes.append((len(s), run))
+    if not sim_probes:
+        return samples * setup
+    run, gold = _fit(simulation.cost_terms, sim_probes), _fit(Simulation.cost_terms, gold_probes)
+    return float(samples * setup + sum(gold(n) + samples * run(n) for n in lengths))
+
+
 @takes_options(exclude=("variant",), refused=NOT_MODELLED, notes=_NOTES)
 def predict(
     grammar: Grammar | str,
@@ -227,6 +378,7 @@ def predict(
     samples: int = 3,
     sentences: int = 100,
     seed: int = 0,
+    max_cells: int | None = MAX_CELLS,
     progress: bool | float | None = None,
     **options: Any,
 ) -> Prediction:
@@ -250,8 +402,14 @@ def predict(
     sentences : int, default 100
         Sentences drawn when a length is given.
     seed : int, default 0
+    max_cells : int or None, default :data:`MAX_CELLS`
+        When a length is given: draw fewer sentences than ``sentences`` where ``samples``
+        times that many would pass this many cells (at least one per codebook). A long
+        sentence holds many cells, and every one of them is scored: at 200 words, three
+        sentences per codebook score as many cells as 1,300 of 10 words. None simulates
+        every sentence asked for. A list of sentences is always simulated whole.
     progress : bool, float or None, default None
-        Show a progress bar over the simulated sentences (None: once the prediction has run
+        Show a progress bar over the simulated detections (None: once the prediction has run
         2 seconds, on a terminal only; a number: only once the
         prediction has run that many seconds).
 
@@ -277,6 +435,10 @@ def predict(
     samples, sentences = check_int("samples", samples, 1), check_int("sentences", sentences, 1)
     opt = resolve(variant, dtype="float64", **options)
     simulation = _simulation(opt)
+    if _is_length(sentences_or_length) and sentences_or_length >= 1:  # else: _sentences says
+        if max_cells is not None:
+            max_cells = check_int("max_cells", max_cells, 1)
+        sentences = sentences_drawn(int(sentences_or_length), sentences, samples, max_cells)
     sents = _sentences(grammar, sentences_or_length, sentences, seed)
     _check_memory(grammar, max(len(s) for s in sents), d, opt)
     # each gold chart when its sentence is first simulated (a 500-word one takes seconds):
@@ -290,7 +452,10 @@ def predict(
     total, exact = Scores(0, 0, 0), 0
     unitary = VARIANTS[opt.variant]["unitary"]
     delay = check_progress(progress)
-    bar = progress_bar(delay, samples * len(sents), f"capacity d={d}", "sentence")
+    per_cell = _detections_per_cell(grammar)
+    work = samples * sum(_detections(len(s), per_cell) for s in sents)
+    bar = progress_bar(delay, work, f"capacity d={d}", "detection")
+    on_progress = None if bar is None else bar.update
     try:
         for k in range(samples):
             cb = default_codebook(grammar, int(d), seed + k, "float64", unitary=unitary, threads=1)
@@ -300,11 +465,9 @@ def predict(
                 gold = golds[i]
                 if gold is None:
                     gold = golds[i] = cyk(grammar, s, strict=True)
-                chart = sim.run(s, rng)
+                chart = sim.run(s, rng, on_progress)
                 total = total + cell_scores(gold, chart)
                 exact += chart == gold
-                if bar is not None:
-                    bar.update(1)
     finally:
         if bar is not None:
             bar.close()

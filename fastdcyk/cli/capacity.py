@@ -20,6 +20,7 @@ from fastdcyk.cli.common import (
     positive_int,
 )
 from fastdcyk.engine import modes
+from fastdcyk.engine.cost import duration
 from fastdcyk.hrr.memory import format_bytes
 from fastdcyk.options import DEFAULT_VARIANT, resolve
 
@@ -41,30 +42,42 @@ PROGRESS_DELAY = 2.0
 def _cmd_capacity(args: argparse.Namespace) -> int:
     grammar = load_grammar(args.grammar, encoding=args.grammar_encoding, to_cnf=args.to_cnf)
     given = option_values(args)
-    kw = dict(given, samples=args.samples, sentences=args.sentences, seed=args.seed)
+    max_cells = None if args.max_cells == 0 else args.max_cells
+    kw = dict(
+        given, samples=args.samples, sentences=args.sentences, seed=args.seed, max_cells=max_cells
+    )
     t0 = time.perf_counter()
+    dims = sorted(set(args.dims))
     try:
         opt = resolve(**given)
-        need = capacity.estimate_memory(grammar, args.length, max(args.dims), **given)
+        need = capacity.estimate_memory(grammar, args.length, max(dims), **given)
+        seconds = sum(capacity.estimate_seconds(grammar, args.length, d, **kw) for d in dims)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    drawn = capacity.sentences_drawn(args.length, args.sentences, args.samples, max_cells)
     mode = modes.select(opt.gate, opt.weights)
     how = f"encoding={opt.encoding}"
     if mode.chooses_readback:
         how += f", readback={opt.readback}"
     memory = format_bytes(need)
+    fewer = ""
+    if drawn < args.sentences:
+        fewer = f" (of the {args.sentences} asked: {max_cells} cells in all, --max-cells)"
     print(
-        f"capacity model: {args.grammar}, {args.sentences} sentences of length {args.length}, "
-        f"variant={args.variant}, {how}, {args.samples} "
+        f"capacity model: {args.grammar}, {drawn} "
+        + ("sentence" if drawn == 1 else "sentences")
+        + f" of length {args.length}{fewer}, variant={args.variant}, {how}, {args.samples} "
         + ("codebook" if args.samples == 1 else "codebooks")
-        + f"; about {memory} of memory",
+        + f"; about {memory} of memory and {duration(seconds)} for {len(dims)} "
+        + ("dimension" if len(dims) == 1 else "dimensions")
+        + (", more if the search for the d needed tries others" if len(dims) > 1 else ""),
         flush=True,
     )
     made: dict = {}
     progress = PROGRESS_DELAY if sys.stderr.isatty() else False
     header = False
     try:
-        for d in sorted(set(args.dims)):
+        for d in dims:
             p = capacity.predict(grammar, args.length, d, progress=progress, **kw)
             made[d] = p
             if not header:  # after the first dimension: a bad option prints nothing
@@ -152,6 +165,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--sentences", type=positive_int, default=50, help="sentences drawn (default 50)"
     )
     p.add_argument("--samples", type=positive_int, default=2, help="codebook draws (default 2)")
+    p.add_argument(
+        "--max-cells",
+        type=nonnegative_int,
+        default=capacity.MAX_CELLS,
+        metavar="N",
+        help="draw fewer sentences where --sentences x --samples of them would pass N cells, "
+        f"at least one per codebook (default {capacity.MAX_CELLS}; 0: no limit)",
+    )
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed (default 0)")
     p.set_defaults(func=_cmd_capacity)
     return p

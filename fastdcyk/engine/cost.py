@@ -32,6 +32,7 @@ __all__ = [
     "MAC_SECONDS",
     "PAIRS_PER_SCALAR_CELL",
     "SLOW_SECONDS",
+    "duration",
     "parse_seconds",
     "scalar_gate_seconds",
     "slow_parse_note",
@@ -109,16 +110,17 @@ def slow_parse_note(grammar: Grammar, n: int, d: int, options: DCYKOptions) -> s
     line = (
         f"D-CYK with variant={options.variant!r} ({options.gate} gate) on "
         f"{len(grammar.nonterminals):,} nonterminals, {n} words at d = {d}: about "
-        f"{_duration(seconds)} predicted"
+        f"{duration(seconds)} predicted"
     )
     default = resolve(DEFAULT_VARIANT)
     if modes.select(options.gate, options.weights) is not modes.select(default.gate):
         fast = parse_seconds(grammar, n, d, default)
-        line += f"; variant={DEFAULT_VARIANT!r} (the default) takes about {_duration(fast)}"
+        line += f"; variant={DEFAULT_VARIANT!r} (the default) takes about {duration(fast)}"
     return line
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """``seconds`` for a reader: "12 s", "7 min", "2.5 h"."""
     if seconds < 90:
         return f"{max(seconds, 0.1):.2g} s"
     if seconds < 5400:

@@ -14,6 +14,7 @@ derivation and docs/results.md for the validation against measurement.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -107,7 +108,12 @@ class Simulation:
     def end(self, i: int, j: int, step: Step) -> None:
         pass
 
-    def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
+    def run(
+        self,
+        words: tuple[str, ...],
+        rng: np.random.Generator,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> dict:
         """The decoded chart of one sentence, simulated: ``{(i, j): frozenset}``."""
         raise NotImplementedError
 
@@ -119,6 +125,17 @@ class Simulation:
         if self.cb.index_vectors == "shifted":
             shifted[: len(sidon_offsets(self.d, n + 1))] = True
         return shifted
+
+    #: The sentence lengths the capacity model's estimate of its time runs this model on
+    #: (:func:`fastdcyk.capacity.estimate_seconds`).
+    probe_lengths: tuple[int, ...] = (12, 48)
+
+    @staticmethod
+    def cost_terms(n: int) -> tuple[float, float]:
+        """What the time of a sentence of n words grows with, as two terms whose weights
+        the capacity model's estimate fits on :attr:`probe_lengths`: its cells (a read and a
+        solve each) and its splits (the rules over a cell's children), n^2 / 2 and n^3 / 6."""
+        return n * (n + 1) / 2, (n - 1) * n * (n + 1) / 6
 
     @classmethod
     def memory(cls, grammar: Grammar, n: int, d: int, opt: DCYKOptions) -> int:

@@ -161,3 +161,69 @@ def test_long_sentences_that_cannot_fit_are_refused_before_any_work(monkeypatch,
     assert main([*argv, "--variant", "trace"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("fastdcyk capacity: error: the capacity model") and err.count("\n") == 1
+
+
+def test_long_sentences_draw_fewer_sentences_and_say_so():
+    """A length whose sentences would pass max_cells cells is simulated on fewer sentences
+    (at least one per codebook); the prediction is the one of that many sentences asked for;
+    a list of sentences is simulated whole."""
+    cells = 12 * 13 // 2
+    assert capacity.sentences_drawn(12, 10, 2, 5 * cells) == 2
+    assert capacity.sentences_drawn(12, 10, 2, 1) == 1  # at least one per codebook
+    assert capacity.sentences_drawn(12, 10, 2, None) == 10
+    assert capacity.sentences_drawn(500, 50, 2, capacity.MAX_CELLS) == 1
+    cut = capacity.predict("G0", 12, 64, samples=2, sentences=10, max_cells=5 * cells)
+    assert cut.sentences == 2 and cut.samples == 2
+    assert capacity.predict("G0", 12, 64, samples=2, sentences=2, max_cells=None) == cut
+    sents = fd.generate(fd.Grammar.builtin("G0"), 3, min_len=12, max_len=12, seed=4)
+    assert capacity.predict("G0", sents, 64, samples=1, max_cells=1).sentences == 3
+    with pytest.raises(ValueError, match="max_cells must be"):
+        capacity.predict("G0", 12, 64, max_cells=0)
+
+
+def test_the_time_estimate_fits_the_probes():
+    """estimate_seconds scales the probes' times by the model's cost terms: through two
+    probes of a time that follows those terms it recovers the time of any length; where
+    the fit gives a term a negative weight, the other term alone."""
+    from fastdcyk.engine.simulation import Simulation
+
+    terms = Simulation.cost_terms
+
+    def true(n):
+        c, s = terms(n)
+        return 1e-4 * c + 2e-7 * s
+
+    fit = capacity._fit(terms, [(12, true(12)), (48, true(48))])
+    assert fit(500) == pytest.approx(true(500), rel=1e-9)
+    # a time per cell that falls with n (a negative weight on the splits): the cells alone,
+    # through the longest probe
+    fit = capacity._fit(terms, [(12, 1.0), (48, 1.0)])
+    assert fit(48) == pytest.approx(1.0) and fit(96) == pytest.approx(terms(96)[0] / terms(48)[0])
+    # one that grows faster than the splits (a negative weight on the cells): the splits alone
+    fit = capacity._fit(terms, [(12, 1e-3), (48, 10.0)])
+    assert fit(48) == pytest.approx(10.0) and fit(96) == pytest.approx(
+        10 * terms(96)[1] / terms(48)[1]
+    )
+    seconds = capacity.estimate_seconds("G0", 20, 64, samples=1, sentences=5)
+    assert 0.0 < seconds < float("inf")
+
+
+def test_the_time_estimate_refuses_what_cannot_fit_before_any_work(monkeypatch):
+    from fastdcyk.hrr import memory
+
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**30)
+    with pytest.raises(MemoryError, match="at most \\d+ words fit"):
+        capacity.estimate_seconds("G0", 200, 256, variant="trace", samples=1, sentences=2)
+
+
+def test_cli_states_the_cost_and_the_sentences_it_draws(capsys):
+    from fastdcyk.cli import main
+
+    argv = ["capacity", "--grammar", "G0", "--length", "40", "--dims", "64"]
+    assert main([*argv, "--max-cells", "2000"]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert "1 sentence of length 40 (of the 50 asked: 2000 cells in all, --max-cells)" in first
+    assert first.endswith("for 1 dimension") and "of memory and " in first
+    assert main([*argv, "--sentences", "2", "--samples", "1", "--max-cells", "0"]) == 0
+    assert "2 sentences of length 40, " in capsys.readouterr().out

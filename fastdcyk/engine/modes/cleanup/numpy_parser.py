@@ -23,15 +23,12 @@ from fastdcyk.engine.numpy_backend import mixture
 from fastdcyk.engine.numpy_spectral import SpectralParser, left_spectrum_of
 from fastdcyk.engine.readback import candidates, gram, solve
 from fastdcyk.engine.rules import (
-    ReadCell,
-    candidate_rule_layer,
-    cell_splits,
     lexical_layer,
-    read_cell,
     rule_layer,
     rule_structure,
 )
 from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.engine.splits import CandidateChart
 from fastdcyk.hrr import buffers
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
@@ -105,9 +102,8 @@ class CleanupParser(SpectralParser):
         self.stats = np.zeros((n + 1, n + 1, nn)) if self.lstsq else None
         self._candidates: dict[tuple[int, int], list[np.ndarray]] = {}
         # the read cells' candidates and their clean scores less sigma(0), every other's
-        self._read_cells: dict[tuple[int, int], ReadCell] = {}
         self.base = float(sigmoid(0.0, opt.beta))
-        self._scratch = np.full(nn, -1, np.intp)  # for candidate_rule_layer
+        self._read_cells = CandidateChart(st, n, self.base)
         # the terminals of the grammar's rules A -> a (its lexicon), as rows of a table of
         # their spectra
         self._lexicon_rows, self._lexicon_ids = st.lexicon_rows, st.lexicon
@@ -191,8 +187,7 @@ class CleanupParser(SpectralParser):
                 read = np.flatnonzero(c > self.opt.candidate_level)
                 self._terminals_read = np.union1d(self._terminals_read, read)
         elif self.lstsq:  # every non-candidate scores sigma(0): the candidates' rules only
-            splits = cell_splits(self._read_cells, i, j)
-            self._detection = candidate_rule_layer(st, splits, self.base, self._scratch)
+            self._detection = self._read_cells.layer(i, j)
         else:
             self._detection = rule_layer(st, lambda a, b: self.scores[a, b], i, j)
 
@@ -240,7 +235,7 @@ class CleanupParser(SpectralParser):
         self.stats[i, j, rows] = a
         self.scores[i, j] = sigmoid(self.stats[i, j], self.opt.beta)
         deltas = sigmoid(a, self.opt.beta) - self.base
-        self._read_cells[(i, j)] = read_cell(self.structure, rows, deltas)
+        self._read_cells.add(i, j, rows, deltas)
 
     def solve_cell(
         self, i: int, j: int, step: Step, q: np.ndarray

@@ -12,6 +12,7 @@ of its read instead of its amplitude.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,17 +22,10 @@ from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import schedule
 from fastdcyk.engine.arrays import NUMPY, sigmoid
 from fastdcyk.engine.readback import candidates, ridge_matrix, solve
-from fastdcyk.engine.rules import (
-    ReadCell,
-    candidate_rule_layer,
-    cell_splits,
-    lexical_layer,
-    read_cell,
-    rule_layer,
-    rule_structure,
-)
+from fastdcyk.engine.rules import lexical_layer, rule_layer, rule_structure
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.engine.simulation import Simulation
+from fastdcyk.engine.splits import CandidateChart
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
 
@@ -81,7 +75,12 @@ class CleanupSimulation(Simulation):
             return 8 * nn * nn
         return 8 * (nn + len(grammar.terminals)) * d
 
-    def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
+    def run(
+        self,
+        words: tuple[str, ...],
+        rng: np.random.Generator,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> dict:
         """The decoded chart of one sentence, simulated."""
         d, n, t = self.d, len(words), self.tables
         self.words, self.rng = words, rng
@@ -105,26 +104,28 @@ class CleanupSimulation(Simulation):
         self.stats = np.zeros((n + 1, n + 1, nn))
         self.terms: dict[tuple[int, int], list] = {}
         self.cands: dict[tuple[int, int], list] = {}
-        self.read_cells: dict[tuple[int, int], ReadCell] = {}
         self.base = float(sigmoid(0.0, self.beta))
-        self.scratch = np.full(nn, -1, np.intp)  # for candidate_rule_layer
+        self.read_cells = CandidateChart(self.st, n, self.base)
         for i in range(1, n + 1):
             self.term[i - 1, i] = 1.0
         # cancelling: an item's weight in the noise model, its gate squared until it is
         # read, its read's error squared after
         self.leak = np.zeros((n + 1, n + 1, nn)) if self.cancel else None
         self.word_var = np.zeros(n + 1)
+        self.term_total = float(n)  # the words' weights, summed (they stay once read)
         if self.cancel:  # the words are read (and subtracted) before any cell
             for k in range(1, n + 1):
                 # word k's read sees the words after it and the errors of those before
-                self.word_var[k] = (self.term.sum() - 1.0) / d**2
+                self.word_var[k] = (self.term_total - 1.0) / d**2
                 error = self.rng.normal(0.0, np.sqrt(self.word_var[k]))
+                self.term_total += error**2 - self.term[k - 1, k]
                 self.term[k - 1, k] = error**2
         # near[a, b]: the variance a near match across span indices a != b adds
         shifted = self.shifted_indices(n)
         self.near = np.where(shifted[:, None] & shifted[None, :], 2.0 / d**2, 1.0 / d)
         np.fill_diagonal(self.near, 0.0)
-        schedule.run(self, n, self.order, schedule.Ledger(NUMPY, t.nonterminals, [n], self.prune))
+        ledger = schedule.Ledger(NUMPY, t.nonterminals, [n], self.prune)
+        schedule.run(self, n, self.order, ledger, on_progress=on_progress)
         return self.decode(n)
 
     def initialise(self) -> None:
@@ -161,7 +162,7 @@ class CleanupSimulation(Simulation):
         """The variance the terms of other cells add to any readout at (i, j), near matches
         aside: 1/d^2 times their squared gates (the words' weigh 1)."""
         own = self.gates[i, j] ** 2 if self.leak is None else self.leak[i, j]
-        total = self.sq_total - float(own.sum()) + self.term.sum()
+        total = self.sq_total - float(own.sum()) + self.term_total
         return (total - self.term[i, j]) / self.d**2
 
     def _noise(self, i: int, j: int, size: int, var: Any) -> np.ndarray:
@@ -179,8 +180,7 @@ class CleanupSimulation(Simulation):
             self.tvals = lexical_layer(st, c, self.term_rows)
             self.term_read = np.flatnonzero(c > self.level)
         elif self.lstsq:  # every non-candidate scores sigma(0): the candidates' rules only
-            splits = cell_splits(self.read_cells, i, j)
-            self.tvals = candidate_rule_layer(st, splits, self.base, self.scratch)
+            self.tvals = self.read_cells.layer(i, j)
         else:
             self.tvals = rule_layer(st, lambda a, b: self.scores[a, b], i, j)
 
@@ -249,7 +249,7 @@ class CleanupSimulation(Simulation):
             var = np.concatenate([var, np.full(len(self.term_read), self.unary_var)])
         if not len(vecs):
             self.scores[i, j] = sigmoid(self.stats[i, j], self.beta)
-            self.read_cells[(i, j)] = read_cell(self.st, rows, np.zeros(0))
+            self.read_cells.add(i, j, rows, np.zeros(0))
             return
         g = vecs @ vecs.T
         written = g[:, :k] @ self.gates[i, j, rows]  # the cell's items: its candidates ...
@@ -264,7 +264,7 @@ class CleanupSimulation(Simulation):
             self.sq_total += float(error2.sum() - self.leak[i, j, rows].sum())
             self.leak[i, j, rows] = error2
         self.scores[i, j] = sigmoid(self.stats[i, j], self.beta)
-        self.read_cells[(i, j)] = read_cell(self.st, rows, sigmoid(a, self.beta) - self.base)
+        self.read_cells.add(i, j, rows, sigmoid(a, self.beta) - self.base)
 
     def decode(self, n: int) -> dict:
         """The final chart: the read-back's amplitudes (least squares), or the trace

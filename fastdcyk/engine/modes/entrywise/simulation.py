@@ -12,6 +12,7 @@ which every superposed pair adds a few times 1/d of variance (docs/method.md, se
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -69,7 +70,12 @@ class EntrywiseSimulation(Simulation):
     def group(self, step: Step) -> int | None:
         return 1  # every detection draws its own noise, in the engine's order
 
-    def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
+    def run(
+        self,
+        words: tuple[str, ...],
+        rng: np.random.Generator,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> dict:
         """The decoded chart of one sentence, simulated."""
         d, n, t = self.d, len(words), self.tables
         self.words, self.rng = words, rng
@@ -80,7 +86,8 @@ class EntrywiseSimulation(Simulation):
         self.weight = np.zeros((n + 1, n + 1, nn))  # ||P_A||_F^2 / d: the weight of its noise
         self.left_sums = np.zeros((n + 1, n + 1, h), np.complex128)  # sum of mean(m) conj(spec)
         self.words_w = float(n)  # the words' terms of P_left weigh 1
-        schedule.run(self, n, self.order, schedule.Ledger(NUMPY, t.nonterminals, [n], self.prune))
+        ledger = schedule.Ledger(NUMPY, t.nonterminals, [n], self.prune)
+        schedule.run(self, n, self.order, ledger, on_progress=on_progress)
         return self.decode(n)
 
     def initialise(self) -> None:

@@ -26,6 +26,7 @@ samples and sentences.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,14 @@ __all__ = ["TraceSimulation"]
 class TraceSimulation(Simulation):
     """The trace gate's simulation (the module's notes)."""
 
+    probe_lengths = (5, 10)
+
+    @staticmethod
+    def cost_terms(n: int) -> tuple[float, float]:
+        """Its cells, and the span values it draws: (n + 1)^4 per cell."""
+        cells = n * (n + 1) / 2
+        return cells, cells * (n + 1) ** 4
+
     @classmethod
     def own_memory(cls, grammar: Grammar, n: int, d: int, opt: DCYKOptions) -> int:
         """The span values drawn per cell, (n + 1)^4 of them, and the rules' pairs gathered
@@ -50,7 +59,12 @@ class TraceSimulation(Simulation):
         n1 = n + 1
         return 4 * 8 * n1**4 + 2 * 8 * n1 * n1 * len(grammar.binary_rules)
 
-    def run(self, words: tuple[str, ...], rng: np.random.Generator) -> dict:
+    def run(
+        self,
+        words: tuple[str, ...],
+        rng: np.random.Generator,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> dict:
         """The decoded chart of one sentence, simulated."""
         d, n, t = self.d, len(words), self.tables
         # indices beyond the Sidon set that fits in d are random: then model them all so
@@ -63,7 +77,8 @@ class TraceSimulation(Simulation):
         self.left_sums = np.zeros((n + 1, n + 1, h), np.complex128)
         self.right_sums = np.zeros((n + 1, n + 1, h), np.complex128)
         self.term = np.zeros((n + 1, n + 1))  # terminal terms of P_left (weight 1)
-        schedule.run(self, n, self.order, schedule.Ledger(NUMPY, t.nonterminals, [n], self.prune))
+        ledger = schedule.Ledger(NUMPY, t.nonterminals, [n], self.prune)
+        schedule.run(self, n, self.order, ledger, on_progress=on_progress)
         return self.decode(n)
 
     def initialise(self) -> None:
