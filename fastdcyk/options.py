@@ -32,8 +32,10 @@ import difflib
 import functools
 import inspect
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -68,6 +70,7 @@ __all__ = [
     "check_dtype",
     "check_int",
     "check_keywords",
+    "check_path",
     "check_prune",
     "check_threshold",
     "choices",
@@ -144,8 +147,9 @@ DEFAULT_BEAM = 10.0
 #: while the parse shows that the beam cut what mattered (:mod:`fastdcyk.engine.beam`).
 AUTO_BEAM = "auto"
 #: ``"sequential"``: the paper's order (each update applied before the next detection of the
-#: same cell); ``"cell"``: every detection of a cell reads the table as it was before the cell.
-ORDERS = ("sequential", "cell")
+#: same cell); ``"cell"``: every detection of a cell reads the table as it was before the cell;
+#: ``"width"``: every cell of a span width reads the table as it was before the width.
+ORDERS = ("sequential", "cell", "width")
 #: ``"paper"``: [X]+ [i]+ [j]+ in P_right and R_b^A = sum [B]+ [C]-, as in the paper;
 #: ``"roles"``: the right child under its own vector X', [X']+ [i]+ [j]+ and [B]+ [C']-.
 ENCODINGS = ("paper", "roles")
@@ -263,6 +267,16 @@ def check_beam(beam: Any) -> float | str:
     if not (ok and math.isfinite(beam) and beam > 0):
         raise ValueError(f"beam must be 'auto' or a finite number > 0 (nats), got {beam!r}")
     return float(beam)
+
+
+def check_path(name: str, value: Any) -> Path:
+    """``value`` as a :class:`~pathlib.Path` when it is a str or path-like (not empty); else
+    a TypeError (a ValueError for ``""``) naming ``name``."""
+    if not isinstance(value, str | os.PathLike):
+        raise TypeError(f"{name} must be a path (a str or path-like), got {type(value).__name__}")
+    if os.fspath(value) == "":
+        raise ValueError(f"{name} is empty: give a file's path")
+    return Path(value)
 
 
 def check_flag(name: str, value: Any) -> bool:
@@ -415,18 +429,21 @@ class DCYKOptions:
         expects="a finite number >= 0",
     )
     order: str = declaration(
-        '{"sequential", "cell"}',
+        '{"sequential", "cell", "width"}',
         """``"sequential"``: the paper's order, each update applied before the next
         detection of the same cell (a later nonterminal reads an earlier one's update:
         crosstalk, since in CNF no symbol of a cell depends on another of the same cell).
         ``"cell"``: every detection of a cell reads the table as it was before the cell,
         so the cell's detections share one pass and its updates are applied together (far
-        cheaper on large grammars). Default: the variant's (paper: sequential, trace and
-        cleanup: cell).""",
+        cheaper on large grammars). ``"width"`` (the clean-up gate): every cell of a span
+        width reads the table as it was before the width, and the width's cells are read
+        back together (docs/method.md, section 4.2). Default: the variant's (paper:
+        sequential, trace and cleanup: cell).""",
         choices=ORDERS,
         cli="order of the updates in a cell: 'sequential' (the paper's: each update applied "
-        "before the next detection) or 'cell' (every detection of a cell reads the table as "
-        "it was before the cell; much cheaper); default: the variant's ("
+        "before the next detection), 'cell' (every detection of a cell reads the table as "
+        "it was before the cell; much cheaper) or 'width' (the clean-up gate: every cell of "
+        "a span width reads the table as it was before the width); default: the variant's ("
         + ", ".join(f"{v} {p['order']}" for v, p in VARIANTS.items())
         + ")",
         default="sequential",
@@ -704,6 +721,12 @@ def resolve(variant: str | None = None, *, dtype: Any = "float32", **options: An
     weights = "chart" if given["weights"] is None else given["weights"]
     chosen["weights"] = check_choice("weights", weights, choices("weights"))
     mode = modes.select(chosen["gate"], chosen["weights"])
+    if chosen["order"] not in mode.orders:
+        has = ", ".join(repr(o) for o in mode.orders)
+        raise ValueError(
+            f"order={chosen['order']!r} is not an order of {mode.describe()}, which has "
+            f"{has}: leave order out for the variant's own"
+        )
     readback = mode.readbacks[0] if given["readback"] is None else given["readback"]
     chosen["readback"] = check_choice("readback", readback, choices("readback"))
     if readback not in mode.readbacks:

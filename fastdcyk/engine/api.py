@@ -380,6 +380,11 @@ def sample_dimension(
 ) -> tuple[int, bool]:
     """:func:`choose_dimension`'s d (``opts``: the option keywords; ``kw``: seed, dtype,
     unitary, fft and max_d), and whether the certificate was sure of every sentence there."""
+    if not isinstance(sentences, str) and not hasattr(sentences, "__len__"):
+        raise TypeError(
+            "sentences must be a sequence of sentences (each a str or a sequence of words), "
+            f"got {type(sentences).__name__}"
+        )
     if isinstance(sentences, str) or not len(sentences):
         raise ValueError(
             "sentences must be a non-empty sequence of sentences (a str is one sentence: "
@@ -512,6 +517,11 @@ def decode(
         codebook = r.codebook if codebook is None else codebook
         if words is None and n is None:
             words = r.words
+        if n is not None and isinstance(n, int) and n > len(r.words):
+            raise ValueError(
+                f"n = {n}, but the result's sentence has {len(r.words)} words: its table "
+                "holds no longer span (leave n out, or give at most that)"
+            )
         n = len(r.words if words is None else words) if n is None else n
         readback = readback or o.readback
         decoder = decoder or (o.decoder if modes.reader_of(readback) is None else None)

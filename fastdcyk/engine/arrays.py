@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
+import scipy.special
 
 __all__ = ["NUMPY", "ArrayNamespace", "NumpyNamespace", "sigmoid"]
 
@@ -132,8 +133,7 @@ class NumpyNamespace(ArrayNamespace):
         return np.asarray(x, dtype=np.float64)
 
     def logistic(self, z: Any) -> np.ndarray:
-        with np.errstate(over="ignore"):
-            return 1.0 / (1.0 + np.exp(-z))
+        return scipy.special.expit(z)  # 1 / (1 + exp(-z)), without overflow warnings
 
     def index_add(self, target: Any, index: Any, values: Any) -> np.ndarray:
         n = target.shape[-1]
@@ -153,7 +153,11 @@ class NumpyNamespace(ArrayNamespace):
         diagonal += values
         return out
 
-    def cholesky(self, m: np.ndarray) -> tuple[list[Any], np.ndarray]:
+    def cholesky(self, m: np.ndarray) -> tuple[Any, np.ndarray]:
+        try:  # the whole batch in one call: a stack of lower factors
+            return np.linalg.cholesky(m), np.ones(len(m), bool)
+        except np.linalg.LinAlgError:  # which systems fail: one by one
+            pass
         factors, ok = [], np.ones(len(m), bool)
         for b, mb in enumerate(m):
             try:
@@ -163,7 +167,11 @@ class NumpyNamespace(ArrayNamespace):
                 ok[b] = False
         return factors, ok
 
-    def cho_solve(self, factor: list[Any], y: np.ndarray, rows: Any = None) -> np.ndarray:
+    def cho_solve(self, factor: Any, y: np.ndarray, rows: Any = None) -> np.ndarray:
+        if isinstance(factor, np.ndarray):  # a stack of lower factors L: L L^T a = y
+            low = factor if rows is None else factor[rows]
+            z = np.linalg.solve(low, y[..., None])
+            return np.linalg.solve(low.swapaxes(-1, -2), z)[..., 0]
         used = factor if rows is None else [factor[r] for r in rows]
         out = np.empty(y.shape)
         for b, (f, yb) in enumerate(zip(used, y, strict=True)):

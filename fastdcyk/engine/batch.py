@@ -181,6 +181,11 @@ def dcyk_batch(
         check_int("batch_size", batch_size, 1)
     if isinstance(sentences, str):
         raise TypeError("sentences must be a sequence of sentences, not one str")
+    if not hasattr(sentences, "__len__") or not hasattr(sentences, "__getitem__"):
+        raise TypeError(
+            "sentences must be a sequence of sentences (each a str or a sequence of words), "
+            f"got {type(sentences).__name__}"
+        )
     if len(sentences) == 0:
         return []
     opts = option_keywords(options, keywords)

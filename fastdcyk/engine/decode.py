@@ -180,6 +180,11 @@ def check_matrix(p_left: np.ndarray, codebook: Codebook) -> None:
     """ValueError (shape, non-finite values) or TypeError (dtype) when ``p_left`` is not a
     finite d x d matrix of the codebook's dtype."""
     d = codebook.d
+    if not isinstance(p_left, np.ndarray):
+        raise TypeError(
+            f"p_left must be a numpy array of shape ({d}, {d}), the P_left of a parse, got "
+            f"{type(p_left).__name__}"
+        )
     if p_left.shape != (d, d):
         raise ValueError(f"p_left has shape {p_left.shape}; the codebook has d = {d}")
     if p_left.dtype != codebook.dtype:

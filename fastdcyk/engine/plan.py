@@ -51,11 +51,24 @@ __all__ = [
 ]
 
 
+def _iterable(x: Any) -> bool:
+    try:
+        iter(x)
+    except TypeError:
+        return False
+    return True
+
+
 def words_of(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
     if isinstance(words, bytes | bytearray | memoryview):
         raise TypeError(
             "the sentence is bytes: decode it to a str first (for example "
             "data.decode('utf-8')), or give a sequence of str"
+        )
+    if not isinstance(words, str | Sequence) and not _iterable(words):
+        raise TypeError(
+            "a sentence must be a str (split on whitespace) or a sequence of words, got "
+            f"{type(words).__name__}"
         )
     ws = tuple(words.split()) if isinstance(words, str) else tuple(words)
     if not ws:

@@ -9,7 +9,13 @@ of detections within a cell (``DCYKOptions.order``):
 - ``"sequential"`` (the paper's): each update is applied before the next detection of the
   same cell, which then reads the table again;
 - ``"cell"``: every detection of the cell reads the table as it was before the cell; one
-  shared pass serves them all.
+  shared pass serves them all;
+- ``"width"``: every cell of a span width is detected from the table as it stands after
+  the narrower widths, before any of them writes (CYK's cells of one width depend only on
+  shorter spans); then each cell writes and ends (the clean-up gate reads it back), cell
+  by cell, so that a read sees the cells of its width already read (and, cancelling,
+  subtracted) as the cell order's reads do. A parser whose reads subtract nothing may
+  instead write the whole width and end it at once (``end_width``).
 
 This module owns that control flow and its bookkeeping: which cells, in which order, when
 the table is read again, the counts of detections, updates and pruned updates, the pruning
@@ -126,6 +132,10 @@ class CellParser(Protocol):
     def end(self, i: int, j: int, step: Step) -> None:
         """Called once per cell when it is complete (every cell, with rules or not; default:
         nothing)."""
+
+    # Optional, in the "width" order: ``end_width(spans, step)`` ends the cells ``spans``
+    # (a list of (i, j), i ascending) of one width at once, after all of their writes, where
+    # ``ends_width(step)`` is true (a parser whose reads subtract nothing).
 
 
 def non_finite(where: str) -> FloatingPointError:
@@ -252,8 +262,9 @@ def run(
     parser : CellParser
     n : int
         The (longest) sentence's length.
-    order : {"sequential", "cell"}
-        The order of detections within a cell (see the module's docstring).
+    order : {"sequential", "cell", "width"}
+        The order of detections within a cell, or of the cells of a width (see the
+        module's docstring).
     ledger : Ledger
         Counts, log, pruning and checks.
     on_progress : callable, optional
@@ -267,6 +278,9 @@ def run(
     arrays = {step: np.asarray(rows[step]) for step in rows}
     t0 = time.perf_counter()
     parser.initialise()
+    if order == "width":
+        _run_widths(parser, n, ledger, rows, arrays, on_progress, timings, t0)
+        return
     t1 = None
     for i, j, step in cells(n):
         if step == BINARY and t1 is None:
@@ -301,6 +315,59 @@ def run(
                         on_progress(1)
         parser.end(i, j, step)
 
+    t2 = time.perf_counter()
+    if timings is not None:
+        timings["unary"] = (t2 if t1 is None else t1) - t0
+        timings["binary"] = 0.0 if t1 is None else t2 - t1
+
+
+def _run_widths(
+    parser: CellParser,
+    n: int,
+    ledger: Ledger,
+    rows: dict[Step, Sequence[int]],
+    arrays: dict[Step, np.ndarray],
+    on_progress: Callable[[int], None] | None,
+    timings: dict[str, float] | None,
+    t0: float,
+) -> None:
+    """The "width" order: per span width, every cell's detections from the table as the
+    narrower widths left it, then cell by cell its writes and its end (or all the writes
+    and one ``end_width`` where the parser's ``ends_width(step)`` says so)."""
+    ends_width = getattr(parser, "ends_width", None)
+    t1 = None
+    for w in range(1, n + 1):
+        step = UNARY if w == 1 else BINARY
+        if step == BINARY and t1 is None:
+            t1 = time.perf_counter()
+        spans = [(i, i + w) for i in range(n - w + 1)]
+        count = len(rows[step])
+        writes = []
+        if count:
+            size = parser.group(step) or count
+            for i, j in spans:
+                parser.begin(i, j, step)
+                parser.read(i, j, step)
+                for k0 in range(0, count, size):
+                    ks = slice(k0, min(count, k0 + size))
+                    det = parser.detect(i, j, step, ks)
+                    keep, any_kept = ledger.decide(i, j, arrays[step][ks], det)
+                    if any_kept:
+                        writes.append((i, j, ks, det, keep))
+                    if on_progress is not None:
+                        on_progress(ks.stop - ks.start)
+        if ends_width is not None and ends_width(step):
+            for i, j, ks, det, keep in writes:
+                parser.write(i, j, step, ks, det, keep)
+            parser.end_width(spans, step)  # type: ignore[attr-defined]
+            continue
+        by_cell: dict[tuple[int, int], list] = {}
+        for i, j, ks, det, keep in writes:
+            by_cell.setdefault((i, j), []).append((ks, det, keep))
+        for i, j in spans:
+            for ks, det, keep in by_cell.get((i, j), ()):
+                parser.write(i, j, step, ks, det, keep)
+            parser.end(i, j, step)
     t2 = time.perf_counter()
     if timings is not None:
         timings["unary"] = (t2 if t1 is None else t1) - t0

@@ -155,7 +155,10 @@ def test_config_orders_are_normalised_and_crossed_with_the_variants():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"orders": ("fast",)}, r"unknown order 'fast': choose one of \('sequential', 'cell'\)"),
+        (
+            {"orders": ("fast",)},
+            r"unknown order 'fast': choose one of \('sequential', 'cell', 'width'\)",
+        ),
         ({"orders": ()}, "orders must not be empty"),
         ({"dims": (1,)}, "dims must hold integers >= 2"),
         ({"dims": ()}, "dims must not be empty"),

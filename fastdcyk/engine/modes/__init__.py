@@ -78,6 +78,9 @@ class Mode:
         probabilities rank the decoded chart's trees) or ``"table"`` (the mode writes them).
     readbacks : tuple of str, default ("matched",)
         The read-backs the mode has (``readback`` option); the first is its default.
+    orders : tuple of str, default ("sequential", "cell")
+        The orders of the schedule the mode's parsers follow (``order`` option,
+        :mod:`fastdcyk.engine.schedule`).
     certified_readbacks : tuple of str, default ()
         The read-backs whose numpy parse gives a certificate per cell
         (:mod:`fastdcyk.engine.certificate`; ``DCYKResult.sure``), which ``d="auto"``
@@ -116,6 +119,7 @@ class Mode:
     parsers: Mapping[str, Part]
     weights: str = "chart"
     readbacks: tuple[str, ...] = ("matched",)
+    orders: tuple[str, ...] = ("sequential", "cell")
     certified_readbacks: tuple[str, ...] = ()
     simulation: Part | None = None
     simulated_readbacks: tuple[str, ...] = ()
@@ -314,6 +318,7 @@ register(
             "torch": ".cleanup.torch_parser:CleanupParser",
         },
         readbacks=("cancel", "lstsq", "matched"),
+        orders=("sequential", "cell", "width"),
         certified_readbacks=("cancel", "lstsq"),
         simulation=".cleanup.simulation:CleanupSimulation",
         buffers=".cleanup:work_buffers",

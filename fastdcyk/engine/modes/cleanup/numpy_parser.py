@@ -21,7 +21,7 @@ from fastdcyk.engine.certificate import Certificate, CertificateBuilder
 from fastdcyk.engine.decode import Statistics, decision_boundary
 from fastdcyk.engine.numpy_backend import mixture
 from fastdcyk.engine.numpy_spectral import SpectralParser, left_spectrum_of
-from fastdcyk.engine.readback import candidates, gram, solve
+from fastdcyk.engine.readback import candidates, gram, ridge_solve, solve
 from fastdcyk.engine.rules import (
     lexical_layer,
     rule_layer,
@@ -33,7 +33,12 @@ from fastdcyk.hrr import buffers
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
 
-__all__ = ["DECODE_SWEEPS", "CleanupParser", "readback_statistics"]
+__all__ = ["BATCHED_SOLVE", "DECODE_SWEEPS", "CleanupParser", "readback_statistics"]
+
+#: The "width" order solves the reads of a width's cells of at most this many items as one
+#: padded batch (many small systems cost their calls more than their arithmetic); larger
+#: ones are solved alone, so that no small system is padded to a large one.
+BATCHED_SOLVE = 32
 
 #: Decoding a given P_left with ``readback="cancel"``: the sweeps after the bottom-up pass
 #: (:meth:`CleanupParser.sweep`), in which every cell is read again without the cells above it.
@@ -109,7 +114,8 @@ class CleanupParser(SpectralParser):
         self._lexicon_rows, self._lexicon_ids = st.lexicon_rows, st.lexicon
         lexicon = [st.terminals[k] for k in st.lexicon]
         self._lexicon_spectra = cb.spectra("terminal", lexicon).astype(np.complex128)
-        self._terminals_read = np.zeros(0, np.intp)
+        # per unary cell, the terminals read in it (until its read-back)
+        self._terminals_read: dict[tuple[int, int], np.ndarray] = {}
         # decoding a given P_left: each position's word, as a row of the lexicon's table
         self._given_words = self._lexicon_rows[st.terminal_ids(words)] if self.frozen else None
         # a parse's least-squares reads: how far each can be trusted
@@ -185,7 +191,8 @@ class CleanupParser(SpectralParser):
             self._detection = lexical_layer(st, c, self._lexicon_rows)
             if self.lstsq:  # the terminals read in the cell (in the sequential order: any read)
                 read = np.flatnonzero(c > self.opt.candidate_level)
-                self._terminals_read = np.union1d(self._terminals_read, read)
+                before = self._terminals_read.get((i, j), np.zeros(0, np.intp))
+                self._terminals_read[(i, j)] = np.union1d(before, read)
         elif self.lstsq:  # every non-candidate scores sigma(0): the candidates' rules only
             self._detection = self._read_cells.layer(i, j)
         else:
@@ -232,28 +239,80 @@ class CleanupParser(SpectralParser):
             self.scores[i, j] = sigmoid(self.trace(self.tables.spectra, q), self.opt.beta)
             return
         rows, a = self.solve_cell(i, j, step, q)
+        self._read(i, j, rows, a)
+
+    def ends_width(self, step: Step) -> bool:
+        """In the "width" order, whether a width's cells are read back together
+        (:meth:`end_width`): with the least-squares read-back, whose reads subtract nothing;
+        cancelling, each cell is written, read and subtracted in turn."""
+        return self.lstsq and not self.cancel and not self.frozen
+
+    def end_width(self, spans: list[tuple[int, int]], step: Step) -> None:
+        """The "width" order's read-back of a whole span width (the cells ``spans``) with
+        the least-squares read-back: every cell's readout from the table as the width left
+        it, the solves of the cells of at most :data:`BATCHED_SOLVE` items as one batch
+        padded to the largest of them (:func:`ridge_solve`), the others one by one, then
+        each cell's certificate and scores, as :meth:`end` does cell by cell."""
+        reads = []
+        for i, j in spans:
+            q = self.readout(i, j)
+            rows, spectra, vectors = self._items(i, j, step)
+            g, x = gram(vectors), self.trace(spectra, q)
+            if not (np.all(np.isfinite(x)) and np.all(np.isfinite(g))):
+                raise schedule.non_finite(f"the read of cell ({i}, {j})")
+            reads.append((i, j, q, rows, spectra, g, x))
+        small = [b for b, r in enumerate(reads) if len(r[-1]) <= BATCHED_SOLVE]
+        solved: dict[int, np.ndarray] = {}
+        k = max((len(reads[b][-1]) for b in small), default=0)
+        if k:
+            gs, xs = np.zeros((len(small), k, k)), np.zeros((len(small), k))
+            valid = np.zeros((len(small), k), bool)
+            for row, b in enumerate(small):
+                g, x = reads[b][-2:]
+                m = len(x)
+                gs[row, :m, :m], xs[row, :m], valid[row, :m] = g, x, True
+            batch = ridge_solve(gs, xs, valid=valid, refine=self.refine)
+            solved = {b: batch[row, : len(reads[b][-1])] for row, b in enumerate(small)}
+        for b, (i, j, q, rows, spectra, g, x) in enumerate(reads):
+            a = solved[b] if b in solved else solve(g, x, refine=self.refine)
+            a = self._after_solve(i, j, q, rows, spectra, g, x, a)
+            self._read(i, j, rows, a)
+
+    def _read(self, i: int, j: int, rows: np.ndarray, a: np.ndarray) -> None:
+        """Cell (i, j) read: its candidates ``rows`` have amplitudes ``a``."""
         self.stats[i, j, rows] = a
         self.scores[i, j] = sigmoid(self.stats[i, j], self.opt.beta)
         deltas = sigmoid(a, self.opt.beta) - self.base
         self._read_cells.add(i, j, rows, deltas)
+
+    def _items(self, i: int, j: int, step: Step) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What completed cell (i, j) holds, to be read: the rows of its candidates, and
+        the spectra and vectors of its items (the candidates, and in a unary cell the
+        terminals read there after them)."""
+        rows = np.concatenate(self._candidates.pop((i, j), [np.zeros(0, np.intp)]))
+        spectra, vectors = self.tables.spectra[rows], self.tables.vectors[rows]
+        read = self._terminals_read.pop((i, j), None)
+        if step == schedule.UNARY and read is not None and len(read):
+            # the word's terminal is an item of the cell too: solve for it alongside
+            terms = [self.structure.terminals[k] for k in self._lexicon_ids[read]]
+            spectra = np.concatenate([spectra, self._lexicon_spectra[read]])
+            vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
+        return rows, spectra, vectors
 
     def solve_cell(
         self, i: int, j: int, step: Step, q: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """The least-squares read of completed cell (i, j) (``q`` its readout): the rows of
         what was written in it and their amplitudes."""
-        rows = np.concatenate(self._candidates.pop((i, j), [np.zeros(0, np.intp)]))
-        spectra, vectors = self.tables.spectra[rows], self.tables.vectors[rows]
-        if step == schedule.UNARY and len(self._terminals_read):
-            # the word's terminal is an item of the cell too: solve for it alongside
-            read = self._terminals_read
-            terms = [self.structure.terminals[k] for k in self._lexicon_ids[read]]
-            spectra = np.concatenate([spectra, self._lexicon_spectra[read]])
-            vectors = np.concatenate([vectors, self.cb.vectors("terminal", terms)])
-        self._terminals_read = np.zeros(0, np.intp)
+        rows, spectra, vectors = self._items(i, j, step)
         g = gram(vectors)
         x = self.trace(spectra, q)
         a = self._solve(g, x, f"the read of cell ({i}, {j})")
+        return rows, self._after_solve(i, j, q, rows, spectra, g, x, a)
+
+    def _after_solve(self, i, j, q, rows, spectra, g, x, a) -> np.ndarray:
+        """A cell's read solved (amplitudes ``a`` of its items): its certificate, and when
+        cancelling its subtraction from the residual table; the candidates' amplitudes."""
         if self._certify is not None and len(a):
             norm2 = float(self.parseval @ (q.real**2 + q.imag**2)) / self.d  # ||r||^2
             self._certify.add(i, j, g, x, a, norm2, len(rows))
@@ -261,7 +320,7 @@ class CleanupParser(SpectralParser):
             spectra = spectra.astype(np.complex128)
             self._subtract(i, j, a @ spectra)
             self._keep_read(i, j, rows, spectra, g, a)
-        return rows, a[: len(rows)]
+        return a[: len(rows)]
 
     def _solve(self, g: np.ndarray, x: np.ndarray, where: str) -> np.ndarray:
         """The ridge solve of a read, refusing non-finite readouts (``where``: which read)."""

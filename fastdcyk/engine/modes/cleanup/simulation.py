@@ -104,6 +104,7 @@ class CleanupSimulation(Simulation):
         self.stats = np.zeros((n + 1, n + 1, nn))
         self.terms: dict[tuple[int, int], list] = {}
         self.cands: dict[tuple[int, int], list] = {}
+        self.term_read: dict[tuple[int, int], tuple[np.ndarray, float]] = {}
         self.base = float(sigmoid(0.0, self.beta))
         self.read_cells = CandidateChart(self.st, n, self.base)
         for i in range(1, n + 1):
@@ -175,10 +176,11 @@ class CleanupSimulation(Simulation):
             x = self._column("tt", self.term_index[word])  # the cell holds the word only
             # a word elsewhere shares no span slot with (i, j): no near match; cancelling,
             # the words were read before any cell
-            self.unary_var = self.word_var[j] if self.cancel else self._other(i, j)
-            c = sigmoid(x + self._noise(i, j, len(x), self.unary_var), self.beta)
+            var = self.word_var[j] if self.cancel else self._other(i, j)
+            c = sigmoid(x + self._noise(i, j, len(x), var), self.beta)
             self.tvals = lexical_layer(st, c, self.term_rows)
-            self.term_read = np.flatnonzero(c > self.level)
+            # until the cell's read-back (in the "width" order, after the width's reads)
+            self.term_read[(i, j)] = (np.flatnonzero(c > self.level), var)
         elif self.lstsq:  # every non-candidate scores sigma(0): the candidates' rules only
             self.tvals = self.read_cells.layer(i, j)
         else:
@@ -244,9 +246,10 @@ class CleanupSimulation(Simulation):
         k = len(rows)
         var = self._variance(i, j, rows)
         vecs = self.vec64[rows]
-        if step == schedule.UNARY and len(self.term_read):
-            vecs = np.concatenate([vecs, self.term_vec64[self.term_read]])
-            var = np.concatenate([var, np.full(len(self.term_read), self.unary_var)])
+        term_read, unary_var = self.term_read.pop((i, j), (np.zeros(0, np.intp), 0.0))
+        if step == schedule.UNARY and len(term_read):
+            vecs = np.concatenate([vecs, self.term_vec64[term_read]])
+            var = np.concatenate([var, np.full(len(term_read), unary_var)])
         if not len(vecs):
             self.scores[i, j] = sigmoid(self.stats[i, j], self.beta)
             self.read_cells.add(i, j, rows, np.zeros(0))

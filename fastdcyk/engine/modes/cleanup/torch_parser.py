@@ -75,7 +75,9 @@ class CleanupParser(SpectralParser):
             self._nn, self._nt = nn, nt
             self.stats: dict[tuple[int, int], torch.Tensor] = {}
             self._candidates: dict[tuple[int, int], torch.Tensor] = {}
-            self._terms = torch.zeros((self.batch, nt), dtype=torch.bool, device=dev)
+            # per unary cell, the terminals read in it (until its read-back)
+            self._terms: dict[tuple[int, int], torch.Tensor] = {}
+            self._no_terms = torch.zeros((self.batch, nt), dtype=torch.bool, device=dev)
             # each read cell's candidates (of any sentence of the batch) and their clean
             # scores less sigma(0), for the rule layer over the candidates' rules
             self.base = float(self.sigmoid(torch.tensor(0.0, dtype=self.rdtype)))
@@ -145,7 +147,8 @@ class CleanupParser(SpectralParser):
                 clean = self.sigmoid(self._readout(i, j, self.terminal_w))
             if self.lstsq:  # the terminals read in the cell (by any of its reads)
                 read = (clean > self.opt.candidate_level) & self._lexicon
-                self._terms |= read & self.active(j)[:, None]
+                before = self._terms.get((i, j), self._no_terms)
+                self._terms[(i, j)] = before | (read & self.active(j)[:, None])
             weights = self._rule_weights(self.unary_weights)
             self._detection = lexical_layer(st, clean, rule_weights=weights, xp=xp)
             return
@@ -197,21 +200,53 @@ class CleanupParser(SpectralParser):
             self.add_outer("residual", left, m)
 
     def end(self, i: int, j: int, step: Step) -> None:
+        idx = self.index_outer(j, i)  # the read's, kept for its subtraction (autograd: a view)
+        self._end(i, j, step, self._cell_readout(i, j, idx), idx)
+
+    def ends_width(self, step: Step) -> bool:
+        """In the "width" order, whether a width's cells are read back together: with the
+        least-squares read-back, whose reads subtract nothing (as the numpy parser's)."""
+        return self.lstsq and not self.cancel
+
+    def end_width(self, spans: list[tuple[int, int]], step: Step) -> None:
+        """The "width" order's read-back of a span width (the least-squares read-back):
+        every cell's readout from the table as the width left it, the solves of all its
+        cells and sentences as one batch, then each cell's scores."""
+        qs = [self._cell_readout(i, j, self.index_outer(j, i)) for i, j in spans]
+        cands = [self._cell_candidates(i, j, step) for i, j in spans]
+        solved = self._solve(torch.cat(cands), torch.cat(qs)).split(self.batch)
+        for (i, j), c, full in zip(spans, cands, solved, strict=True):
+            self._finish(i, j, c, full, None)
+
+    def _cell_readout(self, i: int, j: int, idx: torch.Tensor) -> torch.Tensor:
+        """The readout of cell (i, j) (``idx``: its index matrix) from the table the reads
+        see (the residual one when cancelling)."""
         table = self.left_spectrum if self.residual is None else self.residual
-        idx = self.index_outer(j, i)
-        q = self.row_dots(table, idx)
+        return self.row_dots(table, idx)
+
+    def _end(self, i: int, j: int, step: Step, q: torch.Tensor, idx: Any) -> None:
         if not self.lstsq:
             self.scores[(i, j)] = self.sigmoid((q @ self.spectra_w.T).real)
             return
+        cands = self._cell_candidates(i, j, step)
+        self._finish(i, j, cands, self._solve(cands, q), idx)
+
+    def _cell_candidates(self, i: int, j: int, step: Step) -> torch.Tensor:
+        """The items cell (i, j) is read for, (B, N or N + T): its candidates, and in a
+        unary cell the terminals read there."""
         cands = self._candidates.pop((i, j), None)
         if cands is None:
             cands = torch.zeros((self.batch, self._nn), dtype=torch.bool, device=self.device)
         if step == schedule.UNARY:
-            cands = torch.cat((cands, self._terms), dim=1)
-            self._terms = torch.zeros_like(self._terms)
-        full = self._solve(cands, q)
+            cands = torch.cat((cands, self._terms.pop((i, j), self._no_terms)), dim=1)
+        return cands
+
+    def _finish(self, i: int, j: int, cands: torch.Tensor, full: torch.Tensor, idx: Any) -> None:
+        """Cell (i, j) read (``full``: every regressor's amplitude, (B, N + T)): what was
+        read leaves the residual table (through ``idx``, the read's index matrix, or None
+        to make it again), and the cell's statistics and scores are kept."""
         if self.residual is not None:  # what was read leaves the residual table
-            self._subtract(i, j, full, idx)
+            self._subtract(i, j, full, self.index_outer(j, i) if idx is None else idx)
         a = full[:, : self._nn]
         self.stats[(i, j)] = a
         self.scores[(i, j)] = scores = self.sigmoid(a)
@@ -224,15 +259,16 @@ class CleanupParser(SpectralParser):
         (``cands``, (B, N or N + T), the terminals read in a unary cell after the
         nonterminals) solved for together, the others 0."""
         width, dev = cands.shape[1], self.device
+        systems = cands.shape[0]  # the batch's sentences (of one cell or of a width's cells)
         full_width = self._nn + self._nt
         counts = cands.sum(1)
-        k = int(counts.max()) if self.batch else 0
+        k = int(counts.max()) if systems else 0
         if k == 0:
-            return torch.zeros((self.batch, full_width), dtype=self.rdtype, device=dev)
+            return torch.zeros((systems, full_width), dtype=self.rdtype, device=dev)
         b, r = cands.nonzero(as_tuple=True)  # ordered by sentence, then row
         offsets = torch.cumsum(counts, 0) - counts
         pos = torch.arange(len(b), device=dev) - offsets[b]
-        idx = torch.full((self.batch, k), width, dtype=torch.int64, device=dev)  # padding: scratch
+        idx = torch.full((systems, k), width, dtype=torch.int64, device=dev)  # padding: scratch
         idx[b, pos] = r
         valid = idx < width
         safe = torch.where(valid, idx, 0)
@@ -241,7 +277,7 @@ class CleanupParser(SpectralParser):
         spec = self._reg_spectra[safe]  # (B, k, h)
         x = (spec @ q[:, :, None]).real.squeeze(-1) * valid
         a = ridge_solve(gram, x, valid=valid, xp=self.xp)
-        full = torch.zeros((self.batch, full_width + 1), dtype=self.rdtype, device=dev)
+        full = torch.zeros((systems, full_width + 1), dtype=self.rdtype, device=dev)
         return full.scatter(1, torch.where(valid, idx, full_width), a * valid)[:, :full_width]
 
     def statistics(self) -> torch.Tensor:

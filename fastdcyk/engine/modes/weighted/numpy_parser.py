@@ -134,7 +134,7 @@ class WeightedParser(CleanupParser):
         if step == schedule.UNARY:
             c = self.word_scores(i, j)
             read = np.flatnonzero(c > self.opt.candidate_level)
-            self._terminals_read = read
+            self._terminals_read[(i, j)] = read
             present = np.zeros(len(c), bool)
             present[read] = True
             on = present[self._lexicon_rows[st.unary_rule_terminal]]
