@@ -35,6 +35,7 @@ from typing import Any
 
 from fastdcyk.experiments.aggregate import default_study_c_dim, study_rows
 from fastdcyk.experiments.config import PAPER_DIMS
+from fastdcyk.options import check_int, check_path
 
 __all__ = [
     "FIGURE_FORMATS",
@@ -139,6 +140,7 @@ def figure_study(
 
     if average not in ("micro", "macro"):
         raise ValueError(f"average must be 'micro' or 'macro', got {average!r}")
+    max_len = check_int("max_len", max_len, 1)
     if study == "c" and d is None:
         d = default_study_c_dim(records)
     rows = study_rows(records, study, grammar=grammar, max_len=max_len, d=d, beta=beta)
@@ -407,12 +409,16 @@ def plot_studies(
         full disk): the message names the path and the cause. No figure was written then,
         and the folder holds what it held before (a folder created here is removed).
     ValueError
-        On an unknown format or average.
+        On an unknown format or average, or ``dpi`` or ``max_len`` not an integer >= 1.
+    TypeError
+        When ``out_dir`` is not a path.
     """
     for f in formats:
         if f not in FIGURE_FORMATS:
             raise ValueError(f"unknown figure format {f!r}: choose from png, svg, pdf")
-    out = Path(out_dir)
+    out = check_path("out_dir", out_dir)
+    dpi = check_int("dpi", dpi, 1)
+    max_len = check_int("max_len", max_len, 1)
     figures = []
     for study in studies:
         if study == "c":
@@ -510,15 +516,27 @@ def figure_parse(
     Raises
     ------
     ValueError
-        When the parse was not decoded (``decode=False``).
+        When the parse was not decoded (``decode=False``), or ``max_symbols`` or
+        ``matrix_size`` is not an integer >= 1.
+    TypeError
+        When ``result`` is not a parse or ``gold`` not a chart.
     """
     from matplotlib import rc_context
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
     from fastdcyk.cfg.cyk import cyk
+    from fastdcyk.cfg.weights import check_chart
     from fastdcyk.engine.decode import decision_boundary
+    from fastdcyk.engine.result import DCYKResult
 
+    if not isinstance(result, DCYKResult):
+        raise TypeError(
+            f"result must be a DCYKResult (fastdcyk.dcyk(...)), got {type(result).__name__}"
+        )
+    check_chart("gold", gold)
+    max_symbols = check_int("max_symbols", max_symbols, 1)
+    matrix_size = check_int("matrix_size", matrix_size, 1)
     if result.statistics is None or result.chart is None:
         raise ValueError("this parse was not decoded (decode=False): it has nothing to draw")
     words, n = result.words, len(result.words)
@@ -616,8 +634,10 @@ def figure_format(path: str | os.PathLike[str]) -> str:
     ------
     ValueError
         On another suffix.
+    TypeError
+        When ``path`` is not a path.
     """
-    fmt = Path(path).suffix.lower().lstrip(".")
+    fmt = check_path("path", path).suffix.lower().lstrip(".")
     if fmt not in FIGURE_FORMATS:
         raise ValueError(f"{os.fspath(path)!r}: give a file ending in .png, .svg or .pdf")
     return fmt
@@ -630,12 +650,17 @@ def save_figure(fig: Any, path: str | os.PathLike[str], *, dpi: int = 110) -> Pa
     Raises
     ------
     ValueError
-        On another suffix.
+        On another suffix, or ``dpi`` not an integer >= 1.
+    TypeError
+        When ``fig`` is not a figure or ``path`` not a path.
     FigureWriteError
         When the file cannot be written (the message names it and the cause).
     """
-    path = Path(path)
+    if not callable(getattr(fig, "savefig", None)):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    path = check_path("path", path)
     fmt = figure_format(path)
+    dpi = check_int("dpi", dpi, 1)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         _save(fig, fmt, tmp, dpi)

@@ -34,6 +34,11 @@ class UnknownWordError(ValueError):
 
 
 def _words(words: Sequence[str] | str) -> tuple[str, ...]:
+    if isinstance(words, bytes | bytearray) or not isinstance(words, str | Iterable):
+        raise TypeError(
+            f"words must be a str (split at whitespace) or a sequence of str, got "
+            f"{type(words).__name__}"
+        )
     tokens = tuple(words.split()) if isinstance(words, str) else tuple(words)
     if not tokens:
         raise ValueError(

@@ -27,10 +27,12 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from fastdcyk.cfg.grammar import Grammar, Rule, Symbol
 from fastdcyk.cfg.metrics import Scores
-from fastdcyk.cfg.trees import Edge, Item, Tree, un_cnf
-from fastdcyk.cfg.weights import check_lexical
+from fastdcyk.cfg.trees import Edge, Item, Tree, check_tree, un_cnf
+from fastdcyk.cfg.weights import check_chart, check_lexical
 
 __all__ = ["Forest", "bracket_scores"]
 
@@ -148,7 +150,8 @@ class Forest:
             raise ValueError("a Forest needs a grammar in Chomsky normal form: grammar.to_cnf()")
         self.grammar = grammar
         self.words = Grammar.normalize_words(words)
-        self._scores = scores
+        check_chart("chart", chart)
+        self._scores = _checked_scores(scores)
         self._weights = grammar._log_prob_of if grammar.is_weighted else None
         n = len(self.words)
         self._lexical = check_lexical(grammar, lexical, n)
@@ -276,7 +279,13 @@ class Forest:
                 "this forest has no scores (the symbolic one): best and k-best trees are "
                 "defined on a D-CYK parse's decoder statistics; use tree(index) or iterate"
             )
-        return float(self._scores[item])
+        try:
+            return float(self._scores[item])
+        except KeyError:
+            raise ValueError(
+                f"scores gives no score for the item {item} of the forest: give one for "
+                "every item of the chart"
+            ) from None
 
     def _best_table(self) -> dict[Item, float]:
         if self._best is None:
@@ -368,7 +377,24 @@ class Forest:
 
     def score(self, tree: Tree) -> float:
         """The score of a CNF tree of this forest (a tree from ``cnf=True``): the sum of its
-        item scores, plus its rules' log probabilities when the grammar is weighted."""
+        item scores, plus its rules' log probabilities when the grammar is weighted.
+
+        Raises
+        ------
+        TypeError
+            When ``tree`` is not a Tree.
+        ValueError
+            When the tree is not over the forest's words, or uses a rule the (CNF) grammar
+            does not have.
+        """
+        self._check_tree(tree)
+        if self._weights is not None:
+            for rule in tree.productions():
+                if rule not in self._weights:
+                    raise ValueError(
+                        f"the tree uses {rule}, which the grammar does not have: score a CNF "
+                        "tree of the forest (tree(..., cnf=True))"
+                    )
         total = sum(self._score((i, j, label)) for label, i, j in tree.spans())
         if self._weights is not None:
             total += sum(self._weights[rule] for rule in tree.productions())
@@ -397,9 +423,18 @@ class Forest:
             The tree (first of the forest's order among ties; None when the sentence is
             not recognized) and the number of brackets ``(label, i, j)`` it shares with
             ``tree``.
+
+        Raises
+        ------
+        TypeError
+            When ``tree`` is not a Tree.
+        ValueError
+            When the tree is not over the forest's words (and the forest has trees).
         """
+        check_tree("tree", tree)
         if not self.recognized:
             return None, 0
+        self._check_tree(tree)
         wanted = {(i, j, a) for a, i, j in tree.spans()}
         most: dict[Item, tuple[int, Edge]] = {}
         for (i, j), cell in sorted(self._edges.items(), key=lambda kv: kv[0][1] - kv[0][0]):
@@ -426,6 +461,14 @@ class Forest:
 
     # -- helpers -------------------------------------------------------------------------
 
+    def _check_tree(self, tree: Any) -> None:
+        check_tree("tree", tree)
+        if tree.leaves() != self.words:
+            raise ValueError(
+                f"the tree is over other words ({' '.join(tree.leaves())!r}) than the forest "
+                f"({' '.join(self.words)!r}): give a tree of the forest's sentence"
+            )
+
     def _need_trees(self) -> None:
         if not self.recognized:
             raise ValueError(
@@ -447,3 +490,19 @@ def _allowed(chart: Mapping[tuple[int, int], Iterable[str]] | None, i: int, j: i
         return None
     cell = chart.get((i, j), ())
     return cell if isinstance(cell, set | frozenset) else frozenset(cell)
+
+
+def _checked_scores(scores: Any) -> Mapping[Item, float] | None:
+    """``scores`` when it maps items (i, j, A) to numbers that are finite or -inf."""
+    if scores is None:
+        return None
+    if not isinstance(scores, Mapping):
+        raise TypeError(
+            f"scores must be a mapping {{(i, j, A): float}}, got {type(scores).__name__}"
+        )
+    for item, value in scores.items():
+        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+            raise TypeError(f"scores[{item!r}] is {value!r}, not a number")
+        if math.isnan(value) or value == math.inf:
+            raise ValueError(f"scores[{item!r}] is {value}: scores are finite or -inf")
+    return scores

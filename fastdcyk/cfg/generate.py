@@ -17,6 +17,8 @@ import functools
 import os
 import random
 
+import numpy as np
+
 from fastdcyk.cfg.grammar import Grammar, GrammarError, as_grammar
 
 __all__ = ["clear_cache", "generate"]
@@ -133,6 +135,8 @@ def generate(
         )
     if min_len > max_len:
         raise ValueError(f"min_len ({min_len}) must not exceed max_len ({max_len})")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+        raise ValueError(f"seed must be an int or None, got {seed!r}")
     grammar = as_grammar(grammar)  # or a built-in name or a file, as dcyk takes
     if not grammar.is_cnf:
         raise GrammarError(
@@ -156,7 +160,7 @@ def generate(
             f"{can} (lengths up to {limit} checked)"
         )
 
-    rng = random.Random(seed)
+    rng = random.Random(None if seed is None else int(seed))
     unary, binary = grammar.unary_by_lhs, grammar.binary_by_lhs
     sentences: list[tuple[str, ...]] = []
     for _ in range(n):

@@ -182,7 +182,11 @@ class Grammar:
     ) -> None:
         if cnf not in _CNF_MODES:
             raise ValueError(f"cnf must be one of {_CNF_MODES}, not {cnf!r}")
-        given = [nfc_rule(r) for r in rules]
+        if isinstance(rules, str | bytes) or not isinstance(rules, Iterable):
+            hint = " (grammar text: Grammar.from_string)" if isinstance(rules, str) else ""
+            raise TypeError(f"rules must be an iterable of Rule, got {type(rules).__name__}{hint}")
+        given = [r if isinstance(r, Rule) else _not_a_rule(r) for r in rules]
+        given = [nfc_rule(r) for r in given]
         weights, linear = log_weights(given, probs, log_probs)
         rules = tuple(dict.fromkeys(given))
         if not rules:
@@ -466,6 +470,8 @@ class Grammar:
                 data = handle.read()
         elif isinstance(path, str | os.PathLike):
             source = os.fspath(path)
+            if os.path.isdir(path):
+                raise GrammarError(f"{source!r} is a folder, not a grammar file")
             with open(path, "rb") as handle:
                 data = handle.read()
         elif callable(getattr(path, "read", None)):
@@ -635,6 +641,11 @@ class Grammar:
                     stacklevel=2,
                 )
             return cls.builtin(spec)
+        if not isinstance(spec, str | os.PathLike):
+            raise TypeError(
+                f"spec must be a built-in grammar's name or a grammar file's path, got "
+                f"{type(spec).__name__}"
+            )
         if os.path.isdir(spec):
             raise GrammarError(f"{os.fspath(spec)!r} is a folder, not a grammar file")
         # a regular file, or a pipe or device that can be read once (<(cat g.pcfg), /dev/stdin)
@@ -665,13 +676,19 @@ class Grammar:
         Raises
         ------
         TypeError
-            When a word is not a str.
+            When ``words`` is neither, or a word is not a str.
 
         Examples
         --------
         >>> Grammar.normalize_words("cafe\\u0301 noir") == ("caf\\u00e9", "noir")
         True
         """
+        if isinstance(words, bytes | bytearray) or not isinstance(words, str | Iterable):
+            hint = " (decode it first)" if isinstance(words, bytes | bytearray) else ""
+            raise TypeError(
+                f"words must be a str (split at whitespace) or a sequence of str, got "
+                f"{type(words).__name__}{hint}"
+            )
         items = words.split() if isinstance(words, str) else words
         out = []
         for pos, word in enumerate(items):
@@ -985,6 +1002,13 @@ def _restore(
         origin = CnfOrigin(made, helpers, MappingProxyType(nullable), MappingProxyType(steps))
         object.__setattr__(grammar, "origin", origin)
     return grammar
+
+
+def _not_a_rule(item: Any) -> Rule:
+    raise TypeError(
+        f"rules must hold Rule objects (Rule('S', (Symbol('a', True),))), got "
+        f"{type(item).__name__} {item!r}"
+    )
 
 
 def as_grammar(grammar: Any) -> Grammar:

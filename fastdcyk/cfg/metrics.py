@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fastdcyk.cfg.weights import check_chart
+
 __all__ = ["EVALB_DELETE", "Scores", "cell_scores", "chart_triples", "evalb", "labelled_brackets"]
 
 # evalb's COLLINS.prm: the labels of the words (and the root labels) left out of the scores
@@ -108,7 +110,16 @@ def cell_scores(gold: Chart, predicted: Chart) -> Scores:
     --------
     >>> cell_scores({(0, 1): {"D"}}, {(0, 1): {"D", "E"}}).precision
     0.5
+
+    Raises
+    ------
+    TypeError
+        When a chart is not a mapping ``{(i, j): nonterminals}``.
+    ValueError
+        When the charts are of sentences of different lengths.
     """
+    _check_chart("gold", gold)
+    _check_chart("predicted", predicted)
     n_gold, n_pred = _complete_length(gold), _complete_length(predicted)
     if n_gold is not None and n_pred is not None and n_gold != n_pred:
         raise ValueError(
@@ -118,6 +129,12 @@ def cell_scores(gold: Chart, predicted: Chart) -> Scores:
     g = chart_triples(gold)
     p = chart_triples(predicted)
     return Scores(tp=len(g & p), gold=len(g), predicted=len(p))
+
+
+def _check_chart(name: str, chart: Any) -> None:
+    if chart is None:
+        raise TypeError(f"{name} must be a chart, a mapping {{(i, j): nonterminals}}, got None")
+    check_chart(name, chart)
 
 
 def _complete_length(chart: Chart) -> int | None:
@@ -204,6 +221,11 @@ def labelled_brackets(
     [('NP', 0, 2), ('S', 0, 3), ('VP', 2, 3)]
     """
     _check_tree("tree", tree)
+    if isinstance(delete, str) or not isinstance(delete, Iterable):
+        hint = f" (one label: [{delete!r}])" if isinstance(delete, str) else ""
+        raise TypeError(f"delete must be an iterable of labels, got {type(delete).__name__}{hint}")
+    if not isinstance(equal, Mapping):
+        raise TypeError(f"equal must be a mapping of label to label, got {type(equal).__name__}")
     deleted = frozenset(delete)
     out: Counter[tuple[str, int, int]] = Counter()
 

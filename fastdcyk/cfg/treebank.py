@@ -36,6 +36,7 @@ Examples
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import warnings
@@ -47,6 +48,7 @@ from typing import Any
 from fastdcyk.cfg.grammar import Grammar, GrammarWarning, Rule, Symbol
 from fastdcyk.cfg.trees import Tree
 from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
+from fastdcyk.options import check_int
 
 __all__ = ["TreebankGrammar", "clean", "read_trees", "word_class"]
 
@@ -82,13 +84,19 @@ def read_trees(
     Raises
     ------
     ValueError
-        When the text is not balanced brackets, a file is not UTF-8, or a folder holds no
-        ``.mrg`` file.
+        When the text is not balanced brackets, a file is not UTF-8, a folder holds no
+        ``.mrg`` file, or ``encoding`` is not a codec's name.
     TypeError
         When ``source`` is none of these.
     OSError
         When a file cannot be read.
     """
+    try:
+        codecs.lookup(encoding)
+    except (LookupError, TypeError):
+        raise ValueError(
+            f"unknown encoding {encoding!r}: give a Python codec name such as 'utf-8' or 'latin-1'"
+        ) from None
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "(" not in source):
         path = os.fspath(source)
         if os.path.isdir(path):
@@ -339,6 +347,8 @@ def word_class(word: str, *, first: bool = False) -> str:
     >>> word_class("Frobnicated"), word_class("frobnicating"), word_class("1,234")
     ('UNK-INITC-ed', 'UNK-LC-ing', 'UNK-NUM')
     """
+    if not isinstance(word, str):
+        raise TypeError(f"word must be a str, got {type(word).__name__}")
     parts = ["UNK"]
     letters = [c for c in word if c.isalpha()]
     if letters:
@@ -466,10 +476,8 @@ class TreebankGrammar:
         """
         if not isinstance(parent, bool):
             raise ValueError(f"parent must be True or False, got {parent!r}")
-        if not isinstance(horizontal, int) or horizontal < 1:
-            raise ValueError(f"horizontal must be an int >= 1, got {horizontal!r}")
-        if not isinstance(rare, int) or rare < 0:
-            raise ValueError(f"rare must be an int >= 0, got {rare!r}")
+        horizontal = check_int("horizontal", horizontal, 1)
+        rare = check_int("rare", rare, 0)
         cleaned = [c for c in (clean(t) for t in read_trees(trees)) if c is not None]
         for k, tree in enumerate(cleaned):
             check_shape(tree, k)

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from fastdcyk.cfg.grammar import Grammar, Rule, Symbol
+from fastdcyk.cfg.grammar import Grammar, Rule, Symbol, as_grammar
 
 __all__ = ["Tree", "is_parse", "un_cnf"]
 
@@ -72,6 +72,12 @@ class Tree:
     def __init__(self, label: str, children: Iterable[Tree | str] = ()) -> None:
         if not isinstance(label, str) or not label:
             raise TypeError(f"a tree's label must be a non-empty str, got {label!r}")
+        if isinstance(children, str) or not isinstance(children, Iterable):
+            hint = f" (one word: [{children!r}])" if isinstance(children, str) else ""
+            raise TypeError(
+                f"children must be an iterable of Trees and words (str), got "
+                f"{type(children).__name__}{hint}"
+            )
         kids = tuple(children)
         for kid in kids:
             if not isinstance(kid, Tree | str):
@@ -253,7 +259,18 @@ class Tree:
 
     @classmethod
     def from_nltk(cls, tree: Any) -> Tree:
-        """A :class:`Tree` from an ``nltk.Tree`` (labels as ``str``, leaves as words)."""
+        """A :class:`Tree` from an ``nltk.Tree`` (labels as ``str``, leaves as words).
+
+        Raises
+        ------
+        TypeError
+            When ``tree`` is not an ``nltk.Tree``.
+        """
+        if isinstance(tree, Tree):
+            raise TypeError("tree is already a fastdcyk Tree: use it as it is")
+        if not (isinstance(tree, list) and callable(getattr(tree, "label", None))):
+            hint = " (parse it first: Tree.fromstring)" if isinstance(tree, str) else ""
+            raise TypeError(f"tree must be an nltk.Tree, got {type(tree).__name__}{hint}")
         label = tree.label()
         label = label.symbol() if hasattr(label, "symbol") else str(label)
         return cls(label, [cls.from_nltk(k) if hasattr(k, "label") else str(k) for k in tree])
@@ -272,6 +289,16 @@ class Tree:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Tree, (self.label, self.children))
+
+
+def check_tree(name: str, tree: Any) -> Tree:
+    """``tree`` when it is a :class:`Tree`; else a TypeError naming ``name``."""
+    if not isinstance(tree, Tree):
+        hint = " (parse it first: Tree.fromstring)" if isinstance(tree, str) else ""
+        if callable(getattr(tree, "label", None)) and isinstance(tree, list):
+            hint = " (an nltk.Tree: Tree.from_nltk)"
+        raise TypeError(f"{name} must be a Tree, got {type(tree).__name__}{hint}")
+    return tree
 
 
 # -- back from CNF -------------------------------------------------------------------------
@@ -303,6 +330,8 @@ def un_cnf(tree: Tree, grammar: Grammar, *, lexical: bool = False) -> Tree:
 
     Raises
     ------
+    TypeError
+        When ``tree`` is not a Tree or ``grammar`` not a grammar.
     ValueError
         When a node of ``tree`` uses a rule that ``grammar`` does not have.
 
@@ -317,6 +346,8 @@ def un_cnf(tree: Tree, grammar: Grammar, *, lexical: bool = False) -> Tree:
     >>> print(un_cnf(t, cnf))
     (S a (S a b) b)
     """
+    check_tree("tree", tree)
+    grammar = as_grammar(grammar)
     origin = grammar.origin
     if origin is None:
         return tree
@@ -396,7 +427,15 @@ def is_parse(tree: Tree, grammar: Grammar, words: str | Sequence[str]) -> bool:
     True
     >>> is_parse(Tree.fromstring("(S (E a) (D b))"), g, "a b")
     False
+
+    Raises
+    ------
+    TypeError
+        When ``tree`` is not a Tree, ``grammar`` not a grammar (or a built-in name or a
+        file) or ``words`` not a sentence.
     """
+    check_tree("tree", tree)
+    grammar = as_grammar(grammar)
     words = Grammar.normalize_words(words)
     if tree.label != grammar.start or tree.leaves() != words:
         return False

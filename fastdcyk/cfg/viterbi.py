@@ -36,7 +36,7 @@ import numpy as np
 from fastdcyk.cfg.cyk import UnknownWordError, _words
 from fastdcyk.cfg.grammar import Grammar, GrammarError, Rule, Symbol, as_grammar
 from fastdcyk.cfg.trees import Tree, un_cnf
-from fastdcyk.cfg.weights import check_lexical
+from fastdcyk.cfg.weights import check_chart, check_lexical
 from fastdcyk.options import check_beam
 
 __all__ = ["ViterbiParse", "inside", "item_scores", "tree_from_scores", "viterbi"]
@@ -145,6 +145,7 @@ def _fill(
     its parents are computed."""
     grammar = as_grammar(grammar)  # or a built-in name or file
     t = _tables(grammar)
+    check_chart("chart", chart)
     tokens = Grammar.normalize_words(_words(words))
     n = len(tokens)
     lexical = check_lexical(grammar, lexical, n)
@@ -404,13 +405,30 @@ def tree_from_scores(
     ViterbiParse
         ``(None, -inf)`` when no tree of the start symbol over the sentence is made of
         scored items.
+
+    Raises
+    ------
+    TypeError
+        When ``grammar`` is not a grammar, ``read_scores`` not a mapping or a score not
+        a number.
+    ValueError
+        When ``read_scores`` names a nonterminal the grammar does not have.
     """
+    _tables(grammar)  # a weighted CNF grammar
+    if not isinstance(read_scores, Mapping):
+        raise TypeError(
+            f"read_scores must be a mapping {{(i, j, A): score}}, got {type(read_scores).__name__}"
+        )
     tokens = Grammar.normalize_words(_words(words))
     if not tokens:
         raise ValueError("the sentence is empty")
     index, nn = grammar.nonterminal_index, len(grammar.nonterminals)
     given: dict[tuple[int, int], np.ndarray] = {}
     for (i, j, a), v in read_scores.items():
+        if a not in index:
+            raise ValueError(f"read_scores names {a!r}, which is not a nonterminal of the grammar")
+        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+            raise TypeError(f"read_scores[{(i, j, a)!r}] is {v!r}, not a number")
         if math.isfinite(v):  # an item scored -inf (or nan) has no derivation to offer
             given.setdefault((i, j), np.full(nn, -np.inf))[index[a]] = float(v)
     t, tokens, score, back = _fill(grammar, tokens, None, "viterbi", False, given=given)

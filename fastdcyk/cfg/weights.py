@@ -11,11 +11,14 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from numbers import Real
 from typing import Any
+
+import numpy as np
 
 from fastdcyk.cfg.symbols import GrammarError, GrammarWarning, Rule, escape_name, nfc_rule
 
-__all__ = ["check_lexical", "check_sums", "log_weights"]
+__all__ = ["check_chart", "check_lexical", "check_sums", "log_weights"]
 
 
 def log_weights(
@@ -35,6 +38,11 @@ def log_weights(
         raise GrammarError(
             f"{what} is a string ({given!r}): give one number per rule (a list aligned with "
             "the rules, or a mapping from rule to number)"
+        )
+    if not isinstance(given, Iterable | Mapping):
+        raise GrammarError(
+            f"{what} is {given!r} ({type(given).__name__}): give one number per rule (a "
+            "list aligned with the rules, or a mapping from rule to number)"
         )
     if isinstance(given, Mapping):
         by_rule = {}
@@ -61,6 +69,8 @@ def log_weights(
             raise GrammarError(f"{what} has {len(values)} values for {len(rules)} rules")
     out, linear = [], []
     for rule, value in zip(rules, values, strict=True):
+        if isinstance(value, bool | np.bool_):  # True is not a probability of 1
+            raise GrammarError(f"the weight of rule '{rule}' is {value!r}, not a number")
         try:
             value = float(value)
         except (TypeError, ValueError):
@@ -122,6 +132,34 @@ def check_lexical(
                     f"lexical[{i}] names {a!r}, which is not a preterminal of the grammar "
                     "(a nonterminal with a rule A -> 'word')"
                 )
+            if isinstance(v, bool | np.bool_) or not isinstance(v, Real):
+                raise TypeError(
+                    f"lexical[{i}][{a!r}] is {v!r}, not a number: log scores are finite or -inf"
+                )
             if math.isnan(v) or v == math.inf:
                 raise ValueError(f"lexical[{i}][{a!r}] is {v}: log scores are finite or -inf")
     return lexical
+
+
+def check_chart(name: str, chart: Any) -> None:
+    """Refuse what is not a chart ``{(i, j): nonterminals}`` (None passes: no chart),
+    naming ``name``: a mapping whose keys are pairs of ints and whose cells are
+    collections of nonterminals (not one str, which would be read letter by letter)."""
+    if chart is None:
+        return
+    if not isinstance(chart, Mapping):
+        raise TypeError(
+            f"{name} must be a chart, a mapping {{(i, j): nonterminals}} (as cyk and dcyk "
+            f"return), got {type(chart).__name__}"
+        )
+    for key, cell in chart.items():
+        if not (isinstance(key, tuple) and len(key) == 2 and all(_is_int(k) for k in key)):
+            raise TypeError(f"{name} has the key {key!r}: a chart's keys are spans (i, j)")
+        if isinstance(cell, str) or not isinstance(cell, Iterable):
+            raise TypeError(
+                f"{name}[{key}] is {cell!r}: a cell is a set of nonterminals (one: {{{cell!r}}})"
+            )
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)

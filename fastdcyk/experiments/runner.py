@@ -17,6 +17,7 @@ from fastdcyk.engine.memory import estimate_memory, largest_fitting_d
 from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.executors import run_dask, run_pool, run_serial
 from fastdcyk.experiments.store import (
+    ResultsFileError,
     _Appender,
     _ResultsLock,
     open_results,
@@ -25,7 +26,14 @@ from fastdcyk.experiments.store import (
 )
 from fastdcyk.experiments.tasks import check_sample, plan_tasks
 from fastdcyk.hrr import memory as _memory
-from fastdcyk.options import EXECUTORS, VARIANTS, check_backend, check_choice
+from fastdcyk.options import (
+    EXECUTORS,
+    VARIANTS,
+    check_backend,
+    check_choice,
+    check_int,
+    check_path,
+)
 
 # -- memory ---------------------------------------------------------------------------------
 
@@ -225,6 +233,10 @@ def run_experiment(
     ------
     ConfigMismatchError
         When ``out`` holds another configuration's records.
+    ResultsFileError
+        When ``out`` is a folder, or a file that is not a results file.
+    TypeError
+        When ``out`` is not a path.
     ResultsLockedError
         When another run is writing ``out`` (the file is not touched).
     MemoryError
@@ -242,8 +254,14 @@ def run_experiment(
         Passed on after the executor is stopped; every record written is kept.
     """
     check_choice("executor", executor, EXECUTORS)
-    if workers is not None and (isinstance(workers, bool) or workers < 1):
-        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    if workers is not None:
+        workers = check_int("workers", workers, 1)
+    out = check_path("out", out)
+    if out.is_dir():
+        raise ResultsFileError(
+            f"out={str(out)!r} is a folder: give the path of a results file (JSON Lines), "
+            "such as results.jsonl in it"
+        )
     if executor == "dask" and not scheduler and client is None:
         raise ValueError("the dask executor needs a scheduler address (or a client)")
     device = _check_backend(backend, device, executor)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fastdcyk.experiments.config import ExperimentConfig, _canonical
+from fastdcyk.options import check_path
 
 RESULTS_FORMAT = "fastdcyk-results"
 #: The tree fields of a record (after ``seconds``): whether the decoded chart gave a tree that
@@ -397,8 +398,10 @@ def read_results(path: str | os.PathLike[str]) -> ResultsFile:
         When the file cannot be read, is not a results file, is corrupt before its last
         line, or was written by a newer fastdcyk in a results format version this one does
         not know (:data:`RESULTS_VERSION`).
+    TypeError
+        When ``path`` is not a path.
     """
-    path = Path(path)
+    path = check_path("path", path)
     parsed = _parse_file(path)
     if parsed.header is None:
         raise ResultsFileError(f"{str(path)!r} holds no results header (empty or torn file)")
@@ -624,9 +627,15 @@ def load_records(
     ------
     ResultsFileError
         As :func:`read_results`.
+    TypeError
+        When ``paths`` is not a path or a sequence of paths.
     """
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
+    if not isinstance(paths, Sequence):
+        raise TypeError(f"paths must be a path or a sequence of paths, got {type(paths).__name__}")
+    for k, p in enumerate(paths):
+        check_path(f"paths[{k}]", p)
     seen: set[tuple] = set()
     out = []
     for p in paths:

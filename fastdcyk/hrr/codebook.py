@@ -41,6 +41,7 @@ a symbol vector, so span indices keep their constant coefficient.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import threading
@@ -55,7 +56,14 @@ from fastdcyk.hrr.codebook_file import KINDS
 from fastdcyk.hrr.fft import FFT, get_fft, spectrum_dtype
 from fastdcyk.hrr.operators import Operator
 from fastdcyk.hrr.sidon import check_shifted_symbols, grammar_symbols, sidon_offsets
-from fastdcyk.options import check_choice, check_dim, check_dtype, check_int, refuses_renamed
+from fastdcyk.options import (
+    check_choice,
+    check_dim,
+    check_dtype,
+    check_int,
+    check_path,
+    refuses_renamed,
+)
 
 __all__ = ["INDEX_VECTORS", "KINDS", "Codebook", "grammar_symbols", "sidon_offsets"]
 
@@ -292,6 +300,16 @@ class Codebook:
             index_items = indices.items()
         else:
             index_items = enumerate(indices or ())
+        for name, given in (
+            ("terminals", terminals),
+            ("nonterminals", nonterminals),
+            ("right", right),
+        ):
+            if given is not None and not isinstance(given, Mapping):
+                raise TypeError(
+                    f"{name} must be a mapping of symbol to a length-d array, got "
+                    f"{type(given).__name__}"
+                )
         for kind, items in (
             ("terminal", (terminals or {}).items()),
             ("nonterminal", (nonterminals or {}).items()),
@@ -578,6 +596,8 @@ class Codebook:
             v = np.asarray(vector, dtype=np.float64)
             if v.shape != (self.d,):
                 raise ValueError(f"vector of shape {v.shape}, expected ({self.d},)")
+            if not np.all(np.isfinite(v)):
+                raise ValueError("vector has non-finite values (NaN or inf)")
             spectrum = np.fft.rfft(v)
         s = np.asarray(spectrum).astype(self.cdtype)
         if s.shape != (self.d // 2 + 1,):
@@ -586,6 +606,8 @@ class Codebook:
 
     def phi(self, power: int = 1) -> Operator:
         """The permutation operator Phi**power (``phi(-1)`` is Phi^T)."""
+        if isinstance(power, bool) or not isinstance(power, int | np.integer):
+            raise ValueError(f"power must be an integer, got {power!r}")
         return Operator(self, (int(power),))
 
     def identity(self) -> Operator:
@@ -607,7 +629,19 @@ class Codebook:
         ----------
         path : path
             Written whole or not at all (a temporary file renamed into place).
+
+        Raises
+        ------
+        TypeError
+            When ``path`` is not a path.
+        IsADirectoryError
+            When ``path`` is a folder.
         """
+        path = check_path("path", path)
+        if path.is_dir():
+            raise IsADirectoryError(
+                errno.EISDIR, f"path {str(path)!r} is a folder: give a file's path (codebook.npz)"
+            )
         codebook_file.save(self, path)
 
     @classmethod
@@ -629,7 +663,7 @@ class Codebook:
             ``.npz`` file, truncated, corrupted, or with metadata :meth:`save` does not
             write), or was written by a newer fastdcyk.
         """
-        return codebook_file.load(cls, path, fft=fft, threads=threads)
+        return codebook_file.load(cls, check_path("path", path), fft=fft, threads=threads)
 
     # -- pickling: without the lock and the work buffers ------------------------------------
 

@@ -131,9 +131,10 @@ class FFT:
     blockwise = False
 
     def __init__(self, threads: int | None = None) -> None:
+        bad = isinstance(threads, bool) or not isinstance(threads, int | np.integer | None)
+        if bad or (threads is not None and threads < 1):  # 1.5 is refused, not truncated
+            raise ValueError(f"threads must be an integer >= 1 or None, got {threads!r}")
         self.threads = default_threads() if threads is None else int(threads)
-        if self.threads < 1:
-            raise ValueError(f"threads must be >= 1, got {threads}")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(threads={self.threads})"

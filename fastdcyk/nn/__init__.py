@@ -33,7 +33,7 @@ torch.Size([3, 64])
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -194,6 +194,11 @@ class DCYK(torch.nn.Module):
         d = check_dim(d)  # 2.5 or "64" are refused, not truncated or parsed
         if isinstance(learn, str):
             learn = (learn,)
+        if not isinstance(learn, Iterable):
+            raise TypeError(
+                f"learn must be a sequence of {LEARNABLE} (or () to learn nothing), got "
+                f"{type(learn).__name__}"
+            )
         learn = tuple(check_choice("learn", x, LEARNABLE) for x in learn)
         self.max_length = check_int("max_length", max_length, 1)
         options = {k: v for k, v in options.items() if v is not None}
@@ -335,9 +340,30 @@ class DCYK(torch.nn.Module):
         """
         if isinstance(sentences, str):
             raise TypeError("sentences must be a sequence of sentences, not one str")
+        if sentences is not None:
+            if not isinstance(sentences, Iterable) or isinstance(sentences, Mapping):
+                raise TypeError(
+                    f"sentences must be a sequence of sentences (each a str or a sequence of "
+                    f"str), got {type(sentences).__name__}"
+                )
+            sentences = list(sentences)
+            for k, sentence in enumerate(sentences):
+                if not isinstance(sentence, str | Iterable) or isinstance(sentence, bytes):
+                    raise TypeError(
+                        f"sentences[{k}] is {type(sentence).__name__}: a sentence is a str of "
+                        "words or a sequence of str"
+                    )
         soft = terminals if terminals is not None else preterminals
         if terminals is not None and preterminals is not None:
             raise ValueError("give terminals= or preterminals=, not both")
+        mode = modes.select(self.options.gate, self.options.weights)
+        if preterminals is not None and not mode.soft_preterminals:
+            able = [m for m in modes.MODES.values() if m.soft_preterminals]
+            raise ValueError(
+                f"preterminals= needs a layer whose mode takes preterminal scores "
+                f"({' or '.join(m.describe() for m in able)}); this layer has "
+                f"{mode.describe()}: build it with variant='cleanup', or give terminals="
+            )
         if soft is None:
             if sentences is None:
                 raise TypeError("nothing to parse: give sentences, terminals= or preterminals=")
@@ -351,10 +377,15 @@ class DCYK(torch.nn.Module):
                     "the sentence)"
                 )
             name = "terminals" if terminals is not None else "preterminals"
-            if torch.is_tensor(soft) and soft.numel():
+            self._check_soft(name, soft)
+            if isinstance(soft, torch.Tensor) and soft.numel():
                 low, high = torch.stack(torch.aminmax(soft.detach())).tolist()  # one sync
-                finite = math.isfinite(low) and math.isfinite(high)  # NaN: said below
-                if finite and not 0 <= low <= high <= 1:
+                if not (math.isfinite(low) and math.isfinite(high)):
+                    raise ValueError(
+                        f"{name}= holds NaN or infinite values: its weights and scores are "
+                        "probabilities in [0, 1]"
+                    )
+                if not 0 <= low <= high <= 1:
                     raise ValueError(
                         f"{name}= holds values from {low:g} to {high:g}: its weights and "
                         "scores are probabilities in [0, 1] (a softmax for terminals=, a "
@@ -426,7 +457,17 @@ class DCYK(torch.nn.Module):
             lens = [n] * b
         else:
             if isinstance(lengths, torch.Tensor):
+                if lengths.dim() != 1:
+                    raise ValueError(
+                        f"lengths= must be a 1-D tensor (one length per sentence), got shape "
+                        f"{tuple(lengths.shape)}"
+                    )
                 lengths = lengths.tolist()
+            if isinstance(lengths, str) or not isinstance(lengths, Sequence):
+                raise TypeError(
+                    f"lengths= must be a sequence of int or a 1-D tensor (one length per "
+                    f"sentence), got {type(lengths).__name__}"
+                )
             lens = [check_int("lengths", x, 1) for x in lengths]
             if len(lens) != b:
                 raise ValueError(f"{len(lens)} lengths for {name}= of {b} sentences")
@@ -469,6 +510,22 @@ class DCYK(torch.nn.Module):
             ]
             for b, ws in enumerate(words)
         ]
+
+    def _check_soft(self, name: str, soft: Any) -> None:
+        """A soft input: a floating-point tensor of the layer's dtype and device."""
+        if not isinstance(soft, torch.Tensor):
+            return  # its shape check says what it should be (_soft_words)
+        if not soft.is_floating_point():
+            raise ValueError(
+                f"{name}= is a {soft.dtype} tensor: give probabilities as a floating-point "
+                f"tensor of the layer's dtype ({self.nonterminal.dtype})"
+            )
+        dtype, device = self.nonterminal.dtype, self.nonterminal.device
+        if soft.dtype != dtype or soft.device != device:
+            raise ValueError(
+                f"{name}= is {soft.dtype} on {soft.device}, the layer {dtype} on {device}: "
+                f"convert it with {name}.to(dtype=..., device=...)"
+            )
 
     def _check_tensors(self) -> None:
         """One dtype and one device for every vector and weight (a user may have replaced

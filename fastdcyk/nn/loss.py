@@ -7,13 +7,15 @@ and its targets, :func:`gold_targets`; apart from the output's views of its char
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
 from fastdcyk.cfg.cyk import cyk
+from fastdcyk.cfg.weights import check_chart
 
 __all__ = ["chart_loss", "gold_targets"]
 
@@ -26,6 +28,21 @@ def gold_targets(output: Any, gold_charts: Sequence[dict] | None = None) -> torc
     (:func:`fastdcyk.cfg.cyk`) of the words, and must be given for soft inputs
     (``fd.cyk(grammar, words, tags=...)`` is the chart of given tags).
     """
+    if not (hasattr(output, "scores") and hasattr(output, "sentences")):
+        raise TypeError(
+            f"output must be a DCYKOutput (what the layer returns), got {type(output).__name__}"
+        )
+    if gold_charts is not None:
+        if isinstance(gold_charts, str | Mapping) or not isinstance(gold_charts, Sequence):
+            hint = " (one chart: [chart])" if isinstance(gold_charts, Mapping) else ""
+            raise TypeError(
+                f"gold_charts must be a sequence of charts, one per sentence, got "
+                f"{type(gold_charts).__name__}{hint}"
+            )
+        for b, chart in enumerate(gold_charts):
+            if chart is None:
+                raise TypeError(f"gold_charts[{b}] is None: give a chart per sentence")
+            check_chart(f"gold_charts[{b}]", chart)
     if gold_charts is None and output.lexical is not None:
         raise ValueError(
             "soft inputs have no words for symbolic CYK to parse: give gold_charts "
@@ -74,14 +91,23 @@ def chart_loss(
     gold_charts : sequence of dict, optional
         One chart per sentence; default symbolic CYK's.
     pos_weight : float, optional
-        Weight of the positive triples (few in a chart): ``torch``'s ``pos_weight`` of
-        :func:`torch.nn.functional.binary_cross_entropy_with_logits`.
+        Weight of the positive triples (few in a chart), a finite number > 0: ``torch``'s
+        ``pos_weight`` of :func:`torch.nn.functional.binary_cross_entropy_with_logits`.
 
     Returns
     -------
     Tensor
         A scalar.
     """
+    if pos_weight is not None:
+        ok = isinstance(pos_weight, int | float | np.integer | np.floating)
+        if not (ok and not isinstance(pos_weight, bool) and math.isfinite(pos_weight)):
+            raise ValueError(f"pos_weight must be a finite number > 0 or None, got {pos_weight!r}")
+        if pos_weight <= 0:
+            raise ValueError(
+                f"pos_weight must be a finite number > 0 or None, got {pos_weight!r} (0 or "
+                "less would leave the positive triples out or reward missing them)"
+            )
     target = gold_targets(output, gold_charts)
     keep = output.mask[..., None].expand_as(output.scores)
     logits = (output.scores - output.boundary) * output.beta
