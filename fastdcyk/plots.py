@@ -29,7 +29,7 @@ import io
 import math
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +140,11 @@ def figure_study(
 
     if average not in ("micro", "macro"):
         raise ValueError(f"average must be 'micro' or 'macro', got {average!r}")
+    if isinstance(records, str | bytes | dict) or not isinstance(records, Iterable):
+        raise TypeError(
+            "records must be a sequence of experiment records (dicts: "
+            f"fastdcyk.experiments.load_records), got {type(records).__name__}"
+        )
     max_len = check_int("max_len", max_len, 1)
     if study == "c" and d is None:
         d = default_study_c_dim(records)

@@ -146,6 +146,11 @@ def aggregate(
     """
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
+    if isinstance(records, str | bytes | dict) or not isinstance(records, Iterable):
+        raise TypeError(
+            "records must be an iterable of experiment records (dicts: load_records), got "
+            f"{type(records).__name__}"
+        )
     records = list(records)
     by = tuple(by)
     for name in ("order", "encoding"):

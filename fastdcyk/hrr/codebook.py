@@ -565,6 +565,8 @@ class Codebook:
 
     def permutation_index(self, k: int) -> np.ndarray:
         """Index array ``idx`` with ``(Phi^k x)[r] = x[idx[r]]`` (k may be negative)."""
+        if isinstance(k, bool) or not isinstance(k, int | np.integer):
+            raise TypeError(f"the power k of Phi must be an integer, got {k!r}")
         k = int(k)
         if self._powers is None:
             self.perm  # noqa: B018 - draws the permutation and sets the first powers

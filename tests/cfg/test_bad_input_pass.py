@@ -327,3 +327,18 @@ def test_preterminals_on_a_layer_without_them_are_named():
     scores = torch.full((1, 3, len(g.preterminals)), 0.5, dtype=torch.float32)
     with pytest.raises(ValueError, match="preterminals= needs a layer whose mode takes"):
         layer(preterminals=scores, lengths=[3])
+
+
+def test_records_and_powers_of_the_wrong_type_are_named():
+    from fastdcyk.experiments.aggregate import aggregate
+    from fastdcyk.plots import figure_study
+
+    with pytest.raises(TypeError, match="records must be an iterable of experiment records"):
+        aggregate(None)
+    pytest.importorskip("matplotlib")
+    with pytest.raises(TypeError, match="records must be a sequence of experiment records"):
+        figure_study(None, "a")
+    cb = fd.Codebook(16, seed=0)
+    with pytest.raises(TypeError, match="the power k of Phi must be an integer"):
+        cb.permutation_index(1.5)
+    assert (cb.permutation_index(np.int64(2)) == cb.permutation_index(2)).all()
