@@ -35,10 +35,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from fastdcyk.engine.arrays import NUMPY, ArrayNamespace
 
-__all__ = ["RIDGE", "candidates", "gram", "ridge_matrix", "ridge_solve", "solve"]
+__all__ = ["RIDGE", "SMALL_SOLVE", "candidates", "gram", "ridge_matrix", "ridge_solve", "solve"]
 
 #: The ridge lambda of :func:`solve`, relative to the mean diagonal of the Gram matrix: the
 #: amplitudes of well-separated candidates move by about lambda / (smallest eigenvalue of
@@ -173,4 +174,60 @@ def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE, refine: int = 0) -
     """
     g = np.asarray(g, dtype=np.float64)
     x = np.asarray(x, dtype=np.float64)
+    k = len(x)
+    if 0 < k <= SMALL_SOLVE and g.shape == (k, k):
+        a = np.empty(k)
+        if _small_solve(g, x, ridge, refine, np.empty((k, k)), a):
+            return a
     return ridge_solve(g[None], x[None], ridge=ridge, refine=refine)[0]
+
+
+#: :func:`solve` factors systems of at most this many candidates with a compiled Cholesky
+#: (one call instead of a dozen numpy ones: most cells of a small grammar hold a few items).
+SMALL_SOLVE = 48
+
+
+@njit(cache=True, nogil=True)
+def _small_solve(g, x, ridge, refine, low, a):  # pragma: no cover - compiled
+    """:func:`ridge_solve` of one system into ``a`` (``low``: scratch for the factor); False
+    when the factorisation fails (the caller then goes through the eigenvalues)."""
+    k = x.shape[0]
+    scale = 0.0
+    for r in range(k):
+        scale += g[r, r]
+    scale /= k
+    if not scale > 0:
+        scale = 1.0
+    added = ridge * scale
+    for r in range(k):  # the lower factor of G + added I
+        for c in range(r + 1):
+            acc = g[r, c] + (added if r == c else 0.0)
+            for m in range(c):
+                acc -= low[r, m] * low[c, m]
+            if r == c:
+                if not acc > 0:
+                    return False
+                low[r, r] = np.sqrt(acc)
+            else:
+                low[r, c] = acc / low[c, c]
+    y = x.copy()
+    for step in range(refine + 1):
+        if step:  # iterative refinement: the residual of G a = x
+            for r in range(k):
+                acc = x[r]
+                for c in range(k):
+                    acc -= g[r, c] * a[c]
+                y[r] = acc
+        for r in range(k):  # L z = y
+            acc = y[r]
+            for c in range(r):
+                acc -= low[r, c] * y[c]
+            y[r] = acc / low[r, r]
+        for r in range(k - 1, -1, -1):  # L^T u = z
+            acc = y[r]
+            for c in range(r + 1, k):
+                acc -= low[c, r] * y[c]
+            y[r] = acc / low[r, r]
+        for r in range(k):
+            a[r] = y[r] if step == 0 else a[r] + y[r]
+    return True

@@ -179,3 +179,22 @@ def test_decoding_writes_nothing_into_the_table_it_reads():
             empty, g, ("fish", "swim"), cb, fd.options.resolve("cleanup")
         )
     assert not stats.array.any()
+
+
+def test_the_compiled_small_solve_is_the_batched_solve():
+    """solve() of up to SMALL_SOLVE candidates goes through a compiled Cholesky: the same
+    amplitudes as ridge_solve (float64 rounding, relative 1e-12), refinement included, and
+    a matrix whose factorisation fails still solves (through the eigenvalues)."""
+    from fastdcyk.engine.readback import SMALL_SOLVE, ridge_solve, solve
+
+    rng = np.random.default_rng(4)
+    for k in (1, 3, 17, SMALL_SOLVE, SMALL_SOLVE + 1):
+        v = rng.standard_normal((k, 64)) / 8
+        g, x = v @ v.T, rng.standard_normal(k)
+        for refine in (0, 2):
+            want = ridge_solve(g[None], x[None], refine=refine)[0]
+            got = solve(g, x, refine=refine)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    bad = np.array([[1.0, 2.0], [2.0, 1.0]])  # indefinite: no Cholesky factor
+    want = ridge_solve(bad[None], np.ones((1, 2)))[0]
+    np.testing.assert_allclose(solve(bad, np.ones(2)), want, rtol=1e-12)
