@@ -73,6 +73,13 @@ def sentences_drawn(length: int, sentences: int, samples: int, max_cells: int | 
     return max(1, min(sentences, max_cells // (samples * _cells(length))))
 
 
+def _drawn(length: int, sentences: int, samples: int, max_cells: Any) -> int:
+    """:func:`sentences_drawn`, ``max_cells`` checked."""
+    if max_cells is not None:
+        max_cells = check_int("max_cells", max_cells, 1)
+    return sentences_drawn(length, sentences, samples, max_cells)
+
+
 @dataclass(frozen=True)
 class Prediction:
     """The predicted fidelity of D-CYK for one grammar, sentence sample and d.
@@ -331,9 +338,7 @@ def estimate_seconds(
     simulation = _simulation(opt)
     if _is_length(sentences_or_length):
         n = check_int("length", sentences_or_length, 1)
-        if max_cells is not None:
-            max_cells = check_int("max_cells", max_cells, 1)
-        lengths = [n] * sentences_drawn(n, sentences, samples, max_cells)
+        lengths = [n] * _drawn(n, sentences, samples, max_cells)
     else:
         lengths = [len(s) for s in _sentences(grammar, sentences_or_length, sentences, seed)]
     _check_memory(grammar, max(lengths), d, opt)
@@ -436,9 +441,7 @@ def predict(
     opt = resolve(variant, dtype="float64", **options)
     simulation = _simulation(opt)
     if _is_length(sentences_or_length) and sentences_or_length >= 1:  # else: _sentences says
-        if max_cells is not None:
-            max_cells = check_int("max_cells", max_cells, 1)
-        sentences = sentences_drawn(int(sentences_or_length), sentences, samples, max_cells)
+        sentences = _drawn(int(sentences_or_length), sentences, samples, max_cells)
     sents = _sentences(grammar, sentences_or_length, sentences, seed)
     _check_memory(grammar, max(len(s) for s in sents), d, opt)
     # each gold chart when its sentence is first simulated (a 500-word one takes seconds):
