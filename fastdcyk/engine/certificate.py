@@ -34,6 +34,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from fastdcyk.engine.readback import RIDGE, ridge_matrix
+from fastdcyk.engine.rules import RuleStructure, rules_of
 
 __all__ = ["ALPHA", "Certificate", "read_errors"]
 
@@ -244,3 +245,38 @@ class CertificateBuilder:
 
     def certificate(self, alpha: float = ALPHA) -> Certificate:
         return Certificate(self.margins, self.bounds, alpha)
+
+    def refuse(self, cells: list[tuple[int, int]]) -> None:
+        """Mark ``cells`` as certainly wrong (bound 1, margin 0): their chart is no CYK
+        chart (:func:`unsupported_cells`)."""
+        for i, j in cells:
+            self.margins[i, j], self.bounds[i, j] = 0.0, 1.0
+
+
+def unsupported_cells(structure: RuleStructure, chart: dict) -> list[tuple[int, int]]:
+    """The binary cells of a decoded ``chart`` holding a nonterminal that no split supports:
+    no rule A -> B C with B in (i, k) and C in (k, j) for any k. Every CYK chart supports
+    each of its items, so such a chart is not CYK's: the item was detected wrongly and
+    written, which the reads' bounds do not see (docs/method.md, section 7, "A certificate
+    per cell", (3)). Cells by span, then start."""
+    names = {a: k for k, a in enumerate(structure.nonterminals)}
+    n = max((j for _, j in chart), default=0)
+    present = np.zeros((n + 1, n + 1, len(names)), bool)
+    for (i, j), cell in chart.items():
+        present[i, j, [names[a] for a in cell]] = True
+    parent = structure.binary[structure.binary_rule_row]
+    left, right = structure.binary_rule_left, structure.binary_rule_right
+    bad = []
+    for w in range(2, n + 1):
+        for i in range(n - w + 1):
+            j = i + w
+            have = np.flatnonzero(present[i, j])
+            if not len(have):
+                continue
+            rules = rules_of(structure.rules_by_parent, have)
+            fired = present[i, i + 1 : j][:, left[rules]] & present[i + 1 : j, j][:, right[rules]]
+            supported = np.zeros(len(names), bool)
+            supported[parent[rules][fired.any(axis=0)]] = True
+            if not supported[have].all():
+                bad.append((i, j))
+    return bad

@@ -86,9 +86,10 @@ class NumpyParser(schedule.CellParser):
         """P_left and P_right as new d x d arrays of the codebook's dtype."""
         raise NotImplementedError
 
-    def certificate(self) -> Certificate | None:
+    def certificate(self, chart: dict | None = None) -> Certificate | None:
         """How far the chart's reads can be trusted (the least-squares read-backs); None
-        for the parsers that read by other means."""
+        for the parsers that read by other means. ``chart``: the decoded chart, whose
+        unsupported cells the certificate then refuses."""
         return None
 
     def table_scores(self) -> dict[tuple[int, int, str], float] | None:
@@ -174,5 +175,5 @@ def _parse(
         log=None if logs is None else logs[0],
         timings=timings,
         table_scores=parser.table_scores(),
-        certificate=parser.certificate(),
+        certificate=parser.certificate(chart),
     )

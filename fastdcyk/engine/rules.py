@@ -145,6 +145,12 @@ class RuleStructure:
         return _group(self.binary_rule_right, len(self.nonterminals))
 
     @functools.cached_property
+    def rules_by_parent(self) -> tuple[np.ndarray, np.ndarray]:
+        """The binary rules grouped by parent (its row in ``nonterminals``), as
+        :attr:`rules_by_left`."""
+        return _group(self.binary[self.binary_rule_row], len(self.nonterminals))
+
+    @functools.cached_property
     def lexicon(self) -> np.ndarray:
         """The rows (into ``terminals``) of the terminals of the rules A -> a, ascending:
         the grammar's lexicon, whose clean scores the clean-up gate reads in a unary cell."""

@@ -134,3 +134,56 @@ def test_a_forced_misread_is_flagged_with_every_cell_above_it(monkeypatch):
     assert not r.sure and r.confidence < 1 - ALPHA
     # the cells beside it and below it keep their reads: not suspect
     assert (0, 1) not in suspect and (0, 3) not in suspect
+
+
+@pytest.mark.parametrize("name", ["G0", "G1", "G2", "G3", "G4"])
+def test_every_cyk_chart_supports_its_items(name):
+    from fastdcyk.engine.certificate import unsupported_cells
+    from fastdcyk.engine.rules import rule_structure
+
+    g = fd.Grammar.builtin(name)
+    st = rule_structure(g)
+    for s in fd.generate(g, 8, min_len=2, max_len=9, seed=3):
+        assert unsupported_cells(st, fd.cyk(g, s)) == []
+
+
+def test_an_item_no_split_supports_is_refused():
+    """A nonterminal written into a cell where no rule's children are both in the chart
+    (a detection from children's clean scores below the decision boundary) is read back
+    faithfully: the reads cannot see it, the chart's own rules can. Its cell's bound is 1,
+    and it and every cell above it are suspect."""
+    from fastdcyk.engine.certificate import CertificateBuilder, unsupported_cells
+    from fastdcyk.engine.rules import rule_structure
+
+    g = fd.Grammar.builtin("G0")
+    st = rule_structure(g)
+    words = "fish swim fish near fish".split()
+    chart = dict(fd.cyk(g, words))
+    gold = dict(chart)
+    absent = [a for a in g.nonterminals if a not in chart[(1, 3)]]
+    unsupported = [
+        a for a in absent if unsupported_cells(st, {**gold, (1, 3): gold[(1, 3)] | {a}})
+    ]
+    assert unsupported  # G0 has a nonterminal no split of (1, 3) derives
+    chart[(1, 3)] = chart[(1, 3)] | {unsupported[0]}
+    assert unsupported_cells(st, chart) == [(1, 3)]
+    builder = CertificateBuilder(len(words), 0.5, 64)
+    assert builder.certificate().sure
+    builder.refuse(unsupported_cells(st, chart))
+    cert = builder.certificate()
+    assert not cert.sure and cert.confidence == 0.0
+    assert cert.suspect_cells() == [(1, 3), (0, 3), (1, 4), (0, 4), (1, 5), (0, 5)]
+
+
+def test_a_chart_called_sure_supports_its_items(commandtalk):
+    """The case that made the check: a 17-word CommandTalk sentence at d = 128 whose cell
+    (2, 4) got a nonterminal CYK does not derive there, read with a margin of 25 standard
+    errors (docs/results.md, study (h)). Whatever this machine's rounding makes of it, a
+    chart called sure is CYK's here."""
+    words = (
+        "mother crusader enemy tv xena and easter cancer hookey and micron are seventy lavs "
+        "called poodle lead"
+    ).split()
+    r = fd.dcyk(commandtalk, words, fd.Codebook.for_grammar(commandtalk, 128, 0))
+    gold = fd.cyk(commandtalk, words)
+    assert not r.sure or r.chart == gold

@@ -17,7 +17,7 @@ import numpy as np
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import schedule
 from fastdcyk.engine.arrays import NUMPY, sigmoid
-from fastdcyk.engine.certificate import Certificate, CertificateBuilder
+from fastdcyk.engine.certificate import Certificate, CertificateBuilder, unsupported_cells
 from fastdcyk.engine.decode import Statistics, decision_boundary
 from fastdcyk.engine.numpy_backend import mixture
 from fastdcyk.engine.numpy_spectral import SpectralParser, left_spectrum_of
@@ -356,10 +356,16 @@ class CleanupParser(SpectralParser):
             return self.decoder_statistics() if self.opt.decoder == "trace" else None
         return Statistics(self.stats[: len(self.words)], self.tables.nonterminals)
 
-    def certificate(self) -> Certificate | None:
+    def certificate(self, chart: dict | None = None) -> Certificate | None:
         """How far the parse's least-squares reads can be trusted; None with the matched
-        read-back (:mod:`fastdcyk.engine.certificate`)."""
-        return None if self._certify is None else self._certify.certificate()
+        read-back (:mod:`fastdcyk.engine.certificate`). With the decoded ``chart``, its
+        cells holding an item no split supports are refused (bound 1:
+        :func:`~fastdcyk.engine.certificate.unsupported_cells`)."""
+        if self._certify is None:
+            return None
+        if chart is not None:
+            self._certify.refuse(unsupported_cells(self.structure, chart))
+        return self._certify.certificate()
 
     def dense(self) -> tuple[np.ndarray, np.ndarray]:
         """P_left as a new d x d array, and P_right, never written: zeros."""
