@@ -161,9 +161,7 @@ def test_an_item_no_split_supports_is_refused():
     chart = dict(fd.cyk(g, words))
     gold = dict(chart)
     absent = [a for a in g.nonterminals if a not in chart[(1, 3)]]
-    unsupported = [
-        a for a in absent if unsupported_cells(st, {**gold, (1, 3): gold[(1, 3)] | {a}})
-    ]
+    unsupported = [a for a in absent if unsupported_cells(st, {**gold, (1, 3): gold[(1, 3)] | {a}})]
     assert unsupported  # G0 has a nonterminal no split of (1, 3) derives
     chart[(1, 3)] = chart[(1, 3)] | {unsupported[0]}
     assert unsupported_cells(st, chart) == [(1, 3)]
