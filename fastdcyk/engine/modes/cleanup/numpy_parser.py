@@ -258,8 +258,7 @@ class CleanupParser(SpectralParser):
             q = self.readout(i, j)
             rows, spectra, vectors = self._items(i, j, step)
             g, x = gram(vectors), self.trace(spectra, q)
-            if not (np.all(np.isfinite(x)) and np.all(np.isfinite(g))):
-                raise schedule.non_finite(f"the read of cell ({i}, {j})")
+            _check_read(g, x, f"the read of cell ({i}, {j})")
             reads.append((i, j, q, rows, spectra, g, x))
         small = [b for b, r in enumerate(reads) if len(r[-1]) <= BATCHED_SOLVE]
         solved: dict[int, np.ndarray] = {}
@@ -324,8 +323,7 @@ class CleanupParser(SpectralParser):
 
     def _solve(self, g: np.ndarray, x: np.ndarray, where: str) -> np.ndarray:
         """The ridge solve of a read, refusing non-finite readouts (``where``: which read)."""
-        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(g))):
-            raise schedule.non_finite(where)
+        _check_read(g, x, where)
         return solve(g, x, refine=self.refine)
 
     def _keep_read(self, i, j, rows, spectra, g, a) -> None:
@@ -371,6 +369,12 @@ class CleanupParser(SpectralParser):
         """P_left as a new d x d array, and P_right, never written: zeros."""
         self.residual = None  # the residual table is not part of the result
         return super().dense()
+
+
+def _check_read(g: np.ndarray, x: np.ndarray, where: str) -> None:
+    """FloatingPointError when a read's Gram matrix or readouts are not finite."""
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(g))):
+        raise schedule.non_finite(where)
 
 
 def readback_statistics(
