@@ -67,6 +67,9 @@ class SpectralParser(TorchParser):
             self.unary_w = self.unary_spectra * w / d
         if len(self.structure.binary):
             self.binary_w = self.binary_spectra * w / d
+        #: The accumulators updated in place under autograd too: those that no operation
+        #: keeps for the backward pass (a mode names them; out of place otherwise).
+        self.in_place: frozenset[str] = frozenset()
         # work buffers (without autograd): a (h, d) matrix and a (B, h, d) one
         self._work = (
             None if self.grad else torch.empty(shape[1:], dtype=self.cdtype, device=self.device)
@@ -107,14 +110,15 @@ class SpectralParser(TorchParser):
     def add_outer(
         self, name: str, left: torch.Tensor, m: torch.Tensor, only: list[int] | None = None
     ) -> None:
-        """acc += left[b, f] * m[f, g], in place unless autograd needs the old value.
+        """acc += left[b, f] * m[f, g], in place unless autograd needs the old value
+        (under autograd, in place only for the accumulators named in :attr:`in_place`).
 
         ``name``: the accumulator's attribute (``"left_spectrum"``, ``"right_spectrum"``
         or ``"residual"``); ``only``: the sentences b to update (the others' ``left`` is 0),
         or None for all.
         """
         acc = getattr(self, name)
-        if self.grad:
+        if self.grad and name not in self.in_place:
             setattr(self, name, torch.addcmul(acc, left[:, :, None], m[None]))
         elif only is None:
             acc.addcmul_(left[:, :, None], m[None])

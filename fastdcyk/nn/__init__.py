@@ -127,13 +127,14 @@ class DCYK(torch.nn.Module):
     for the backward pass. Measured (docs/learning.md): a length-10 G4 sentence at d = 1024,
     trace variant, float32, forward and backward peak at 1.7 GB of process memory (3.2 GB in
     float64), within 4 GB without recomputation. On Linux the process can hold more than its
-    arrays at the peak: under autograd the accumulators (and the cancelling read-back's
-    residual table) are new arrays of about d^2 / 2 complex numbers at every update, and
-    once glibc's dynamic mmap threshold has risen above their size they fragment its heap.
-    ``MALLOC_MMAP_THRESHOLD_=131072`` in the environment of the process fixes the threshold
-    (a 10-word G4 sentence at d = 1024, cleanup variant: peak 0.95 GB instead of 1.80 GB
-    with ``readback="cancel"``, 0.94 instead of 1.33 GB with ``"lstsq"``;
-    docs/performance.md).
+    arrays at the peak: under autograd the accumulators (and, where the index vectors are
+    learned, the cancelling read-back's residual table) are new arrays of about d^2 / 2
+    complex numbers at every update, and once glibc's dynamic mmap threshold has risen
+    above their size they fragment its heap. ``MALLOC_MMAP_THRESHOLD_=131072`` in the
+    environment of the process fixes the threshold (a 10-word G4 sentence at d = 1024,
+    cleanup variant, ``"lstsq"``: peak 0.94 GB instead of 1.33 GB; docs/performance.md).
+    With fixed index vectors the residual table is updated in place (peak 1.48 GB with
+    ``readback="cancel"`` against 1.37 GB with ``"lstsq"``, glibc's default).
     """
 
     @takes_options(

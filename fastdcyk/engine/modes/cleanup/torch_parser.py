@@ -105,6 +105,11 @@ class CleanupParser(SpectralParser):
         if not self.cancel:
             return
         self.residual = self.left_spectrum.clone()
+        if not self.vec.index.requires_grad:
+            # the residual table is only read through products with index matrices, and
+            # subtracted from: with fixed index vectors autograd keeps none of its values,
+            # and its updates need no new array each (nor the allocator's fragmented heap)
+            self.in_place = self.in_place | {"residual"}
         if self.pre is not None:  # nothing was written: the unary step takes the scores
             return
         nt, dev = self._nt, self.device
