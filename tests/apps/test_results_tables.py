@@ -85,3 +85,23 @@ def test_study_c_table_is_the_records(g0):
             assert cell == f"{f1:.3f} ({p:.2f}/{rc:.2f})", (d, g, cell)
             found += 1
     assert found == 5 * 5  # d = 100, 500, 1000, 3000, 6000
+
+
+def test_study_c_exact_rows_are_the_records(g0):
+    """The trace and cleanup rows of study (c) that say 1.000 for every grammar: every
+    record of each d they list (2,000 sentences a grammar) is an exact chart."""
+    section = _section("Study (c)")
+    records = g0 + ex.load_records(sorted((RECORDS / "grammars").glob("*.jsonl.gz")))
+    found = 0
+    for line in section.splitlines():
+        m = re.match(r"\| (trace|cleanup) \| ([\d, ]+) \|((?: 1\.000 \|){5})$", line)
+        if not m:
+            continue
+        for d in (int(x) for x in m.group(2).split(", ")):
+            for g in ("G0", "G1", "G2", "G3", "G4"):
+                group = [r for r in records if (r["variant"], r["d"], r["grammar"]) == (m[1], d, g)]
+                assert len(group) == 2000, (m[1], d, g)
+                assert all(r["tp"] == r["gold"] == r["predicted"] for r in group), (m[1], d, g)
+                found += 1
+    assert found >= 5 * 10  # trace at five d, cleanup at six
+
