@@ -287,7 +287,8 @@ def dcyk(
                 options=opt,
             )
 
-        result, choice = auto.choose(parse_at, key, len(ws), cap, note)
+        floor = auto.word_cell_floor(g, ws)
+        result, choice = auto.choose(parse_at, key, len(ws), cap, note, floor)
         result.dimension = choice
         return result
     plan = prepare(

@@ -9,6 +9,12 @@ parse's cost grows at least as fast as d, so the tries below the last cost at mo
 much as the last one again (with cost growing as d^2, as it does once d outweighs the cells'
 bookkeeping, a third of it).
 
+No d below the number of symbols of the sentence's largest one-word cell (the nonterminals
+A with A -> w, for each word w) is tried: the read-back solves for a cell's symbols as K
+columns in d dimensions, which has no unique solution when K > d (docs/method.md, section 7,
+"d chosen by the certificate"). Every chart of the study of docs/results.md, study (h),
+that was wrong had a cell of more than d symbols.
+
 The d a sentence needed is kept per grammar, options and codebook (seed, dtype, vectors)
 and length (in bins of :data:`LENGTH_BIN` words): the next sentence of that bin starts
 there, not at :data:`START_D`. After :data:`STEP_DOWN_AFTER` sentences of a bin sure at once
@@ -47,6 +53,7 @@ __all__ = [
     "dimension_cap",
     "is_auto",
     "refuse_codebook",
+    "word_cell_floor",
 ]
 
 #: The value of ``d`` that chooses d.
@@ -193,12 +200,32 @@ def dimension_cap(
     )
 
 
+def word_cell_floor(grammar: Any, words: tuple[Any, ...]) -> int:
+    """The number of symbols of the sentence's largest one-word cell: no d below it reads it.
+
+    Parameters
+    ----------
+    grammar : Grammar
+        The grammar (in CNF).
+    words : tuple
+        The sentence's words; soft words (mixtures) count 0 (their cells depend on the
+        weights: the certificate judges them).
+
+    Returns
+    -------
+    int
+        max over the words w of the number of nonterminals A with A -> w.
+    """
+    return max((grammar.lexical_mask(w).bit_count() for w in words if isinstance(w, str)), default=0)
+
+
 def choose(
     parse: Callable[[int], Any],
     key: Hashable,
     n: int,
     cap: int,
     cap_note: str | None = None,
+    floor: int = 0,
 ) -> tuple[Any, DimensionChoice]:
     """Parse at doubling d until the certificate is sure or d reaches ``cap``.
 
@@ -214,6 +241,9 @@ def choose(
     cap : int
         The largest d to try (:func:`dimension_cap`); ``cap_note`` says why, if not
         asked for.
+    floor : int
+        The symbols of the sentence's largest one-word cell (:func:`word_cell_floor`):
+        the first d tried is at least this (doubling from where it would start).
 
     Returns
     -------
@@ -230,6 +260,10 @@ def choose(
     probe = kept is not None and streak >= STEP_DOWN_AFTER and start // 2 >= START_D
     if probe:
         start //= 2
+    raised = start < floor and start < cap
+    while start < floor and start < cap:  # no d below the largest one-word cell reads it
+        start = min(2 * start, cap)
+    probe = probe and not raised
     tried: list[int] = []
     t0 = time.perf_counter()
     d = start
@@ -242,7 +276,12 @@ def choose(
     seconds = time.perf_counter() - t0
     lo = (n - 1) // LENGTH_BIN * LENGTH_BIN + 1
     bin_words = f"{lo} to {lo + LENGTH_BIN - 1} words"
-    if probe:
+    if raised:
+        begun = (
+            f"started at d = {start}, the first d of the doubling that holds the "
+            f"{floor} symbols of the sentence's largest one-word cell"
+        )
+    elif probe:
         begun = (
             f"started at d = {start}, half the d at which the last {streak} sentences of "
             f"{bin_words} were sure, to see whether less serves"
@@ -252,9 +291,10 @@ def choose(
     else:
         begun = f"started at d = {start}"
     flagged = [f"d = {t}" for t in tried[:-1]]
-    if result.sure:
+    if result.sure and not raised:  # (a d raised by its own word is not the bin's)
         with _LOCK:  # a streak counts the sentences sure at once at the kept d
             _WORKED[slot] = (d, 0 if probe or len(tried) > 1 else streak + 1)
+    if result.sure:
         reason = f"the certificate is sure of the chart at d = {d} ({begun}"
         reason += f"; suspect cells at {', '.join(flagged)})" if flagged else ")"
     else:

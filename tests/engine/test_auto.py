@@ -16,9 +16,15 @@ from fastdcyk.engine import auto
 from fastdcyk.engine.memory import parse_bytes
 from fastdcyk.options import resolve
 
-#: A CommandTalk sentence whose chart holds cells of over a hundred symbols: at d = 128 the
-#: certificate flags cells, at 256 it is sure and the chart is CYK's (tests/conftest.py).
-NEEDS_256 = "cev umcp are skurkas"
+#: A CommandTalk sentence whose chart holds cells of over a hundred symbols (its largest,
+#: 121, a one-word cell): at d = 128 the certificate flags cells, at 256 it is sure and the
+#: chart is CYK's.
+NEEDS_256 = "m1a1 fly next halt"
+#: A CommandTalk sentence with a word of 187 nonterminals ("umcp"): no d below 187 can
+#: read that cell, so d="auto" starts at 256.
+WORD_OF_187 = "cev umcp are skurkas"
+#: A CommandTalk sentence sure and exact at d = 128.
+EASY = "topaz sleepy labeled foxtrot"
 
 
 @pytest.fixture(autouse=True)
@@ -43,11 +49,43 @@ def test_auto_doubles_until_the_certificate_is_sure(commandtalk):
 
 def test_a_sentence_of_the_same_length_starts_where_the_last_one_worked(commandtalk):
     fd.dcyk(commandtalk, NEEDS_256, d="auto")
-    r = fd.dcyk(commandtalk, "brdm2 can tow zpu t80", d="auto")
+    r = fd.dcyk(commandtalk, EASY, d="auto")
     assert r.dimension.tried == (256,)
     assert "where the last sentence of 1 to 5 words was sure" in r.dimension.reason
     fd.clear_caches()  # forgets it
-    assert fd.dcyk(commandtalk, "brdm2 can tow zpu t80", d="auto").dimension.tried[0] == 128
+    assert fd.dcyk(commandtalk, EASY, d="auto").dimension.tried == (128,)
+
+
+def test_no_d_below_the_largest_one_word_cell_is_tried(commandtalk):
+    """A cell of K symbols is K columns in d dimensions: below K the read-back has no
+    unique solution, so d="auto" starts at the first d of the doubling that holds the
+    sentence's largest one-word cell, and a start raised by the sentence's own word is not
+    kept for its length bin."""
+    assert auto.word_cell_floor(commandtalk, tuple(WORD_OF_187.split())) == 187
+    assert not fd.dcyk(commandtalk, WORD_OF_187, d=128).sure  # what the floor skips
+    r = fd.dcyk(commandtalk, WORD_OF_187, d="auto")
+    assert r.dimension.tried == (256,) and r.sure
+    assert r.chart == fd.cyk(commandtalk, WORD_OF_187)
+    assert "holds the 187 symbols of the sentence's largest one-word cell" in r.dimension.reason
+    # the next sentence of 1 to 5 words (largest one-word cell 36) starts at 128 again
+    assert auto.word_cell_floor(commandtalk, tuple(EASY.split())) == 36
+    assert fd.dcyk(commandtalk, EASY, d="auto").dimension.tried == (128,)
+
+
+def test_the_floor_in_the_doubling_policy():
+    auto.clear()
+    key, n, cap = ("floor",), 7, 1000
+    raised = _Parse(512)
+    _, choice = auto.choose(raised, key, n, cap, floor=300)
+    assert raised.asked == [512] and "one-word cell" in choice.reason
+    over = _Parse(1000)
+    _, choice = auto.choose(over, key, n, cap, floor=5000)  # capped
+    assert over.asked == [1000] and choice.d == 1000
+    later = _Parse(128)  # neither kept its d for the bin
+    auto.choose(later, key, n, cap)
+    assert later.asked == [128]
+    assert auto.word_cell_floor(fd.Grammar.builtin("G0"), ("fish", {"fish": 1.0})) == 1
+    auto.clear()
 
 
 @pytest.mark.parametrize("name", ["G0", "G1", "G2", "G3", "G4"])
