@@ -17,7 +17,9 @@ float32, one thread. Studies:
   the same load, a parse at the smallest d of the dims study whose chart is exact for that
   sentence (its codebook built beforehand, as the dims study's);
 - ``agreement`` (ATIS and CommandTalk): the capacity model's prediction for the default
-  read-back against measurement, lengths 5, 10 and 20, d = 256 and 512, 50 sentences.
+  read-back against measurement, lengths 5, 10 and 20, d = 256 and 512, 50 sentences;
+- ``cells``: per sentence, the symbols of the largest cell of symbolic CYK's chart and of
+  its largest one-word cell, which the table sets against the dims study's wrong charts.
 
 Results go to docs/default_GRAMMAR.json, one entry per point, written as each finishes (a
 rerun skips what is there); ``--table`` prints the tables of docs/results.md and ``--plot``
@@ -113,7 +115,18 @@ def run(args: argparse.Namespace) -> None:
     print(f"{args.grammar}: {len(g.nonterminals)} nonterminals", flush=True)
     sents = fd.generate(g, SENTENCES, min_len=lo, max_len=hi, seed=1)
     golds = [fd.cyk(g, w) for w in sents]
-    studies = args.study or ("dims", "auto", "agreement")
+    studies = args.study or ("dims", "auto", "agreement", "cells")
+    if "cells" in studies and "cells" not in done:
+        save(
+            "cells",
+            {
+                "largest": [max(len(v) for v in gold.values()) for gold in golds],
+                "word": [
+                    max(len(gold.get((i, i + 1), ())) for i in range(len(w)))
+                    for w, gold in zip(sents, golds, strict=True)
+                ],
+            },
+        )
     if "dims" in studies:
         for rb, ds in dims.items():
             for d in ds:
@@ -261,6 +274,30 @@ def table() -> None:
                 f"{e['sure']:.2f} | {e['misses']} of {round(e['sure'] * n)} | "
                 f"{e['false_alarms']} of {round(e['exact'] * n)} | {e['seconds'] / n:.3f} |"
             )
+        cells = entries.get("cells")
+        if cells is not None:
+            largest = cells["largest"]
+            print(
+                "\n| d | read-back | sentences with a cell of more than d symbols | their "
+                "charts exact | the others' charts exact |"
+            )
+            print("|---:|---|---:|---:|---:|")
+            for e in dims:
+                over = [big > e["d"] for big in largest]
+                exact = [r["exact"] for r in e["rows"]]
+                n_over = sum(over)
+                print(
+                    f"| {e['d']} | {e['readback']} | {n_over} | "
+                    f"{sum(x for x, o in zip(exact, over, strict=True) if o)} of {n_over} | "
+                    f"{sum(x for x, o in zip(exact, over, strict=True) if not o)} of "
+                    f"{len(over) - n_over} |"
+                )
+            word = sum(w == big for w, big in zip(cells["word"], largest, strict=True))
+            print(
+                f"\nlargest cell: {min(largest)} to {max(largest)} symbols (median "
+                f"{int(np.median(largest))}); a one-word cell in {word} of {len(largest)} "
+                "sentences"
+            )
         auto = entries.get("auto")
         if auto is None:
             continue
@@ -348,7 +385,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--grammar", choices=sorted(GRAMMARS))
     ap.add_argument("--path", help="the grammar file (ATIS, the treebank grammar)")
-    ap.add_argument("--study", nargs="*", choices=("dims", "auto", "agreement"))
+    ap.add_argument("--study", nargs="*", choices=("dims", "auto", "agreement", "cells"))
     ap.add_argument("--paper", action="store_true", help="G0..G4 at d = 128 (default_paper.json)")
     ap.add_argument("--readback", nargs="*", help="only these read-backs (dims study)")
     ap.add_argument(
