@@ -216,7 +216,9 @@ def word_cell_floor(grammar: Any, words: tuple[Any, ...]) -> int:
     int
         max over the words w of the number of nonterminals A with A -> w.
     """
-    return max((grammar.lexical_mask(w).bit_count() for w in words if isinstance(w, str)), default=0)
+    return max(
+        (grammar.lexical_mask(w).bit_count() for w in words if isinstance(w, str)), default=0
+    )
 
 
 def choose(

@@ -104,4 +104,3 @@ def test_study_c_exact_rows_are_the_records(g0):
                 assert all(r["tp"] == r["gold"] == r["predicted"] for r in group), (m[1], d, g)
                 found += 1
     assert found >= 5 * 10  # trace at five d, cleanup at six
-
