@@ -4,10 +4,10 @@ they share in :mod:`.common`.
 
 Subcommands:
 
-- ``fastdcyk demo``: D-CYK (both variants) on the paper's running example and a few G0
-  sentences, each decoded chart printed against the symbolic CYK chart; then a small
-  reproduction of the paper's experiments (G0, 40 sentences, three dimensions, both
-  variants) with its table and figures, written to ``./fastdcyk-demo/``.
+- ``fastdcyk demo``: D-CYK (the three variants) on the paper's running example and a few
+  G0 sentences, each decoded chart printed against the symbolic CYK chart; then a small
+  reproduction of the paper's experiments (G0, 40 sentences, three dimensions, the paper's
+  two variants) with its table and figures, written to ``./fastdcyk-demo/``.
 - ``fastdcyk parse --grammar G0 --dim 1024 fish swim fish``: one sentence, decoded chart
   beside the symbolic one with every disagreement marked (a progress bar on a terminal when
   the parse runs longer than a few seconds).

@@ -113,10 +113,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "demo",
         help="D-CYK on the running example and G0 sentences, then a small reproduction",
-        description="Parse the paper's running example and a few G0 sentences with both "
-        "variants, printing each decoded chart against the symbolic CYK chart; then run a "
-        "small reproduction of the paper's experiments (G0, both variants, a few "
-        "dimensions), print its table and write its figures.",
+        description="Parse the paper's running example and a few G0 sentences with the "
+        "three variants (paper, trace, cleanup), printing each decoded chart against the "
+        "symbolic CYK chart; then run a small reproduction of the paper's experiments (G0, "
+        "the paper's two variants, paper and trace, a few dimensions), print its table and "
+        "write its figures.",
     )
     p.add_argument(
         "--dim",
