@@ -64,6 +64,7 @@ from tqdm import tqdm
 import fastdcyk as fd
 from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
 from fastdcyk.nn import DCYK
+from fastdcyk.nn import dcyk_input as nn_dcyk_input
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "treebank_model.json"
@@ -219,21 +220,13 @@ def tag_loss(logits: torch.Tensor, tags: list[tuple[int, ...]]) -> torch.Tensor:
 
 
 def dcyk_input(logits: torch.Tensor, log: bool = False) -> torch.Tensor:
-    """The preterminal scores D-CYK takes: 1 for every tag whose probability (softmax)
-    exceeds :data:`FLOOR`, 0 for the others, with the probabilities' own gradient (straight
-    through), or with ``log`` the log probabilities' (the ``e2e-log`` model: a logit then
-    gets the table's gradient times 1 - p, not p (1 - p), so that tags of low probability,
-    where the chart's false items come from, are pulled too).
-
-    Written as they are, probabilities put an unsure tag (two tags of 0.4) below the
-    decoder's boundary and the sentence loses its parse: 58 of 138 test sentences parsed
-    when an earlier run wrote the scores themselves. Here D-CYK decides which items exist
-    over every plausible tag, and the probabilities rank the trees (:func:`lexical_scores`).
-    """
-    p = torch.softmax(logits, -1)
-    hard = (p > FLOOR).to(p.dtype)
-    g = torch.log_softmax(logits, -1) if log else p
-    return hard + g - g.detach()
+    """The preterminal scores D-CYK takes (:func:`fastdcyk.nn.dcyk_input` at
+    :data:`FLOOR`): 1 for every tag whose probability exceeds the floor, with the
+    probabilities' gradient (or with ``log`` the log probabilities': the ``e2e-log``
+    model). Written as they are, probabilities put an unsure tag below the decoder's
+    boundary: 58 of 138 test sentences parsed when an earlier run wrote the scores
+    themselves."""
+    return nn_dcyk_input(logits, FLOOR, log)
 
 
 def lexical_scores(logits: torch.Tensor, tags: tuple[str, ...]) -> list[dict]:

@@ -50,6 +50,7 @@ from fastdcyk.engine.decode import decision_boundary
 from fastdcyk.engine.plan import cnf_grammar, default_codebook, words_of
 from fastdcyk.engine.soft import lexical_scores
 from fastdcyk.hrr.codebook import Codebook
+from fastdcyk.nn.inputs import TAG_FLOOR, dcyk_input
 from fastdcyk.nn.output import DCYKOutput
 from fastdcyk.options import (
     DEFAULT_VARIANT,
@@ -62,7 +63,7 @@ from fastdcyk.options import (
     takes_options,
 )
 
-__all__ = ["LEARNABLE", "DCYK", "DCYKOutput"]
+__all__ = ["LEARNABLE", "TAG_FLOOR", "DCYK", "DCYKOutput", "dcyk_input"]
 
 #: What :class:`DCYK` can learn: the symbol vectors of terminals, nonterminals and
 #: right-child roles ("vectors"), the span index vectors ("indices"), and one weight per

@@ -231,3 +231,28 @@ def test_the_dimension_must_be_an_integer():
     for d in (2.5, "64", 1, True):
         with pytest.raises(ValueError, match="dimension d must be an integer"):
             DCYK(fd.Grammar.builtin("G0"), d)
+
+
+def test_dcyk_input_marks_likely_tags_with_the_probabilities_gradient():
+    """fastdcyk.nn.dcyk_input: 1 where the softmax exceeds the floor, 0 elsewhere, and
+    the gradient of the probabilities (straight through), or of the log probabilities."""
+    from fastdcyk.nn import dcyk_input
+
+    logits = torch.tensor([[[2.0, 1.0, -30.0]]], dtype=torch.float64, requires_grad=True)
+    x = dcyk_input(logits)  # 1 + p - p: 1 to the dtype's rounding
+    torch.testing.assert_close(x.detach(), torch.tensor([[[1.0, 1.0, 0.0]]], dtype=x.dtype))
+    w = torch.tensor([1.0, -1.0, 0.5], dtype=torch.float64)
+    (x * w).sum().backward()
+    p = torch.softmax(logits.detach(), -1)
+    expected = p * (w - (p * w).sum(-1, keepdim=True))  # the Jacobian of softmax times w
+    torch.testing.assert_close(logits.grad, expected)
+    logits.grad = None
+    (dcyk_input(logits, log=True) * w).sum().backward()
+    torch.testing.assert_close(logits.grad, w - p * w.sum())
+    assert dcyk_input(logits.detach(), floor=0.5).tolist() == [[[1.0, 0.0, 0.0]]]  # no grad
+    with pytest.raises(ValueError, match="floor must be a probability"):
+        dcyk_input(logits, floor=1.5)
+    with pytest.raises(TypeError, match="float32 or float64"):
+        dcyk_input(torch.ones((2, 3), dtype=torch.int64))
+    with pytest.raises(ValueError, match=r"\(n, P\) or \(B, n, P\)"):
+        dcyk_input(torch.ones(3))
