@@ -35,7 +35,7 @@ memory, or over ``--cap`` seconds (default 120). The one-at-a-time systems stop 
 cap and report the rate over the sentences they parsed (marked ``k/32``).
 Under ``--benchmark-disable`` (the default) the benchmark runs once, on a 20-nonterminal
 grammar at d = 64, as a smoke test; torch-struct's case is skipped when it is not installed
-(``pip install 'fastdcyk[bench]'``).
+(``pip install '.[bench]'`` from a checkout).
 """
 
 from __future__ import annotations

@@ -508,11 +508,12 @@ class DCYKOptions:
         :attr:`~DCYKResult.table_scores` and :meth:`~DCYKResult.table_parse` give the
         scores and the most probable tree as read. Needs a weighted grammar, the clean-up
         gate with a least-squares read-back (``"cancel"`` unless told otherwise) and the
-        numpy backend: ``backend="torch"``, :func:`fastdcyk.dcyk_batch` on the torch backend
-        and :class:`fastdcyk.nn.DCYK` refuse it. Its scores are read during the parse, with the cells' scales kept
-        outside the table: :func:`fastdcyk.decode` of the result gives its chart, a bare
-        P_left of it decodes as a chart of gates (the items written with amplitudes below
-        the decision boundary, about 0.59, then read as absent).""",
+        numpy backend: ``backend="torch"``, :func:`fastdcyk.dcyk_batch` on the torch
+        backend and :class:`fastdcyk.nn.DCYK` refuse it. Its scores are read during the
+        parse, with the cells' scales kept outside the table: :func:`fastdcyk.decode` of
+        the result gives its chart, a bare P_left of it decodes as a chart of gates (the
+        items written with amplitudes below the decision boundary, about 0.59, then read
+        as absent).""",
         choices=_weights,
         cli="'chart' (the default): a PCFG's probabilities rank the decoded chart's trees; "
         "'table': each item is written with an amplitude carrying its Viterbi score, read "

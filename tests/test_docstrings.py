@@ -20,7 +20,7 @@ MODULES = sorted(
     for _, name, _ in pkgutil.walk_packages(fastdcyk.__path__, "fastdcyk.")
     if not name.endswith(".__main__")
 )
-#: Modules that need PyTorch (the optional extra ``fastdcyk[torch]``).
+#: Modules that need PyTorch (the optional extra ``torch``).
 NEEDS_TORCH = tuple(
     m
     for m in MODULES

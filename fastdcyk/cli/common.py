@@ -320,7 +320,7 @@ def add_run_options(p: argparse.ArgumentParser, *, default_executor: str = "proc
         "--executor",
         choices=EXECUTORS,
         help=f"'process': a pool of worker processes; 'serial': this process; 'dask': a "
-        "dask.distributed cluster (needs --scheduler; pip install 'fastdcyk[dask]'). "
+        "dask.distributed cluster (needs --scheduler; pip install 'dask[distributed]'). "
         f"Default: {default_executor}, but serial with --backend torch (its only executor)",
     )
     p.set_defaults(default_executor=default_executor)
@@ -332,7 +332,7 @@ def add_run_options(p: argparse.ArgumentParser, *, default_executor: str = "proc
         default="numpy",
         help="'numpy': the numpy backend, one sentence at a time per worker (default); "
         "'torch': each task's sentences in batches with PyTorch, on --device, from this "
-        "process (pip install 'fastdcyk[torch]'). The records have the same fields (and in "
+        "process (pip install torch). The records have the same fields (and in "
         "float64 the same values); their seconds are then a batch's time divided evenly "
         "among its sentences",
     )

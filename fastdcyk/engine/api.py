@@ -209,7 +209,7 @@ def dcyk(
         largest entry and whether the update was applied or pruned.
     backend : {"numpy", "torch"}, default "numpy"
         ``"torch"``: the same algorithm, options and codebook in PyTorch
-        (:mod:`fastdcyk.engine.torch_backend`; needs ``pip install 'fastdcyk[torch]'``), for
+        (:mod:`fastdcyk.engine.torch_backend`; needs ``pip install torch``), for
         the modes that have a torch parser (:mod:`fastdcyk.engine.modes`). In float64 its
         accumulators equal the numpy backend's to rounding; the result is the same type.
     device : torch.device or str, optional

@@ -103,9 +103,15 @@ def words_of(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
             nfc = "" if w.isascii() else " (words and terminals compared in Unicode NFC)"
             if len(w.split()) > 1:  # a whole sentence given as one word (one CLI argument)
                 nfc += " (it holds spaces: give the sentence one word per argument)"
+            hint = ""
+            if "UNK" in known:  # a grammar induced from trees (TreebankGrammar): classes
+                hint = (
+                    "; the grammar has unknown-word classes ('UNK', ...): map the sentence "
+                    "with TreebankGrammar.words(sentence) of the treebank grammar it came from"
+                )
             raise ValueError(
                 f"word {w!r} at position {pos} is not a terminal of the grammar{nfc}; "
-                f"its terminals are {some}{' ...' if len(known) > 12 else ''}"
+                f"its terminals are {some}{' ...' if len(known) > 12 else ''}{hint}"
             )
     return ws
 

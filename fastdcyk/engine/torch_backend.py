@@ -25,7 +25,7 @@ piecewise: an update whose gate is at most ``prune`` is skipped, as in the numpy
 (use ``prune=0`` for gradient checks).
 
 PyTorch is imported here only: ``import fastdcyk`` works without it, and
-``dcyk(..., backend="torch")`` tells how to install it (``pip install 'fastdcyk[torch]'``).
+``dcyk(..., backend="torch")`` tells how to install it (``pip install torch``).
 The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Satta, Cristini, 2020).
 """
 
@@ -41,9 +41,7 @@ import numpy as np
 try:
     import torch
 except ImportError as exc:  # pragma: no cover - exercised only without torch
-    raise ImportError(
-        "the torch backend of fastdcyk needs PyTorch: pip install 'fastdcyk[torch]'"
-    ) from exc
+    raise ImportError("the torch backend of fastdcyk needs PyTorch: pip install torch") from exc
 
 from fastdcyk.engine import modes, schedule
 from fastdcyk.engine.decode import Statistics, chart_from_statistics

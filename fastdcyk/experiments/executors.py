@@ -98,7 +98,7 @@ def run_dask(
         from dask.distributed import Client, as_completed
     except ImportError as exc:
         raise ImportError(
-            "the dask executor needs dask.distributed: pip install 'fastdcyk[dask]'"
+            "the dask executor needs dask.distributed: pip install 'dask[distributed]'"
         ) from exc
     own = client is None
     if own:

@@ -13,7 +13,7 @@ weights over the grammar's terminals (``terminals=``) or scores over its preterm
 (``preterminals=``, a tagger's), whose gradients reach that network (docs/method.md,
 section 11; the worked model docs/treebank_model.py).
 
-PyTorch is needed (``pip install 'fastdcyk[torch]'``); ``import fastdcyk`` does not import
+PyTorch is needed (``pip install torch``); ``import fastdcyk`` does not import
 this module. The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Satta,
 Cristini, 2020), which proposes D-CYK as a layer of CYK-informed neural networks.
 
@@ -41,7 +41,7 @@ import numpy as np
 try:
     import torch
 except ImportError as exc:  # pragma: no cover - exercised only without torch
-    raise ImportError("fastdcyk.nn needs PyTorch: pip install 'fastdcyk[torch]'") from exc
+    raise ImportError("fastdcyk.nn needs PyTorch: pip install torch") from exc
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import auto, modes, torch_backend

@@ -118,6 +118,9 @@ def test_unknown_words_get_classes():
     assert math.isfinite(parse.log_prob)
     strict = TreebankGrammar.from_trees(BANK, rare=0)
     assert strict.parse(sentence).tree is None
+    # D-CYK takes the grammar's terminals: an unmapped word is refused, with the way out
+    with pytest.raises(ValueError, match=r"'saw' at position 2 .* TreebankGrammar.words"):
+        fd.dcyk(tb.grammar, sentence, d=64)
 
 
 def test_settings_are_checked():
