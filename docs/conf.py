@@ -9,7 +9,10 @@ network for that), so the build is not run in nitpicky mode.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import fastdcyk
+from fastdcyk.cli import reference_markdown
 
 project = "fastdcyk"
 author = "The fastdcyk developers"
@@ -37,3 +40,15 @@ intersphinx_mapping = {}
 html_theme = "alabaster"
 html_title = f"fastdcyk {release}"
 html_static_path: list[str] = []
+
+
+def write_cli_reference(path: Path) -> None:
+    """docs/cli.md, the command line's reference (fastdcyk.cli.reference_markdown), written
+    again whenever the parser's help has changed; tests/apps/test_cli_help_defaults.py
+    checks that the committed page is current."""
+    text = reference_markdown()
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+write_cli_reference(Path(__file__).resolve().parent / "cli.md")

@@ -87,6 +87,32 @@ def build_parser() -> argparse.ArgumentParser:
 EXIT_BROKEN_PIPE = 141
 
 
+def reference_markdown(width: int = 100) -> str:
+    """The command line's reference page (docs/cli.md): every subcommand's ``--help``, as
+    argparse prints it at ``width`` columns."""
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(width)  # argparse wraps its help to the terminal's width
+    try:
+        parser = build_parser()
+        (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parts = [
+            "# The command line\n",
+            "Every subcommand's help, as `fastdcyk SUBCOMMAND --help` prints it (written from",
+            "the parser at each build of the documentation).\n",
+            "```text",
+            parser.format_help().rstrip(),
+            "```\n",
+        ]
+        for name, command in sub.choices.items():
+            parts += [f"## fastdcyk {name}\n", "```text", command.format_help().rstrip(), "```\n"]
+    finally:
+        if old is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = old
+    return "\n".join(parts)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 

@@ -82,3 +82,16 @@ def test_help_names_the_default_the_parser_uses(name):
             )
             checked += 1
     assert checked or name in ("plot",), f"fastdcyk {name}: no default named in its help"
+
+
+def test_the_committed_cli_reference_is_current():
+    """docs/cli.md is the parser's help (fastdcyk.cli.reference_markdown, which the
+    documentation build writes): regenerate it with a Sphinx build when this fails."""
+    from pathlib import Path
+
+    from fastdcyk.cli import reference_markdown
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+    assert page.read_text(encoding="utf-8") == reference_markdown(), (
+        "docs/cli.md is stale: run sphinx-build -b html docs docs/_build/html"
+    )
