@@ -30,7 +30,7 @@ from fastdcyk.hrr.fft import available_ffts, get_fft
 from fastdcyk.hrr.fft import renamed as _renamed
 from fastdcyk.hrr.operators import Operator
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = [
     "Codebook",
