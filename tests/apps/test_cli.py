@@ -406,12 +406,12 @@ def test_demo_default_grid_is_the_documented_one():
 
 
 def test_one_grid_estimate_everywhere():
-    """The README and docs/results.md quote the same core-hours as the CLI's help."""
+    """The pages that cost the paper's grid quote the same core-hours as the CLI's help."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     figure = f"{ex.PAPER_GRID_CORE_HOURS} core-hours"
-    for doc in ("README.md", "docs/results.md"):
+    for doc in ("docs/tutorials/reproduce.md", "docs/howto/dask.md", "docs/results.md"):
         text = " ".join((root / doc).read_text(encoding="utf-8").split())
         assert figure in text, f"{doc} does not quote {figure!r}"
 
@@ -520,15 +520,18 @@ def test_plot_default_grammar_is_g0_or_the_first_of_the_results(tmp_path, capsys
     assert "G1 " in study_b and "G2 " not in study_b
 
 
-def test_the_readme_and_the_help_quote_no_other_grid_cost(capsys):
-    """Every "N core-hours" of the README and of ``experiment --help`` is the constant."""
+def test_the_guides_and_the_help_quote_no_other_grid_cost(capsys):
+    """Every "N core-hours" of the tutorial, the Dask guide and ``experiment --help`` is the
+    constant."""
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    root = Path(__file__).resolve().parents[2]
+    pages = ("docs/tutorials/reproduce.md", "docs/howto/dask.md")
+    texts = [(p, (root / p).read_text(encoding="utf-8")) for p in pages]
     with pytest.raises(SystemExit):
         main(["experiment", "--help"])
-    for where, text in (("README.md", readme), ("--help", capsys.readouterr().out)):
+    for where, text in (*texts, ("--help", capsys.readouterr().out)):
         found = re.findall(r"([\d,.]+)\s+core-hours", " ".join(text.split()))
         assert found, where
         assert {float(n.replace(",", "")) for n in found} == {ex.PAPER_GRID_CORE_HOURS}, where
