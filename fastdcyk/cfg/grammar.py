@@ -57,7 +57,7 @@ __all__ = ["CnfOrigin", "Grammar", "GrammarError", "GrammarWarning", "Rule", "Sy
 CnfMode = Literal["strict", "allow", "convert"]
 _CNF_MODES = ("strict", "allow", "convert")
 
-_CNF_HINT = "read it with cnf='allow' and call Grammar.to_cnf(), or read it with cnf='convert'"
+_CNF_HINT = "read it with cnf='convert' to convert it (--to-cnf on the command line)"
 
 
 class Grammar:
