@@ -67,9 +67,21 @@ def test_study_b_table_is_the_records(g0):
         assert f"{line} | {exact} |" in section, line
 
 
-def test_study_c_table_is_the_records(g0):
+@pytest.fixture(scope="module")
+def study_c(g0):
+    """Study (c)'s records: G0's (study (a)) and G1..G4's."""
+    return g0 + ex.load_records(sorted((RECORDS / "grammars").glob("*.jsonl.gz")))
+
+
+def _group(records: list[dict], variant: str, d: int, grammar: str) -> list[dict]:
+    """One point's records: the whole sample of 2,000 sentences."""
+    group = [r for r in records if (r["variant"], r["d"], r["grammar"]) == (variant, d, grammar)]
+    assert len(group) == 2000, (variant, d, grammar)
+    return group
+
+
+def test_study_c_table_is_the_records(study_c):
     section = _section("Study (c)")
-    records = g0 + ex.load_records(sorted((RECORDS / "grammars").glob("*.jsonl.gz")))
     found = 0
     for line in section.splitlines():
         m = re.match(r"\| paper \| (\d+) \| (.*) \|$", line)
@@ -77,8 +89,7 @@ def test_study_c_table_is_the_records(g0):
             continue
         d = int(m.group(1))
         for cell, g in zip(m.group(2).split(" | "), ("G0", "G1", "G2", "G3", "G4"), strict=True):
-            group = [r for r in records if (r["variant"], r["d"], r["grammar"]) == ("paper", d, g)]
-            assert len(group) == 2000, (d, g)
+            group = _group(study_c, "paper", d, g)
             counts = [sum(r[k] for r in group) for k in ("tp", "gold", "predicted")]
             p, rc = counts[0] / counts[2], counts[0] / counts[1]
             f1 = 2 * p * rc / (p + rc)
@@ -87,11 +98,10 @@ def test_study_c_table_is_the_records(g0):
     assert found == 5 * 5  # d = 100, 500, 1000, 3000, 6000
 
 
-def test_study_c_exact_rows_are_the_records(g0):
+def test_study_c_exact_rows_are_the_records(study_c):
     """The trace and cleanup rows of study (c) that say 1.000 for every grammar: every
     record of each d they list (2,000 sentences a grammar) is an exact chart."""
     section = _section("Study (c)")
-    records = g0 + ex.load_records(sorted((RECORDS / "grammars").glob("*.jsonl.gz")))
     found = 0
     for line in section.splitlines():
         m = re.match(r"\| (trace|cleanup) \| ([\d, ]+) \|((?: 1\.000 \|){5})$", line)
@@ -99,8 +109,7 @@ def test_study_c_exact_rows_are_the_records(g0):
             continue
         for d in (int(x) for x in m.group(2).split(", ")):
             for g in ("G0", "G1", "G2", "G3", "G4"):
-                group = [r for r in records if (r["variant"], r["d"], r["grammar"]) == (m[1], d, g)]
-                assert len(group) == 2000, (m[1], d, g)
+                group = _group(study_c, m[1], d, g)
                 assert all(r["tp"] == r["gold"] == r["predicted"] for r in group), (m[1], d, g)
                 found += 1
     assert found >= 5 * 10  # trace at five d, cleanup at six

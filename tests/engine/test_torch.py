@@ -269,9 +269,6 @@ def test_gradcheck_readouts(gate, decoder, order, encoding):
     solves (and, cancelling, the subtractions of what was read); the candidate level 0
     makes every detection a candidate, so that no small change of the vectors changes the
     candidate sets (a piecewise choice, as pruning is)."""
-    g = fd.Grammar.builtin("example")
-    st = torch_backend.rule_structure(g)
-    cb = fd.Codebook(16, seed=1, dtype="float64")
     least_squares = decoder in ("lstsq", "cancel")
     readback = {"readback": decoder, "candidate_level": 0.0} if least_squares else {}
     opt = resolve(
@@ -285,41 +282,33 @@ def test_gradcheck_readouts(gate, decoder, order, encoding):
         dtype=np.float64,
         **(readback or {"readback": "matched"}),
     )
-    base = torch_backend.symbol_vectors(cb, st, 3, encoding="roles")
-    sents = [st.terminal_ids("a a b".split()), st.terminal_ids(["a", "b"])]
-
-    def readouts(nonterminal, right, index, terminal, unary_weights, binary_weights):
-        vec = torch_backend.SymbolVectors(terminal, nonterminal, right, index, base.perm)
-        kw = {"unary_weights": unary_weights, "binary_weights": binary_weights}
-        res = torch_backend.parse(vec, st, sents, opt, **kw)
-        return res.statistics, res.readouts
-
-    inputs = (
-        base.nonterminal.clone().requires_grad_(),
-        base.right.clone().requires_grad_(),
-        base.index.clone().requires_grad_(),
-        base.terminal.clone().requires_grad_(),
-        torch.linspace(0.8, 1.2, st.n_unary_rules, dtype=torch.float64).requires_grad_(),
-        torch.linspace(0.5, 1.5, st.n_binary_rules, dtype=torch.float64).requires_grad_(),
-    )
-    assert torch.autograd.gradcheck(readouts, inputs, fast_mode=True, atol=1e-6, rtol=1e-4)
+    assert _gradcheck_example(opt)
 
 
 def test_gradcheck_cancelling_with_fixed_indices():
     """With the index vectors fixed (the layer's default) the cancelling parser updates its
     residual table in place under autograd (no operation keeps its values for the backward
     pass): the gradients with respect to the other vectors and the rule weights stay right."""
-    g = fd.Grammar.builtin("example")
-    st = torch_backend.rule_structure(g)
-    cb = fd.Codebook(16, seed=1, dtype="float64")
     opt = resolve(
         "cleanup", readback="cancel", candidate_level=0.0, beta=2.0, prune=0.0, dtype=np.float64
     )
+    assert _gradcheck_example(opt, learn_index=False)
+
+
+def _gradcheck_example(opt, learn_index: bool = True) -> bool:
+    """gradcheck of the example grammar's statistics and readouts (d = 16, float64, two
+    sentences) with respect to the symbol vectors (the index vectors too unless
+    ``learn_index`` is False) and the rule weights."""
+    g = fd.Grammar.builtin("example")
+    st = torch_backend.rule_structure(g)
+    cb = fd.Codebook(16, seed=1, dtype="float64")
     base = torch_backend.symbol_vectors(cb, st, 3, encoding="roles")
     sents = [st.terminal_ids("a a b".split()), st.terminal_ids(["a", "b"])]
 
-    def readouts(nonterminal, right, terminal, unary_weights, binary_weights):
-        vec = torch_backend.SymbolVectors(terminal, nonterminal, right, base.index, base.perm)
+    def readouts(nonterminal, right, terminal, unary_weights, binary_weights, *index):
+        vec = torch_backend.SymbolVectors(
+            terminal, nonterminal, right, index[0] if index else base.index, base.perm
+        )
         kw = {"unary_weights": unary_weights, "binary_weights": binary_weights}
         res = torch_backend.parse(vec, st, sents, opt, **kw)
         return res.statistics, res.readouts
@@ -331,7 +320,9 @@ def test_gradcheck_cancelling_with_fixed_indices():
         torch.linspace(0.8, 1.2, st.n_unary_rules, dtype=torch.float64).requires_grad_(),
         torch.linspace(0.5, 1.5, st.n_binary_rules, dtype=torch.float64).requires_grad_(),
     )
-    assert torch.autograd.gradcheck(readouts, inputs, fast_mode=True, atol=1e-6, rtol=1e-4)
+    if learn_index:
+        inputs += (base.index.clone().requires_grad_(),)
+    return torch.autograd.gradcheck(readouts, inputs, fast_mode=True, atol=1e-6, rtol=1e-4)
 
 
 def test_rule_weights_of_one_change_nothing():
