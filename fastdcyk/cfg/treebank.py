@@ -50,7 +50,7 @@ from fastdcyk.cfg.trees import Tree
 from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
 from fastdcyk.options import check_int
 
-__all__ = ["TreebankGrammar", "clean", "read_trees", "word_class"]
+__all__ = ["TreebankGrammar", "clean", "read_trees", "unknown_to_classes", "word_class"]
 
 ROOT = "ROOT"
 EMPTY = "-NONE-"
@@ -372,6 +372,47 @@ def _fallbacks(word_class_name: str) -> list[str]:
     """The classes to try for an unknown word, most specific first."""
     parts = word_class_name.split("-")
     return ["-".join(parts[:k]) for k in range(len(parts), 0, -1)]
+
+
+def unknown_to_classes(grammar: Grammar, words: Sequence[Any]) -> tuple[Any, ...]:
+    """The sentence with each word the grammar lacks replaced by its unknown-word class.
+
+    The class is the most specific of :func:`word_class`'s classes (then ``"UNK"``) that is
+    a terminal of the grammar, as a grammar induced by :meth:`TreebankGrammar.from_trees`
+    has them. Words the grammar has, and soft words (mappings), are kept.
+
+    Parameters
+    ----------
+    grammar : Grammar
+    words : sequence
+        The sentence's words (str), or soft words (mappings ``{terminal: weight}``).
+
+    Returns
+    -------
+    tuple
+
+    Raises
+    ------
+    ValueError
+        For a word the grammar lacks when it has no class for it either: the word and its
+        position are named.
+    """
+    terminals = set(grammar.terminals)
+    out = []
+    for pos, word in enumerate(words):
+        if not isinstance(word, str) or word in terminals:
+            out.append(word)
+            continue
+        tries = list(dict.fromkeys([*_fallbacks(word_class(word, first=pos == 0)), "UNK"]))
+        found = next((c for c in tries if c in terminals), None)
+        if found is None:
+            raise ValueError(
+                f"word {word!r} at position {pos} is not a terminal of the grammar, and the "
+                f"grammar has no unknown-word class for it (tried {', '.join(tries)}): add "
+                "the word to the grammar, or rules for a class such as 'UNK'"
+            )
+        out.append(found)
+    return tuple(out)
 
 
 # -- the grammar --------------------------------------------------------------------------

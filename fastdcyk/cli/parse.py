@@ -32,6 +32,7 @@ from fastdcyk.engine.auto import START_D, DimensionWarning, certified
 from fastdcyk.engine.beam import BeamWarning
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.memory import check_parse_memory
+from fastdcyk.engine.plan import UNKNOWN, map_unknown
 from fastdcyk.engine.progress import AUTO_DELAY, stderr_is_terminal
 from fastdcyk.options import resolve
 
@@ -50,6 +51,10 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         check_out_file("--plot", Path(args.plot))
     grammar = load_grammar(args.grammar, encoding=args.grammar_encoding, to_cnf=args.to_cnf)
     words = Grammar.normalize_words(args.words)
+    try:
+        words = tuple(map_unknown(grammar, words, args.unknown))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     try:
         gold = cyk(grammar, words, strict=True)
     except UnknownWordError as exc:
@@ -298,6 +303,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="FILE",
         help="also draw the parse into FILE (.png, .svg or .pdf): the chart, each symbol's "
         "statistic against the decision boundary, and P_left and P_right as images",
+    )
+    p.add_argument(
+        "--unknown",
+        choices=UNKNOWN,
+        default="refuse",
+        help="a word the grammar lacks: 'refuse' it, naming it, or parse it as the grammar's "
+        "unknown-word 'class' (a treebank grammar's UNK-...) (default: refuse)",
     )
     p.add_argument("words", nargs="+", help="the sentence, one word per argument")
     p.set_defaults(func=_cmd_parse)

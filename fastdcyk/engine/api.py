@@ -39,6 +39,7 @@ from fastdcyk.engine.plan import (
     Plan,
     clear_codebooks,
     cnf_grammar,
+    map_unknown,
     option_keywords,
     prepare,
     trim_codebooks,
@@ -150,6 +151,7 @@ def dcyk(
     device: Any = None,
     options: DCYKOptions | None = None,
     max_d: int | None = None,
+    unknown: str = "refuse",
     **keywords: Any,
 ) -> DCYKResult:
     """Parse a sentence with D-CYK (the paper's Algorithms 2, 3 and 4).
@@ -195,6 +197,12 @@ def dcyk(
         Refuse with MemoryError, before allocating anything of size d (the codebook built
         here included), when the accumulators and work buffers would not fit in the memory
         available (the system's, bounded by the process's ``ulimit -v``).
+    unknown : {"refuse", "class"}, default "refuse"
+        A word that is not a terminal of the grammar: ``"refuse"`` raises ValueError naming
+        the word and its position; ``"class"`` replaces it by the grammar's most specific
+        unknown-word class (a terminal such as ``'UNK-LC-ing'`` or ``'UNK'``, as a grammar
+        from :meth:`TreebankGrammar.from_trees` has; refused when the grammar has none).
+        ``result.words`` are then the terminals parsed.
     progress : bool, float or None, default None
         Show a progress bar over the parse's detections (tqdm.auto: a widget in
         notebooks). None: once the parse has run 2 seconds, and only when the standard
@@ -260,6 +268,8 @@ def dcyk(
     delay = check_progress(progress)
     if not isinstance(record, bool | np.bool_):
         raise ValueError(f"record must be True or False, got {record!r}")
+    if unknown != "refuse":
+        words = map_unknown(cnf_grammar(grammar), words, unknown)
     opt = _chosen_d_options(d, codebook, backend, dtype, max_d, option_keywords(options, keywords))
     if opt is not None:
         g = cnf_grammar(grammar)

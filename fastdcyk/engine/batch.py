@@ -21,7 +21,14 @@ import numpy as np
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import auto
 from fastdcyk.engine.api import dcyk, parse_plan, sample_dimension
-from fastdcyk.engine.plan import Plan, cnf_grammar, option_keywords, prepare, words_of
+from fastdcyk.engine.plan import (
+    Plan,
+    cnf_grammar,
+    map_unknown,
+    option_keywords,
+    prepare,
+    words_of,
+)
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions, check_int, takes_options
@@ -123,6 +130,7 @@ def dcyk_batch(
     batch_size: int | None = None,
     options: DCYKOptions | None = None,
     max_d: int | None = None,
+    unknown: str = "refuse",
     **keywords: Any,
 ) -> list[DCYKResult]:
     """Parse sentences with D-CYK, in batches: one :class:`DCYKResult` per sentence.
@@ -134,7 +142,7 @@ def dcyk_batch(
         The sentences (a str is split on whitespace), each checked as :func:`fastdcyk.dcyk`
         checks one (soft terminals included: a mapping ``{terminal: weight}`` at a
         position).
-    codebook, d, seed, dtype, unitary, fft, decode, check_memory, max_d
+    codebook, d, seed, dtype, unitary, fft, decode, check_memory, max_d, unknown
         As for :func:`fastdcyk.dcyk`; one codebook (given or built here) serves every
         sentence. ``d="auto"``: with the numpy backend, each sentence's d is chosen as
         :func:`fastdcyk.dcyk` chooses it (so is d left out); with the torch backend, the
@@ -188,6 +196,9 @@ def dcyk_batch(
         )
     if len(sentences) == 0:
         return []
+    if unknown != "refuse":
+        g = cnf_grammar(grammar)
+        sentences = [map_unknown(g, s, unknown) for s in sentences]
     opts = option_keywords(options, keywords)
     kw = {"seed": seed, "dtype": dtype, "unitary": unitary, "fft": fft}
     if backend == "numpy" and codebook is None and (d is None or auto.is_auto(d)):

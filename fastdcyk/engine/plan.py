@@ -12,6 +12,7 @@ shared by all of them.
 from __future__ import annotations
 
 import threading
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar, as_grammar
+from fastdcyk.cfg.treebank import unknown_to_classes
 from fastdcyk.engine import modes
 from fastdcyk.engine.memory import check_codebook_memory, check_parse_memory
 from fastdcyk.engine.rules import RuleStructure, rule_structure
@@ -106,14 +108,33 @@ def words_of(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
             hint = ""
             if "UNK" in known:  # a grammar induced from trees (TreebankGrammar): classes
                 hint = (
-                    "; the grammar has unknown-word classes ('UNK', ...): map the sentence "
-                    "with TreebankGrammar.words(sentence) of the treebank grammar it came from"
+                    "; the grammar has unknown-word classes ('UNK', ...): pass "
+                    "unknown='class' to parse the word as its class (or map the sentence "
+                    "with TreebankGrammar.words of the treebank grammar it came from)"
                 )
             raise ValueError(
                 f"word {w!r} at position {pos} is not a terminal of the grammar{nfc}; "
                 f"its terminals are {some}{' ...' if len(known) > 12 else ''}{hint}"
             )
     return ws
+
+
+#: What a word that is not a terminal of the grammar does (``unknown=``).
+UNKNOWN = ("refuse", "class")
+
+
+def map_unknown(grammar: Grammar, words: Any, unknown: str) -> Any:
+    """The sentence as :func:`fastdcyk.dcyk` reads it under ``unknown``: as given
+    (``"refuse"``: :func:`words_of` then names an unknown word and its position), or with
+    each unknown word replaced by the grammar's unknown-word class (``"class"``:
+    :func:`fastdcyk.cfg.treebank.unknown_to_classes`)."""
+    if unknown not in UNKNOWN:
+        raise ValueError(f"unknown must be 'refuse' or 'class', got {unknown!r}")
+    if unknown == "refuse":
+        return words
+    ws = words.split() if isinstance(words, str) else list(words)
+    ws = [unicodedata.normalize("NFC", w) if isinstance(w, str) else w for w in ws]
+    return unknown_to_classes(grammar, ws)
 
 
 def default_codebook(

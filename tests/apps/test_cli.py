@@ -752,3 +752,16 @@ def test_grammar_warnings_are_one_line_on_the_command_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("fastdcyk parse: warning: ")
     assert "line 2: V has no rules" in err and "Warning" not in err  # no Python warning form
+
+
+def test_parse_takes_unknown_words_as_their_class(tmp_path, capsys):
+    """--unknown class parses a word the grammar lacks as its unknown-word class; a grammar
+    without classes refuses it with its position, no traceback."""
+    grammar = tmp_path / "unk.cfg"
+    grammar.write_text("S -> N V\nN -> 'dogs' | 'UNK-LC-s'\nV -> 'bark'\n", encoding="utf-8")
+    assert main(["parse", "--grammar", str(grammar), "--unknown", "class", "cats", "bark"]) == 0
+    assert "sentence: UNK-LC-s bark" in capsys.readouterr().out
+    assert main(["parse", "--grammar", "G0", "--unknown", "class", "fish", "dog"]) == 2
+    err = capsys.readouterr().err
+    assert "'dog' at position 1" in err and "no unknown-word class" in err
+    assert "Traceback" not in err

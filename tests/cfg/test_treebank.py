@@ -119,8 +119,17 @@ def test_unknown_words_get_classes():
     strict = TreebankGrammar.from_trees(BANK, rare=0)
     assert strict.parse(sentence).tree is None
     # D-CYK takes the grammar's terminals: an unmapped word is refused, with the way out
-    with pytest.raises(ValueError, match=r"'saw' at position 2 .* TreebankGrammar.words"):
+    with pytest.raises(ValueError, match=r"'saw' at position 2 .* unknown='class'"):
         fd.dcyk(tb.grammar, sentence, d=64)
+    # unknown="class": each such word parsed as its class, as TreebankGrammar.words maps it
+    assert fd.dcyk(tb.grammar, sentence, d=64, unknown="class").words == mapped
+    (batch,) = fd.dcyk_batch(tb.grammar, [sentence], d=64, unknown="class", backend="numpy")
+    assert batch.words == mapped
+    g0 = fd.Grammar.builtin("G0")  # no classes: refused, the word and position named
+    with pytest.raises(ValueError, match=r"'dog' at position 1 .* no unknown-word class"):
+        fd.dcyk(g0, "fish dog", d=64, unknown="class")
+    with pytest.raises(ValueError, match="unknown must be 'refuse' or 'class'"):
+        fd.dcyk(g0, "fish swim", d=64, unknown="map")
 
 
 def test_settings_are_checked():
