@@ -268,8 +268,9 @@ def dcyk(
     delay = check_progress(progress)
     if not isinstance(record, bool | np.bool_):
         raise ValueError(f"record must be True or False, got {record!r}")
-    if unknown != "refuse":
-        words = map_unknown(cnf_grammar(grammar), words, unknown)
+    if unknown != "refuse":  # the grammar read once, for the mapping and the parse
+        grammar = cnf_grammar(grammar)
+        words = map_unknown(grammar, words, unknown)
     opt = _chosen_d_options(d, codebook, backend, dtype, max_d, option_keywords(options, keywords))
     if opt is not None:
         g = cnf_grammar(grammar)

@@ -196,9 +196,9 @@ def dcyk_batch(
         )
     if len(sentences) == 0:
         return []
-    if unknown != "refuse":
-        g = cnf_grammar(grammar)
-        sentences = [map_unknown(g, s, unknown) for s in sentences]
+    if unknown != "refuse":  # the grammar read once, for the mapping and the parse
+        grammar = cnf_grammar(grammar)
+        sentences = [map_unknown(grammar, s, unknown) for s in sentences]
     opts = option_keywords(options, keywords)
     kw = {"seed": seed, "dtype": dtype, "unitary": unitary, "fft": fft}
     if backend == "numpy" and codebook is None and (d is None or auto.is_auto(d)):

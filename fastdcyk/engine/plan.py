@@ -12,7 +12,6 @@ shared by all of them.
 from __future__ import annotations
 
 import threading
-import unicodedata
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -61,7 +60,9 @@ def _iterable(x: Any) -> bool:
     return True
 
 
-def words_of(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
+def words_of(
+    grammar: Grammar, words: str | Sequence[str], unknown: str = "refuse"
+) -> tuple[str, ...]:
     if isinstance(words, bytes | bytearray | memoryview):
         raise TypeError(
             "the sentence is bytes: decode it to a str first (for example "
@@ -98,6 +99,8 @@ def words_of(grammar: Grammar, words: str | Sequence[str]) -> tuple[str, ...]:
     ws = tuple(soft.get(pos, w) for pos, w in enumerate(ws))
     ws = grammar.normalize_words(ws)  # terminals are kept in Unicode NFC
     ws = tuple(soft.get(pos, w) for pos, w in enumerate(ws))
+    if unknown == "class":  # each word the grammar lacks as its unknown-word class
+        ws = unknown_to_classes(grammar, ws)
     known = set(grammar.terminals)
     for pos, w in enumerate(ws):
         if w not in known:
@@ -126,15 +129,12 @@ UNKNOWN = ("refuse", "class")
 def map_unknown(grammar: Grammar, words: Any, unknown: str) -> Any:
     """The sentence as :func:`fastdcyk.dcyk` reads it under ``unknown``: as given
     (``"refuse"``: :func:`words_of` then names an unknown word and its position), or with
-    each unknown word replaced by the grammar's unknown-word class (``"class"``:
+    each unknown word replaced by the grammar's unknown-word class (``"class"``: the
+    sentence checked by :func:`words_of`, which maps them with
     :func:`fastdcyk.cfg.treebank.unknown_to_classes`)."""
     if unknown not in UNKNOWN:
         raise ValueError(f"unknown must be 'refuse' or 'class', got {unknown!r}")
-    if unknown == "refuse":
-        return words
-    ws = words.split() if isinstance(words, str) else list(words)
-    ws = [unicodedata.normalize("NFC", w) if isinstance(w, str) else w for w in ws]
-    return unknown_to_classes(grammar, ws)
+    return words if unknown == "refuse" else words_of(grammar, words, unknown)
 
 
 def default_codebook(
