@@ -10,7 +10,9 @@ and index matrices are then kept), one thread:
 - ATIS (``FASTDCYK_ATIS`` gives the path of NLTK's atis.cfg; without it the benchmark is
   skipped when timed), a 20-word sentence: at most 3 times the floor;
 - CommandTalk (tests/data/commandtalk.cfg.gz), a 15-word sentence: at most 4 times the
-  floor.
+  floor;
+- the random grammar of 20 nonterminals of benchmarks/bench_peer.py, 20-word sentences at
+  d = 64, where the per-cell overhead shows: at most 3 times the floor.
 
 Run for real with
 
@@ -93,3 +95,42 @@ def test_parse_against_the_floor(benchmark, timing, name):
     )
     if timing:
         assert ratio <= target, f"a {n}-word {name} sentence costs {ratio:.2f}x the floor"
+
+
+@pytest.mark.benchmark(group="a parse against its arithmetic floor")
+def test_small_d_overhead(benchmark, timing):
+    """Issue 39's overhead target: a 20-word sentence of the random grammar of 20
+    nonterminals (bench_peer's ``peer_grammar("20")``) at d = 64, where a cell's arithmetic
+    is a few microseconds: at most 3 times the floor (the best of 3 runs of 12 sentences,
+    per sentence)."""
+    d, n, target = (64, 20, 3.0) if timing else (64, 6, None)
+    g = fd.random_grammar(20, 8, 50, ambiguity=2, seed=0)
+    batch = fd.generate(g, 12, min_len=n, max_len=n, seed=1)
+    rounds = 3 if timing else 1
+    with threads.limit(1):
+        fd.dcyk(g, batch[0], d=d)
+
+        def parse() -> float:
+            best = float("inf")
+            for _ in range(rounds):
+                t0 = time.perf_counter()
+                for s in batch:
+                    fd.dcyk(g, s, d=d)
+                best = min(best, (time.perf_counter() - t0) / len(batch))
+            return best
+
+        seconds = benchmark.pedantic(parse, rounds=1, iterations=1)
+        base = min(floor_seconds(n * (n + 1) // 2, d, rounds) for _ in range(5 if timing else 1))
+    ratio = seconds / base
+    benchmark.extra_info.update(
+        {
+            "grammar": "random 20",
+            "d": d,
+            "words": n,
+            "parse_s": seconds,
+            "floor_s": base,
+            "ratio": ratio,
+        }
+    )
+    if timing:
+        assert ratio <= target, f"a {n}-word sentence at d = {d} costs {ratio:.2f}x the floor"

@@ -31,10 +31,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 from scipy.special import ndtr
 
 from fastdcyk.engine.readback import RIDGE, ridge_matrix
-from fastdcyk.engine.rules import RuleStructure, rules_of
+from fastdcyk.engine.rules import RuleStructure
 
 __all__ = ["ALPHA", "Certificate", "read_errors"]
 
@@ -261,22 +262,37 @@ def unsupported_cells(structure: RuleStructure, chart: dict) -> list[tuple[int, 
     per cell", (3)). Cells by span, then start."""
     names = {a: k for k, a in enumerate(structure.nonterminals)}
     n = max((j for _, j in chart), default=0)
-    present = np.zeros((n + 1, n + 1, len(names)), bool)
+    present = np.zeros((n + 1, n + 1, len(names)), np.bool_)
     for (i, j), cell in chart.items():
-        present[i, j, [names[a] for a in cell]] = True
-    parent = structure.binary[structure.binary_rule_row]
-    left, right = structure.binary_rule_left, structure.binary_rule_right
-    bad = []
-    for w in range(2, n + 1):
-        for i in range(n - w + 1):
-            j = i + w
-            have = np.flatnonzero(present[i, j])
-            if not len(have):
-                continue
-            rules = rules_of(structure.rules_by_parent, have)
-            fired = present[i, i + 1 : j][:, left[rules]] & present[i + 1 : j, j][:, right[rules]]
-            supported = np.zeros(len(names), bool)
-            supported[parent[rules][fired.any(axis=0)]] = True
-            if not supported[have].all():
-                bad.append((i, j))
-    return bad
+        if cell:
+            present[i, j, [names[a] for a in cell]] = True
+    order, ptr = (a.astype(np.int64) for a in structure.rules_by_parent)
+    left = structure.binary_rule_left.astype(np.int64)
+    right = structure.binary_rule_right.astype(np.int64)
+    bad = np.zeros((n + 1, n + 1), np.bool_)
+    _unsupported(present, order, ptr, left, right, bad)
+    return [(i, i + w) for w in range(2, n + 1) for i in range(n - w + 1) if bad[i, i + w]]
+
+
+@njit(cache=True, nogil=True)
+def _unsupported(present, order, ptr, left, right, bad):  # pragma: no cover - compiled
+    """bad[i, j] = some item of binary cell (i, j) has no rule A -> B C with B in (i, k)
+    and C in (k, j) for a split k."""
+    n = present.shape[0] - 1
+    for j in range(2, n + 1):
+        for i in range(j - 1):
+            for a in range(present.shape[2]):
+                if not present[i, j, a]:
+                    continue
+                supported = False
+                for x in range(ptr[a], ptr[a + 1]):
+                    r = order[x]
+                    for k in range(i + 1, j):
+                        if present[i, k, left[r]] and present[k, j, right[r]]:
+                            supported = True
+                            break
+                    if supported:
+                        break
+                if not supported:
+                    bad[i, j] = True
+                    break

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import compress
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -281,9 +282,9 @@ def chart_from_statistics(
     bound = decision_boundary(beta, threshold)
     if isinstance(statistics, Statistics) and statistics.n == n:
         names = statistics.nonterminals
-        above = statistics.array > bound
+        above = (statistics.array > bound).tolist()  # nested lists: no numpy call per cell
         return {
-            (i, j): frozenset(names[k] for k in np.flatnonzero(above[i, j]))
+            (i, j): frozenset(compress(names, above[i][j]))
             for i in range(n)
             for j in range(i + 1, n + 1)
         }

@@ -133,6 +133,11 @@ class CellParser(Protocol):
         """Called once per cell when it is complete (every cell, with rules or not; default:
         nothing)."""
 
+    # Optional, in the "cell" order with a plain ledger (:attr:`Ledger.plain`):
+    # ``run_column(j, ledger, on_progress)`` fills every binary cell (i, j), i = j - 2 down
+    # to 0, detections, writes and ends, and ``run_word(i, ledger, on_progress)`` unary
+    # cell (i, i + 1) (a parser with one has both); each returns True, or False having done
+    # nothing (the cells are then visited one by one).
     # Optional, in the "width" order: ``end_width(spans, step)`` ends the cells ``spans``
     # (a list of (i, j), i ascending) of one width at once, after all of their writes, where
     # ``ends_width(step)`` is true (a parser whose reads subtract nothing).
@@ -185,6 +190,13 @@ class Ledger:
         self.counts = xp.int_counts(len(self.lengths))
         self.log: list[tuple[int, int, Any, Any, Any, Any]] | None = [] if record else None
         self.readouts: list[tuple[int, int, Any, Any]] | None = [] if readouts else None
+
+    @property
+    def plain(self) -> bool:
+        """Whether the parse keeps no log and no readouts and every sentence has every cell
+        (a parser may then fill a column of cells in one call, ``run_column``, adding to
+        :attr:`counts` itself)."""
+        return self.log is None and self.readouts is None and self.active is None
 
     def decide(self, i: int, j: int, rows: Any, det: Detections) -> tuple[Any, bool]:
         """Which updates of ``det`` clear the prune level, (batch, k), and whether any does.
@@ -282,10 +294,19 @@ def run(
         _run_widths(parser, n, ledger, rows, arrays, on_progress, timings, t0)
         return
     t1 = None
+    column = getattr(parser, "run_column", None) if order == "cell" and ledger.plain else None
+    columns_done = 0  # the last column j that run_column filled whole
     for i, j, step in cells(n):
         if step == BINARY and t1 is None:
             t1 = time.perf_counter()
         count = len(rows[step])
+        if column is not None and step == UNARY and parser.run_word(i, ledger, on_progress):
+            continue
+        if column is not None and step == BINARY:
+            if i == j - 2 and column(j, ledger, on_progress):
+                columns_done = j
+            if columns_done == j:
+                continue
         if count:
             parser.begin(i, j, step)
             if order == "cell":

@@ -102,15 +102,44 @@ class CandidateChart:
         self._row = st.binary_rule_row.astype(np.int64)
         self._right = st.binary_rule_right.astype(np.int64)
 
+    def reserve(self, extra: int) -> None:
+        """Room for ``extra`` more candidates in the flat arrays (a compiled caller adds
+        them itself)."""
+        end = self.size + extra
+        if end > len(self.rows):
+            grow = max(end, 2 * len(self.rows))
+            self.rows = np.concatenate([self.rows, np.zeros(grow - len(self.rows), np.int64)])
+            self.deltas = np.concatenate([self.deltas, np.zeros(grow - len(self.deltas))])
+
+    def kernel_arrays(self) -> tuple:
+        """What :meth:`layer`'s kernel reads, for a compiled caller that adds cells itself
+        (:mod:`fastdcyk.engine.modes.cleanup.columns`; :meth:`reserve` first, which may
+        replace the flat arrays): the cells' starts and counts, the flat rows and deltas,
+        the dense scratch, the rules by left and by right child, each rule's parent row and
+        right child, the rules' weights, their sums per parent, sigma(0)."""
+        return (
+            self.start,
+            self.count,
+            self.rows,
+            self.deltas,
+            self.dense,
+            self._lorder,
+            self._lptr,
+            self._rorder,
+            self._rptr,
+            self._row,
+            self._right,
+            self.weights,
+            self.sums,
+            self.base,
+        )
+
     def add(self, i: int, j: int, rows: np.ndarray, deltas: np.ndarray) -> None:
         """Record cell (i, j) as read: its candidates ``rows`` with clean scores less
         sigma(0) ``deltas``."""
         k = len(rows)
         end = self.size + k
-        if end > len(self.rows):
-            grow = max(end, 2 * len(self.rows))
-            self.rows = np.concatenate([self.rows, np.zeros(grow - len(self.rows), np.int64)])
-            self.deltas = np.concatenate([self.deltas, np.zeros(grow - len(self.deltas))])
+        self.reserve(k)
         self.rows[self.size : end] = rows
         self.deltas[self.size : end] = deltas
         self.start[i, j], self.count[i, j] = self.size, k

@@ -129,6 +129,7 @@ def test_a_misread_child_proposes_false_candidates_that_read_as_written(monkeypa
             self.scores[i, j, row] = sigmoid(1.0, self.opt.beta)
 
     monkeypatch.setattr(cleanup_parser.CleanupParser, "end", misread)
+    monkeypatch.setattr(cleanup_parser, "COLUMNS", False)  # the cells one by one, through end
     r = fd.dcyk(g, words, d=512, variant="cleanup")
     expected = _cyk_with(g, words, false)
     assert r.chart == expected

@@ -19,9 +19,10 @@ from fastdcyk.engine import schedule
 from fastdcyk.engine.arrays import NUMPY, sigmoid
 from fastdcyk.engine.certificate import Certificate, CertificateBuilder, unsupported_cells
 from fastdcyk.engine.decode import Statistics, decision_boundary
+from fastdcyk.engine.modes.cleanup import columns
 from fastdcyk.engine.numpy_backend import mixture
 from fastdcyk.engine.numpy_spectral import SpectralParser, left_spectrum_of
-from fastdcyk.engine.readback import candidates, gram, ridge_solve, solve
+from fastdcyk.engine.readback import SMALL_SOLVE, candidates, gram, ridge_solve, solve
 from fastdcyk.engine.rules import (
     lexical_layer,
     rule_layer,
@@ -31,14 +32,27 @@ from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.engine.splits import CandidateChart
 from fastdcyk.hrr import buffers
 from fastdcyk.hrr.codebook import Codebook
+from fastdcyk.hrr.kernels import PARALLEL_MIN_SIZE, get_threads
 from fastdcyk.options import DCYKOptions
 
-__all__ = ["BATCHED_SOLVE", "DECODE_SWEEPS", "CleanupParser", "readback_statistics"]
+__all__ = [
+    "BATCHED_SOLVE",
+    "COLUMNS",
+    "DECODE_SWEEPS",
+    "CleanupParser",
+    "readback_statistics",
+]
 
 #: The "width" order solves the reads of a width's cells of at most this many items as one
 #: padded batch (many small systems cost their calls more than their arithmetic); larger
 #: ones are solved alone, so that no small system is padded to a large one.
 BATCHED_SOLVE = 32
+
+#: Whether a parse with a least-squares read-back in the cell order fills each column of
+#: binary cells in one compiled call (:mod:`.columns`; the same chart to rounding). Where
+#: the table is large enough for the parallel kernels (and more than one thread is allowed),
+#: the cells are visited one by one whatever this says.
+COLUMNS = True
 
 #: Decoding a given P_left with ``readback="cancel"``: the sweeps after the bottom-up pass
 #: (:meth:`CleanupParser.sweep`), in which every cell is read again without the cells above it.
@@ -162,7 +176,24 @@ class CleanupParser(SpectralParser):
         mixes = [] if self.frozen else [[t for t, _ in mixture(w)] for w in self.words]
         ids = st.terminal_ids([t for m in mixes for t in m])
         ends = np.cumsum([len(m) for m in mixes])
+        compiled = self._compiled()
         for k in range(1, len(self.words) + 1):
+            if compiled:  # in one call, unless it has too many terminals for it
+                work = self._column_work()
+                written = np.zeros(len(self._lexicon_ids), np.bool_)
+                rows = self._lexicon_rows[ids[ends[k - 1] - len(mixes[k - 1]) : ends[k - 1]]]
+                written[rows[rows >= 0]] = True
+                c = np.zeros(len(self._lexicon_ids))
+                status = columns.read_word(
+                    k - 1, written, self.residual, self.index_matrix(k), work["index_full"],
+                    work["index_conj"], work["lexicon"], self.parseval, self.opt.beta,
+                    self.opt.candidate_level, c, work["scratch"],
+                )  # fmt: skip
+                if status == columns.NON_FINITE_READ:
+                    raise schedule.non_finite(f"the read of word {k}")
+                if status == columns.DONE:
+                    self._word_scores[k] = c
+                    continue
             q = self.readout(k - 1, k)
             c = self.word_scores(k - 1, k, q)
             rows = np.flatnonzero(c > self.opt.candidate_level)
@@ -241,6 +272,138 @@ class CleanupParser(SpectralParser):
         rows, a = self.solve_cell(i, j, step, q)
         self._read(i, j, rows, a)
 
+    #: Whether :meth:`run_column` may fill a column (a subclass whose reads differ: no).
+    fills_columns = True
+
+    def _compiled(self) -> bool:
+        """Whether the compiled cells may run (:data:`COLUMNS`, :attr:`fills_columns`, a
+        least-squares read-back, a parse and not a decoding, the serial kernels)."""
+        d = self.d
+        if not (COLUMNS and self.fills_columns and self.lstsq and not self.frozen):
+            return False
+        return (d // 2 + 1) * d < PARALLEL_MIN_SIZE or get_threads() == 1
+
+    def run_word(self, i: int, ledger: schedule.Ledger, on_progress: Any = None) -> bool:
+        """Fill unary cell (i, i + 1) in one compiled call (:func:`.columns.word`) where the
+        parse allows it (:meth:`_compiled`); False, having done nothing, where it does not."""
+        if not self._compiled():
+            return False
+        j = i + 1
+        work = self._column_work()
+        given = j in self._word_scores
+        c = self._word_scores[j] if given else work["word_scores"]
+        chart = self._read_cells
+        chart.reserve(len(self.tables.unary))
+        counts = work["counts"]
+        counts[:] = 0
+        status, m, k, size = columns.word(
+            i, c, given, self.left_spectrum, work["residual"], self.cancel,
+            self.index_matrix(j), work["index_full"], work["index_conj"],
+            self.tables.spectra, self.tables.vectors, work["lexicon"], work["unary_rows"],
+            work["unary_rule_row"], work["unary_rule_column"], chart.kernel_arrays(),
+            chart.size, self.parseval, self.opt.beta, self.opt.candidate_level,
+            self.opt.prune, self.stats, self.scores, work["cert"], self._certify.boundary,
+            counts, work["scratch"],
+        )  # fmt: skip
+        self._after_compiled(i, j, status, k, m, size, counts, ledger)
+        if on_progress is not None:
+            on_progress(len(self.tables.unary))
+        return True
+
+    def run_column(self, j: int, ledger: schedule.Ledger, on_progress: Any = None) -> bool:
+        """Fill every binary cell (i, j) of column j in one compiled call
+        (:func:`.columns.column`) where the parse allows it (:meth:`_compiled`); False,
+        having done nothing, where it does not."""
+        if not self._compiled():
+            return False
+        work = self._column_work()
+        chart, nb = self._read_cells, len(self.tables.binary)
+        g_j = self.index_matrix(j)
+        i = j - 2
+        while i >= 0:
+            chart.reserve((i + 1) * nb)
+            counts = work["counts"]
+            counts[:] = 0
+            status, i, k, size = columns.column(
+                j, i, self.left_spectrum, work["residual"], self.cancel, g_j,
+                work["index_full"], work["index_conj"], self.tables.spectra,
+                self.tables.vectors, work["lexicon"], work["binary_rows"],
+                chart.kernel_arrays(), chart.size, self.parseval, self.opt.beta,
+                self.opt.candidate_level, self.opt.prune, self.stats, self.scores,
+                work["cert"], self._certify.boundary, counts, work["scratch"],
+            )  # fmt: skip
+            self._after_compiled(i, j, status, k, 0, size, counts, ledger)
+            if status == columns.DONE:
+                break
+            i -= 1  # the cell read here: on with the rest of the column
+        if on_progress is not None:
+            on_progress(nb * (j - 1))
+        return True
+
+    def _after_compiled(self, i, j, status, k, m, size, counts, ledger) -> None:
+        """A compiled call's return: the counts into the ledger, a non-finite value raised,
+        a cell left unread (``k`` candidates, ``m`` terminals) read the Python way."""
+        self._read_cells.size = size
+        ledger.counts[:, 0] += counts
+        if status == columns.NON_FINITE_DETECTION:
+            raise schedule.non_finite(f"detections in cell ({i}, {j})")
+        if status == columns.NON_FINITE_READ:
+            raise schedule.non_finite(f"the read of cell ({i}, {j})")
+        if status == columns.UNREAD:
+            work = self._column_work()
+            rows = work["scratch"][1][:k].copy()
+            terms = work["lexicon"][2][:m]
+            spectra = np.concatenate([self.tables.spectra[rows], work["lexicon"][0][terms]])
+            vectors = np.concatenate([self.tables.vectors[rows], work["lexicon"][1][terms]])
+            q = self.readout(i, j)
+            a = self._solve_items(i, j, q, rows, spectra, vectors)
+            self._read(i, j, rows, a)
+
+    def _column_work(self) -> dict:
+        """The arrays the compiled cells read, made once per parse (after the words are
+        written: the residual table exists then)."""
+        work = getattr(self, "_work", None)
+        if work is not None:
+            return work
+        n, d, h = len(self.words), self.d, self.d // 2 + 1
+        st = self.structure
+        full = np.stack([self.full_spectrum("index", i) for i in range(n + 1)])
+        nb = max(len(self.tables.binary), len(self.tables.unary))
+        k = SMALL_SOLVE
+        lexicon = [st.terminals[t] for t in self._lexicon_ids]
+        scratch = (
+            np.zeros(nb),  # t
+            np.zeros(nb, np.int64),  # cand
+            np.zeros(h, np.complex128),  # spectrum
+            np.zeros(h, self.left_spectrum.dtype),  # lv
+            np.zeros(h, np.complex128),  # q
+            np.zeros(k),  # x
+            np.zeros((k, k)),  # gram
+            np.zeros((k, k)),  # low
+            np.zeros(k),  # a
+            np.zeros(2 * k),  # diag
+            np.zeros((k, d)),  # basis
+        )
+        self._work = {
+            "residual": self.left_spectrum if self.residual is None else self.residual,
+            "index_full": full,
+            "index_conj": np.conj(full),
+            "binary_rows": np.asarray(self.tables.binary, np.int64),
+            "unary_rows": np.asarray(self.tables.unary, np.int64),
+            "unary_rule_row": st.unary_rule_row.astype(np.int64),
+            "unary_rule_column": self._lexicon_rows[st.unary_rule_terminal].astype(np.int64),
+            "lexicon": (
+                self._lexicon_spectra,
+                self.cb.vectors("terminal", lexicon),
+                np.zeros(len(lexicon), np.int64),
+            ),
+            "word_scores": np.zeros(len(lexicon)),
+            "cert": (self._certify.margins, self._certify.bounds),
+            "counts": np.zeros(3, np.int64),
+            "scratch": scratch,
+        }
+        return self._work
+
     def ends_width(self, step: Step) -> bool:
         """In the "width" order, whether a width's cells are read back together
         (:meth:`end_width`): with the least-squares read-back, whose reads subtract nothing;
@@ -304,10 +467,15 @@ class CleanupParser(SpectralParser):
         """The least-squares read of completed cell (i, j) (``q`` its readout): the rows of
         what was written in it and their amplitudes."""
         rows, spectra, vectors = self._items(i, j, step)
+        return rows, self._solve_items(i, j, q, rows, spectra, vectors)
+
+    def _solve_items(self, i, j, q, rows, spectra, vectors) -> np.ndarray:
+        """The read of cell (i, j) (``q`` its readout) over its items ``spectra`` and
+        ``vectors`` (the candidates ``rows`` first): the candidates' amplitudes."""
         g = gram(vectors)
         x = self.trace(spectra, q)
         a = self._solve(g, x, f"the read of cell ({i}, {j})")
-        return rows, self._after_solve(i, j, q, rows, spectra, g, x, a)
+        return self._after_solve(i, j, q, rows, spectra, g, x, a)
 
     def _after_solve(self, i, j, q, rows, spectra, g, x, a) -> np.ndarray:
         """A cell's read solved (amplitudes ``a`` of its items): its certificate, and when

@@ -103,6 +103,9 @@ class WeightedParser(CleanupParser):
     scales M(i, j).
     """
 
+    #: its reads are scores, not clean scores: no compiled column (:meth:`run_column`)
+    fills_columns = False
+
     def __init__(self, grammar, words, cb, opt, p_left=None) -> None:
         if p_left is not None:
             raise ValueError("a weighted table is read as it is parsed: no given P_left")

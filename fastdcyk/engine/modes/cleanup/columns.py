@@ -1,0 +1,490 @@
+"""The clean-up parser's binary cells of one column in one compiled call.
+
+In the cell order a binary cell (i, j) reads only cells that end before j or that start
+after i and end at j: the cells of column j (i = j - 2 down to 0) are a chain that needs
+one index matrix, G_j (docs/method.md, section 4.4). At small d a cell's arithmetic (a read
+and a write or three of a (d/2 + 1) x d spectrum) is a few microseconds, and the Python
+around it (the rule layer, the candidates, the ledger's counts and checks, the Gram matrix,
+the solve, the certificate, the chart's bookkeeping: a few dozen numpy calls) ten to
+twenty times that. :func:`column` runs all of it for a whole column in one Numba call, so
+that a parse of n words makes n calls instead of n(n + 1)/2 rounds of them
+(docs/performance.md, "A parse in n steps").
+
+It computes what :class:`~fastdcyk.engine.modes.cleanup.numpy_parser.CleanupParser` does
+cell by cell with ``readback="lstsq"`` or ``"cancel"``, to rounding (the sums of the readouts
+in another order; tests/engine/test_columns.py compares the two): the detection of every
+binary nonterminal (:class:`~fastdcyk.engine.splits.CandidateChart`'s rule layer), the
+candidates written into P_left (and the residual table), the cell's readout, the Gram
+matrix and the ridge solve (:func:`~fastdcyk.engine.readback.solve`), the certificate's
+margin and bound (:class:`~fastdcyk.engine.certificate.CertificateBuilder`), the read's
+subtraction when cancelling, and the chart's scores. A cell it cannot finish (more than
+:data:`~fastdcyk.engine.readback.SMALL_SOLVE` candidates, whose Gram matrix numpy's BLAS
+forms faster; a Cholesky factorisation that rounding defeats; a non-finite readout) it
+leaves written but unread and returns: the caller ends it the Python way and calls again
+for the rest of the column.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from fastdcyk.engine.certificate import NEGLIGIBLE
+from fastdcyk.engine.readback import RIDGE, _small_solve
+from fastdcyk.engine.splits import _layer
+from fastdcyk.hrr.kernels import outer_madd, row_dots
+
+__all__ = ["DONE", "NON_FINITE_DETECTION", "NON_FINITE_READ", "UNREAD", "column"]
+
+#: What :func:`column` returns first: every cell done, or the cell where it stopped and why.
+DONE, UNREAD, NON_FINITE_DETECTION, NON_FINITE_READ = 0, 1, 2, 3
+
+_row_dots = row_dots.serial
+_outer_madd = outer_madd.serial
+
+_SQRT2 = math.sqrt(2.0)
+
+
+@njit(cache=True, nogil=True)
+def _expit(z):  # pragma: no cover - compiled
+    """1 / (1 + exp(-z)) without overflow."""
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@njit(cache=True, nogil=True)
+def _write(table, spectrum, lv, g, index_conj):  # pragma: no cover - compiled
+    """table += diag(conj S) conj(G) diag(conj i): a write into one cell
+    (:meth:`~fastdcyk.engine.numpy_spectral.SpectralParser.write_left`); ``lv`` scratch of
+    the table's dtype."""
+    for f in range(lv.shape[0]):
+        lv[f] = np.conj(spectrum[f])
+    _outer_madd(table, lv, g, index_conj, True)
+
+
+@njit(cache=True, nogil=True)
+def _bound(a, spread, k, items, boundary, exact, low, diag):  # pragma: no cover - compiled
+    """The smallest z = abs(a - boundary) / se and the sum of Phi(-z) over the first k of
+    a read's ``items`` regressors (:func:`~fastdcyk.engine.certificate.decision_bound`).
+    With ``exact``, se = sqrt(s2 (G + ridge I)^-1_XX) from the solve's factor ``low``
+    (``spread`` holds s2; ``diag`` scratch of 2 items); else ``spread`` is every decision's
+    standard error."""
+    if exact:  # diag[c] = ((L L^T)^-1)_cc = sum_r (L^-1)_rc^2, column by column of L^-1
+        for c in range(k):
+            diag[c] = 0.0
+            for r in range(c, items):  # column c of L^-1: L y = e_c, y[r] in diag[items + r]
+                acc = 1.0 if r == c else 0.0
+                for m in range(c, r):
+                    acc -= low[r, m] * diag[items + m]
+                diag[items + r] = acc / low[r, r]
+                diag[c] += diag[items + r] * diag[items + r]
+    margin, bound = np.inf, 0.0
+    for c in range(k):
+        se = math.sqrt(spread * diag[c]) if exact else spread
+        z = abs(a[c] - boundary) / se
+        if math.isnan(z):  # 0 / 0: a read on the boundary with no error
+            z = 0.0
+        margin = min(margin, z)
+        bound += 0.5 * math.erfc(z / _SQRT2)
+    return margin, bound
+
+
+@njit(cache=True, nogil=True)
+def _items(
+    spectra, vectors, rows, k, lex_spectra, lex_vectors, terms, m, q, parseval, x, basis, gram
+):  # pragma: no cover - compiled
+    """x and the Gram matrix of a cell's items: the k nonterminals ``rows[:k]`` of the
+    tables, then the m terminals ``terms[:m]`` of the lexicon's; False where one is not
+    finite."""
+    h, d = spectra.shape[1], vectors.shape[1]
+    for c in range(k + m):
+        acc = 0j
+        if c < k:
+            for f in range(h):
+                acc += spectra[rows[c], f] * (parseval[f] * q[f])
+            for e in range(d):
+                basis[c, e] = vectors[rows[c], e]
+        else:
+            for f in range(h):
+                acc += lex_spectra[terms[c - k], f] * (parseval[f] * q[f])
+            for e in range(d):
+                basis[c, e] = lex_vectors[terms[c - k], e]
+        x[c] = acc.real / d
+    finite = True
+    for r in range(k + m):
+        finite = finite and math.isfinite(x[r])
+        for c in range(r + 1):
+            acc2 = 0.0
+            for e in range(d):
+                acc2 += basis[r, e] * basis[c, e]
+            gram[r, c] = acc2
+            gram[c, r] = acc2
+            finite = finite and math.isfinite(acc2)
+    return finite
+
+
+@njit(cache=True, nogil=True)
+def _take(
+    residual, a, spectra, rows, k, lex_spectra, terms, m, g_j, index_conj, spectrum, lv
+):  # pragma: no cover - compiled
+    """What was read leaves the residual table: sum over the items of -a_X [i]- [j]- [X]-."""
+    for f in range(spectrum.shape[0]):
+        s = 0j
+        for c in range(k):
+            s -= a[c] * spectra[rows[c], f]
+        for c in range(m):
+            s -= a[k + c] * lex_spectra[terms[c], f]
+        spectrum[f] = s
+    _write(residual, spectrum, lv, g_j, index_conj)
+
+
+@njit(cache=True, nogil=True)
+def _certify(
+    q, parseval, gram, x, a, k, items, d, low, diag, boundary
+):  # pragma: no cover - compiled
+    """A read's margin and bound (:meth:`~fastdcyk.engine.certificate.CertificateBuilder.add`):
+    ``items`` regressors, the first k of them decisions; ``low`` the solve's factor."""
+    norm2 = 0.0
+    for f in range(q.shape[0]):
+        norm2 += parseval[f] * (q[f].real ** 2 + q[f].imag ** 2)
+    norm2 /= d
+    ok = math.isfinite(norm2)
+    ax, aga, trace = 0.0, 0.0, 0.0
+    for r in range(items):
+        ok = ok and math.isfinite(a[r])
+        ax += a[r] * x[r]
+        trace += gram[r, r]
+        for c in range(items):
+            aga += a[r] * gram[r, c] * a[c]
+    if not ok:
+        return 0.0, float(k)
+    s2 = np.inf if items >= d else max(norm2 - 2.0 * ax + aga, 0.0) / (d - items)
+    scale = max(trace / items, 1e-300)
+    coarse = math.sqrt(s2 / (RIDGE * scale))
+    margin, bound = _bound(a, coarse, k, items, boundary, False, low, diag)
+    if bound > NEGLIGIBLE:
+        if math.isfinite(s2):
+            margin, bound = _bound(a, s2, k, items, boundary, True, low, diag)
+        else:
+            margin, bound = _bound(a, np.inf, k, items, boundary, False, low, diag)
+    return margin, bound
+
+
+@njit(cache=True, nogil=True)
+def _finish(
+    i,
+    j,
+    k,
+    m,
+    left,
+    residual,
+    cancel,
+    g_j,
+    index_full,
+    index_conj,
+    spectra,
+    vectors,
+    lex_spectra,
+    lex_vectors,
+    terms,
+    chart,
+    size,
+    parseval,
+    beta,
+    stats,
+    scores,
+    cert,
+    boundary,
+    scratch,
+):  # pragma: no cover - compiled
+    """Read cell (i, j), written: its k candidates (``scratch`` cand[:k]) and m terminals
+    (``terms[:m]``) by least squares from the table the reads see, its certificate, when
+    cancelling the read's subtraction, and its place in the chart. Returns the status and
+    the chart's new fill."""
+    t, cand, spectrum, lv, q, x, gram, low, a, diag, basis = scratch
+    start, count, rows, deltas = chart[0], chart[1], chart[2], chart[3]
+    base = chart[13]
+    d = vectors.shape[1]
+    _row_dots(g_j, residual if cancel else left, index_full[i], q)
+    items = k + m
+    if items > x.shape[0]:
+        return UNREAD, size
+    if not _items(
+        spectra, vectors, cand, k, lex_spectra, lex_vectors, terms, m, q, parseval, x, basis, gram
+    ):  # noqa: E501
+        return NON_FINITE_READ, size
+    if items and not _small_solve(
+        gram[:items, :items], x[:items], RIDGE, 0, low[:items, :items], a[:items]
+    ):  # noqa: E501
+        return UNREAD, size
+    if k:
+        margin, bound = _certify(q, parseval, gram, x, a, k, items, d, low, diag, boundary)
+        cert[0][i, j], cert[1][i, j] = margin, bound
+    if cancel and items:
+        _take(
+            residual, a, spectra, cand, k, lex_spectra, terms, m, g_j, index_conj[i], spectrum, lv
+        )  # noqa: E501
+    nn = stats.shape[2]
+    for r in range(nn):
+        stats[i, j, r] = 0.0
+    for c in range(k):
+        stats[i, j, cand[c]] = a[c]
+    for r in range(nn):
+        scores[i, j, r] = _expit((stats[i, j, r] - 0.5) * beta)
+    start[i, j], count[i, j] = size, k
+    for c in range(k):
+        rows[size + c] = cand[c]
+        deltas[size + c] = _expit((a[c] - 0.5) * beta) - base
+    return DONE, size + k
+
+
+@njit(cache=True, nogil=True)
+def _detect_and_write(
+    i,
+    nb,
+    node_rows,
+    beta,
+    level,
+    prune,
+    left,
+    residual,
+    cancel,
+    g_j,
+    index_conj,
+    spectra,
+    counts,
+    scratch,
+):  # pragma: no cover - compiled
+    """The candidates of a cell from its detections ``t[:nb]`` (their gates packed into
+    t[:k], their rows into cand[:k]) and their write; the ledger's counts. Returns k and
+    whether every detection was finite."""
+    t, cand, spectrum, lv = scratch[0], scratch[1], scratch[2], scratch[3]
+    k = 0
+    finite = True
+    for r in range(nb):
+        tr = t[r]
+        if not math.isfinite(tr):
+            finite = False
+        gate = _expit((tr - 0.5) * beta)
+        if tr > level and gate > prune:
+            cand[k] = node_rows[r]
+            t[k] = gate
+            k += 1
+    counts[0] += nb
+    counts[1] += k
+    counts[2] += nb - k
+    if finite and k:
+        for f in range(spectrum.shape[0]):
+            s = 0j
+            for c in range(k):
+                s += t[c] * spectra[cand[c], f]
+            spectrum[f] = s
+        _write(left, spectrum, lv, g_j, index_conj[i])
+        if cancel:
+            _write(residual, spectrum, lv, g_j, index_conj[i])
+    return k, finite
+
+
+@njit(cache=True, nogil=True)
+def column(
+    j,
+    i_start,
+    left,
+    residual,
+    cancel,
+    g_j,
+    index_full,
+    index_conj,
+    spectra,
+    vectors,
+    lexicon,
+    binary_rows,
+    chart,
+    size,
+    parseval,
+    beta,
+    level,
+    prune,
+    stats,
+    scores,
+    cert,
+    boundary,
+    counts,
+    scratch,
+):  # pragma: no cover - compiled
+    """The binary cells (i, j) of column j for i = ``i_start`` down to 0, in the cell order
+    (module notes).
+
+    ``chart`` is :attr:`~fastdcyk.engine.splits.CandidateChart.kernel_arrays`, ``lexicon``
+    (spectra, vectors, rows) of the grammar's lexicon (unused here: a binary cell holds no
+    terminal), ``cert`` the certificate's (margins, bounds), ``scratch`` the arrays of
+    :meth:`~fastdcyk.engine.modes.cleanup.numpy_parser.CleanupParser.run_column`.
+    Returns ``(status, i, k, size)``: :data:`DONE` (i = -1), or the cell where it stopped:
+    :data:`UNREAD` (written, its k candidates' rows in ``cand[:k]`` of ``scratch``, to be
+    read by the caller), :data:`NON_FINITE_DETECTION` or :data:`NON_FINITE_READ`; ``size``
+    the chart's new fill. ``counts`` gets the detections, updates and pruned updates.
+    """
+    t = scratch[0]
+    nb = binary_rows.shape[0]
+    start, count, rows, deltas, dense = chart[0], chart[1], chart[2], chart[3], chart[4]
+    lorder, lptr, rorder, rptr = chart[5], chart[6], chart[7], chart[8]
+    rule_row, rule_right, weights, sums, base = chart[9], chart[10], chart[11], chart[12], chart[13]  # noqa: E501
+    for i in range(i_start, -1, -1):
+        w = j - i - 1
+        for r in range(nb):
+            t[r] = sums[r] * (w * base * base)
+        _layer(
+            t, i, j, start, count, rows, deltas,
+            lorder, lptr, rorder, rptr, rule_row, rule_right, weights, base, dense,
+        )  # fmt: skip
+        k, finite = _detect_and_write(
+            i, nb, binary_rows, beta, level, prune, left, residual, cancel, g_j, index_conj,
+            spectra, counts, scratch,
+        )  # fmt: skip
+        if not finite:
+            return NON_FINITE_DETECTION, i, k, size
+        status, size = _finish(
+            i, j, k, 0, left, residual, cancel, g_j, index_full, index_conj, spectra, vectors,
+            lexicon[0], lexicon[1], lexicon[2], chart, size, parseval, beta, stats, scores,
+            cert, boundary, scratch,
+        )  # fmt: skip
+        if status != DONE:
+            return status, i, k, size
+    return DONE, -1, 0, size
+
+
+@njit(cache=True, nogil=True)
+def word(
+    i,
+    scores_c,
+    read_given,
+    left,
+    residual,
+    cancel,
+    g_j,
+    index_full,
+    index_conj,
+    spectra,
+    vectors,
+    lexicon,
+    unary_rows,
+    unary_rule_row,
+    unary_rule_column,
+    chart,
+    size,
+    parseval,
+    beta,
+    level,
+    prune,
+    stats,
+    scores,
+    cert,
+    boundary,
+    counts,
+    scratch,
+):  # pragma: no cover - compiled
+    """Unary cell (i, i + 1): the word's clean scores over the lexicon (``scores_c``, read
+    here from the table unless ``read_given``), the terminals read (those above the
+    candidate level, into ``lexicon[2]``), the lexical rules' detections, the candidates'
+    write and the cell's read over candidates and terminals. Returns as :func:`column`,
+    with the terminals' count m in place of i."""
+    t, q = scratch[0], scratch[4]
+    lex_spectra, lex_vectors, terms = lexicon
+    h, d = spectra.shape[1], vectors.shape[1]
+    if not read_given:
+        _row_dots(g_j, residual if cancel else left, index_full[i], q)
+        for c in range(lex_spectra.shape[0]):
+            acc = 0j
+            for f in range(h):
+                acc += lex_spectra[c, f] * (parseval[f] * q[f])
+            scores_c[c] = _expit((acc.real / d - 0.5) * beta)
+    m = 0
+    for c in range(scores_c.shape[0]):
+        if scores_c[c] > level:
+            terms[m] = c
+            m += 1
+    nb = unary_rows.shape[0]
+    for r in range(nb):
+        t[r] = 0.0
+    for u in range(unary_rule_row.shape[0]):
+        t[unary_rule_row[u]] += scores_c[unary_rule_column[u]]
+    k, finite = _detect_and_write(
+        i, nb, unary_rows, beta, level, prune, left, residual, cancel, g_j, index_conj,
+        spectra, counts, scratch,
+    )  # fmt: skip
+    if not finite:
+        return NON_FINITE_DETECTION, m, k, size
+    status, size = _finish(
+        i, i + 1, k, m, left, residual, cancel, g_j, index_full, index_conj, spectra, vectors,
+        lex_spectra, lex_vectors, terms, chart, size, parseval, beta, stats, scores, cert,
+        boundary, scratch,
+    )  # fmt: skip
+    return status, m, k, size
+
+
+@njit(cache=True, nogil=True)
+def read_word(
+    i,
+    written,
+    residual,
+    g_j,
+    index_full,
+    index_conj,
+    lexicon,
+    parseval,
+    beta,
+    level,
+    scores_c,
+    scratch,
+):  # pragma: no cover - compiled
+    """Cancelling, before the first cell: word i + 1 read from the residual table (its clean
+    scores over the lexicon into ``scores_c``), its terminals (those read above the
+    candidate level, and those ``written`` for it) solved for by least squares and
+    subtracted. Returns :data:`DONE`, :data:`NON_FINITE_READ`, or :data:`UNREAD` having
+    changed nothing but ``scores_c`` (too many terminals, or a failed factorisation)."""
+    spectrum, lv, q, x, gram, low, a, basis = (
+        scratch[2], scratch[3], scratch[4], scratch[5], scratch[6], scratch[7], scratch[8],
+        scratch[10],
+    )  # fmt: skip
+    lex_spectra, lex_vectors, terms = lexicon
+    h, d = lex_spectra.shape[1], lex_vectors.shape[1]
+    _row_dots(g_j, residual, index_full[i], q)
+    m = 0
+    for c in range(lex_spectra.shape[0]):
+        acc = 0j
+        for f in range(h):
+            acc += lex_spectra[c, f] * (parseval[f] * q[f])
+        scores_c[c] = _expit((acc.real / d - 0.5) * beta)
+        if scores_c[c] > level or written[c]:
+            terms[m] = c
+            m += 1
+    if m == 0:
+        return DONE
+    if m > x.shape[0]:
+        return UNREAD
+    if not _items(
+        lex_spectra,
+        lex_vectors,
+        terms,
+        0,
+        lex_spectra,
+        lex_vectors,
+        terms,
+        m,
+        q,
+        parseval,
+        x,
+        basis,
+        gram,
+    ):  # noqa: E501
+        return NON_FINITE_READ
+    if not _small_solve(gram[:m, :m], x[:m], RIDGE, 0, low[:m, :m], a[:m]):
+        return UNREAD
+    _take(
+        residual, a, lex_spectra, terms, 0, lex_spectra, terms, m, g_j, index_conj[i], spectrum, lv
+    )  # noqa: E501
+    return DONE
