@@ -718,4 +718,11 @@ class Codebook:
         """Bytes held in the symbols' vectors and spectra drawn so far (safe to call while
         another thread's parse draws more: each dict is copied at once, under the GIL)."""
         vectors, spectra = list(self._vectors.values()), list(self._spectra.values())
-        return sum(a.nbytes for a in vectors) + sum(a.nbytes for a in spectra)
+        # the dicts only grow, in insertion order: sum the symbols added since the last call
+        # (a parse asks after every sentence, and a real grammar's codebook holds thousands)
+        nv, ns, total = getattr(self, "_bytes_seen", (0, 0, 0))
+        if nv > len(vectors) or ns > len(spectra):
+            nv, ns, total = 0, 0, 0
+        total += sum(a.nbytes for a in vectors[nv:]) + sum(a.nbytes for a in spectra[ns:])
+        self._bytes_seen = (len(vectors), len(spectra), total)
+        return total

@@ -57,16 +57,6 @@ def _expit(z):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _write(table, spectrum, lv, g, index_conj):  # pragma: no cover - compiled
-    """table += diag(conj S) conj(G) diag(conj i): a write into one cell
-    (:meth:`~fastdcyk.engine.numpy_spectral.SpectralParser.write_left`); ``lv`` scratch of
-    the table's dtype."""
-    for f in range(lv.shape[0]):
-        lv[f] = np.conj(spectrum[f])
-    _outer_madd(table, lv, g, index_conj, True)
-
-
-@njit(cache=True, nogil=True)
 def _bound(a, spread, k, items, boundary, exact, low, diag):  # pragma: no cover - compiled
     """The smallest z = abs(a - boundary) / se and the sum of Phi(-z) over the first k of
     a read's ``items`` regressors (:func:`~fastdcyk.engine.certificate.decision_bound`).
@@ -128,21 +118,6 @@ def _items(
 
 
 @njit(cache=True, nogil=True)
-def _take(
-    residual, a, spectra, rows, k, lex_spectra, terms, m, g_j, index_conj, spectrum, lv
-):  # pragma: no cover - compiled
-    """What was read leaves the residual table: sum over the items of -a_X [i]- [j]- [X]-."""
-    for f in range(spectrum.shape[0]):
-        s = 0j
-        for c in range(k):
-            s -= a[c] * spectra[rows[c], f]
-        for c in range(m):
-            s -= a[k + c] * lex_spectra[terms[c], f]
-        spectrum[f] = s
-    _write(residual, spectrum, lv, g_j, index_conj)
-
-
-@njit(cache=True, nogil=True)
 def _certify(
     q, parseval, gram, x, a, k, items, d, low, diag, boundary
 ):  # pragma: no cover - compiled
@@ -174,18 +149,61 @@ def _certify(
     return margin, bound
 
 
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _pass(
+    left, residual, cancel, g, write, lv_w, ci_w, lv_t, ci_t, take, q, idx
+):  # pragma: no cover - compiled
+    """One pass over the tables for a cell: its write if any (``write``; ``lv_w`` the conj
+    of the summed spectrum, ``ci_w`` the conj spectrum of its start index) into P_left
+    and, cancelling, the residual table, with the previous cell's pending subtraction
+    (``take``: ``lv_t``, ``ci_t``) in the same sweep; then the cell's readout q from the
+    table the reads see (``idx`` its start index's spectrum). ``write_left`` and
+    ``cell_readout`` of :mod:`fastdcyk.engine.numpy_spectral` fused, so that G_j and the
+    tables are read once; the readout's sums may be reassociated (as
+    :func:`~fastdcyk.hrr.kernels.row_dots`'s)."""
+    h, d = left.shape[0], left.shape[1]
+    table = residual if cancel else left
+    if not write and not (cancel and take):  # nothing to write: the readout alone
+        _row_dots(g, table, idx, q)
+        return
+    for f in range(h):
+        gr, lr, rr = g[f], left[f], residual[f]
+        lw, lt = lv_w[f], lv_t[f]
+        acc = 0j
+        if not cancel:
+            for c in range(d):
+                val = lr[c] + lw * np.conj(gr[c]) * ci_w[c]
+                lr[c] = val
+                acc += gr[c] * val * idx[c]
+        elif not write:  # the previous read's subtraction only
+            for c in range(d):
+                val = rr[c] + lt * np.conj(gr[c]) * ci_t[c]
+                rr[c] = val
+                acc += gr[c] * val * idx[c]
+        elif take:
+            for c in range(d):
+                cg = np.conj(gr[c])
+                w = lw * cg * ci_w[c]
+                lr[c] += w
+                val = rr[c] + w + lt * cg * ci_t[c]
+                rr[c] = val
+                acc += gr[c] * val * idx[c]
+        else:
+            for c in range(d):
+                w = lw * np.conj(gr[c]) * ci_w[c]
+                lr[c] += w
+                val = rr[c] + w
+                rr[c] = val
+                acc += gr[c] * val * idx[c]
+        q[f] = acc
+
+
 @njit(cache=True, nogil=True)
 def _finish(
     i,
     j,
     k,
     m,
-    left,
-    residual,
-    cancel,
-    g_j,
-    index_full,
-    index_conj,
     spectra,
     vectors,
     lex_spectra,
@@ -199,35 +217,44 @@ def _finish(
     scores,
     cert,
     boundary,
+    cancel,
     scratch,
 ):  # pragma: no cover - compiled
-    """Read cell (i, j), written: its k candidates (``scratch`` cand[:k]) and m terminals
-    (``terms[:m]``) by least squares from the table the reads see, its certificate, when
-    cancelling the read's subtraction, and its place in the chart. Returns the status and
-    the chart's new fill."""
-    t, cand, spectrum, lv, q, x, gram, low, a, diag, basis = scratch
+    """Read cell (i, j), written, its readout in ``q``: its k candidates (cand[:k]) and m
+    terminals (``terms[:m]``) by least squares, its certificate, its place in the chart,
+    and, cancelling, the subtraction of what was read made ready in ``lv_t`` (the conj of
+    -sum_X a_X X^), for the next pass. Returns the status, the chart's new fill, and
+    whether a subtraction is pending."""
+    cand, spectrum, q, x, gram, low, a, diag, basis, lv_t = (
+        scratch[1], scratch[2], scratch[4], scratch[5], scratch[6], scratch[7], scratch[8],
+        scratch[9], scratch[10], scratch[11],
+    )  # fmt: skip
     start, count, rows, deltas = chart[0], chart[1], chart[2], chart[3]
     base = chart[13]
     d = vectors.shape[1]
-    _row_dots(g_j, residual if cancel else left, index_full[i], q)
     items = k + m
     if items > x.shape[0]:
-        return UNREAD, size
+        return UNREAD, size, False
     if not _items(
         spectra, vectors, cand, k, lex_spectra, lex_vectors, terms, m, q, parseval, x, basis, gram
     ):  # noqa: E501
-        return NON_FINITE_READ, size
+        return NON_FINITE_READ, size, False
     if items and not _small_solve(
         gram[:items, :items], x[:items], RIDGE, 0, low[:items, :items], a[:items]
     ):  # noqa: E501
-        return UNREAD, size
+        return UNREAD, size, False
     if k:
         margin, bound = _certify(q, parseval, gram, x, a, k, items, d, low, diag, boundary)
         cert[0][i, j], cert[1][i, j] = margin, bound
-    if cancel and items:
-        _take(
-            residual, a, spectra, cand, k, lex_spectra, terms, m, g_j, index_conj[i], spectrum, lv
-        )  # noqa: E501
+    pending = cancel and items > 0
+    if pending:  # what was read leaves the residual table (in the next pass)
+        for f in range(spectrum.shape[0]):
+            s = 0j
+            for c in range(k):
+                s -= a[c] * spectra[cand[c], f]
+            for c in range(m):
+                s -= a[k + c] * lex_spectra[terms[c], f]
+            lv_t[f] = np.conj(s)
     nn = stats.shape[2]
     for r in range(nn):
         stats[i, j, r] = 0.0
@@ -239,30 +266,17 @@ def _finish(
     for c in range(k):
         rows[size + c] = cand[c]
         deltas[size + c] = _expit((a[c] - 0.5) * beta) - base
-    return DONE, size + k
+    return DONE, size + k, pending
 
 
 @njit(cache=True, nogil=True)
-def _detect_and_write(
-    i,
-    nb,
-    node_rows,
-    beta,
-    level,
-    prune,
-    left,
-    residual,
-    cancel,
-    g_j,
-    index_conj,
-    spectra,
-    counts,
-    scratch,
+def _detect(
+    nb, node_rows, beta, level, prune, spectra, counts, scratch
 ):  # pragma: no cover - compiled
-    """The candidates of a cell from its detections ``t[:nb]`` (their gates packed into
-    t[:k], their rows into cand[:k]) and their write; the ledger's counts. Returns k and
-    whether every detection was finite."""
-    t, cand, spectrum, lv = scratch[0], scratch[1], scratch[2], scratch[3]
+    """The candidates of a cell from its detections ``t[:nb]`` (their rows into cand[:k])
+    and the conj of their summed gated spectrum into ``lv`` (the write's); the ledger's
+    counts. Returns k and whether every detection was finite."""
+    t, cand, lv = scratch[0], scratch[1], scratch[3]
     k = 0
     finite = True
     for r in range(nb):
@@ -277,15 +291,11 @@ def _detect_and_write(
     counts[0] += nb
     counts[1] += k
     counts[2] += nb - k
-    if finite and k:
-        for f in range(spectrum.shape[0]):
-            s = 0j
-            for c in range(k):
-                s += t[c] * spectra[cand[c], f]
-            spectrum[f] = s
-        _write(left, spectrum, lv, g_j, index_conj[i])
-        if cancel:
-            _write(residual, spectrum, lv, g_j, index_conj[i])
+    for f in range(lv.shape[0]):
+        s = 0j
+        for c in range(k):
+            s += t[c] * spectra[cand[c], f]
+        lv[f] = np.conj(s)
     return k, finite
 
 
@@ -319,20 +329,24 @@ def column(
     """The binary cells (i, j) of column j for i = ``i_start`` down to 0, in the cell order
     (module notes).
 
-    ``chart`` is :attr:`~fastdcyk.engine.splits.CandidateChart.kernel_arrays`, ``lexicon``
+    ``chart`` is :meth:`~fastdcyk.engine.splits.CandidateChart.kernel_arrays`, ``lexicon``
     (spectra, vectors, rows) of the grammar's lexicon (unused here: a binary cell holds no
     terminal), ``cert`` the certificate's (margins, bounds), ``scratch`` the arrays of
     :meth:`~fastdcyk.engine.modes.cleanup.numpy_parser.CleanupParser.run_column`.
     Returns ``(status, i, k, size)``: :data:`DONE` (i = -1), or the cell where it stopped:
     :data:`UNREAD` (written, its k candidates' rows in ``cand[:k]`` of ``scratch``, to be
-    read by the caller), :data:`NON_FINITE_DETECTION` or :data:`NON_FINITE_READ`; ``size``
-    the chart's new fill. ``counts`` gets the detections, updates and pruned updates.
+    read by the caller; every earlier read subtracted), :data:`NON_FINITE_DETECTION` or
+    :data:`NON_FINITE_READ`; ``size`` the chart's new fill. ``counts`` gets the
+    detections, updates and pruned updates.
     """
-    t = scratch[0]
+    t, lv, q, lv_t = scratch[0], scratch[3], scratch[4], scratch[11]
     nb = binary_rows.shape[0]
     start, count, rows, deltas, dense = chart[0], chart[1], chart[2], chart[3], chart[4]
     lorder, lptr, rorder, rptr = chart[5], chart[6], chart[7], chart[8]
-    rule_row, rule_right, weights, sums, base = chart[9], chart[10], chart[11], chart[12], chart[13]  # noqa: E501
+    rule_row, rule_right, weights, sums, base = (
+        chart[9], chart[10], chart[11], chart[12], chart[13],
+    )  # fmt: skip
+    pending, ci_t = False, index_conj[0]
     for i in range(i_start, -1, -1):
         w = j - i - 1
         for r in range(nb):
@@ -341,19 +355,22 @@ def column(
             t, i, j, start, count, rows, deltas,
             lorder, lptr, rorder, rptr, rule_row, rule_right, weights, base, dense,
         )  # fmt: skip
-        k, finite = _detect_and_write(
-            i, nb, binary_rows, beta, level, prune, left, residual, cancel, g_j, index_conj,
-            spectra, counts, scratch,
-        )  # fmt: skip
+        k, finite = _detect(nb, binary_rows, beta, level, prune, spectra, counts, scratch)
         if not finite:
             return NON_FINITE_DETECTION, i, k, size
-        status, size = _finish(
-            i, j, k, 0, left, residual, cancel, g_j, index_full, index_conj, spectra, vectors,
-            lexicon[0], lexicon[1], lexicon[2], chart, size, parseval, beta, stats, scores,
-            cert, boundary, scratch,
+        _pass(
+            left, residual, cancel, g_j, k > 0, lv, index_conj[i], lv_t, ci_t, pending, q,
+            index_full[i],
         )  # fmt: skip
+        status, size, pending = _finish(
+            i, j, k, 0, spectra, vectors, lexicon[0], lexicon[1], lexicon[2], chart, size,
+            parseval, beta, stats, scores, cert, boundary, cancel, scratch,
+        )  # fmt: skip
+        ci_t = index_conj[i]
         if status != DONE:
             return status, i, k, size
+    if pending:
+        _outer_madd(residual, lv_t, g_j, ci_t, True)
     return DONE, -1, 0, size
 
 
@@ -392,7 +409,7 @@ def word(
     candidate level, into ``lexicon[2]``), the lexical rules' detections, the candidates'
     write and the cell's read over candidates and terminals. Returns as :func:`column`,
     with the terminals' count m in place of i."""
-    t, q = scratch[0], scratch[4]
+    t, lv, q, lv_t = scratch[0], scratch[3], scratch[4], scratch[11]
     lex_spectra, lex_vectors, terms = lexicon
     h, d = spectra.shape[1], vectors.shape[1]
     if not read_given:
@@ -412,17 +429,19 @@ def word(
         t[r] = 0.0
     for u in range(unary_rule_row.shape[0]):
         t[unary_rule_row[u]] += scores_c[unary_rule_column[u]]
-    k, finite = _detect_and_write(
-        i, nb, unary_rows, beta, level, prune, left, residual, cancel, g_j, index_conj,
-        spectra, counts, scratch,
-    )  # fmt: skip
+    k, finite = _detect(nb, unary_rows, beta, level, prune, spectra, counts, scratch)
     if not finite:
         return NON_FINITE_DETECTION, m, k, size
-    status, size = _finish(
-        i, i + 1, k, m, left, residual, cancel, g_j, index_full, index_conj, spectra, vectors,
-        lex_spectra, lex_vectors, terms, chart, size, parseval, beta, stats, scores, cert,
-        boundary, scratch,
+    _pass(
+        left, residual, cancel, g_j, k > 0, lv, index_conj[i], lv_t, index_conj[i], False, q,
+        index_full[i],
     )  # fmt: skip
+    status, size, pending = _finish(
+        i, i + 1, k, m, spectra, vectors, lex_spectra, lex_vectors, terms, chart, size,
+        parseval, beta, stats, scores, cert, boundary, cancel, scratch,
+    )  # fmt: skip
+    if pending:
+        _outer_madd(residual, lv_t, g_j, index_conj[i], True)
     return status, m, k, size
 
 
@@ -446,9 +465,8 @@ def read_word(
     candidate level, and those ``written`` for it) solved for by least squares and
     subtracted. Returns :data:`DONE`, :data:`NON_FINITE_READ`, or :data:`UNREAD` having
     changed nothing but ``scores_c`` (too many terminals, or a failed factorisation)."""
-    spectrum, lv, q, x, gram, low, a, basis = (
-        scratch[2], scratch[3], scratch[4], scratch[5], scratch[6], scratch[7], scratch[8],
-        scratch[10],
+    q, x, gram, low, a, basis, lv_t = (
+        scratch[4], scratch[5], scratch[6], scratch[7], scratch[8], scratch[10], scratch[11],
     )  # fmt: skip
     lex_spectra, lex_vectors, terms = lexicon
     h, d = lex_spectra.shape[1], lex_vectors.shape[1]
@@ -484,7 +502,10 @@ def read_word(
         return NON_FINITE_READ
     if not _small_solve(gram[:m, :m], x[:m], RIDGE, 0, low[:m, :m], a[:m]):
         return UNREAD
-    _take(
-        residual, a, lex_spectra, terms, 0, lex_spectra, terms, m, g_j, index_conj[i], spectrum, lv
-    )  # noqa: E501
+    for f in range(h):
+        s = 0j
+        for c in range(m):
+            s -= a[c] * lex_spectra[terms[c], f]
+        lv_t[f] = np.conj(s)
+    _outer_madd(residual, lv_t, g_j, index_conj[i], True)
     return DONE

@@ -355,7 +355,7 @@ class CleanupParser(SpectralParser):
             terms = work["lexicon"][2][:m]
             spectra = np.concatenate([self.tables.spectra[rows], work["lexicon"][0][terms]])
             vectors = np.concatenate([self.tables.vectors[rows], work["lexicon"][1][terms]])
-            q = self.readout(i, j)
+            q = work["scratch"][4].copy()  # the cell's readout, after its write
             a = self._solve_items(i, j, q, rows, spectra, vectors)
             self._read(i, j, rows, a)
 
@@ -383,6 +383,7 @@ class CleanupParser(SpectralParser):
             np.zeros(k),  # a
             np.zeros(2 * k),  # diag
             np.zeros((k, d)),  # basis
+            np.zeros(h, self.left_spectrum.dtype),  # lv_t: a read's pending subtraction
         )
         self._work = {
             "residual": self.left_spectrum if self.residual is None else self.residual,
