@@ -151,22 +151,6 @@ class CandidateChart:
         of their children's clean scores (equal, to rounding, to
         :func:`~fastdcyk.engine.rules.candidate_rule_layer`)."""
         t = self.sums * ((j - i - 1) * self.base * self.base)
-        _layer(
-            t,
-            i,
-            j,
-            self.start,
-            self.count,
-            self.rows,
-            self.deltas,
-            self._lorder,
-            self._lptr,
-            self._rorder,
-            self._rptr,
-            self._row,
-            self._right,
-            self.weights,
-            self.base,
-            self.dense,
-        )
+        start, count, rows, deltas, dense, *rules, weights, _, base = self.kernel_arrays()
+        _layer(t, i, j, start, count, rows, deltas, *rules, weights, base, dense)
         return t

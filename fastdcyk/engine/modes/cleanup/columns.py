@@ -211,12 +211,8 @@ def _finish(
     terms,
     chart,
     size,
-    parseval,
-    beta,
-    stats,
-    scores,
-    cert,
-    boundary,
+    params,
+    out,
     cancel,
     scratch,
 ):  # pragma: no cover - compiled
@@ -231,6 +227,8 @@ def _finish(
     )  # fmt: skip
     start, count, rows, deltas = chart[0], chart[1], chart[2], chart[3]
     base = chart[13]
+    parseval, beta, boundary = params[0], params[1], params[4]
+    stats, scores, cert = out[0], out[1], out[2]
     d = vectors.shape[1]
     items = k + m
     if items > x.shape[0]:
@@ -303,43 +301,37 @@ def _detect(
 def column(
     j,
     i_start,
-    left,
-    residual,
     cancel,
     g_j,
-    index_full,
-    index_conj,
-    spectra,
-    vectors,
+    tables,
     lexicon,
     binary_rows,
     chart,
     size,
-    parseval,
-    beta,
-    level,
-    prune,
-    stats,
-    scores,
-    cert,
-    boundary,
-    counts,
+    params,
+    out,
     scratch,
 ):  # pragma: no cover - compiled
     """The binary cells (i, j) of column j for i = ``i_start`` down to 0, in the cell order
     (module notes).
 
-    ``chart`` is :meth:`~fastdcyk.engine.splits.CandidateChart.kernel_arrays`, ``lexicon``
+    ``tables`` are (P_left's spectrum, the residual table (P_left's when not cancelling),
+    the index vectors' full spectra and their conjugates, the nonterminals' spectra and
+    vectors), ``chart`` is :meth:`~fastdcyk.engine.splits.CandidateChart.kernel_arrays`, ``lexicon``
     (spectra, vectors, rows) of the grammar's lexicon (unused here: a binary cell holds no
-    terminal), ``cert`` the certificate's (margins, bounds), ``scratch`` the arrays of
+    terminal), ``params`` (Parseval weights, beta, candidate level, prune level, decision
+    boundary), ``out`` (the parser's statistics and clean scores, the certificate's
+    (margins, bounds), the ledger's three counts), ``scratch`` the arrays of
     :meth:`~fastdcyk.engine.modes.cleanup.numpy_parser.CleanupParser.run_column`.
     Returns ``(status, i, k, size)``: :data:`DONE` (i = -1), or the cell where it stopped:
     :data:`UNREAD` (written, its k candidates' rows in ``cand[:k]`` of ``scratch``, to be
     read by the caller; every earlier read subtracted), :data:`NON_FINITE_DETECTION` or
-    :data:`NON_FINITE_READ`; ``size`` the chart's new fill. ``counts`` gets the
+    :data:`NON_FINITE_READ`; ``size`` the chart's new fill. The counts get the
     detections, updates and pruned updates.
     """
     t, lv, q, lv_t = scratch[0], scratch[3], scratch[4], scratch[11]
+    left, residual, index_full, index_conj, spectra, vectors = tables
+    beta, level, prune, counts = params[1], params[2], params[3], out[3]
     nb = binary_rows.shape[0]
     start, count, rows, deltas, dense = chart[0], chart[1], chart[2], chart[3], chart[4]
     lorder, lptr, rorder, rptr = chart[5], chart[6], chart[7], chart[8]
@@ -364,7 +356,7 @@ def column(
         )  # fmt: skip
         status, size, pending = _finish(
             i, j, k, 0, spectra, vectors, lexicon[0], lexicon[1], lexicon[2], chart, size,
-            parseval, beta, stats, scores, cert, boundary, cancel, scratch,
+            params, out, cancel, scratch,
         )  # fmt: skip
         ci_t = index_conj[i]
         if status != DONE:
@@ -379,37 +371,28 @@ def word(
     i,
     scores_c,
     read_given,
-    left,
-    residual,
     cancel,
     g_j,
-    index_full,
-    index_conj,
-    spectra,
-    vectors,
+    tables,
     lexicon,
-    unary_rows,
-    unary_rule_row,
-    unary_rule_column,
+    unary,
     chart,
     size,
-    parseval,
-    beta,
-    level,
-    prune,
-    stats,
-    scores,
-    cert,
-    boundary,
-    counts,
+    params,
+    out,
     scratch,
 ):  # pragma: no cover - compiled
     """Unary cell (i, i + 1): the word's clean scores over the lexicon (``scores_c``, read
     here from the table unless ``read_given``), the terminals read (those above the
     candidate level, into ``lexicon[2]``), the lexical rules' detections, the candidates'
-    write and the cell's read over candidates and terminals. Returns as :func:`column`,
-    with the terminals' count m in place of i."""
+    write and the cell's read over candidates and terminals. ``unary`` holds the unary
+    nonterminals' rows and the lexical rules' parent positions and lexicon columns; the
+    other arguments are :func:`column`'s. Returns as :func:`column`, with the terminals'
+    count m in place of i."""
     t, lv, q, lv_t = scratch[0], scratch[3], scratch[4], scratch[11]
+    left, residual, index_full, index_conj, spectra, vectors = tables
+    unary_rows, unary_rule_row, unary_rule_column = unary
+    parseval, beta, level, prune, counts = params[0], params[1], params[2], params[3], out[3]
     lex_spectra, lex_vectors, terms = lexicon
     h, d = spectra.shape[1], vectors.shape[1]
     if not read_given:
@@ -438,7 +421,7 @@ def word(
     )  # fmt: skip
     status, size, pending = _finish(
         i, i + 1, k, m, spectra, vectors, lex_spectra, lex_vectors, terms, chart, size,
-        parseval, beta, stats, scores, cert, boundary, cancel, scratch,
+        params, out, cancel, scratch,
     )  # fmt: skip
     if pending:
         _outer_madd(residual, lv_t, g_j, index_conj[i], True)

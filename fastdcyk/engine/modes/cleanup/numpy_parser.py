@@ -297,13 +297,10 @@ class CleanupParser(SpectralParser):
         counts = work["counts"]
         counts[:] = 0
         status, m, k, size = columns.word(
-            i, c, given, self.left_spectrum, work["residual"], self.cancel,
-            self.index_matrix(j), work["index_full"], work["index_conj"],
-            self.tables.spectra, self.tables.vectors, work["lexicon"], work["unary_rows"],
-            work["unary_rule_row"], work["unary_rule_column"], chart.kernel_arrays(),
-            chart.size, self.parseval, self.opt.beta, self.opt.candidate_level,
-            self.opt.prune, self.stats, self.scores, work["cert"], self._certify.boundary,
-            counts, work["scratch"],
+            i, c, given, self.cancel, self.index_matrix(j), self._kernel_tables(),
+            work["lexicon"], work["unary"], chart.kernel_arrays(),
+            chart.size, self._kernel_params(), (self.stats, self.scores, work["cert"], counts),
+            work["scratch"],
         )  # fmt: skip
         self._after_compiled(i, j, status, k, m, size, counts, ledger)
         if on_progress is not None:
@@ -325,12 +322,10 @@ class CleanupParser(SpectralParser):
             counts = work["counts"]
             counts[:] = 0
             status, i, k, size = columns.column(
-                j, i, self.left_spectrum, work["residual"], self.cancel, g_j,
-                work["index_full"], work["index_conj"], self.tables.spectra,
-                self.tables.vectors, work["lexicon"], work["binary_rows"],
-                chart.kernel_arrays(), chart.size, self.parseval, self.opt.beta,
-                self.opt.candidate_level, self.opt.prune, self.stats, self.scores,
-                work["cert"], self._certify.boundary, counts, work["scratch"],
+                j, i, self.cancel, g_j, self._kernel_tables(), work["lexicon"],
+                work["binary_rows"],
+                chart.kernel_arrays(), chart.size, self._kernel_params(),
+                (self.stats, self.scores, work["cert"], counts), work["scratch"],
             )  # fmt: skip
             self._after_compiled(i, j, status, k, 0, size, counts, ledger)
             if status == columns.DONE:
@@ -339,6 +334,32 @@ class CleanupParser(SpectralParser):
         if on_progress is not None:
             on_progress(nb * (j - 1))
         return True
+
+    def _kernel_tables(self) -> tuple:
+        """The compiled cells' tables: P_left's spectrum, the residual table (P_left's when
+        not cancelling), the index vectors' full spectra and their conjugates, the
+        nonterminals' spectra and vectors."""
+        work = self._column_work()
+        return (
+            self.left_spectrum,
+            work["residual"],
+            work["index_full"],
+            work["index_conj"],
+            self.tables.spectra,
+            self.tables.vectors,
+        )
+
+    def _kernel_params(self) -> tuple:
+        """The compiled cells' scalars: Parseval weights, beta, the candidate and prune
+        levels, the certificate's decision boundary."""
+        opt = self.opt
+        return (
+            self.parseval,
+            opt.beta,
+            opt.candidate_level,
+            opt.prune,
+            self._certify.boundary,
+        )
 
     def _after_compiled(self, i, j, status, k, m, size, counts, ledger) -> None:
         """A compiled call's return: the counts into the ledger, a non-finite value raised,
@@ -390,9 +411,11 @@ class CleanupParser(SpectralParser):
             "index_full": full,
             "index_conj": np.conj(full),
             "binary_rows": np.asarray(self.tables.binary, np.int64),
-            "unary_rows": np.asarray(self.tables.unary, np.int64),
-            "unary_rule_row": st.unary_rule_row.astype(np.int64),
-            "unary_rule_column": self._lexicon_rows[st.unary_rule_terminal].astype(np.int64),
+            "unary": (
+                np.asarray(self.tables.unary, np.int64),
+                st.unary_rule_row.astype(np.int64),
+                self._lexicon_rows[st.unary_rule_terminal].astype(np.int64),
+            ),
             "lexicon": (
                 self._lexicon_spectra,
                 self.cb.vectors("terminal", lexicon),
