@@ -57,30 +57,32 @@ def _expit(z):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _bound(a, spread, k, items, boundary, exact, low, diag):  # pragma: no cover - compiled
-    """The smallest z = abs(a - boundary) / se and the sum of Phi(-z) over the first k of
-    a read's ``items`` regressors (:func:`~fastdcyk.engine.certificate.decision_bound`).
-    With ``exact``, se = sqrt(s2 (G + ridge I)^-1_XX) from the solve's factor ``low``
-    (``spread`` holds s2; ``diag`` scratch of 2 items); else ``spread`` is every decision's
-    standard error."""
-    if exact:  # diag[c] = ((L L^T)^-1)_cc = sum_r (L^-1)_rc^2, column by column of L^-1
-        for c in range(k):
-            diag[c] = 0.0
-            for r in range(c, items):  # column c of L^-1: L y = e_c, y[r] in diag[items + r]
-                acc = 1.0 if r == c else 0.0
-                for m in range(c, r):
-                    acc -= low[r, m] * diag[items + m]
-                diag[items + r] = acc / low[r, r]
-                diag[c] += diag[items + r] * diag[items + r]
+def _bound(a, se, k, boundary):  # pragma: no cover - compiled
+    """The smallest z = abs(a - boundary) / se and the sum of Phi(-z) over the first k
+    amplitudes, with standard errors ``se[:k]``
+    (:func:`~fastdcyk.engine.certificate.decision_bound`)."""
     margin, bound = np.inf, 0.0
     for c in range(k):
-        se = math.sqrt(spread * diag[c]) if exact else spread
-        z = abs(a[c] - boundary) / se
+        z = abs(a[c] - boundary) / se[c]
         if math.isnan(z):  # 0 / 0: a read on the boundary with no error
             z = 0.0
         margin = min(margin, z)
         bound += 0.5 * math.erfc(z / _SQRT2)
     return margin, bound
+
+
+@njit(cache=True, nogil=True)
+def _inverse_diagonal(low, k, items, diag):  # pragma: no cover - compiled
+    """diag[c] = ((L L^T)^-1)_cc for c < k, L = ``low`` (items x items, lower), column by
+    column of L^-1 (L y = e_c, y in ``diag[items:]``)."""
+    for c in range(k):
+        diag[c] = 0.0
+        for r in range(c, items):
+            acc = 1.0 if r == c else 0.0
+            for m in range(c, r):
+                acc -= low[r, m] * diag[items + m]
+            diag[items + r] = acc / low[r, r]
+            diag[c] += diag[items + r] * diag[items + r]
 
 
 @njit(cache=True, nogil=True)
@@ -140,12 +142,15 @@ def _certify(
     s2 = np.inf if items >= d else max(norm2 - 2.0 * ax + aga, 0.0) / (d - items)
     scale = max(trace / items, 1e-300)
     coarse = math.sqrt(s2 / (RIDGE * scale))
-    margin, bound = _bound(a, coarse, k, items, boundary, False, low, diag)
-    if bound > NEGLIGIBLE:
+    for c in range(k):
+        diag[c] = coarse
+    margin, bound = _bound(a, diag, k, boundary)
+    if bound > NEGLIGIBLE:  # the exact standard errors: s sqrt((G + ridge I)^-1_XX)
         if math.isfinite(s2):
-            margin, bound = _bound(a, s2, k, items, boundary, True, low, diag)
-        else:
-            margin, bound = _bound(a, np.inf, k, items, boundary, False, low, diag)
+            _inverse_diagonal(low, k, items, diag)
+            for c in range(k):
+                diag[c] = math.sqrt(s2 * diag[c])
+        margin, bound = _bound(a, diag, k, boundary)
     return margin, bound
 
 
@@ -235,7 +240,7 @@ def _finish(
         return UNREAD, size, False
     if not _items(
         spectra, vectors, cand, k, lex_spectra, lex_vectors, terms, m, q, parseval, x, basis, gram
-    ):  # noqa: E501
+    ):
         return NON_FINITE_READ, size, False
     if items and not _small_solve(
         gram[:items, :items], x[:items], RIDGE, 0, low[:items, :items], a[:items]
@@ -338,7 +343,9 @@ def column(
     rule_row, rule_right, weights, sums, base = (
         chart[9], chart[10], chart[11], chart[12], chart[13],
     )  # fmt: skip
-    pending, ci_t = False, index_conj[0]
+    # np.int64(0), np.bool_(False): typed values, not literals (Numba compiles a callee
+    # once more for each literal argument it sees, also while a loop's types settle)
+    pending, ci_t = np.bool_(False), index_conj[0]
     for i in range(i_start, -1, -1):
         w = j - i - 1
         for r in range(nb):
@@ -355,7 +362,7 @@ def column(
             index_full[i],
         )  # fmt: skip
         status, size, pending = _finish(
-            i, j, k, 0, spectra, vectors, lexicon[0], lexicon[1], lexicon[2], chart, size,
+            i, j, k, np.int64(0), spectra, vectors, lexicon[0], lexicon[1], lexicon[2], chart, size,
             params, out, cancel, scratch,
         )  # fmt: skip
         ci_t = index_conj[i]
@@ -402,7 +409,7 @@ def word(
             for f in range(h):
                 acc += lex_spectra[c, f] * (parseval[f] * q[f])
             scores_c[c] = _expit((acc.real / d - 0.5) * beta)
-    m = 0
+    m = np.int64(0)
     for c in range(scores_c.shape[0]):
         if scores_c[c] > level:
             terms[m] = c
@@ -416,8 +423,8 @@ def word(
     if not finite:
         return NON_FINITE_DETECTION, m, k, size
     _pass(
-        left, residual, cancel, g_j, k > 0, lv, index_conj[i], lv_t, index_conj[i], False, q,
-        index_full[i],
+        left, residual, cancel, g_j, k > 0, lv, index_conj[i], lv_t, index_conj[i],
+        np.bool_(False), q, index_full[i],
     )  # fmt: skip
     status, size, pending = _finish(
         i, i + 1, k, m, spectra, vectors, lex_spectra, lex_vectors, terms, chart, size,
@@ -454,7 +461,7 @@ def read_word(
     lex_spectra, lex_vectors, terms = lexicon
     h, d = lex_spectra.shape[1], lex_vectors.shape[1]
     _row_dots(g_j, residual, index_full[i], q)
-    m = 0
+    m = np.int64(0)
     for c in range(lex_spectra.shape[0]):
         acc = 0j
         for f in range(h):
@@ -468,20 +475,9 @@ def read_word(
     if m > x.shape[0]:
         return UNREAD
     if not _items(
-        lex_spectra,
-        lex_vectors,
-        terms,
-        0,
-        lex_spectra,
-        lex_vectors,
-        terms,
-        m,
-        q,
-        parseval,
-        x,
-        basis,
-        gram,
-    ):  # noqa: E501
+        lex_spectra, lex_vectors, terms, np.int64(0), lex_spectra, lex_vectors, terms, m, q,
+        parseval, x, basis, gram,
+    ):  # fmt: skip
         return NON_FINITE_READ
     if not _small_solve(gram[:m, :m], x[:m], RIDGE, 0, low[:m, :m], a[:m]):
         return UNREAD
