@@ -16,6 +16,7 @@ from fastdcyk.threads import get_threads, set_threads
 
 __all__ = [
     "PARALLEL_MIN_SIZE",
+    "runs_parallel",
     "get_threads",
     "set_threads",
     "circulant_times_diag",
@@ -56,6 +57,12 @@ _JIT = {"cache": True, "nogil": True}
 PARALLEL_MIN_SIZE = 1 << 21
 
 
+def runs_parallel(size: int) -> bool:
+    """Whether a kernel whose largest array has ``size`` elements runs its parallel build
+    (:data:`PARALLEL_MIN_SIZE`, and more than one thread allowed)."""
+    return size >= PARALLEL_MIN_SIZE and get_threads() != 1
+
+
 def _dual(fn, unsigned_indices: bool = False, reassociate: bool = False):
     """Compile ``fn`` serially and in parallel; dispatch on the size of its largest array.
 
@@ -80,7 +87,7 @@ def _dual(fn, unsigned_indices: bool = False, reassociate: bool = False):
                 for a in args
             )
         size = max(a.size for a in args if isinstance(a, np.ndarray))
-        if size >= PARALLEL_MIN_SIZE and get_threads() != 1:
+        if runs_parallel(size):
             return parallel(*args)
         return serial(*args)
 

@@ -36,7 +36,15 @@ from fastdcyk.engine.readback import RIDGE, _small_solve
 from fastdcyk.engine.splits import _layer
 from fastdcyk.hrr.kernels import outer_madd, row_dots
 
-__all__ = ["DONE", "NON_FINITE_DETECTION", "NON_FINITE_READ", "UNREAD", "column"]
+__all__ = [
+    "DONE",
+    "NON_FINITE_DETECTION",
+    "NON_FINITE_READ",
+    "UNREAD",
+    "column",
+    "read_word",
+    "word",
+]
 
 #: What :func:`column` returns first: every cell done, or the cell where it stopped and why.
 DONE, UNREAD, NON_FINITE_DETECTION, NON_FINITE_READ = 0, 1, 2, 3
@@ -54,6 +62,31 @@ def _expit(z):  # pragma: no cover - compiled
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
     return e / (1.0 + e)
+
+
+@njit(cache=True, nogil=True)
+def _lexicon_scores(lex_spectra, parseval, q, d, beta, scores_c):  # pragma: no cover - compiled
+    """The clean score of every terminal of the lexicon in a unary cell whose readout is q:
+    sigma(tr([a]+ [j]+ [i]+ P_left) / d), the numpy parser's ``word_scores``."""
+    for c in range(lex_spectra.shape[0]):
+        acc = 0j
+        for f in range(lex_spectra.shape[1]):
+            acc += lex_spectra[c, f] * (parseval[f] * q[f])
+        scores_c[c] = _expit((acc.real / d - 0.5) * beta)
+
+
+@njit(cache=True, nogil=True)
+def _read_spectrum(a, spectra, rows, k, lex_spectra, terms, m, lv_t):  # pragma: no cover - compiled
+    """lv_t = conj(-sum_X a_X X^) over a read's items (the k nonterminals ``rows[:k]``,
+    then the m terminals ``terms[:m]``): its subtraction from the residual table, ready for
+    the next write into the cell's column."""
+    for f in range(lv_t.shape[0]):
+        s = 0j
+        for c in range(k):
+            s -= a[c] * spectra[rows[c], f]
+        for c in range(m):
+            s -= a[k + c] * lex_spectra[terms[c], f]
+        lv_t[f] = np.conj(s)
 
 
 @njit(cache=True, nogil=True)
@@ -226,9 +259,9 @@ def _finish(
     and, cancelling, the subtraction of what was read made ready in ``lv_t`` (the conj of
     -sum_X a_X X^), for the next pass. Returns the status, the chart's new fill, and
     whether a subtraction is pending."""
-    cand, spectrum, q, x, gram, low, a, diag, basis, lv_t = (
-        scratch[1], scratch[2], scratch[4], scratch[5], scratch[6], scratch[7], scratch[8],
-        scratch[9], scratch[10], scratch[11],
+    cand, q, x, gram, low, a, diag, basis, lv_t = (
+        scratch[1], scratch[3], scratch[4], scratch[5], scratch[6], scratch[7], scratch[8],
+        scratch[9], scratch[10],
     )  # fmt: skip
     start, count, rows, deltas = chart[0], chart[1], chart[2], chart[3]
     base = chart[13]
@@ -244,20 +277,14 @@ def _finish(
         return NON_FINITE_READ, size, False
     if items and not _small_solve(
         gram[:items, :items], x[:items], RIDGE, 0, low[:items, :items], a[:items]
-    ):  # noqa: E501
+    ):
         return UNREAD, size, False
     if k:
         margin, bound = _certify(q, parseval, gram, x, a, k, items, d, low, diag, boundary)
         cert[0][i, j], cert[1][i, j] = margin, bound
     pending = cancel and items > 0
     if pending:  # what was read leaves the residual table (in the next pass)
-        for f in range(spectrum.shape[0]):
-            s = 0j
-            for c in range(k):
-                s -= a[c] * spectra[cand[c], f]
-            for c in range(m):
-                s -= a[k + c] * lex_spectra[terms[c], f]
-            lv_t[f] = np.conj(s)
+        _read_spectrum(a, spectra, cand, k, lex_spectra, terms, m, lv_t)
     nn = stats.shape[2]
     for r in range(nn):
         stats[i, j, r] = 0.0
@@ -279,7 +306,7 @@ def _detect(
     """The candidates of a cell from its detections ``t[:nb]`` (their rows into cand[:k])
     and the conj of their summed gated spectrum into ``lv`` (the write's); the ledger's
     counts. Returns k and whether every detection was finite."""
-    t, cand, lv = scratch[0], scratch[1], scratch[3]
+    t, cand, lv = scratch[0], scratch[1], scratch[2]
     k = 0
     finite = True
     for r in range(nb):
@@ -334,7 +361,7 @@ def column(
     :data:`NON_FINITE_READ`; ``size`` the chart's new fill. The counts get the
     detections, updates and pruned updates.
     """
-    t, lv, q, lv_t = scratch[0], scratch[3], scratch[4], scratch[11]
+    t, lv, q, lv_t = scratch[0], scratch[2], scratch[3], scratch[10]
     left, residual, index_full, index_conj, spectra, vectors = tables
     beta, level, prune, counts = params[1], params[2], params[3], out[3]
     nb = binary_rows.shape[0]
@@ -396,19 +423,14 @@ def word(
     nonterminals' rows and the lexical rules' parent positions and lexicon columns; the
     other arguments are :func:`column`'s. Returns as :func:`column`, with the terminals'
     count m in place of i."""
-    t, lv, q, lv_t = scratch[0], scratch[3], scratch[4], scratch[11]
+    t, lv, q, lv_t = scratch[0], scratch[2], scratch[3], scratch[10]
     left, residual, index_full, index_conj, spectra, vectors = tables
     unary_rows, unary_rule_row, unary_rule_column = unary
     parseval, beta, level, prune, counts = params[0], params[1], params[2], params[3], out[3]
     lex_spectra, lex_vectors, terms = lexicon
-    h, d = spectra.shape[1], vectors.shape[1]
     if not read_given:
         _row_dots(g_j, residual if cancel else left, index_full[i], q)
-        for c in range(lex_spectra.shape[0]):
-            acc = 0j
-            for f in range(h):
-                acc += lex_spectra[c, f] * (parseval[f] * q[f])
-            scores_c[c] = _expit((acc.real / d - 0.5) * beta)
+        _lexicon_scores(lex_spectra, parseval, q, vectors.shape[1], beta, scores_c)
     m = np.int64(0)
     for c in range(scores_c.shape[0]):
         if scores_c[c] > level:
@@ -456,17 +478,13 @@ def read_word(
     subtracted. Returns :data:`DONE`, :data:`NON_FINITE_READ`, or :data:`UNREAD` having
     changed nothing but ``scores_c`` (too many terminals, or a failed factorisation)."""
     q, x, gram, low, a, basis, lv_t = (
-        scratch[4], scratch[5], scratch[6], scratch[7], scratch[8], scratch[10], scratch[11],
+        scratch[3], scratch[4], scratch[5], scratch[6], scratch[7], scratch[9], scratch[10],
     )  # fmt: skip
     lex_spectra, lex_vectors, terms = lexicon
-    h, d = lex_spectra.shape[1], lex_vectors.shape[1]
     _row_dots(g_j, residual, index_full[i], q)
+    _lexicon_scores(lex_spectra, parseval, q, lex_vectors.shape[1], beta, scores_c)
     m = np.int64(0)
     for c in range(lex_spectra.shape[0]):
-        acc = 0j
-        for f in range(h):
-            acc += lex_spectra[c, f] * (parseval[f] * q[f])
-        scores_c[c] = _expit((acc.real / d - 0.5) * beta)
         if scores_c[c] > level or written[c]:
             terms[m] = c
             m += 1
@@ -481,10 +499,6 @@ def read_word(
         return NON_FINITE_READ
     if not _small_solve(gram[:m, :m], x[:m], RIDGE, 0, low[:m, :m], a[:m]):
         return UNREAD
-    for f in range(h):
-        s = 0j
-        for c in range(m):
-            s -= a[c] * lex_spectra[terms[c], f]
-        lv_t[f] = np.conj(s)
+    _read_spectrum(a, lex_spectra, terms, np.int64(0), lex_spectra, terms, m, lv_t)
     _outer_madd(residual, lv_t, g_j, index_conj[i], True)
     return DONE

@@ -32,7 +32,7 @@ from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.engine.splits import CandidateChart
 from fastdcyk.hrr import buffers
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.hrr.kernels import PARALLEL_MIN_SIZE, get_threads
+from fastdcyk.hrr.kernels import runs_parallel
 from fastdcyk.options import DCYKOptions
 
 __all__ = [
@@ -278,10 +278,9 @@ class CleanupParser(SpectralParser):
     def _compiled(self) -> bool:
         """Whether the compiled cells may run (:data:`COLUMNS`, :attr:`fills_columns`, a
         least-squares read-back, a parse and not a decoding, the serial kernels)."""
-        d = self.d
         if not (COLUMNS and self.fills_columns and self.lstsq and not self.frozen):
             return False
-        return (d // 2 + 1) * d < PARALLEL_MIN_SIZE or get_threads() == 1
+        return not runs_parallel((self.d // 2 + 1) * self.d)  # the table's kernels serial
 
     def run_word(self, i: int, ledger: schedule.Ledger, on_progress: Any = None) -> bool:
         """Fill unary cell (i, i + 1) in one compiled call (:func:`.columns.word`) where the
@@ -376,7 +375,7 @@ class CleanupParser(SpectralParser):
             terms = work["lexicon"][2][:m]
             spectra = np.concatenate([self.tables.spectra[rows], work["lexicon"][0][terms]])
             vectors = np.concatenate([self.tables.vectors[rows], work["lexicon"][1][terms]])
-            q = work["scratch"][4].copy()  # the cell's readout, after its write
+            q = work["scratch"][3].copy()  # the cell's readout, after its write
             a = self._solve_items(i, j, q, rows, spectra, vectors)
             self._read(i, j, rows, a)
 
@@ -395,7 +394,6 @@ class CleanupParser(SpectralParser):
         scratch = (
             np.zeros(nb),  # t
             np.zeros(nb, np.int64),  # cand
-            np.zeros(h, np.complex128),  # spectrum
             np.zeros(h, self.left_spectrum.dtype),  # lv
             np.zeros(h, np.complex128),  # q
             np.zeros(k),  # x
