@@ -126,6 +126,17 @@ class SpectralParser(TorchParser):
             for b in only:
                 acc[b].addcmul_(left[b][:, None], m)
 
+    def add_outers(self, name: str, lefts: torch.Tensor, ms: torch.Tensor) -> None:
+        """acc[b, f, g] += sum_c lefts[f, b, c] ms[f, c, g]: the updates of several cells
+        (``lefts`` (h, B, C), ``ms`` (h, C, d)) in one batched product, in place unless
+        autograd needs the old value (as :meth:`add_outer`)."""
+        acc = getattr(self, name)
+        update = (lefts @ ms).transpose(0, 1)  # (B, h, d)
+        if self.grad and name not in self.in_place:
+            setattr(self, name, acc + update)
+        else:
+            acc.add_(update)
+
     def row_dots(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """sum_g a[..., f, g] b[..., f, g] (through the batch work buffer)."""
         if self._batch_work is None:

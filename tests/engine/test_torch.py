@@ -225,6 +225,28 @@ def test_a_batch_of_mixed_lengths_in_width_order_equals_its_sentences(readback):
         _assert_same(fd.dcyk(g, s, cb, **kw), r, 1e-8)
 
 
+@pytest.mark.parametrize("order", ["cell", "width"])
+@pytest.mark.parametrize("chunk", [1, 2])
+def test_cancelling_groups_of_any_size_read_as_cell_by_cell(monkeypatch, order, chunk):
+    """Cancelling, the torch parser reads a column's (or a width's) cells in turn from one
+    sweep of the residual table (fastdcyk.engine.modes.cleanup.turns); cut into groups of
+    one or two cells (as when the index matrices do not fit the memory) it gives the
+    numpy backend's cell-by-cell parse, and with whole groups the same again."""
+    from fastdcyk.engine.modes.cleanup import torch_parser
+
+    g = fd.Grammar.builtin("G4")
+    sents = fd.generate(g, 4, min_len=3, max_len=9, seed=11)
+    cb = _codebook(g, 64, "cleanup")
+    kw = dict(variant="cleanup", readback="cancel", order=order)
+    whole = dcyk_batch(g, sents, cb, batch_size=4, backend="torch", **kw)
+    monkeypatch.setattr(torch_parser.CleanupParser, "_chunk", lambda self: chunk)
+    cut = dcyk_batch(g, sents, cb, batch_size=4, backend="torch", **kw)
+    for s, a, b in zip(sents, whole, cut, strict=True):
+        ref = fd.dcyk(g, s, cb, **kw)
+        _assert_same(ref, a, 1e-8)
+        _assert_same(ref, b, 1e-8)
+
+
 def test_parse_core_masks_and_shapes():
     g = fd.Grammar.builtin("G0")
     st = torch_backend.rule_structure(g)

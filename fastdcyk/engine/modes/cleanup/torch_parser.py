@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from fastdcyk.engine import schedule
+from fastdcyk.engine.modes.cleanup.turns import Turns
 from fastdcyk.engine.readback import candidates, ridge_solve
 from fastdcyk.engine.rules import (
     ReadCell,
@@ -22,7 +23,9 @@ from fastdcyk.engine.rules import (
     rule_layer,
 )
 from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.engine.torch_common import free_bytes
 from fastdcyk.engine.torch_spectral import SpectralParser
+from fastdcyk.hrr.buffers import G_CACHE_BYTES
 
 __all__ = ["SOFT_LEVEL", "CleanupParser"]
 
@@ -63,6 +66,11 @@ class CleanupParser(SpectralParser):
         self.cancel = self.opt.readback == "cancel"
         self.residual: torch.Tensor | None = None  # the residual table (cancelling)
         self._word_clean: dict[int, torch.Tensor] = {}
+        # cancelling, cells are read in turn in groups (:class:`Turns`) whose index matrices
+        # take at most an eighth of the memory free now (at least the G_k cache's floor)
+        self._turn_budget = max(G_CACHE_BYTES, free_bytes(dev) // 8)
+        self._turns: Turns | None = None  # the group being read
+        self._early_writes: dict[tuple[int, int], torch.Tensor] = {}  # (the width order)
         if self.lstsq:
             nn, nt = len(st.nonterminals), len(st.terminals)
             # the regressors of a read: nonterminals, then terminals (unary cells), whose
@@ -113,9 +121,9 @@ class CleanupParser(SpectralParser):
         if self.pre is not None:  # nothing was written: the unary step takes the scores
             return
         nt, dev = self._nt, self.device
-        for k in range(1, self.n + 1):
-            idx = self.index_outer(k, k - 1)
-            q = self.row_dots(self.residual, idx)
+        nonterminals = torch.zeros((self.batch, self._nn), dtype=torch.bool, device=dev)
+
+        def read_word(k: int, q: torch.Tensor) -> torch.Tensor:
             clean = self.sigmoid((q @ self.terminal_w.T).real)
             self._word_clean[k] = clean
             if self.soft is None:
@@ -125,20 +133,33 @@ class CleanupParser(SpectralParser):
                 written = self.soft[:, k - 1] > SOFT_LEVEL
             terms = ((clean > self.opt.candidate_level) | written) & self._lexicon
             terms &= self.active(k)[:, None]
-            nonterminals = torch.zeros((self.batch, self._nn), dtype=torch.bool, device=dev)
-            self._subtract(k - 1, k, self._solve(torch.cat((nonterminals, terms), 1), q), idx)
+            return self._solve(torch.cat((nonterminals, terms), 1), q)
+
+        k = 1  # the words in groups read in turn (:class:`Turns`), from the table of them all
+        while k <= self.n:
+            group = Turns(self, self._group(k - 1, k))
+            for c, (_, word) in enumerate(group.spans):
+                group.subtract(c, self._subtraction(read_word(word, group.read(c))))
+            k = group.spans[-1][1] + 1
 
     def _subtract(self, i: int, j: int, a: torch.Tensor, idx: torch.Tensor) -> None:
         """Take sum_X a_X [i]- [j]- [X]- from the residual table (``a`` (B, N + T): the
-        amplitudes of nonterminals, then terminals; only the columns some sentence read).
-        ``idx``: the cell's :meth:`index_outer`, which its read used (conjugated here, in
-        place in the work buffer; under autograd a view of the read's, so that the
-        backward pass keeps one copy of it for the read and the subtraction)."""
+        amplitudes of nonterminals, then terminals). ``idx``: the cell's
+        :meth:`index_outer`, which its read used (conjugated here, in place in the work
+        buffer; under autograd a view of the read's, so that the backward pass keeps one
+        copy of it for the read and the subtraction)."""
+        left = self._subtraction(a)
+        if left is not None:
+            self.add_outer("residual", -left, self.conj_work(idx))
+
+    def _subtraction(self, a: torch.Tensor) -> torch.Tensor | None:
+        """conj(sum_X a_X X^), (B, h): the left spectrum of what amplitudes ``a`` (B, N + T)
+        stand for in the table (the product over the columns some sentence read), or None
+        where every amplitude is 0."""
         cols = (a != 0).any(0).nonzero().flatten()
         if not len(cols):
-            return
-        left = torch.conj(a[:, cols].to(self.cdtype) @ self._reg_written[cols])
-        self.add_outer("residual", -left, self.conj_work(idx))
+            return None
+        return torch.conj(a[:, cols].to(self.cdtype) @ self._reg_written[cols])
 
     def read(self, i: int, j: int, step: Step) -> None:
         st, xp = self.structure, self.xp
@@ -199,18 +220,34 @@ class CleanupParser(SpectralParser):
             cols = kept.nonzero().flatten()
             rows, values, keep = rows[cols], values[:, cols], keep[:, cols]
         g = (values * keep).to(self.cdtype)
-        left, m = torch.conj(g @ self.spectra[rows]), self.conj_work(self.index_outer(j, i))
-        self.add_outer("left_spectrum", left, m)
-        if self.residual is not None:  # the residual holds what is written, until it is read
-            self.add_outer("residual", left, m)
+        left = torch.conj(g @ self.spectra[rows])
+        if self.residual is None:
+            self.add_outer("left_spectrum", left, self.conj_work(self.index_outer(j, i)))
+            return
+        # cancelling: written into P_left and the residual with the cell's group, once read
+        turn = self._turn(i, j, create=False)
+        if turn is None:  # the width order's write of a cell of the width's next group
+            early = self._early_writes.get((i, j))
+            self._early_writes[(i, j)] = left if early is None else early + left
+        else:
+            turn[0].write(turn[1], left)
 
     def end(self, i: int, j: int, step: Step) -> None:
-        idx = self.index_outer(j, i)  # the read's, kept for its subtraction (autograd: a view)
-        self._end(i, j, step, self._cell_readout(i, j, idx), idx)
+        if self.residual is None:
+            idx = self.index_outer(j, i)
+            self._end(i, j, step, self._cell_readout(i, j, idx), idx)
+            return
+        turns, c = self._turn(i, j)  # type: ignore[misc]
+        cands = self._cell_candidates(i, j, step)
+        full = self._solve(cands, turns.read(c))
+        self._finish(i, j, cands, full, None, subtract=False)
+        if turns.subtract(c, self._subtraction(full)):  # the group's last cell
+            self._turns = None
 
     def ends_width(self, step: Step) -> bool:
         """In the "width" order, whether a width's cells are read back together: with the
-        least-squares read-back, whose reads subtract nothing (as the numpy parser's)."""
+        least-squares read-back, whose reads subtract nothing (cancelling, the cells are
+        read in turn, a width's in one sweep: :class:`Turns`)."""
         return self.lstsq and not self.cancel
 
     def end_width(self, spans: list[tuple[int, int]], step: Step) -> None:
@@ -222,6 +259,44 @@ class CleanupParser(SpectralParser):
         solved = self._solve(torch.cat(cands), torch.cat(qs)).split(self.batch)
         for (i, j), c, full in zip(spans, cands, solved, strict=True):
             self._finish(i, j, c, full, None)
+
+    def _chunk(self) -> int:
+        """How many cells a :class:`Turns` group holds at most: their index matrices (two
+        (d // 2 + 1) x d complex matrices each, one conjugated) within an eighth of the
+        memory the device had free when the parse started, and at least one."""
+        per_cell = 2 * self.half * self.d * torch.empty((), dtype=self.cdtype).element_size()
+        return max(1, self._turn_budget // per_cell)
+
+    def _group(self, i: int, j: int) -> list[tuple[int, int]]:
+        """The cells read in one :class:`Turns` group from cell (i, j) on: the rest of its
+        span width ("width" order) or of its column (the words: all of them), in the
+        schedule's order, at most :meth:`_chunk` of them."""
+        n, w = self.n, j - i
+        if self.opt.order == "width":
+            spans = [(a, a + w) for a in range(i, n - w + 1)]
+        elif w == 1:
+            spans = [(k - 1, k) for k in range(j, n + 1)]
+        else:
+            spans = [(a, j) for a in range(i, -1, -1)]
+        return spans[: self._chunk()]
+
+    def _turn(self, i: int, j: int, create: bool = True) -> tuple[Turns, int] | None:
+        """The pending :class:`Turns` group of cell (i, j) and its place there; a new group
+        from (i, j) on where none is pending (``create=False``: None where another group
+        is pending, whose cells are read first)."""
+        turns = self._turns
+        if turns is not None and (i, j) in turns.position:
+            return turns, turns.position[(i, j)]
+        if turns is not None:
+            if not create:
+                return None
+            raise RuntimeError(f"cell ({i}, {j}) read before the cells of {turns.spans}")
+        turns = self._turns = Turns(self, self._group(i, j))
+        for span, c in turns.position.items():  # writes made before the group was
+            early = self._early_writes.pop(span, None)
+            if early is not None:
+                turns.write(c, early)
+        return turns, 0
 
     def _cell_readout(self, i: int, j: int, idx: torch.Tensor) -> torch.Tensor:
         """The readout of cell (i, j) (``idx``: its index matrix) from the table the reads
@@ -246,11 +321,20 @@ class CleanupParser(SpectralParser):
             cands = torch.cat((cands, self._terms.pop((i, j), self._no_terms)), dim=1)
         return cands
 
-    def _finish(self, i: int, j: int, cands: torch.Tensor, full: torch.Tensor, idx: Any) -> None:
+    def _finish(
+        self,
+        i: int,
+        j: int,
+        cands: torch.Tensor,
+        full: torch.Tensor,
+        idx: Any,
+        subtract: bool = True,
+    ) -> None:
         """Cell (i, j) read (``full``: every regressor's amplitude, (B, N + T)): what was
         read leaves the residual table (through ``idx``, the read's index matrix, or None
-        to make it again), and the cell's statistics and scores are kept."""
-        if self.residual is not None:  # what was read leaves the residual table
+        to make it again; ``subtract=False``: the caller subtracts it), and the cell's
+        statistics and scores are kept."""
+        if self.residual is not None and subtract:  # what was read leaves the residual
             self._subtract(i, j, full, self.index_outer(j, i) if idx is None else idx)
         a = full[:, : self._nn]
         self.stats[(i, j)] = a

@@ -1,0 +1,101 @@
+"""Cells read and subtracted in turn, the tables swept once for a group of them: the torch
+backend's cancelling read-back (docs/method.md, section 4.4, "Reads in turn, in one sweep").
+
+Cancelling, cell by cell, the residual table R gains a cell's write L_c conj(X_c), is read,
+q_c = R X_c (the row dots of :meth:`SpectralParser.row_dots
+<fastdcyk.engine.torch_spectral.SpectralParser.row_dots>`), and loses the read's subtraction
+S_c conj(X_c), where X_c = G_j (.) i^ is the index matrix of cell c = (i, j) and L_c, S_c are
+(batch, d // 2 + 1) left spectra. The reads being linear,
+
+    q_c = R_0 X_c + sum_{c' <= c} L_c' K_c'c - sum_{c' < c} S_c' K_c'c,
+    K_c'c[f] = sum_g conj(X_c'[f, g]) X_c[f, g],
+
+with R_0 the residual table before the group's first cell. So a group of cells whose index
+matrices are known ahead (a column of the cell order, a span width, the words) costs one
+product that reads every cell from R_0, one that gives K, and, once the last cell is read,
+one that writes every L_c into P_left and one every L_c - S_c into the residual: a few sweeps
+of the (batch, d // 2 + 1, d) tables per group instead of four per cell. Between them each
+cell's detection, read and solve work on (batch, d // 2 + 1) vectors, in the group's order,
+so that a detection may depend on the reads of the cells before it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from fastdcyk.engine.torch_spectral import SpectralParser
+
+__all__ = ["Turns"]
+
+
+class Turns:
+    """A group of cells read in turn from the residual table (the module's docstring).
+
+    Parameters
+    ----------
+    parser : SpectralParser
+        The parser whose ``residual`` table (and ``left_spectrum``) the group reads and
+        updates.
+    spans : list of (int, int)
+        The cells (i, j), in the order they are read.
+    """
+
+    def __init__(self, parser: SpectralParser, spans: list[tuple[int, int]]) -> None:
+        self.parser, self.spans = parser, spans
+        self.position = {span: c for c, span in enumerate(spans)}
+        x = torch.stack([parser.index_matrix(j) * parser.full_index[i] for i, j in spans], 1)
+        self.xc = torch.conj(x)  # (h, C, d)
+        self.k = self.xc @ x.transpose(1, 2)  # (h, C, C): K[f, c', c]
+        self.q0 = parser.residual.transpose(0, 1) @ x.transpose(1, 2)  # (h, B, C)
+        self.writes: list[torch.Tensor | None] = [None] * len(spans)
+        self.nets: list[torch.Tensor] = []  # L_c - S_c of the cells read, (B, h)
+
+    def write(self, c: int, left: torch.Tensor) -> None:
+        """Cell c writes ``left`` (B, h) (added to what it wrote already)."""
+        before = self.writes[c]
+        self.writes[c] = left if before is None else before + left
+
+    def read(self, c: int) -> torch.Tensor:
+        """Cell c's readout q_c, (B, h): R X_c as cell c - 1 left the residual, with cell
+        c's own write."""
+        if c != len(self.nets):
+            raise RuntimeError(f"cell {self.spans[c]} read out of turn")
+        terms = list(self.nets)
+        if self.writes[c] is not None:
+            terms.append(self.writes[c])
+        q = self.q0[:, :, c]
+        if terms:
+            stacked = torch.stack(terms, 2).transpose(0, 1)  # (h, B, c or c + 1)
+            q = q + (stacked @ self.k[:, : len(terms), c, None]).squeeze(-1)
+        return q.T
+
+    def subtract(self, c: int, sub: torch.Tensor | None) -> bool:
+        """Cell c's read takes ``sub`` (B, h) from the residual (None: nothing). Returns
+        whether it was the group's last cell, whose tables are then updated."""
+        left = self.writes[c]
+        if sub is None:
+            net = self.parser_zero() if left is None else left
+        else:
+            net = -sub if left is None else left - sub
+        self.nets.append(net)
+        if len(self.nets) < len(self.spans):
+            return False
+        self.flush()
+        return True
+
+    def parser_zero(self) -> torch.Tensor:
+        """A (B, h) left spectrum of nothing."""
+        p = self.parser
+        return torch.zeros((p.batch, p.half), dtype=p.cdtype, device=p.device)
+
+    def flush(self) -> None:
+        """Every cell's write into P_left, and its write less its read into the residual."""
+        p = self.parser
+        if any(w is not None for w in self.writes):
+            zero = self.parser_zero()
+            lefts = [zero if w is None else w for w in self.writes]
+            p.add_outers("left_spectrum", torch.stack(lefts, 2).transpose(0, 1), self.xc)
+        p.add_outers("residual", torch.stack(self.nets, 2).transpose(0, 1), self.xc)
