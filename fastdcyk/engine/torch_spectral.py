@@ -131,11 +131,10 @@ class SpectralParser(TorchParser):
         (``lefts`` (h, B, C), ``ms`` (h, C, d)) in one batched product, in place unless
         autograd needs the old value (as :meth:`add_outer`)."""
         acc = getattr(self, name)
-        update = (lefts @ ms).transpose(0, 1)  # (B, h, d)
         if self.grad and name not in self.in_place:
-            setattr(self, name, acc + update)
-        else:
-            acc.add_(update)
+            setattr(self, name, torch.baddbmm(acc.transpose(0, 1), lefts, ms).transpose(0, 1))
+        else:  # in place through the (h, B, d) view: no (B, h, d) temporary
+            acc.transpose(0, 1).baddbmm_(lefts, ms)
 
     def row_dots(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """sum_g a[..., f, g] b[..., f, g] (through the batch work buffer)."""
