@@ -49,8 +49,9 @@ class CleanupParser(SpectralParser):
     autograd graph, and the amplitudes are the decoder statistics. With ``"cancel"`` the
     same reads are made from a second table, ``residual``, from which every read is
     subtracted (the words first, then each cell's candidates with their amplitudes as read),
-    as the numpy parser does; under autograd its updates
-    are kept for the backward pass as the accumulator's are. With
+    as the numpy parser does, the cells of a column (or of a span width, or the words) read
+    in turn from one sweep of the tables (:class:`~fastdcyk.engine.modes.cleanup.turns.Turns`);
+    under autograd its updates are kept for the backward pass as the accumulator's are. With
     ``"matched"`` a is the trace decoder's readout of every nonterminal.
     """
 

@@ -1,5 +1,5 @@
 """Cells read and subtracted in turn, the tables swept once for a group of them: the torch
-backend's cancelling read-back (docs/method.md, section 4.4, "Reads in turn, in one sweep").
+backend's cancelling read-back (docs/method.md, section 4.6, "Reads in turn, in one sweep").
 
 Cancelling, cell by cell, the residual table R gains a cell's write L_c conj(X_c), is read,
 q_c = R X_c (the row dots of :meth:`SpectralParser.row_dots
