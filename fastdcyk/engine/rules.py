@@ -390,26 +390,39 @@ def candidate_rule_layer(
     splits = list(splits)
     sums = st.binary_rule_counts if rule_sums is None else rule_sums
     t = sums * (len(splits) * base * base)
-    rows, values = [], []
+    # every split's read cells side by side (each with its zero past the last candidate),
+    # and the rules' positions there: three gathers for the whole cell, not three a split
+    parts, offset = [], 0
+    at_left, beside_left, at_right = [], [], []
+    parents_left, rules_left, parents_right, rules_right = [], [], [], []
     for left, right in splits:
+        lo, ro = offset, offset + len(left.rows) + 1
+        offset = ro + len(right.rows) + 1
+        parts += [left.deltas, right.deltas]
         # a rule by its left child whose right child is no candidate reads delta 0: the
-        # zero past the last candidate
+        # zero past the right cell's last candidate
         scratch[right.rows] = right.positions
         beside = scratch[left.left_partners]
         scratch[right.rows] = -1
         beside[beside < 0] = len(right.rows)
-        by_left = xp.take(left.deltas, left.left_at) * (base + xp.take(right.deltas, beside))
-        by_right = base * xp.take(right.deltas, right.right_at)
-        for rules, parents, part in (
-            (left.left_rules, left.left_rule_rows, by_left),
-            (right.right_rules, right.right_rule_rows, by_right),
-        ):
-            if len(rules):
-                rows.append(parents)
-                values.append(part if rule_weights is None else part * rule_weights[rules])
-    if rows:
-        t = xp.index_add(t, np.concatenate(rows), xp.concat(values))
-    return t
+        at_left.append(lo + left.left_at)
+        beside_left.append(ro + beside)
+        at_right.append(ro + right.right_at)
+        parents_left.append(left.left_rule_rows)
+        rules_left.append(left.left_rules)
+        parents_right.append(right.right_rule_rows)
+        rules_right.append(right.right_rules)
+    if not parts:
+        return t
+    by_left_at, by_right_at = np.concatenate(at_left), np.concatenate(at_right)
+    if not len(by_left_at) + len(by_right_at):
+        return t
+    deltas = xp.concat(parts)
+    by_left = xp.take(deltas, by_left_at) * (base + xp.take(deltas, np.concatenate(beside_left)))
+    values = xp.concat((by_left, base * xp.take(deltas, by_right_at)))
+    if rule_weights is not None:
+        values = values * xp.take(rule_weights, np.concatenate(rules_left + rules_right))
+    return xp.index_add(t, np.concatenate(parents_left + parents_right), values)
 
 
 def cell_splits(

@@ -251,6 +251,8 @@ def parse(
     p_left = p_right = None
     if dense:
         p_left, p_right = p.dense()
+        if not getattr(p, "right", True):  # never written: 0, made on the host if asked
+            p_right = None
     if stats is not None and not bool(torch.isfinite(stats).all()):
         raise schedule.non_finite("the decoder statistics")
     return TorchParse(
@@ -385,10 +387,14 @@ def parse_sentences(
             # checked where the matrices are (on a GPU: no pass over them on the host), then
             # each sentence's copied once into an array of its own
             for name, m in (("P_left", res.p_left), ("P_right", res.p_right)):
-                if not bool(torch.isfinite(m).all()):
+                if m is not None and not bool(torch.isfinite(m).all()):
                     raise schedule.non_finite(f"{name} after the parse")
             p_left = [_host_matrix(m, codebook.dtype) for m in res.p_left]
-            p_right = [_host_matrix(m, codebook.dtype) for m in res.p_right]
+            if res.p_right is None:  # never written (the clean-up gate): zeros of its own
+                shape = (codebook.d, codebook.d)
+                p_right = [np.zeros(shape, codebook.dtype) for _ in sentences]
+            else:
+                p_right = [_host_matrix(m, codebook.dtype) for m in res.p_right]
     out = []
     for b, words in enumerate(sentences):
         stats = chart = None

@@ -140,7 +140,8 @@ class TorchParse:
         The cells (i, j), 0 <= i < j <= n_b, of each sentence.
     lengths : list of int
     p_left, p_right : Tensor, (B, d, d), or None
-        The accumulators (when asked for).
+        The accumulators (when asked for); ``p_right`` is None also where the gate never
+        writes it (the clean-up gate: P_right is 0).
     counts : list of dict
         Per sentence: detections, updates (applied) and pruned, as the numpy backend counts.
     log : list of list of dict, or None

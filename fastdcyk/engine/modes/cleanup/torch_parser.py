@@ -72,6 +72,7 @@ class CleanupParser(SpectralParser):
         self._turn_budget = max(G_CACHE_BYTES, free_bytes(dev) // 8)
         self._turns: Turns | None = None  # the group being read
         self._early_writes: dict[tuple[int, int], torch.Tensor] = {}  # (the width order)
+        self._unwritten: list[tuple[tuple[int, int], torch.Tensor]] = []  # P_left's, deferred
         if self.lstsq:
             nn, nt = len(st.nonterminals), len(st.terminals)
             # the regressors of a read: nonterminals, then terminals (unary cells), whose
@@ -383,6 +384,21 @@ class CleanupParser(SpectralParser):
             out[:, i, j] = a
         return out
 
+    def defer_writes(self, writes: list[tuple[tuple[int, int], torch.Tensor]]) -> None:
+        """Cells' writes into P_left (``writes``: each cell (i, j) and its left spectrum,
+        (B, h)), kept until P_left is asked for: cancelling, no read sees P_left."""
+        self._unwritten.extend(writes)
+
+    def _write_deferred(self) -> None:
+        """The writes :meth:`defer_writes` kept, into P_left, :meth:`_chunk` cells a product."""
+        while self._unwritten:
+            part = self._unwritten[: self._chunk()]
+            del self._unwritten[: len(part)]
+            x = [self.index_matrix(j) * self.full_index[i] for (i, j), _ in part]
+            lefts = torch.stack([left for _, left in part], 2).transpose(0, 1)  # (h, B, C)
+            self.add_outers("left_spectrum", lefts, torch.conj(torch.stack(x, 1)))
+
     def dense(self) -> tuple[torch.Tensor, torch.Tensor]:
+        self._write_deferred()
         self.residual = None  # the residual table is not part of the result
         return super().dense()

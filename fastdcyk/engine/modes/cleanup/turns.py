@@ -13,8 +13,10 @@ S_c conj(X_c), where X_c = G_j (.) i^ is the index matrix of cell c = (i, j) and
 with R_0 the residual table before the group's first cell. So a group of cells whose index
 matrices are known ahead (a column of the cell order, a span width, the words) costs one
 product that reads every cell from R_0, one that gives K, and, once the last cell is read,
-one that writes every L_c into P_left and one every L_c - S_c into the residual: a few sweeps
-of the (batch, d // 2 + 1, d) tables per group instead of four per cell. Between them each
+one that writes every L_c - S_c into the residual: a few sweeps of the (batch, d // 2 + 1, d)
+residual table per group instead of four sweeps of two tables per cell. No read sees P_left
+while cancelling: the parser writes the L_c into it when the parse's P_left is asked for,
+in as few products as the memory allows, or never. Between them each
 cell's detection, read and solve work on (batch, d // 2 + 1) vectors, in the group's order,
 so that a detection may depend on the reads of the cells before it.
 """
@@ -49,7 +51,9 @@ class Turns:
         x = torch.stack([parser.index_matrix(j) * parser.full_index[i] for i, j in spans], 1)
         self.xc = torch.conj(x)  # (h, C, d)
         self.k = self.xc @ x.transpose(1, 2)  # (h, C, C): K[f, c', c]
-        self.q0 = parser.residual.transpose(0, 1) @ x.transpose(1, 2)  # (h, B, C)
+        # (h, B, C): every cell's read from R_0, less (as each cell is read) what it left
+        # in the residual for the cells after it
+        self.q = parser.residual.transpose(0, 1) @ x.transpose(1, 2)
         self.writes: list[torch.Tensor | None] = [None] * len(spans)
         self.nets: list[torch.Tensor] = []  # L_c - S_c of the cells read, (B, h)
 
@@ -63,13 +67,9 @@ class Turns:
         c's own write."""
         if c != len(self.nets):
             raise RuntimeError(f"cell {self.spans[c]} read out of turn")
-        terms = list(self.nets)
+        q = self.q[:, :, c]
         if self.writes[c] is not None:
-            terms.append(self.writes[c])
-        q = self.q0[:, :, c]
-        if terms:
-            stacked = torch.stack(terms, 2).transpose(0, 1)  # (h, B, c or c + 1)
-            q = q + (stacked @ self.k[:, : len(terms), c, None]).squeeze(-1)
+            q = q + self.writes[c].T * self.k[:, c, c, None]
         return q.T
 
     def subtract(self, c: int, sub: torch.Tensor | None) -> bool:
@@ -81,10 +81,16 @@ class Turns:
         else:
             net = -sub if left is None else left - sub
         self.nets.append(net)
-        if len(self.nets) < len(self.spans):
-            return False
-        self.flush()
-        return True
+        if len(self.nets) == len(self.spans):
+            self.flush()
+            return True
+        # the later cells' reads see what this one left: net_c K_c,c' for c' > c
+        later = net.T[:, :, None] * self.k[:, c, None, c + 1 :]  # (h, B, C - c - 1)
+        if self.parser.grad:  # out of place: the earlier reads' slices are kept for backward
+            self.q = torch.cat((self.q[:, :, : c + 1], self.q[:, :, c + 1 :] + later), 2)
+        else:
+            self.q[:, :, c + 1 :] += later
+        return False
 
     def parser_zero(self) -> torch.Tensor:
         """A (B, h) left spectrum of nothing."""
@@ -92,10 +98,10 @@ class Turns:
         return torch.zeros((p.batch, p.half), dtype=p.cdtype, device=p.device)
 
     def flush(self) -> None:
-        """Every cell's write into P_left, and its write less its read into the residual."""
+        """Every cell's write less its read into the residual; the writes handed to the
+        parser for P_left (``parser.defer_writes``), which no read sees while cancelling."""
         p = self.parser
-        if any(w is not None for w in self.writes):
-            zero = self.parser_zero()
-            lefts = [zero if w is None else w for w in self.writes]
-            p.add_outers("left_spectrum", torch.stack(lefts, 2).transpose(0, 1), self.xc)
         p.add_outers("residual", torch.stack(self.nets, 2).transpose(0, 1), self.xc)
+        p.defer_writes(
+            [(s, w) for s, w in zip(self.spans, self.writes, strict=True) if w is not None]
+        )
