@@ -250,9 +250,7 @@ def parse(
     t3 = time.perf_counter()
     p_left = p_right = None
     if dense:
-        p_left, p_right = p.dense()
-        if not getattr(p, "right", True):  # never written: 0, made on the host if asked
-            p_right = None
+        p_left, p_right = p.dense()  # P_right None where never written (0)
     if stats is not None and not bool(torch.isfinite(stats).all()):
         raise schedule.non_finite("the decoder statistics")
     return TorchParse(

@@ -398,7 +398,7 @@ class CleanupParser(SpectralParser):
             lefts = torch.stack([left for _, left in part], 2).transpose(0, 1)  # (h, B, C)
             self.add_outers("left_spectrum", lefts, torch.conj(torch.stack(x, 1)))
 
-    def dense(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def dense(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         self._write_deferred()
         self.residual = None  # the residual table is not part of the result
         return super().dense()
