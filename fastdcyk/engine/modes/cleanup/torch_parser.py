@@ -390,13 +390,24 @@ class CleanupParser(SpectralParser):
         self._unwritten.extend(writes)
 
     def _write_deferred(self) -> None:
-        """The writes :meth:`defer_writes` kept, into P_left, :meth:`_chunk` cells a product."""
+        """The writes :meth:`defer_writes` kept, into P_left: as many cells a product as
+        the batch has sentences (at least 8, at most :meth:`_chunk`), so that their index
+        matrices take about the memory of one table."""
+        size = min(self._chunk(), max(8, self.batch))
         while self._unwritten:
-            part = self._unwritten[: self._chunk()]
+            part = self._unwritten[:size]
             del self._unwritten[: len(part)]
-            x = [self.index_matrix(j) * self.full_index[i] for (i, j), _ in part]
+            if self.grad:  # (products into a buffer do not differentiate)
+                xs = [self.index_matrix(j) * self.full_index[i] for (i, j), _ in part]
+                xc = torch.stack(xs, 1).conj_physical()
+            else:
+                shape = (self.half, len(part), self.d)
+                xc = torch.empty(shape, dtype=self.cdtype, device=self.device)
+                for c, ((i, j), _) in enumerate(part):
+                    torch.mul(self.index_matrix(j), self.full_index[i], out=xc[:, c])
+                xc.conj_physical_()
             lefts = torch.stack([left for _, left in part], 2).transpose(0, 1)  # (h, B, C)
-            self.add_outers("left_spectrum", lefts, torch.conj(torch.stack(x, 1)))
+            self.add_outers("left_spectrum", lefts, xc)
 
     def dense(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         self._write_deferred()
