@@ -144,16 +144,6 @@ class CleanupParser(SpectralParser):
                 group.subtract(c, self._subtraction(read_word(word, group.read(c))))
             k = group.spans[-1][1] + 1
 
-    def _subtract(self, i: int, j: int, a: torch.Tensor, idx: torch.Tensor) -> None:
-        """Take sum_X a_X [i]- [j]- [X]- from the residual table (``a`` (B, N + T): the
-        amplitudes of nonterminals, then terminals). ``idx``: the cell's
-        :meth:`index_outer`, which its read used (conjugated here, in place in the work
-        buffer; under autograd a view of the read's, so that the backward pass keeps one
-        copy of it for the read and the subtraction)."""
-        left = self._subtraction(a)
-        if left is not None:
-            self.add_outer("residual", -left, self.conj_work(idx))
-
     def _subtraction(self, a: torch.Tensor) -> torch.Tensor | None:
         """conj(sum_X a_X X^), (B, h): the left spectrum of what amplitudes ``a`` (B, N + T)
         stand for in the table (the product over the columns some sentence read), or None
@@ -226,23 +216,25 @@ class CleanupParser(SpectralParser):
         if self.residual is None:
             self.add_outer("left_spectrum", left, self.conj_work(self.index_outer(j, i)))
             return
-        # cancelling: written into P_left and the residual with the cell's group, once read
-        turn = self._turn(i, j, create=False)
-        if turn is None:  # the width order's write of a cell of the width's next group
+        # cancelling: written into the residual with the cell's group, once read
+        pending = self._turns
+        if pending is not None and (i, j) not in pending.position:
+            # the width order's write of a cell of the width's next group
             early = self._early_writes.get((i, j))
             self._early_writes[(i, j)] = left if early is None else early + left
         else:
-            turn[0].write(turn[1], left)
+            turns, c = self._turn(i, j)
+            turns.write(c, left)
 
     def end(self, i: int, j: int, step: Step) -> None:
         if self.residual is None:
             idx = self.index_outer(j, i)
-            self._end(i, j, step, self._cell_readout(i, j, idx), idx)
+            self._end(i, j, step, self._cell_readout(i, j, idx))
             return
-        turns, c = self._turn(i, j)  # type: ignore[misc]
+        turns, c = self._turn(i, j)
         cands = self._cell_candidates(i, j, step)
         full = self._solve(cands, turns.read(c))
-        self._finish(i, j, cands, full, None, subtract=False)
+        self._finish(i, j, cands, full)
         if turns.subtract(c, self._subtraction(full)):  # the group's last cell
             self._turns = None
 
@@ -260,7 +252,7 @@ class CleanupParser(SpectralParser):
         cands = [self._cell_candidates(i, j, step) for i, j in spans]
         solved = self._solve(torch.cat(cands), torch.cat(qs)).split(self.batch)
         for (i, j), c, full in zip(spans, cands, solved, strict=True):
-            self._finish(i, j, c, full, None)
+            self._finish(i, j, c, full)
 
     def _chunk(self) -> int:
         """How many cells a :class:`Turns` group holds at most: their index matrices (two
@@ -282,16 +274,13 @@ class CleanupParser(SpectralParser):
             spans = [(a, j) for a in range(i, -1, -1)]
         return spans[: self._chunk()]
 
-    def _turn(self, i: int, j: int, create: bool = True) -> tuple[Turns, int] | None:
+    def _turn(self, i: int, j: int) -> tuple[Turns, int]:
         """The pending :class:`Turns` group of cell (i, j) and its place there; a new group
-        from (i, j) on where none is pending (``create=False``: None where another group
-        is pending, whose cells are read first)."""
+        from (i, j) on where none is pending."""
         turns = self._turns
         if turns is not None and (i, j) in turns.position:
             return turns, turns.position[(i, j)]
         if turns is not None:
-            if not create:
-                return None
             raise RuntimeError(f"cell ({i}, {j}) read before the cells of {turns.spans}")
         turns = self._turns = Turns(self, self._group(i, j))
         for span, c in turns.position.items():  # writes made before the group was
@@ -306,12 +295,12 @@ class CleanupParser(SpectralParser):
         table = self.left_spectrum if self.residual is None else self.residual
         return self.row_dots(table, idx)
 
-    def _end(self, i: int, j: int, step: Step, q: torch.Tensor, idx: Any) -> None:
+    def _end(self, i: int, j: int, step: Step, q: torch.Tensor) -> None:
         if not self.lstsq:
             self.scores[(i, j)] = self.sigmoid((q @ self.spectra_w.T).real)
             return
         cands = self._cell_candidates(i, j, step)
-        self._finish(i, j, cands, self._solve(cands, q), idx)
+        self._finish(i, j, cands, self._solve(cands, q))
 
     def _cell_candidates(self, i: int, j: int, step: Step) -> torch.Tensor:
         """The items cell (i, j) is read for, (B, N or N + T): its candidates, and in a
@@ -323,21 +312,9 @@ class CleanupParser(SpectralParser):
             cands = torch.cat((cands, self._terms.pop((i, j), self._no_terms)), dim=1)
         return cands
 
-    def _finish(
-        self,
-        i: int,
-        j: int,
-        cands: torch.Tensor,
-        full: torch.Tensor,
-        idx: Any,
-        subtract: bool = True,
-    ) -> None:
-        """Cell (i, j) read (``full``: every regressor's amplitude, (B, N + T)): what was
-        read leaves the residual table (through ``idx``, the read's index matrix, or None
-        to make it again; ``subtract=False``: the caller subtracts it), and the cell's
-        statistics and scores are kept."""
-        if self.residual is not None and subtract:  # what was read leaves the residual
-            self._subtract(i, j, full, self.index_outer(j, i) if idx is None else idx)
+    def _finish(self, i: int, j: int, cands: torch.Tensor, full: torch.Tensor) -> None:
+        """Cell (i, j) read (``full``: every regressor's amplitude, (B, N + T)): its
+        statistics and scores kept (cancelling, its group subtracts what it read)."""
         a = full[:, : self._nn]
         self.stats[(i, j)] = a
         self.scores[(i, j)] = scores = self.sigmoid(a)

@@ -14,11 +14,11 @@ with R_0 the residual table before the group's first cell. So a group of cells w
 matrices are known ahead (a column of the cell order, a span width, the words) costs one
 product that reads every cell from R_0, one that gives K, and, once the last cell is read,
 one that writes every L_c - S_c into the residual: a few sweeps of the (batch, d // 2 + 1, d)
-residual table per group instead of four sweeps of two tables per cell. No read sees P_left
-while cancelling: the parser writes the L_c into it when the parse's P_left is asked for,
-in as few products as the memory allows, or never. Between them each
+residual table per group instead of four sweeps of two tables per cell. Between them each
 cell's detection, read and solve work on (batch, d // 2 + 1) vectors, in the group's order,
-so that a detection may depend on the reads of the cells before it.
+so that a detection may depend on the reads of the cells before it. No read sees P_left
+while cancelling: the parser writes the L_c into it only when the parse's P_left is asked
+for (``CleanupParser.defer_writes``).
 """
 
 from __future__ import annotations
