@@ -243,6 +243,7 @@ def parse(
     args = (vectors, structure, options, words, lengths, unary_weights, binary_weights, record)
     args += (soft, pre)
     p: TorchParser = parser_class(*args, g_cache=g_cache)
+    p.wants_dense = dense
     timings: dict[str, float] = {}
     schedule.run(p, p.n, options.order, p.ledger, on_progress=on_progress, timings=timings)
     t2 = time.perf_counter()

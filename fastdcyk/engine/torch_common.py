@@ -273,6 +273,10 @@ class TorchNamespace(ArrayNamespace):
 class TorchParser(schedule.CellParser):
     """Tables, masks, counts, readouts and the detection log of one batched parse."""
 
+    #: Whether the parse returns P_left and P_right (set by the driver; a parser may skip
+    #: work that only they need when it is False).
+    wants_dense: bool = True
+
     def __init__(
         self,
         vec: SymbolVectors,

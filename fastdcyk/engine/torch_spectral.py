@@ -70,13 +70,22 @@ class SpectralParser(TorchParser):
         #: The accumulators updated in place under autograd too: those that no operation
         #: keeps for the backward pass (a mode names them; out of place otherwise).
         self.in_place: frozenset[str] = frozenset()
-        # work buffers (without autograd): a (h, d) matrix and a (B, h, d) one
+        # work buffers (without autograd): a (h, d) matrix, and a (B, h, d) one made when
+        # first needed (the clean-up gate's cancelling reads never need it)
         self._work = (
             None if self.grad else torch.empty(shape[1:], dtype=self.cdtype, device=self.device)
         )
-        self._batch_work = (
-            None if self.grad else torch.empty(shape, dtype=self.cdtype, device=self.device)
-        )
+        self._batch_buffer: torch.Tensor | None = None
+
+    @property
+    def _batch_work(self) -> torch.Tensor | None:
+        """The (B, h, d) work buffer (None under autograd), made on first use."""
+        if self.grad:
+            return None
+        if self._batch_buffer is None:
+            shape = (self.batch, self.half, self.d)
+            self._batch_buffer = torch.empty(shape, dtype=self.cdtype, device=self.device)
+        return self._batch_buffer
 
     def index_matrix(self, k: int) -> torch.Tensor:
         """G_k, from the cache or computed (under autograd every G_k is kept)."""

@@ -235,16 +235,81 @@ def test_cancelling_groups_of_any_size_read_as_cell_by_cell(monkeypatch, order, 
     from fastdcyk.engine.modes.cleanup import torch_parser
 
     g = fd.Grammar.builtin("G4")
-    sents = fd.generate(g, 4, min_len=3, max_len=9, seed=11)
+    size = torch_parser.TURN_BATCH  # the smallest batch read in groups
+    sents = fd.generate(g, size, min_len=3, max_len=9, seed=11)
     cb = _codebook(g, 64, "cleanup")
     kw = dict(variant="cleanup", readback="cancel", order=order)
-    whole = dcyk_batch(g, sents, cb, batch_size=4, backend="torch", **kw)
+    whole = dcyk_batch(g, sents, cb, batch_size=size, backend="torch", **kw)
     monkeypatch.setattr(torch_parser.CleanupParser, "_chunk", lambda self: chunk)
-    cut = dcyk_batch(g, sents, cb, batch_size=4, backend="torch", **kw)
+    cut = dcyk_batch(g, sents, cb, batch_size=size, backend="torch", **kw)
     for s, a, b in zip(sents, whole, cut, strict=True):
         ref = fd.dcyk(g, s, cb, **kw)
         _assert_same(ref, a, 1e-8)
         _assert_same(ref, b, 1e-8)
+
+
+@pytest.mark.parametrize("learn_index", [False, True])
+@pytest.mark.parametrize("chunk", [None, 1, 2])
+def test_cancelling_groups_under_autograd_give_the_same_values(monkeypatch, learn_index, chunk):
+    """Under autograd the groups read in turn take their out-of-place paths (the later
+    reads' corrections, the residual's and P_left's updates; in place for the residual
+    when the index vectors are fixed): the statistics and P_left are still the numpy
+    backend's, for whole groups and groups of one or two cells."""
+    from fastdcyk.engine.modes.cleanup import torch_parser
+
+    if chunk is not None:
+        monkeypatch.setattr(torch_parser.CleanupParser, "_chunk", lambda self: chunk)
+    g = fd.Grammar.builtin("G4")
+    sents = fd.generate(g, torch_parser.TURN_BATCH, min_len=4, max_len=8, seed=13)
+    cb = _codebook(g, 48, "cleanup")
+    opt = resolve("cleanup", readback="cancel", dtype=np.float64)
+    st = torch_backend.rule_structure(g)
+    vec = torch_backend.symbol_vectors(cb, st, max(map(len, sents)), encoding=opt.encoding)
+    vec.nonterminal.requires_grad_(True)
+    vec.index.requires_grad_(learn_index)
+    ids = [st.terminal_ids(s) for s in sents]
+    res = torch_backend.parse(vec, st, ids, opt, dense=True)
+    assert res.p_right is None  # the clean-up gate never writes P_right
+    (res.statistics.sum() + res.p_left.sum()).backward()  # the graph is whole
+    assert vec.nonterminal.grad is not None
+    for b, s in enumerate(sents):
+        ref = fd.dcyk(g, s, cb, variant="cleanup", readback="cancel")
+        n = len(s)
+        got = res.statistics[b, :n, : n + 1].detach().numpy()
+        scale = np.abs(ref.statistics.array).max()
+        np.testing.assert_allclose(got, ref.statistics.array, atol=1e-10 * scale)
+        left = res.p_left[b].detach().numpy()
+        np.testing.assert_allclose(left, ref.p_left, atol=1e-10 * np.abs(ref.p_left).max())
+
+
+def test_cancelling_without_dense_keeps_no_writes_for_p_left(monkeypatch):
+    """With ``dense=False`` (the experiment grid, the layer) the cancelling parser keeps no
+    cell's write for P_left, which no read sees: the same statistics as with it."""
+    from fastdcyk.engine.modes.cleanup import torch_parser
+
+    kept = []
+    defer = torch_parser.CleanupParser.defer_writes
+
+    def spy(self, writes):
+        defer(self, writes)
+        kept.append((self.wants_dense, len(self._unwritten)))
+
+    monkeypatch.setattr(torch_parser.CleanupParser, "defer_writes", spy)
+    g = fd.Grammar.builtin("G2")
+    sents = [
+        tuple(s) for s in fd.generate(g, torch_parser.TURN_BATCH, min_len=3, max_len=6, seed=2)
+    ]
+    cb = _codebook(g, 48, "cleanup")
+    opt = resolve("cleanup", readback="cancel", dtype=np.float64)
+    with_p = torch_backend.parse_sentences(g, sents, cb, opt)
+    without = torch_backend.parse_sentences(g, sents, cb, opt, dense=False)
+    for a, b in zip(with_p, without, strict=True):
+        assert b["p_left"] is None and b["p_right"] is None
+        assert a["chart"] == b["chart"] and a["statistics"] == b["statistics"]
+        assert not a["p_right"].any() and a["p_right"].flags.owndata
+    assert {dense for dense, _ in kept} == {True, False}
+    assert all(count == 0 for dense, count in kept if not dense)
+    assert any(count > 0 for dense, count in kept if dense)
 
 
 def test_parse_core_masks_and_shapes():
@@ -315,6 +380,27 @@ def test_gradcheck_cancelling_with_fixed_indices():
         "cleanup", readback="cancel", candidate_level=0.0, beta=2.0, prune=0.0, dtype=np.float64
     )
     assert _gradcheck_example(opt, learn_index=False)
+
+
+@pytest.mark.parametrize("order", ["cell", "width"])
+@pytest.mark.parametrize("learn_index", [False, True])
+def test_gradcheck_cancelling_in_groups(monkeypatch, order, learn_index):
+    """The cells read in groups (fastdcyk.engine.modes.cleanup.turns, here for the example's
+    batch of two) differentiate right: through the reads from one sweep, their
+    corrections and the residual's updates, with the index vectors learnt or fixed."""
+    from fastdcyk.engine.modes.cleanup import torch_parser
+
+    monkeypatch.setattr(torch_parser, "TURN_BATCH", 1)
+    opt = resolve(
+        "cleanup",
+        readback="cancel",
+        candidate_level=0.0,
+        beta=2.0,
+        prune=0.0,
+        order=order,
+        dtype=np.float64,
+    )
+    assert _gradcheck_example(opt, learn_index=learn_index)
 
 
 def _gradcheck_example(opt, learn_index: bool = True) -> bool:

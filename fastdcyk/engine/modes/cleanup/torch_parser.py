@@ -27,7 +27,15 @@ from fastdcyk.engine.torch_common import free_bytes
 from fastdcyk.engine.torch_spectral import SpectralParser
 from fastdcyk.hrr.buffers import G_CACHE_BYTES
 
-__all__ = ["SOFT_LEVEL", "CleanupParser"]
+__all__ = ["SOFT_LEVEL", "TURN_BATCH", "CleanupParser"]
+
+#: Cancelling, the smallest batch whose cells are read in groups (:class:`Turns`): below
+#: it a group's index matrices, each as large as a sentence's table, cost more than the
+#: sweeps they save, and each cell is written, read and subtracted in turn through one work
+#: buffer (docs/performance.md, "Reads in turn": on a 2-core CPU, 10-word sentences, the
+#: groups were 9% slower at batch 4 and d = 256, 15% faster at batch 4 and d = 1024, and
+#: faster at batch 8 for both).
+TURN_BATCH = 4
 
 #: Cancelling with soft terminals: the weight above which a part of a word's mixture is solved
 #: for and subtracted with the word (an encoder's softmax gives every terminal some weight;
@@ -71,7 +79,7 @@ class CleanupParser(SpectralParser):
         # take at most an eighth of the memory free now (at least the G_k cache's floor)
         self._turn_budget = max(G_CACHE_BYTES, free_bytes(dev) // 8)
         self._turns: Turns | None = None  # the group being read
-        self._early_writes: dict[tuple[int, int], torch.Tensor] = {}  # (the width order)
+        self._in_turns = self.cancel and self.batch >= TURN_BATCH
         self._unwritten: list[tuple[tuple[int, int], torch.Tensor]] = []  # P_left's, deferred
         if self.lstsq:
             nn, nt = len(st.nonterminals), len(st.terminals)
@@ -137,12 +145,28 @@ class CleanupParser(SpectralParser):
             terms &= self.active(k)[:, None]
             return self._solve(torch.cat((nonterminals, terms), 1), q)
 
+        if not self._in_turns:  # each word read and subtracted through the work buffer
+            for k in range(1, self.n + 1):
+                idx = self.index_outer(k, k - 1)
+                full = read_word(k, self.row_dots(self.residual, idx))
+                self._subtract(full, idx)
+            return
         k = 1  # the words in groups read in turn (:class:`Turns`), from the table of them all
         while k <= self.n:
             group = Turns(self, self._group(k - 1, k))
             for c, (_, word) in enumerate(group.spans):
                 group.subtract(c, self._subtraction(read_word(word, group.read(c))))
+            group.flush(self)
             k = group.spans[-1][1] + 1
+            del group  # before the next group's index matrices
+
+    def _subtract(self, a: torch.Tensor, idx: torch.Tensor) -> None:
+        """Take what amplitudes ``a`` (B, N + T) stand for from the residual table, through
+        ``idx``, the cell's :meth:`index_outer` that its read used (conjugated here, in place
+        in the work buffer; under autograd a view of the read's)."""
+        left = self._subtraction(a)
+        if left is not None:
+            self.add_outer("residual", -left, self.conj_work(idx))
 
     def _subtraction(self, a: torch.Tensor) -> torch.Tensor | None:
         """conj(sum_X a_X X^), (B, h): the left spectrum of what amplitudes ``a`` (B, N + T)
@@ -216,27 +240,33 @@ class CleanupParser(SpectralParser):
         if self.residual is None:
             self.add_outer("left_spectrum", left, self.conj_work(self.index_outer(j, i)))
             return
+        if not self._in_turns:  # into both tables now
+            m = self.conj_work(self.index_outer(j, i))
+            self.add_outer("left_spectrum", left, m)
+            self.add_outer("residual", left, m)
+            return
         # cancelling: written into the residual with the cell's group, once read
-        pending = self._turns
-        if pending is not None and (i, j) not in pending.position:
-            # the width order's write of a cell of the width's next group
-            early = self._early_writes.get((i, j))
-            self._early_writes[(i, j)] = left if early is None else early + left
-        else:
-            turns, c = self._turn(i, j)
-            turns.write(c, left)
+        turns, c = self._turn(i, j)
+        turns.write(c, left)
 
     def end(self, i: int, j: int, step: Step) -> None:
         if self.residual is None:
             idx = self.index_outer(j, i)
             self._end(i, j, step, self._cell_readout(i, j, idx))
             return
-        turns, c = self._turn(i, j)
         cands = self._cell_candidates(i, j, step)
+        if not self._in_turns:  # read and subtracted through the work buffer
+            idx = self.index_outer(j, i)
+            full = self._solve(cands, self.row_dots(self.residual, idx))
+            self._finish(i, j, cands, full)
+            self._subtract(full, idx)
+            return
+        turns, c = self._turn(i, j)
         full = self._solve(cands, turns.read(c))
         self._finish(i, j, cands, full)
         if turns.subtract(c, self._subtraction(full)):  # the group's last cell
             self._turns = None
+            turns.flush(self)
 
     def ends_width(self, step: Step) -> bool:
         """In the "width" order, whether a width's cells are read back together: with the
@@ -255,11 +285,18 @@ class CleanupParser(SpectralParser):
             self._finish(i, j, c, full)
 
     def _chunk(self) -> int:
-        """How many cells a :class:`Turns` group holds at most: their index matrices (two
-        (d // 2 + 1) x d complex matrices each, one conjugated) within an eighth of the
-        memory the device had free when the parse started, and at least one."""
+        """How many cells a :class:`Turns` group holds at most: twice the batch's sentences
+        (K's products, C^2 (d // 2 + 1) d, stay within the reads' and the update's,
+        2 B C (d // 2 + 1) d: at batch 1 a group is two cells), and their index matrices
+        ((d // 2 + 1) x d complex each, and the stack's copy) within an eighth of the memory
+        the device had free when the parse started; at least one."""
+        return max(1, min(2 * self.batch, self._cells_in_budget()))
+
+    def _cells_in_budget(self) -> int:
+        """How many cells' index matrices (two (d // 2 + 1) x d complex matrices each) fit
+        in an eighth of the memory the device had free when the parse started."""
         per_cell = 2 * self.half * self.d * torch.empty((), dtype=self.cdtype).element_size()
-        return max(1, self._turn_budget // per_cell)
+        return self._turn_budget // per_cell
 
     def _group(self, i: int, j: int) -> list[tuple[int, int]]:
         """The cells read in one :class:`Turns` group from cell (i, j) on: the rest of its
@@ -283,10 +320,6 @@ class CleanupParser(SpectralParser):
         if turns is not None:
             raise RuntimeError(f"cell ({i}, {j}) read before the cells of {turns.spans}")
         turns = self._turns = Turns(self, self._group(i, j))
-        for span, c in turns.position.items():  # writes made before the group was
-            early = self._early_writes.pop(span, None)
-            if early is not None:
-                turns.write(c, early)
         return turns, 0
 
     def _cell_readout(self, i: int, j: int, idx: torch.Tensor) -> torch.Tensor:
@@ -363,14 +396,18 @@ class CleanupParser(SpectralParser):
 
     def defer_writes(self, writes: list[tuple[tuple[int, int], torch.Tensor]]) -> None:
         """Cells' writes into P_left (``writes``: each cell (i, j) and its left spectrum,
-        (B, h)), kept until P_left is asked for: cancelling, no read sees P_left."""
-        self._unwritten.extend(writes)
+        (B, h)), kept until P_left is asked for (cancelling, no read sees P_left), and
+        dropped where the parse returns no P_left (:attr:`wants_dense` False)."""
+        if self.wants_dense:
+            self._unwritten.extend(writes)
 
     def _write_deferred(self) -> None:
-        """The writes :meth:`defer_writes` kept, into P_left: as many cells a product as
-        the batch has sentences (at least 8, at most :meth:`_chunk`), so that their index
-        matrices take about the memory of one table."""
-        size = min(self._chunk(), max(8, self.batch))
+        """The writes :meth:`defer_writes` kept, into P_left, by span end j (each G_j
+        computed once): as many cells a product as the batch has sentences (at least 8,
+        within the memory of :meth:`_cells_in_budget`), so that their index matrices take
+        about the memory of one table."""
+        size = max(1, min(self._cells_in_budget(), max(8, self.batch)))
+        self._unwritten.sort(key=lambda write: write[0][1])  # by G_j: each computed once
         while self._unwritten:
             part = self._unwritten[:size]
             del self._unwritten[: len(part)]

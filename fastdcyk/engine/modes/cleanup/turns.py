@@ -23,7 +23,7 @@ for (``CleanupParser.defer_writes``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -39,26 +39,32 @@ class Turns:
     Parameters
     ----------
     parser : SpectralParser
-        The parser whose ``residual`` table (and ``left_spectrum``) the group reads and
-        updates.
+        The clean-up parser whose ``residual`` table the group reads (from its index
+        matrices and full index spectra); kept by no attribute, so that a parse stopped by
+        an error mid-group leaves no reference cycle holding its tensors.
     spans : list of (int, int)
         The cells (i, j), in the order they are read.
     """
 
     def __init__(self, parser: SpectralParser, spans: list[tuple[int, int]]) -> None:
-        self.parser, self.spans = parser, spans
+        self.spans = spans
         self.position = {span: c for c, span in enumerate(spans)}
+        self.grad = parser.grad
+        self._zero_shape = (parser.batch, parser.half)
+        self._zero_kind = {"dtype": parser.cdtype, "device": parser.device}
         x = torch.stack([parser.index_matrix(j) * parser.full_index[i] for i, j in spans], 1)
-        self.xc = torch.conj(x)  # (h, C, d)
+        self.xc = torch.conj(x)  # (h, C, d), a conjugate view of x
         self.k = self.xc @ x.transpose(1, 2)  # (h, C, C): K[f, c', c]
-        # (h, B, C): every cell's read from R_0, less (as each cell is read) what it left
-        # in the residual for the cells after it
+        # (h, B, C): every cell's read from R_0, less (as each cell is read) what the cells
+        # before it left in the residual
         self.q = parser.residual.transpose(0, 1) @ x.transpose(1, 2)
         self.writes: list[torch.Tensor | None] = [None] * len(spans)
         self.nets: list[torch.Tensor] = []  # L_c - S_c of the cells read, (B, h)
 
     def write(self, c: int, left: torch.Tensor) -> None:
-        """Cell c writes ``left`` (B, h) (added to what it wrote already)."""
+        """Cell c writes ``left`` (B, h) (added to what it wrote already), before its read."""
+        if c < len(self.nets):
+            raise RuntimeError(f"cell {self.spans[c]} written after its read")
         before = self.writes[c]
         self.writes[c] = left if before is None else before + left
 
@@ -74,34 +80,33 @@ class Turns:
 
     def subtract(self, c: int, sub: torch.Tensor | None) -> bool:
         """Cell c's read takes ``sub`` (B, h) from the residual (None: nothing). Returns
-        whether it was the group's last cell, whose tables are then updated."""
+        whether it was the group's last cell (then :meth:`flush` the group)."""
         left = self.writes[c]
         if sub is None:
-            net = self.parser_zero() if left is None else left
+            net = self._zero() if left is None else left
         else:
             net = -sub if left is None else left - sub
         self.nets.append(net)
         if len(self.nets) == len(self.spans):
-            self.flush()
             return True
         # the later cells' reads see what this one left: net_c K_c,c' for c' > c
         later = net.T[:, :, None] * self.k[:, c, None, c + 1 :]  # (h, B, C - c - 1)
-        if self.parser.grad:  # out of place: the earlier reads' slices are kept for backward
+        if self.grad:  # out of place: the earlier reads' slices are kept for backward
             self.q = torch.cat((self.q[:, :, : c + 1], self.q[:, :, c + 1 :] + later), 2)
         else:
             self.q[:, :, c + 1 :] += later
         return False
 
-    def parser_zero(self) -> torch.Tensor:
+    def _zero(self) -> torch.Tensor:
         """A (B, h) left spectrum of nothing."""
-        p = self.parser
-        return torch.zeros((p.batch, p.half), dtype=p.cdtype, device=p.device)
+        return torch.zeros(self._zero_shape, **self._zero_kind)
 
-    def flush(self) -> None:
-        """Every cell's write less its read into the residual; the writes handed to the
-        parser for P_left (``parser.defer_writes``), which no read sees while cancelling."""
-        p = self.parser
-        p.add_outers("residual", torch.stack(self.nets, 2).transpose(0, 1), self.xc)
-        p.defer_writes(
-            [(s, w) for s, w in zip(self.spans, self.writes, strict=True) if w is not None]
-        )
+    def flush(self, parser: Any) -> None:
+        """Every cell's write less its read into ``parser``'s residual table (one batched
+        product, :meth:`SpectralParser.add_outers`), and the writes handed to
+        ``parser.defer_writes`` for P_left, which no read sees while cancelling."""
+        nets = torch.stack(self.nets, 2).transpose(0, 1)  # (h, B, C)
+        parser.add_outers("residual", nets, self.xc)
+        writes = zip(self.spans, self.writes, strict=True)
+        parser.defer_writes([(s, w) for s, w in writes if w is not None])
+        self.xc = self.k = self.q = None  # type: ignore[assignment]
