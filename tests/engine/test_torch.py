@@ -384,13 +384,11 @@ def test_gradcheck_cancelling_with_fixed_indices():
 
 @pytest.mark.parametrize("order", ["cell", "width"])
 @pytest.mark.parametrize("learn_index", [False, True])
-def test_gradcheck_cancelling_in_groups(monkeypatch, order, learn_index):
-    """The cells read in groups (fastdcyk.engine.modes.cleanup.turns, here for the example's
-    batch of two) differentiate right: through the reads from one sweep, their
-    corrections and the residual's updates, with the index vectors learnt or fixed."""
-    from fastdcyk.engine.modes.cleanup import torch_parser
-
-    monkeypatch.setattr(torch_parser, "TURN_BATCH", 1)
+def test_gradcheck_cancelling_in_groups(order, learn_index):
+    """The cells read in groups (fastdcyk.engine.modes.cleanup.turns: under autograd at
+    every batch size, here the example's two sentences) differentiate right: through the
+    reads from one sweep, their corrections and the residual's updates, with the index
+    vectors learnt or fixed, in either order."""
     opt = resolve(
         "cleanup",
         readback="cancel",

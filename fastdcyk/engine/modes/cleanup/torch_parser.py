@@ -34,7 +34,7 @@ __all__ = ["SOFT_LEVEL", "TURN_BATCH", "CleanupParser"]
 #: sweeps they save, and each cell is written, read and subtracted in turn through one work
 #: buffer (docs/performance.md, "Reads in turn": on a 2-core CPU, 10-word sentences, the
 #: groups were 9% slower at batch 4 and d = 256, 15% faster at batch 4 and d = 1024, and
-#: faster at batch 8 for both).
+#: faster at batch 8 for both). Under autograd the groups are used at every batch size.
 TURN_BATCH = 4
 
 #: Cancelling with soft terminals: the weight above which a part of a word's mixture is solved
@@ -79,7 +79,9 @@ class CleanupParser(SpectralParser):
         # take at most an eighth of the memory free now (at least the G_k cache's floor)
         self._turn_budget = max(G_CACHE_BYTES, free_bytes(dev) // 8)
         self._turns: Turns | None = None  # the group being read
-        self._in_turns = self.cancel and self.batch >= TURN_BATCH
+        # (under autograd always: the groups keep far less for the backward pass than the
+        # tables each cell's out-of-place updates would)
+        self._in_turns = self.cancel and (self.batch >= TURN_BATCH or self.grad)
         self._unwritten: list[tuple[tuple[int, int], torch.Tensor]] = []  # P_left's, deferred
         if self.lstsq:
             nn, nt = len(st.nonterminals), len(st.terminals)
