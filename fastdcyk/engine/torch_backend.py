@@ -174,7 +174,8 @@ def parse(
     decode : bool, default True
         Compute the decoder statistics.
     dense : bool, default False
-        Also return P_left and P_right.
+        Also return P_left and P_right (P_right None where the gate never writes it: the
+        clean-up gate's is 0).
     record : bool, default False
         Keep the log of every detection, as ``DCYKResult.log``.
     on_progress : callable, optional
