@@ -60,7 +60,9 @@ class SpectralParser(TorchParser):
             {} if g_cache is None or self.grad else g_cache
         )
         real = "float64" if self.rdtype == torch.float64 else "float32"
-        self._slots = g_cache_slots(d, real, self.n, budget=free_bytes(self.device) // 4)
+        #: Bytes free on the device when the parse started (what its caches are sized from).
+        self.free_at_start = free_bytes(self.device)
+        self._slots = g_cache_slots(d, real, self.n, budget=self.free_at_start // 4)
         w = self.parseval.to(self.cdtype)
         self.spectra_w = self.spectra * w / d
         if len(self.structure.unary):
@@ -111,6 +113,16 @@ class SpectralParser(TorchParser):
         if self._work is None:
             return self.index_matrix(j) * self.full_index[i]
         return torch.mul(self.index_matrix(j), self.full_index[i], out=self._work)
+
+    def index_outers(self, spans: list[tuple[int, int]]) -> torch.Tensor:
+        """G_j (.) i^ of every cell (i, j) of ``spans``, (h, C, d): made in one new array
+        without autograd (stacked from new products under it)."""
+        if self.grad:
+            return torch.stack([self.index_matrix(j) * self.full_index[i] for i, j in spans], 1)
+        x = torch.empty((self.half, len(spans), self.d), dtype=self.cdtype, device=self.device)
+        for c, (i, j) in enumerate(spans):
+            torch.mul(self.index_matrix(j), self.full_index[i], out=x[:, c])
+        return x
 
     def conj_work(self, m: torch.Tensor) -> torch.Tensor:
         """conj(m), in place when ``m`` is the work buffer."""

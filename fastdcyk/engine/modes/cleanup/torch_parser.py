@@ -23,7 +23,6 @@ from fastdcyk.engine.rules import (
     rule_layer,
 )
 from fastdcyk.engine.schedule import Detections, Step
-from fastdcyk.engine.torch_common import free_bytes
 from fastdcyk.engine.torch_spectral import SpectralParser
 from fastdcyk.hrr.buffers import G_CACHE_BYTES
 
@@ -77,7 +76,7 @@ class CleanupParser(SpectralParser):
         self._word_clean: dict[int, torch.Tensor] = {}
         # cancelling, cells are read in turn in groups (:class:`Turns`) whose index matrices
         # take at most an eighth of the memory free now (at least the G_k cache's floor)
-        self._turn_budget = max(G_CACHE_BYTES, free_bytes(dev) // 8)
+        self._turn_budget = max(G_CACHE_BYTES, self.free_at_start // 8)
         self._turns: Turns | None = None  # the group being read
         # (under autograd always: the groups keep far less for the backward pass than the
         # tables each cell's out-of-place updates would)
@@ -239,31 +238,25 @@ class CleanupParser(SpectralParser):
             rows, values, keep = rows[cols], values[:, cols], keep[:, cols]
         g = (values * keep).to(self.cdtype)
         left = torch.conj(g @ self.spectra[rows])
-        if self.residual is None:
-            self.add_outer("left_spectrum", left, self.conj_work(self.index_outer(j, i)))
-            return
-        if not self._in_turns:  # into both tables now
+        if not self._in_turns:  # into the tables now
             m = self.conj_work(self.index_outer(j, i))
             self.add_outer("left_spectrum", left, m)
-            self.add_outer("residual", left, m)
+            if self.residual is not None:  # the residual holds what is written, until read
+                self.add_outer("residual", left, m)
             return
         # cancelling: written into the residual with the cell's group, once read
         turns, c = self._turn(i, j)
         turns.write(c, left)
 
     def end(self, i: int, j: int, step: Step) -> None:
-        if self.residual is None:
+        if not self._in_turns:  # read (and, cancelling, subtracted) through the work buffer
             idx = self.index_outer(j, i)
-            self._end(i, j, step, self._cell_readout(i, j, idx))
-            return
-        cands = self._cell_candidates(i, j, step)
-        if not self._in_turns:  # read and subtracted through the work buffer
-            idx = self.index_outer(j, i)
-            full = self._solve(cands, self.row_dots(self.residual, idx))
-            self._finish(i, j, cands, full)
-            self._subtract(full, idx)
+            full = self._end(i, j, step, self._cell_readout(i, j, idx))
+            if self.residual is not None:
+                self._subtract(full, idx)
             return
         turns, c = self._turn(i, j)
+        cands = self._cell_candidates(i, j, step)
         full = self._solve(cands, turns.read(c))
         self._finish(i, j, cands, full)
         if turns.subtract(c, self._subtraction(full)):  # the group's last cell
@@ -330,12 +323,16 @@ class CleanupParser(SpectralParser):
         table = self.left_spectrum if self.residual is None else self.residual
         return self.row_dots(table, idx)
 
-    def _end(self, i: int, j: int, step: Step, q: torch.Tensor) -> None:
+    def _end(self, i: int, j: int, step: Step, q: torch.Tensor) -> torch.Tensor | None:
+        """Cell (i, j) read from its readout ``q``: its amplitudes, (B, N + T), or None
+        with ``"matched"`` (its clean scores only)."""
         if not self.lstsq:
             self.scores[(i, j)] = self.sigmoid((q @ self.spectra_w.T).real)
-            return
+            return None
         cands = self._cell_candidates(i, j, step)
-        self._finish(i, j, cands, self._solve(cands, q))
+        full = self._solve(cands, q)
+        self._finish(i, j, cands, full)
+        return full
 
     def _cell_candidates(self, i: int, j: int, step: Step) -> torch.Tensor:
         """The items cell (i, j) is read for, (B, N or N + T): its candidates, and in a
@@ -413,15 +410,7 @@ class CleanupParser(SpectralParser):
         while self._unwritten:
             part = self._unwritten[:size]
             del self._unwritten[: len(part)]
-            if self.grad:  # (products into a buffer do not differentiate)
-                xs = [self.index_matrix(j) * self.full_index[i] for (i, j), _ in part]
-                xc = torch.stack(xs, 1).conj_physical()
-            else:
-                shape = (self.half, len(part), self.d)
-                xc = torch.empty(shape, dtype=self.cdtype, device=self.device)
-                for c, ((i, j), _) in enumerate(part):
-                    torch.mul(self.index_matrix(j), self.full_index[i], out=xc[:, c])
-                xc.conj_physical_()
+            xc = self.index_outers([span for span, _ in part]).conj_physical_()
             lefts = torch.stack([left for _, left in part], 2).transpose(0, 1)  # (h, B, C)
             self.add_outers("left_spectrum", lefts, xc)
 

@@ -52,8 +52,8 @@ class Turns:
         self.grad = parser.grad
         self._zero_shape = (parser.batch, parser.half)
         self._zero_kind = {"dtype": parser.cdtype, "device": parser.device}
-        x = torch.stack([parser.index_matrix(j) * parser.full_index[i] for i, j in spans], 1)
-        self.xc = torch.conj(x)  # (h, C, d), a conjugate view of x
+        x = parser.index_outers(spans)  # (h, C, d)
+        self.xc = torch.conj(x)  # a conjugate view of x
         self.k = self.xc @ x.transpose(1, 2)  # (h, C, C): K[f, c', c]
         # (h, B, C): every cell's read from R_0, less (as each cell is read) what the cells
         # before it left in the residual
