@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import compress
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -282,12 +281,17 @@ def chart_from_statistics(
     bound = decision_boundary(beta, threshold)
     if isinstance(statistics, Statistics) and statistics.n == n:
         names = statistics.nonterminals
-        above = (statistics.array > bound).tolist()  # nested lists: no numpy call per cell
-        return {
-            (i, j): frozenset(compress(names, above[i][j]))
-            for i in range(n)
-            for j in range(i + 1, n + 1)
+        found: dict[tuple[int, int], list[str]] = {
+            (i, j): [] for i in range(n) for j in range(i + 1, n + 1)
         }
+        # the entries above the bound, not the whole array: no numpy call per cell, and no
+        # Python object per nonterminal of every cell (a real grammar's thousands)
+        for i, j, a in zip(
+            *(x.tolist() for x in np.nonzero(statistics.array > bound)), strict=True
+        ):
+            if j > i:  # a cell of the chart (the array has room for (i, j) with j <= i)
+                found[(i, j)].append(names[a])
+        return {cell: frozenset(v) for cell, v in found.items()}
     cells: dict[tuple[int, int], set[str]] = {
         (i, j): set() for i in range(n) for j in range(i + 1, n + 1)
     }

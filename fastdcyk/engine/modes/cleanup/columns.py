@@ -34,7 +34,7 @@ from numba import njit
 from fastdcyk.engine.certificate import NEGLIGIBLE
 from fastdcyk.engine.readback import RIDGE, _small_solve
 from fastdcyk.engine.splits import _layer
-from fastdcyk.hrr.kernels import outer_madd, row_dots
+from fastdcyk.hrr.kernels import outer_madd
 
 __all__ = [
     "DONE",
@@ -49,7 +49,6 @@ __all__ = [
 #: What :func:`column` returns first: every cell done, or the cell where it stopped and why.
 DONE, UNREAD, NON_FINITE_DETECTION, NON_FINITE_READ = 0, 1, 2, 3
 
-_row_dots = row_dots.serial
 _outer_madd = outer_madd.serial
 
 _SQRT2 = math.sqrt(2.0)
@@ -64,14 +63,17 @@ def _expit(z):  # pragma: no cover - compiled
     return e / (1.0 + e)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
 def _lexicon_scores(lex_spectra, parseval, q, d, beta, scores_c):  # pragma: no cover - compiled
     """The clean score of every terminal of the lexicon in a unary cell whose readout is q:
-    sigma(tr([a]+ [j]+ [i]+ P_left) / d), the numpy parser's ``word_scores``."""
+    sigma(tr([a]+ [j]+ [i]+ P_left) / d), the numpy parser's ``word_scores`` (its sums
+    reassociated, in complex128)."""
+    wq = parseval * q
     for c in range(lex_spectra.shape[0]):
         acc = 0j
-        for f in range(lex_spectra.shape[1]):
-            acc += lex_spectra[c, f] * (parseval[f] * q[f])
+        row = lex_spectra[c]
+        for f in range(row.shape[0]):
+            acc += row[f] * wq[f]
         scores_c[c] = _expit((acc.real / d - 0.5) * beta)
 
 
@@ -79,14 +81,19 @@ def _lexicon_scores(lex_spectra, parseval, q, d, beta, scores_c):  # pragma: no 
 def _read_spectrum(a, spectra, rows, k, lex_spectra, terms, m, lv_t):  # pragma: no cover - compiled
     """lv_t = conj(-sum_X a_X X^) over a read's items (the k nonterminals ``rows[:k]``,
     then the m terminals ``terms[:m]``): its subtraction from the residual table, ready for
-    the next write into the cell's column."""
-    for f in range(lv_t.shape[0]):
-        s = 0j
-        for c in range(k):
-            s -= a[c] * spectra[rows[c], f]
-        for c in range(m):
-            s -= a[k + c] * lex_spectra[terms[c], f]
-        lv_t[f] = np.conj(s)
+    the next write into the cell's column. Summed in complex128 row by row of the spectra
+    (contiguous), then rounded to lv_t's precision."""
+    s = np.zeros(lv_t.shape[0], np.complex128)
+    for c in range(k):
+        row, ac = spectra[rows[c]], a[c]
+        for f in range(s.shape[0]):
+            s[f] -= ac * row[f]
+    for c in range(m):
+        row, ac = lex_spectra[terms[c]], a[k + c]
+        for f in range(s.shape[0]):
+            s[f] -= ac * row[f]
+    for f in range(s.shape[0]):
+        lv_t[f] = np.conj(s[f])
 
 
 @njit(cache=True, nogil=True)
@@ -118,7 +125,7 @@ def _inverse_diagonal(low, k, items, diag):  # pragma: no cover - compiled
             diag[c] += diag[items + r] * diag[items + r]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
 def _items(
     spectra, vectors, rows, k, lex_spectra, lex_vectors, terms, m, q, parseval, x, basis, gram
 ):  # pragma: no cover - compiled
@@ -187,7 +194,95 @@ def _certify(
     return margin, bound
 
 
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
+#: The readouts' partial sums: blocks of this many columns summed in the table's precision,
+#: the blocks' sums in complex128. A block of constant length is what the compiler
+#: vectorises; complex128 arithmetic on every element ran the sweep 1.4 times slower
+#: (docs/performance.md, "The sweep in the table's precision").
+BLOCK = 64
+
+_ELEMENT = {"cache": True, "nogil": True, "fastmath": {"reassoc"}}
+
+
+@njit(**_ELEMENT)
+def _read(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx):  # pragma: no cover - compiled
+    """A readout's term: the table as it is."""
+    return gr[c] * rr[c] * idx[c]
+
+
+@njit(**_ELEMENT)
+def _write_read(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx):  # pragma: no cover - compiled
+    """Not cancelling: the cell's write into P_left, then its readout's term."""
+    val = lr[c] + lw * np.conj(gr[c]) * ci_w[c]
+    lr[c] = val
+    return gr[c] * val * idx[c]
+
+
+@njit(**_ELEMENT)
+def _take_read(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx):  # pragma: no cover - compiled
+    """Cancelling, nothing to write: the previous read's subtraction, the readout's term."""
+    val = rr[c] + lt * np.conj(gr[c]) * ci_t[c]
+    rr[c] = val
+    return gr[c] * val * idx[c]
+
+
+@njit(**_ELEMENT)
+def _write_take_read(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx):  # pragma: no cover - compiled
+    """Cancelling: the write into both tables with the previous read's subtraction."""
+    cg = np.conj(gr[c])
+    w = lw * cg * ci_w[c]
+    lr[c] += w
+    val = rr[c] + w + lt * cg * ci_t[c]
+    rr[c] = val
+    return gr[c] * val * idx[c]
+
+
+@njit(**_ELEMENT)
+def _write_both_read(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx):  # pragma: no cover - compiled
+    """Cancelling, no subtraction pending: the write into both tables."""
+    w = lw * np.conj(gr[c]) * ci_w[c]
+    lr[c] += w
+    val = rr[c] + w
+    rr[c] = val
+    return gr[c] * val * idx[c]
+
+
+def _sweeper(element):
+    """A compiled sweep over the tables' rows with ``element`` inlined:
+    ``sweep(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx)`` sets q[f] to the sum over
+    columns c of ``element``'s terms on row f (which may update the tables in place), in
+    the tables' precision by blocks of :data:`BLOCK`, the blocks' sums in complex128. One
+    function per element, each under its own name (Numba's cache files are named by it),
+    so that the callers stay cacheable (a function passed as an argument is not)."""
+
+    def sweep(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx):  # pragma: no cover - compiled
+        h, d = table.shape[0], table.shape[1]
+        zero = np.zeros(1, table.dtype)[0]
+        full = d // BLOCK
+        for f in range(h):
+            gr, lr, rr, lw, lt = g[f], left[f], table[f], lv_w[f], lv_t[f]
+            acc = 0j
+            for b in range(full):
+                s = zero
+                for c in range(b * BLOCK, b * BLOCK + BLOCK):
+                    s += element(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx)
+                acc += s
+            s = zero
+            for c in range(full * BLOCK, d):
+                s += element(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx)
+            q[f] = acc + s
+
+    sweep.__name__ = sweep.__qualname__ = "_sweep" + element.__name__
+    return njit(cache=True, nogil=True, fastmath={"reassoc"})(sweep)
+
+
+_sweep_read = _sweeper(_read)
+_sweep_write_read = _sweeper(_write_read)
+_sweep_take_read = _sweeper(_take_read)
+_sweep_write_take_read = _sweeper(_write_take_read)
+_sweep_write_both_read = _sweeper(_write_both_read)
+
+
+@njit(cache=True, nogil=True)
 def _pass(
     left, residual, cancel, g, write, lv_w, ci_w, lv_t, ci_t, take, q, idx
 ):  # pragma: no cover - compiled
@@ -197,43 +292,19 @@ def _pass(
     (``take``: ``lv_t``, ``ci_t``) in the same sweep; then the cell's readout q from the
     table the reads see (``idx`` its start index's spectrum). ``write_left`` and
     ``cell_readout`` of :mod:`fastdcyk.engine.numpy_spectral` fused, so that G_j and the
-    tables are read once; the readout's sums may be reassociated (as
-    :func:`~fastdcyk.hrr.kernels.row_dots`'s)."""
-    h, d = left.shape[0], left.shape[1]
+    tables are read once; the arithmetic in the tables' precision, the readout's sums by
+    blocks (:func:`_sweeper`)."""
     table = residual if cancel else left
-    if not write and not (cancel and take):  # nothing to write: the readout alone
-        _row_dots(g, table, idx, q)
-        return
-    for f in range(h):
-        gr, lr, rr = g[f], left[f], residual[f]
-        lw, lt = lv_w[f], lv_t[f]
-        acc = 0j
-        if not cancel:
-            for c in range(d):
-                val = lr[c] + lw * np.conj(gr[c]) * ci_w[c]
-                lr[c] = val
-                acc += gr[c] * val * idx[c]
-        elif not write:  # the previous read's subtraction only
-            for c in range(d):
-                val = rr[c] + lt * np.conj(gr[c]) * ci_t[c]
-                rr[c] = val
-                acc += gr[c] * val * idx[c]
-        elif take:
-            for c in range(d):
-                cg = np.conj(gr[c])
-                w = lw * cg * ci_w[c]
-                lr[c] += w
-                val = rr[c] + w + lt * cg * ci_t[c]
-                rr[c] = val
-                acc += gr[c] * val * idx[c]
-        else:
-            for c in range(d):
-                w = lw * np.conj(gr[c]) * ci_w[c]
-                lr[c] += w
-                val = rr[c] + w
-                rr[c] = val
-                acc += gr[c] * val * idx[c]
-        q[f] = acc
+    if not cancel and write:
+        _sweep_write_read(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx)
+    elif write and take:
+        _sweep_write_take_read(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx)
+    elif write:
+        _sweep_write_both_read(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx)
+    elif cancel and take:
+        _sweep_take_read(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx)
+    else:  # nothing to write: the readout alone
+        _sweep_read(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx)
 
 
 @njit(cache=True, nogil=True)
@@ -313,19 +384,22 @@ def _detect(
         tr = t[r]
         if not math.isfinite(tr):
             finite = False
-        gate = _expit((tr - 0.5) * beta)
-        if tr > level and gate > prune:
-            cand[k] = node_rows[r]
-            t[k] = gate
-            k += 1
+        if tr > level:  # the gate only where it can matter: most detections are below
+            gate = _expit((tr - 0.5) * beta)
+            if gate > prune:
+                cand[k] = node_rows[r]
+                t[k] = gate
+                k += 1
     counts[0] += nb
     counts[1] += k
     counts[2] += nb - k
-    for f in range(lv.shape[0]):
-        s = 0j
-        for c in range(k):
-            s += t[c] * spectra[cand[c], f]
-        lv[f] = np.conj(s)
+    s = np.zeros(lv.shape[0], np.complex128)  # summed row by row (contiguous)
+    for c in range(k):
+        row, tc = spectra[cand[c]], t[c]
+        for f in range(s.shape[0]):
+            s[f] += tc * row[f]
+    for f in range(s.shape[0]):
+        lv[f] = np.conj(s[f])
     return k, finite
 
 
@@ -429,7 +503,8 @@ def word(
     parseval, beta, level, prune, counts = params[0], params[1], params[2], params[3], out[3]
     lex_spectra, lex_vectors, terms = lexicon
     if not read_given:
-        _row_dots(g_j, residual if cancel else left, index_full[i], q)
+        table = residual if cancel else left
+        _sweep_read(table, table, g_j, lv, lv, lv, lv, q, index_full[i])
         _lexicon_scores(lex_spectra, parseval, q, vectors.shape[1], beta, scores_c)
     m = np.int64(0)
     for c in range(scores_c.shape[0]):
@@ -481,7 +556,7 @@ def read_word(
         scratch[3], scratch[4], scratch[5], scratch[6], scratch[7], scratch[9], scratch[10],
     )  # fmt: skip
     lex_spectra, lex_vectors, terms = lexicon
-    _row_dots(g_j, residual, index_full[i], q)
+    _sweep_read(residual, residual, g_j, lv_t, lv_t, lv_t, lv_t, q, index_full[i])
     _lexicon_scores(lex_spectra, parseval, q, lex_vectors.shape[1], beta, scores_c)
     m = np.int64(0)
     for c in range(lex_spectra.shape[0]):
