@@ -356,13 +356,13 @@ def _finish(
     pending = cancel and items > 0
     if pending:  # what was read leaves the residual table (in the next pass)
         _read_spectrum(a, spectra, cand, k, lex_spectra, terms, m, lv_t)
-    nn = stats.shape[2]
-    for r in range(nn):
+    absent = _expit(-0.5 * beta)  # the score of an amplitude of 0: every non-candidate's
+    for r in range(stats.shape[2]):
         stats[i, j, r] = 0.0
+        scores[i, j, r] = absent
     for c in range(k):
         stats[i, j, cand[c]] = a[c]
-    for r in range(nn):
-        scores[i, j, r] = _expit((stats[i, j, r] - 0.5) * beta)
+        scores[i, j, cand[c]] = _expit((a[c] - 0.5) * beta)
     start[i, j], count[i, j] = size, k
     for c in range(k):
         rows[size + c] = cand[c]
