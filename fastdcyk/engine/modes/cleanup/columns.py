@@ -203,58 +203,69 @@ BLOCK = 64
 _ELEMENT = {"cache": True, "nogil": True, "fastmath": {"reassoc"}}
 
 
+# The elements of a sweep, at column c of a row f of the tables: gr = G_j[f], lr and rr the
+# rows of P_left and of the table the reads see, idx the spectrum of the cell's start index
+# (its readout's term is x rr[c] with x = G_j[f, c] idx[c]); lw: the row's share of the
+# cell's write (the conj of its summed spectrum), which lands on conj(x) (a cell writes
+# where it reads); lt, ci_t: the previous cell's pending subtraction and the conj spectrum
+# of that cell's start index.
+
+
 @njit(**_ELEMENT)
-def _read(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx):  # pragma: no cover - compiled
+def _read(c, gr, lr, rr, lw, lt, ci_t, idx):  # pragma: no cover - compiled
     """A readout's term: the table as it is."""
-    return gr[c] * rr[c] * idx[c]
+    return gr[c] * idx[c] * rr[c]
 
 
 @njit(**_ELEMENT)
-def _write_read(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx):  # pragma: no cover - compiled
+def _write_read(c, gr, lr, rr, lw, lt, ci_t, idx):  # pragma: no cover - compiled
     """Not cancelling: the cell's write into P_left, then its readout's term."""
-    val = lr[c] + lw * np.conj(gr[c]) * ci_w[c]
+    x = gr[c] * idx[c]
+    val = lr[c] + lw * np.conj(x)
     lr[c] = val
-    return gr[c] * val * idx[c]
+    return x * val
 
 
 @njit(**_ELEMENT)
-def _take_read(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx):  # pragma: no cover - compiled
+def _take_read(c, gr, lr, rr, lw, lt, ci_t, idx):  # pragma: no cover - compiled
     """Cancelling, nothing to write: the previous read's subtraction, the readout's term."""
     val = rr[c] + lt * np.conj(gr[c]) * ci_t[c]
     rr[c] = val
-    return gr[c] * val * idx[c]
+    return gr[c] * idx[c] * val
 
 
 @njit(**_ELEMENT)
-def _write_take_read(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx):  # pragma: no cover - compiled
+def _write_take_read(c, gr, lr, rr, lw, lt, ci_t, idx):  # pragma: no cover - compiled
     """Cancelling: the write into both tables with the previous read's subtraction."""
-    cg = np.conj(gr[c])
-    w = lw * cg * ci_w[c]
+    x = gr[c] * idx[c]
+    w = lw * np.conj(x)
     lr[c] += w
-    val = rr[c] + w + lt * cg * ci_t[c]
+    val = rr[c] + w + lt * np.conj(gr[c]) * ci_t[c]
     rr[c] = val
-    return gr[c] * val * idx[c]
+    return x * val
 
 
 @njit(**_ELEMENT)
-def _write_both_read(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx):  # pragma: no cover - compiled
+def _write_both_read(c, gr, lr, rr, lw, lt, ci_t, idx):  # pragma: no cover - compiled
     """Cancelling, no subtraction pending: the write into both tables."""
-    w = lw * np.conj(gr[c]) * ci_w[c]
+    x = gr[c] * idx[c]
+    w = lw * np.conj(x)
     lr[c] += w
     val = rr[c] + w
     rr[c] = val
-    return gr[c] * val * idx[c]
+    return x * val
 
 
 def _sweeper(element):
-    """A compiled sweep over the tables' rows with ``element`` inlined:
-    ``sweep(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx)`` sets q[f] to the sum over
-    columns c of ``element``'s terms on row f (which may update the tables in place), in
-    the tables' precision by blocks of :data:`BLOCK`, the blocks' sums in complex128. One
-    function per element, each under its own name (Numba's cache files are named by it),
-    so that the callers stay cacheable (a function passed as an argument is not)."""
+    """A compiled sweep over the tables' rows with ``element``:
+    ``sweep(left, table, g, lv_w, lv_t, ci_t, q, idx)`` sets q[f] to the sum over columns c
+    of ``element``'s terms on row f (which may update the tables in place), in the tables'
+    precision by blocks of :data:`BLOCK`, the blocks' sums in complex128. One function per
+    element, each under its own name (Numba's cache files are named by it), so that the
+    callers stay cacheable (a function passed as an argument is not); LLVM inlines the
+    element (Numba's own ``inline="always"`` kept it from vectorising: 3.6 times slower)."""
 
-    def sweep(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx):  # pragma: no cover - compiled
+    def sweep(left, table, g, lv_w, lv_t, ci_t, q, idx):  # pragma: no cover - compiled
         h, d = table.shape[0], table.shape[1]
         zero = np.zeros(1, table.dtype)[0]
         full = d // BLOCK
@@ -264,11 +275,11 @@ def _sweeper(element):
             for b in range(full):
                 s = zero
                 for c in range(b * BLOCK, b * BLOCK + BLOCK):
-                    s += element(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx)
+                    s += element(c, gr, lr, rr, lw, lt, ci_t, idx)
                 acc += s
             s = zero
             for c in range(full * BLOCK, d):
-                s += element(c, gr, lr, rr, lw, ci_w, lt, ci_t, idx)
+                s += element(c, gr, lr, rr, lw, lt, ci_t, idx)
             q[f] = acc + s
 
     sweep.__name__ = sweep.__qualname__ = "_sweep" + element.__name__
@@ -284,27 +295,27 @@ _sweep_write_both_read = _sweeper(_write_both_read)
 
 @njit(cache=True, nogil=True)
 def _pass(
-    left, residual, cancel, g, write, lv_w, ci_w, lv_t, ci_t, take, q, idx
+    left, residual, cancel, g, write, lv_w, lv_t, ci_t, take, q, idx
 ):  # pragma: no cover - compiled
     """One pass over the tables for a cell: its write if any (``write``; ``lv_w`` the conj
-    of the summed spectrum, ``ci_w`` the conj spectrum of its start index) into P_left
-    and, cancelling, the residual table, with the previous cell's pending subtraction
-    (``take``: ``lv_t``, ``ci_t``) in the same sweep; then the cell's readout q from the
-    table the reads see (``idx`` its start index's spectrum). ``write_left`` and
-    ``cell_readout`` of :mod:`fastdcyk.engine.numpy_spectral` fused, so that G_j and the
-    tables are read once; the arithmetic in the tables' precision, the readout's sums by
-    blocks (:func:`_sweeper`)."""
+    of the summed spectrum) into P_left and, cancelling, the residual table, with the
+    previous cell's pending subtraction (``take``: ``lv_t``, ``ci_t``) in the same sweep;
+    then the cell's readout q from the table the reads see (``idx`` its start index's
+    spectrum). ``write_left`` and ``cell_readout`` of
+    :mod:`fastdcyk.engine.numpy_spectral` fused, so that G_j and the tables are read once;
+    the arithmetic in the tables' precision, the readout's sums by blocks
+    (:func:`_sweeper`)."""
     table = residual if cancel else left
     if not cancel and write:
-        _sweep_write_read(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx)
+        _sweep_write_read(left, table, g, lv_w, lv_t, ci_t, q, idx)
     elif write and take:
-        _sweep_write_take_read(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx)
+        _sweep_write_take_read(left, table, g, lv_w, lv_t, ci_t, q, idx)
     elif write:
-        _sweep_write_both_read(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx)
+        _sweep_write_both_read(left, table, g, lv_w, lv_t, ci_t, q, idx)
     elif cancel and take:
-        _sweep_take_read(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx)
+        _sweep_take_read(left, table, g, lv_w, lv_t, ci_t, q, idx)
     else:  # nothing to write: the readout alone
-        _sweep_read(left, table, g, lv_w, ci_w, lv_t, ci_t, q, idx)
+        _sweep_read(left, table, g, lv_w, lv_t, ci_t, q, idx)
 
 
 @njit(cache=True, nogil=True)
@@ -458,10 +469,7 @@ def column(
         k, finite = _detect(nb, binary_rows, beta, level, prune, spectra, counts, scratch)
         if not finite:
             return NON_FINITE_DETECTION, i, k, size
-        _pass(
-            left, residual, cancel, g_j, k > 0, lv, index_conj[i], lv_t, ci_t, pending, q,
-            index_full[i],
-        )  # fmt: skip
+        _pass(left, residual, cancel, g_j, k > 0, lv, lv_t, ci_t, pending, q, index_full[i])
         status, size, pending = _finish(
             i, j, k, np.int64(0), spectra, vectors, lexicon[0], lexicon[1], lexicon[2], chart, size,
             params, out, cancel, scratch,
@@ -504,7 +512,7 @@ def word(
     lex_spectra, lex_vectors, terms = lexicon
     if not read_given:
         table = residual if cancel else left
-        _sweep_read(table, table, g_j, lv, lv, lv, lv, q, index_full[i])
+        _sweep_read(table, table, g_j, lv, lv, lv, q, index_full[i])
         _lexicon_scores(lex_spectra, parseval, q, vectors.shape[1], beta, scores_c)
     m = np.int64(0)
     for c in range(scores_c.shape[0]):
@@ -520,8 +528,8 @@ def word(
     if not finite:
         return NON_FINITE_DETECTION, m, k, size
     _pass(
-        left, residual, cancel, g_j, k > 0, lv, index_conj[i], lv_t, index_conj[i],
-        np.bool_(False), q, index_full[i],
+        left, residual, cancel, g_j, k > 0, lv, lv_t, index_conj[i], np.bool_(False), q,
+        index_full[i],
     )  # fmt: skip
     status, size, pending = _finish(
         i, i + 1, k, m, spectra, vectors, lex_spectra, lex_vectors, terms, chart, size,
@@ -556,7 +564,7 @@ def read_word(
         scratch[3], scratch[4], scratch[5], scratch[6], scratch[7], scratch[9], scratch[10],
     )  # fmt: skip
     lex_spectra, lex_vectors, terms = lexicon
-    _sweep_read(residual, residual, g_j, lv_t, lv_t, lv_t, lv_t, q, index_full[i])
+    _sweep_read(residual, residual, g_j, lv_t, lv_t, lv_t, q, index_full[i])
     _lexicon_scores(lex_spectra, parseval, q, lex_vectors.shape[1], beta, scores_c)
     m = np.int64(0)
     for c in range(lex_spectra.shape[0]):
