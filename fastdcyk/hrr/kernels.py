@@ -329,21 +329,36 @@ def rows_circulant_numpy(b, rowidx, shift, out):
     return out
 
 
+#: :func:`row_dots`' partial sums: blocks of this many terms in the inputs' precision, the
+#: blocks' sums in complex128 (a block of constant length is what the compiler vectorises).
+ROW_BLOCK = 64
+
+
 def _row_dots_py(a, b, u, out):  # pragma: no cover - compiled
-    """out[f] = sum_g a[f, g] * b[f, g] * u[g], accumulated in complex128.
+    """out[f] = sum_g a[f, g] * b[f, g] * u[g]: the products in the inputs' precision,
+    summed by blocks of :data:`ROW_BLOCK`, the blocks' sums in complex128.
 
     With a and b two 2-D spectra and u a diagonal, this is the diagonal of a product of
     spectra, e.g. tr(D Z~ diag(R) P~) = sum_f R[f] out[f]: a trace of a product of dense
     matrices and circulants in O(d^2), no FFT.
     """
     m = a.shape[1]
+    # a zero of the products' type (complex64 for complex64 inputs)
+    zero = np.zeros(1, a.dtype)[0] * np.zeros(1, b.dtype)[0] * np.zeros(1, u.dtype)[0]
+    full = m // ROW_BLOCK
     for f in prange(a.shape[0]):
         ar = a[f]
         br = b[f]
         acc = 0j
-        for g in range(m):
-            acc += ar[g] * br[g] * u[g]
-        out[f] = acc
+        for blk in range(full):
+            s = zero
+            for g in range(blk * ROW_BLOCK, blk * ROW_BLOCK + ROW_BLOCK):
+                s += ar[g] * br[g] * u[g]
+            acc += s
+        s = zero
+        for g in range(full * ROW_BLOCK, m):
+            s += ar[g] * br[g] * u[g]
+        out[f] = acc + s
     return out
 
 
