@@ -21,6 +21,7 @@ from fastdcyk.engine import modes, schedule
 from fastdcyk.engine.arrays import NUMPY
 from fastdcyk.engine.certificate import Certificate
 from fastdcyk.engine.decode import Statistics, chart_from_statistics, decode_statistics
+from fastdcyk.engine.deferred import DeferredArray
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.engine.rules import parseval_weights, rule_tables
 from fastdcyk.engine.schedule import Step
@@ -82,8 +83,14 @@ class NumpyParser(schedule.CellParser):
         (:func:`~fastdcyk.engine.decode.decode_statistics` with the options' decoder)."""
         return None
 
-    def dense(self) -> tuple[np.ndarray, np.ndarray]:
-        """P_left and P_right as new d x d arrays of the codebook's dtype."""
+    #: Whether :meth:`dense` can defer P_left (its ``deferred``), the spectrum it keeps till
+    #: then being checked as ``left_spectrum``.
+    defers_dense = False
+
+    def dense(self, deferred: bool = False) -> tuple[Any, Any]:
+        """P_left and P_right as new d x d arrays of the codebook's dtype; with
+        ``deferred``, a parser may give either as a
+        :class:`~fastdcyk.engine.deferred.DeferredArray` (made when first asked for)."""
         raise NotImplementedError
 
     def certificate(self, chart: dict | None = None) -> Certificate | None:
@@ -151,7 +158,12 @@ def _parse(
     t2 = time.perf_counter()
     stats = parser.statistics() if decode else None
     t3 = time.perf_counter()
-    p_left, p_right = parser.dense()
+    # the dense matrices when the decoder needs P_left; else made when first asked for
+    # (the spectra checked now: a non-finite table is the parse's error, not a later one's)
+    deferred = parser.defers_dense and not (decode and stats is None)
+    if deferred:
+        _finite(parser.left_spectrum, "P_left after the parse")
+    p_left, p_right = parser.dense(deferred=True) if deferred else parser.dense()
     t4 = time.perf_counter()
     chart = None
     if decode and stats is None:
@@ -159,8 +171,9 @@ def _parse(
     if decode:
         chart = chart_from_statistics(stats, n, beta=opt.beta, threshold=opt.threshold)
     timings["decode"] = time.perf_counter() - t4 + t3 - t2
-    _finite(p_left, "P_left after the parse")
-    _finite(p_right, "P_right after the parse")
+    for name, m in (("P_left", p_left), ("P_right", p_right)):
+        if not isinstance(m, DeferredArray):  # a deferred one is zeros or checked above
+            _finite(m, f"{name} after the parse")
     logs = ledger.log_lists()
     return DCYKResult(
         words=ws,

@@ -37,6 +37,7 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine.decode import Statistics
+from fastdcyk.engine.deferred import DeferredArray
 from fastdcyk.engine.memory import Held
 from fastdcyk.engine.numpy_backend import NumpyParser
 from fastdcyk.engine.soft import SoftWord
@@ -177,27 +178,28 @@ class SpectralParser(NumpyParser):
     def dense_left(self) -> np.ndarray:
         """P_left as a new d x d array; its spectrum is released, and the G cache trimmed to
         what the codebook keeps for its next parse."""
-        cb, d = self.cb, self.d
-        trim_kept(cb, self.slots)  # what the next parse with this codebook reuses
-        # rfft(Z, axis=1)^T = fft(conj(ZT), axis=1); Z^T = irfft of it along axis 0;
-        # P_left^T = Z^T Phi.
+        trim_kept(self.cb, self.slots)  # what the next parse with this codebook reuses
         zt, self.left_spectrum = self.left_spectrum, None
-        np.conjugate(zt, out=zt)
-        cb.fft.cfft(zt, 1, forward=True)
-        cb.fft.irfft(zt, d, 0, out=self.work)
-        del zt
-        y = buffers.Y.get(cb)
-        kernels.gather_cols(self.work, cb.permutation_index(-1), y)
-        p_left = buffers.P_LEFT.new(cb, zero=False)
-        p_left[...] = y.T
-        return p_left
+        return _dense_left(zt, self.cb)
 
-    def dense(self) -> tuple[np.ndarray, np.ndarray]:
+    defers_dense = True
+
+    def dense(self, deferred: bool = False) -> tuple[Any, Any]:
         """P_left and P_right as new d x d arrays (P_right zeros when the parser keeps none);
-        the spectra and the G cache are released."""
+        the spectra and the G cache are released. With ``deferred``, P_left (and P_right
+        where never written) as :class:`~fastdcyk.engine.deferred.DeferredArray`: made when
+        the result's array is first asked for, from the spectrum the result keeps till then
+        (the same memory as the array), under the codebook's lock."""
         cb, d = self.cb, self.d
-        p_left = self.dense_left()
+        if deferred:
+            trim_kept(cb, self.slots)
+            zt, self.left_spectrum = self.left_spectrum, None
+            p_left: Any = DeferredArray(lambda: _locked_dense_left(zt, cb), (d, d), cb.dtype)
+        else:
+            p_left = self.dense_left()
         if self.right_spectrum is None:
+            if deferred:
+                return p_left, DeferredArray(lambda: buffers.P_RIGHT.new(cb), (d, d), cb.dtype)
             return p_left, buffers.P_RIGHT.new(cb)
         # rfft(P', axis=0) = fft(PR, axis=1); P_right = P' Phi.
         pr, self.right_spectrum = self.right_spectrum, None
@@ -209,6 +211,31 @@ class SpectralParser(NumpyParser):
 
     def close(self) -> None:
         trim_kept(self.cb, self.slots)
+
+
+def _dense_left(zt: np.ndarray, cb: Codebook) -> np.ndarray:
+    """P_left as a new d x d array from its left spectrum ``zt`` (overwritten); the caller
+    holds the codebook's lock (its work buffers)."""
+    d = cb.d
+    # rfft(Z, axis=1)^T = fft(conj(ZT), axis=1); Z^T = irfft of it along axis 0;
+    # P_left^T = Z^T Phi.
+    work = buffers.W.get(cb)
+    np.conjugate(zt, out=zt)
+    cb.fft.cfft(zt, 1, forward=True)
+    cb.fft.irfft(zt, d, 0, out=work)
+    del zt
+    y = buffers.Y.get(cb)
+    kernels.gather_cols(work, cb.permutation_index(-1), y)
+    p_left = buffers.P_LEFT.new(cb, zero=False)
+    p_left[...] = y.T
+    return p_left
+
+
+def _locked_dense_left(zt: np.ndarray, cb: Codebook) -> np.ndarray:
+    """:func:`_dense_left` under the codebook's lock (a deferred P_left, made after the
+    parse has let it go)."""
+    with cb.lock:
+        return _dense_left(zt, cb)
 
 
 def left_spectrum_of(p_left: np.ndarray, cb: Codebook) -> np.ndarray:

@@ -16,6 +16,7 @@ from fastdcyk.engine.auto import DimensionChoice
 from fastdcyk.engine.beam import BeamChoice
 from fastdcyk.engine.certificate import Certificate
 from fastdcyk.engine.decode import Statistics, chart_from_statistics, item_scores
+from fastdcyk.engine.deferred import DeferredArray
 from fastdcyk.engine.soft import lexical_of
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
@@ -34,7 +35,9 @@ class DCYKResult:
     codebook : Codebook
     options : DCYKOptions
     p_left, p_right : ndarray, (d, d)
-        The accumulators, in the codebook's dtype.
+        The accumulators, in the codebook's dtype. Where the chart came from the table's
+        spectrum (the numpy backend's trace and clean-up parsers), each is made when first
+        accessed (the spectrum kept till then, the same memory), not by the parse.
     statistics : Statistics or None
         The decoder statistic of every (i, j, A) (None when ``decode=False``): a mapping
         ``{(i, j, A): float}`` over an (n, n + 1, N) array (``statistics.array``,
@@ -267,3 +270,25 @@ class DCYKResult:
             f"variant={o.variant!r}, gate={o.gate!r}, decoder={o.decoder!r}{read}, "
             f"order={o.order!r}, encoding={o.encoding!r}, beta={o.beta:g}{table})"
         )
+
+
+def _made_on_access(name: str) -> property:
+    """The accumulator ``name`` of a result: the array, made on first access where the parse
+    deferred it (a :class:`~fastdcyk.engine.deferred.DeferredArray`), then kept."""
+    key = "_" + name
+
+    def get(self: DCYKResult) -> np.ndarray:
+        value = self.__dict__[key]
+        if isinstance(value, DeferredArray):
+            value = self.__dict__[key] = value.get()
+        return value
+
+    def set(self: DCYKResult, value: Any) -> None:
+        self.__dict__[key] = value
+
+    return property(get, set, doc=f"{name} as a d x d array of the codebook's dtype.")
+
+
+# after the dataclass: its __init__ assigns through these
+DCYKResult.p_left = _made_on_access("p_left")  # type: ignore[assignment]
+DCYKResult.p_right = _made_on_access("p_right")  # type: ignore[assignment]

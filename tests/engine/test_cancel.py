@@ -165,9 +165,9 @@ def test_soft_words_leave_the_residual_table():
     g = fd.Grammar.builtin("G1")
     left = {}
 
-    def spy(self):
+    def spy(self, *args, **kwargs):
         left[len(left)] = np.linalg.norm(self.residual) / np.linalg.norm(self.left_spectrum)
-        return original(self)
+        return original(self, *args, **kwargs)
 
     original = cleanup_parser.CleanupParser.dense
     words = ["fish", {"swim": 0.6, "fish": 0.4}, "fish"]

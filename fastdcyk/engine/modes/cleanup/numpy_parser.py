@@ -555,10 +555,11 @@ class CleanupParser(SpectralParser):
             self._certify.refuse(unsupported_cells(self.structure, chart))
         return self._certify.certificate()
 
-    def dense(self) -> tuple[np.ndarray, np.ndarray]:
-        """P_left as a new d x d array, and P_right, never written: zeros."""
+    def dense(self, deferred: bool = False) -> tuple[Any, Any]:
+        """P_left as a new d x d array, and P_right, never written: zeros (each deferred
+        with ``deferred``: :meth:`SpectralParser.dense`)."""
         self.residual = None  # the residual table is not part of the result
-        return super().dense()
+        return super().dense(deferred)
 
 
 def _check_read(g: np.ndarray, x: np.ndarray, where: str) -> None:

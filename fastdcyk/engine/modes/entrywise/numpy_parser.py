@@ -289,8 +289,9 @@ class EntrywiseParser(NumpyParser):
             spectrum, self.grammar, n, self.cb, decoder=self.opt.decoder
         )
 
-    def dense(self) -> tuple[np.ndarray, np.ndarray]:
-        """P_left = (irfft(FL, axis=1) Phi)^T and P_right = irfft(FR, axis=1)^T, new arrays.
+    def dense(self, deferred: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """P_left = (irfft(FL, axis=1) Phi)^T and P_right = irfft(FR, axis=1)^T, new arrays
+        (never deferred).
 
         The spectra are consumed (an inverse FFT may overwrite its input) and released.
         """
