@@ -362,5 +362,46 @@ def test_torch_batch_against_torch_struct(benchmark, timing):
         assert ratio >= 2.0, f"the torch backend's batch runs at {ratio:.2f}x torch-struct's"
 
 
+@pytest.mark.benchmark(group="peer: the numpy backend against torch-struct, one at a time")
+@pytest.mark.parametrize("length", [5, 10, 20])
+def test_numpy_against_torch_struct(benchmark, timing, length):
+    """Issue 39's target for the numpy backend: 12 sentences of the random grammar of 20
+    nonterminals at d = 256, parsed one at a time, at least torch-struct's rate on the same
+    sentences one at a time (batch 1), measured in the same run (the best of 5 passes over
+    the 12 each, after a warm-up; docs/performance.md, "The sweep in the table's
+    precision"). Both with the process's threads. Under --benchmark-disable: d = 64 and 3
+    sentences, no ratio."""
+    pytest.importorskip("torch")
+    pytest.importorskip("torch_struct")
+    g = peer_grammar("20")
+    d, count = (256, 12) if timing else (64, 3)
+    sents = sentences(g, length, count)
+    cb = fd.engine.default_codebook(g, d, 0, unitary=True)
+    one_each = [struct_potentials(g, [s]) for s in sents]
+
+    def ours() -> list:
+        return [fd.dcyk(g, s, cb, variant=VARIANT) for s in sents]
+
+    def best(f: Any) -> float:
+        f()  # warm-up
+        times = []
+        for _ in range(5 if timing else 1):
+            t0 = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    theirs = best(lambda: [struct_log_counts(pots, lengths) for pots, lengths in one_each])
+    results = benchmark.pedantic(ours, rounds=1, iterations=1)
+    mine = best(ours)
+    assert all(r.chart == fd.cyk(g, r.words) for r in results) or not timing
+    ratio = theirs / mine  # our rate over torch-struct's
+    benchmark.extra_info.update(
+        {"words": length, "d": d, "fastdcyk_s": mine, "torch_struct_s": theirs, "ratio": ratio}
+    )
+    if timing:
+        assert ratio >= 1.0, f"the numpy backend runs at {ratio:.2f}x torch-struct's"
+
+
 if __name__ == "__main__":
     sys.exit(main())
