@@ -514,7 +514,10 @@ def decode(
         words = Grammar.normalize_words(words.split() if isinstance(words, str) else words)
         if n is not None and n != len(words):
             raise ValueError(f"n = {n} but the sentence has {len(words)} words: give one")
-    if hasattr(result_or_p_left, "options") and hasattr(result_or_p_left, "p_left"):
+    # a result's p_left may be made on access (engine/deferred.py): not asked of it here
+    if isinstance(result_or_p_left, DCYKResult) or (
+        hasattr(result_or_p_left, "options") and hasattr(result_or_p_left, "p_left")
+    ):
         r = result_or_p_left
         o = r.options
         asked = {"decoder": decoder, "readback": readback, "candidate_level": candidate_level}

@@ -9,6 +9,7 @@ hand the result a :class:`DeferredArray` instead, which
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -23,30 +24,36 @@ class DeferredArray:
     Parameters
     ----------
     make : callable
-        ``make()`` returns the array; called at most once (:meth:`get`), then released.
+        ``make()`` returns the array; called once (:meth:`get`), then released. A make
+        that raises is called again at the next access: it must then either start from
+        what it reads untouched or refuse.
     shape : tuple of int
     dtype : numpy dtype
 
     Notes
     -----
-    Pickling (and so copying across processes) makes the array and pickles it: what comes
-    back is the array itself.
+    Threads may ask at once: one makes the array, the others wait for it. Pickling (and so
+    copying across processes) makes the array and pickles it: what comes back is the array
+    itself.
     """
 
-    __slots__ = ("_array", "_make", "dtype", "shape")
+    __slots__ = ("_array", "_lock", "_make", "dtype", "shape")
 
     def __init__(self, make: Callable[[], np.ndarray], shape: tuple[int, ...], dtype: Any) -> None:
         self._make: Callable[[], np.ndarray] | None = make
         self._array: np.ndarray | None = None
+        self._lock = threading.Lock()
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
 
     def get(self) -> np.ndarray:
         """The array (made on the first call; the same array after)."""
         if self._array is None:
-            make, self._make = self._make, None
-            assert make is not None
-            self._array = make()
+            with self._lock:
+                if self._array is None:  # not made by a thread that held the lock first
+                    assert self._make is not None
+                    self._array = self._make()
+                    self._make = None  # only once made: a failed make can be retried
         return self._array
 
     def __reduce__(self) -> tuple[Any, tuple[np.ndarray]]:

@@ -11,6 +11,8 @@ the parser its mode names.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
 from typing import Any
 
@@ -88,9 +90,11 @@ class NumpyParser(schedule.CellParser):
     defers_dense = False
 
     def dense(self, deferred: bool = False) -> tuple[Any, Any]:
-        """P_left and P_right as new d x d arrays of the codebook's dtype; with
-        ``deferred``, a parser may give either as a
-        :class:`~fastdcyk.engine.deferred.DeferredArray` (made when first asked for)."""
+        """P_left and P_right as new d x d arrays of the codebook's dtype. With
+        ``deferred`` (asked only of a parser whose :attr:`defers_dense` is true), P_left
+        may be a :class:`~fastdcyk.engine.deferred.DeferredArray` (made when first asked
+        for; the driver checks ``left_spectrum``, the spectrum it is made from, before),
+        and so may a P_right never written (zeros)."""
         raise NotImplementedError
 
     def certificate(self, chart: dict | None = None) -> Certificate | None:
@@ -110,6 +114,17 @@ class NumpyParser(schedule.CellParser):
 
     def close(self) -> None:
         """Release what the parse held beyond its result (called after an error too)."""
+
+
+def _defers(parser_class: type) -> bool:
+    """Whether a parser class can defer its dense P_left: :attr:`NumpyParser.defers_dense`
+    and a ``dense`` that takes ``deferred`` (a subclass's own ``dense(self)`` cannot)."""
+    return bool(parser_class.defers_dense) and _takes_deferred(parser_class.dense)
+
+
+@functools.cache
+def _takes_deferred(dense: Any) -> bool:
+    return "deferred" in inspect.signature(dense).parameters
 
 
 def _finite(value: np.ndarray, where: str) -> None:
@@ -160,7 +175,7 @@ def _parse(
     t3 = time.perf_counter()
     # the dense matrices when the decoder needs P_left; else made when first asked for
     # (the spectra checked now: a non-finite table is the parse's error, not a later one's)
-    deferred = parser.defers_dense and not (decode and stats is None)
+    deferred = _defers(type(parser)) and not (decode and stats is None)
     if deferred:
         _finite(parser.left_spectrum, "P_left after the parse")
     p_left, p_right = parser.dense(deferred=True) if deferred else parser.dense()

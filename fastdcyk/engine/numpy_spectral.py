@@ -194,7 +194,7 @@ class SpectralParser(NumpyParser):
         if deferred:
             trim_kept(cb, self.slots)
             zt, self.left_spectrum = self.left_spectrum, None
-            p_left: Any = DeferredArray(lambda: _locked_dense_left(zt, cb), (d, d), cb.dtype)
+            p_left: Any = _deferred_left(zt, cb)
         else:
             p_left = self.dense_left()
         if self.right_spectrum is None:
@@ -213,29 +213,45 @@ class SpectralParser(NumpyParser):
         trim_kept(self.cb, self.slots)
 
 
-def _dense_left(zt: np.ndarray, cb: Codebook) -> np.ndarray:
-    """P_left as a new d x d array from its left spectrum ``zt`` (overwritten); the caller
-    holds the codebook's lock (its work buffers)."""
+def _dense_left(zt: np.ndarray, cb: Codebook, begin: Any = None) -> np.ndarray:
+    """P_left as a new d x d array from its left spectrum ``zt`` (overwritten; ``begin()``
+    called just before it is first changed); the caller holds the codebook's lock (its work
+    buffers)."""
     d = cb.d
+    # the allocations first: one that fails leaves zt as it was (a deferred P_left is then
+    # made again at its next access)
+    p_left = buffers.P_LEFT.new(cb, zero=False)
+    work = buffers.W.get(cb)
+    y = buffers.Y.get(cb)
     # rfft(Z, axis=1)^T = fft(conj(ZT), axis=1); Z^T = irfft of it along axis 0;
     # P_left^T = Z^T Phi.
-    work = buffers.W.get(cb)
+    if begin is not None:
+        begin()
     np.conjugate(zt, out=zt)
     cb.fft.cfft(zt, 1, forward=True)
     cb.fft.irfft(zt, d, 0, out=work)
     del zt
-    y = buffers.Y.get(cb)
     kernels.gather_cols(work, cb.permutation_index(-1), y)
-    p_left = buffers.P_LEFT.new(cb, zero=False)
     p_left[...] = y.T
     return p_left
 
 
-def _locked_dense_left(zt: np.ndarray, cb: Codebook) -> np.ndarray:
-    """:func:`_dense_left` under the codebook's lock (a deferred P_left, made after the
-    parse has let it go)."""
-    with cb.lock:
-        return _dense_left(zt, cb)
+def _deferred_left(zt: np.ndarray, cb: Codebook) -> DeferredArray:
+    """P_left made from its kept spectrum ``zt`` when first asked for, under the codebook's
+    lock (the parse has let it go by then). A make that fails before it changes ``zt`` (an
+    allocation) can be tried again; one interrupted after refuses to give a wrong matrix."""
+    begun: list[bool] = []
+
+    def make() -> np.ndarray:
+        with cb.lock:
+            if begun:
+                raise RuntimeError(
+                    "P_left cannot be made: an earlier attempt was interrupted while it "
+                    "transformed the table this result kept; parse the sentence again"
+                )
+            return _dense_left(zt, cb, lambda: begun.append(True))
+
+    return DeferredArray(make, (cb.d, cb.d), cb.dtype)
 
 
 def left_spectrum_of(p_left: np.ndarray, cb: Codebook) -> np.ndarray:

@@ -36,8 +36,9 @@ class DCYKResult:
     options : DCYKOptions
     p_left, p_right : ndarray, (d, d)
         The accumulators, in the codebook's dtype. Where the chart came from the table's
-        spectrum (the numpy backend's trace and clean-up parsers), each is made when first
-        accessed (the spectrum kept till then, the same memory), not by the parse.
+        spectra (the numpy backend's trace and clean-up parsers), P_left (and P_right where
+        never written) is made when first accessed, not by the parse: the spectrum is kept
+        till then (the same memory). Pickling, ``==`` and ``dataclasses.replace`` make it.
     statistics : Statistics or None
         The decoder statistic of every (i, j, A) (None when ``decode=False``): a mapping
         ``{(i, j, A): float}`` over an (n, n + 1, N) array (``statistics.array``,

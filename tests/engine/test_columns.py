@@ -66,6 +66,19 @@ def test_the_paper_grammars_compiled_and_cell_by_cell(name, readback):
             assert_same(compiled, by_cell, exact_margins=dtype == "float64")
 
 
+@pytest.mark.parametrize("readback", ["cancel", "lstsq"])
+@pytest.mark.parametrize("d", [50, 100])
+def test_sizes_that_are_not_whole_blocks(d, readback):
+    """The compiled sweeps sum a row by blocks of columns.BLOCK terms and the rest: at d
+    below one block (50) and past it (100; d/2 + 1 rows of d columns), the same numbers."""
+    assert d % columns.BLOCK
+    g = fd.Grammar.builtin("G2")
+    for words in fd.generate(g, 2, min_len=4, max_len=7, seed=5):
+        for dtype in ("float64", "float32"):
+            compiled, by_cell = both(g, words, d=d, readback=readback, dtype=dtype)
+            assert_same(compiled, by_cell, exact_margins=dtype == "float64")
+
+
 @pytest.fixture(scope="module")
 def commandtalk():
     with warnings.catch_warnings():

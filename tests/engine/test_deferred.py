@@ -9,14 +9,16 @@ must still be the parse's.
 from __future__ import annotations
 
 import pickle
+import threading
 
 import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine import numpy_spectral
+from fastdcyk.engine import numpy_backend, numpy_spectral
 from fastdcyk.engine.deferred import DeferredArray, resolve
 from fastdcyk.engine.modes.cleanup.numpy_parser import CleanupParser
+from fastdcyk.hrr import buffers
 
 WORDS = "fish swim near fish"
 
@@ -88,3 +90,77 @@ def test_deferred_array_makes_once():
     assert "not yet made" in repr(a) and not calls
     assert resolve(a) is resolve(a) and len(calls) == 1
     assert "made" in repr(a) and resolve(3) == 3
+
+
+def test_threads_asking_at_once_get_one_array():
+    lazy, eager = parse("cleanup", True), parse("cleanup", False)
+    barrier, got, errors = threading.Barrier(4), [], []
+
+    def read():
+        barrier.wait()
+        try:
+            got.append(lazy.p_left)
+        except Exception as e:  # pragma: no cover - the failure this test is for
+            errors.append(e)
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(got) == 4 and all(a is got[0] for a in got)
+    np.testing.assert_array_equal(got[0], eager.p_left)
+
+
+def test_later_parses_with_the_codebook_leave_the_kept_table_alone():
+    """The kept spectrum is the result's own: parses of other sentences with the same
+    codebook (its shared work buffers) before the access change nothing."""
+    g = fd.Grammar.builtin("G2")
+    lazy = parse("cleanup", True)
+    for words in fd.generate(g, 3, min_len=3, max_len=6, seed=1):
+        fd.dcyk(g, words, lazy.codebook)
+    np.testing.assert_array_equal(lazy.p_left, parse("cleanup", False).p_left)
+
+
+def test_decoding_a_result_from_its_statistics_makes_no_matrix():
+    r = parse("cleanup", True)
+    assert fd.decode(r) == r.chart
+    assert isinstance(r.__dict__["_p_left"], DeferredArray)
+
+
+def test_a_failed_allocation_is_tried_again(monkeypatch):
+    lazy, eager = parse("cleanup", True), parse("cleanup", False)
+    real, calls = type(buffers.P_LEFT).new, []
+
+    def refuse_once(self, *args, **kwargs):
+        if self is buffers.P_LEFT and not calls:
+            calls.append(1)
+            raise MemoryError("no room for P_left")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(buffers.P_LEFT), "new", refuse_once)
+    with pytest.raises(MemoryError):
+        _ = lazy.p_left
+    np.testing.assert_array_equal(lazy.p_left, eager.p_left)  # the spectrum was untouched
+
+
+def test_an_interrupted_transform_refuses_to_give_a_matrix(monkeypatch):
+    lazy = parse("cleanup", True)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(numpy_spectral.kernels, "gather_cols", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _ = lazy.p_left
+    monkeypatch.undo()
+    with pytest.raises(RuntimeError, match="parse the sentence again"):
+        _ = lazy.p_left
+
+
+def test_a_parser_whose_own_dense_takes_no_deferred_is_asked_without_it():
+    class Mine(CleanupParser):
+        def dense(self):
+            return super().dense()
+
+    assert numpy_backend._defers(CleanupParser) and not numpy_backend._defers(Mine)

@@ -278,3 +278,54 @@ def test_set_threads_0_or_none_gives_numba_every_thread_back():
         assert numba.get_num_threads() == top and kernels.get_threads() == top + 5
     finally:
         kernels.set_threads(None)
+
+
+def _complex(rng, shape, dtype):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(CDTYPE[dtype])
+
+
+@builds
+@cases
+def test_row_dots(dtype, n, build):
+    """Products in the inputs' precision summed by blocks of ROW_BLOCK (the blocks' sums in
+    complex128): within the error of a sum of ROW_BLOCK terms in that precision, plus the
+    float64 sum of the blocks. Sizes around and over a block (50, 64, 100, 130) too."""
+    rng = _rng(n, dtype)
+    eps = np.finfo(dtype).eps
+    for m in (n, 50, 100, 130):
+        a, b = _complex(rng, (n, m), dtype), _complex(rng, (n, m), dtype)
+        u = _complex(rng, m, dtype)
+        got = _k("row_dots", build)(a, b, u, np.empty(n, np.complex128))
+        twin = kernels.row_dots_numpy(a, b, u, np.empty(n, np.complex128))
+        ref = np.einsum("fg,fg,g->f", *(x.astype(np.complex128) for x in (a, b, u)))
+        size = (np.abs(a) * np.abs(b) * np.abs(u)).sum(axis=1)
+        bound = ((2 * kernels.ROW_BLOCK + 8) * eps + 4 * m * np.finfo(np.float64).eps) * size
+        assert np.all(np.abs(got - ref) <= bound)
+        assert np.all(np.abs(twin - ref) <= bound)
+    # complex128 inputs: float64 rounding only
+    a, b, u = (x.astype(np.complex128) for x in (a, b, u))
+    got = _k("row_dots", build)(a, b, u, np.empty(n, np.complex128))
+    ref = np.einsum("fg,fg,g->f", a, b, u)
+    assert np.all(np.abs(got - ref) <= 16 * 130 * np.finfo(np.float64).eps * size)
+
+
+@builds
+@cases
+def test_outer_madd(dtype, n, build):
+    rng = _rng(n, dtype)
+    eps = np.finfo(dtype).eps
+    for conj in (True, False):
+        for m in (n, 50):
+            acc = _complex(rng, (n, m), dtype)
+            left, mat, right = (
+                _complex(rng, n, dtype),
+                _complex(rng, (n, m), dtype),
+                _complex(rng, m, dtype),
+            )
+            got = _k("outer_madd", build)(acc.copy(), left, mat, right, conj)
+            twin = kernels.outer_madd_numpy(acc.copy(), left, mat, right, conj)
+            assert got.dtype == acc.dtype
+            term = left[:, None] * (np.conj(mat) if conj else mat) * right[None, :]
+            bound = 8 * eps * (np.abs(acc) + np.abs(left)[:, None] * np.abs(mat) * np.abs(right))
+            assert np.all(np.abs(got - (acc + term.astype(np.complex128))) <= bound)
+            assert np.all(np.abs(twin - got) <= 2 * bound)

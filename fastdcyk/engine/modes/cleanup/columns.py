@@ -27,6 +27,7 @@ for the rest of the column.
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 from numba import njit
@@ -196,8 +197,8 @@ def _certify(
 
 #: The readouts' partial sums: blocks of this many columns summed in the table's precision,
 #: the blocks' sums in complex128. A block of constant length is what the compiler
-#: vectorises; complex128 arithmetic on every element ran the sweep 1.4 times slower
-#: (docs/performance.md, "The sweep in the table's precision").
+#: vectorises; each term widened to complex128 and summed one by one ran the sweep 1.4
+#: times slower (docs/performance.md, "The sweep in the table's precision").
 BLOCK = 64
 
 _ELEMENT = {"cache": True, "nogil": True, "fastmath": {"reassoc"}}
@@ -256,33 +257,40 @@ def _write_both_read(c, gr, lr, rr, lw, lt, ci_t, idx):  # pragma: no cover - co
     return x * val
 
 
+def _sweep(left, table, g, lv_w, lv_t, ci_t, q, idx):  # pragma: no cover - compiled
+    """The body of :func:`_sweeper`'s sweeps (``element`` is each one's own global)."""
+    h, d = table.shape[0], table.shape[1]
+    zero = np.zeros(1, table.dtype)[0]
+    full = d // BLOCK
+    for f in range(h):
+        gr, lr, rr, lw, lt = g[f], left[f], table[f], lv_w[f], lv_t[f]
+        acc = 0j
+        for b in range(full):
+            s = zero
+            for c in range(b * BLOCK, b * BLOCK + BLOCK):
+                s += element(c, gr, lr, rr, lw, lt, ci_t, idx)  # noqa: F821
+            acc += s
+        s = zero
+        for c in range(full * BLOCK, d):
+            s += element(c, gr, lr, rr, lw, lt, ci_t, idx)  # noqa: F821
+        q[f] = acc + s
+
+
 def _sweeper(element):
     """A compiled sweep over the tables' rows with ``element``:
     ``sweep(left, table, g, lv_w, lv_t, ci_t, q, idx)`` sets q[f] to the sum over columns c
     of ``element``'s terms on row f (which may update the tables in place), in the tables'
-    precision by blocks of :data:`BLOCK`, the blocks' sums in complex128. One function per
-    element, each under its own name (Numba's cache files are named by it), so that the
-    callers stay cacheable (a function passed as an argument is not); LLVM inlines the
-    element (Numba's own ``inline="always"`` kept it from vectorising: 3.6 times slower)."""
+    precision by blocks of :data:`BLOCK`, the blocks' sums in complex128.
 
-    def sweep(left, table, g, lv_w, lv_t, ci_t, q, idx):  # pragma: no cover - compiled
-        h, d = table.shape[0], table.shape[1]
-        zero = np.zeros(1, table.dtype)[0]
-        full = d // BLOCK
-        for f in range(h):
-            gr, lr, rr, lw, lt = g[f], left[f], table[f], lv_w[f], lv_t[f]
-            acc = 0j
-            for b in range(full):
-                s = zero
-                for c in range(b * BLOCK, b * BLOCK + BLOCK):
-                    s += element(c, gr, lr, rr, lw, lt, ci_t, idx)
-                acc += s
-            s = zero
-            for c in range(full * BLOCK, d):
-                s += element(c, gr, lr, rr, lw, lt, ci_t, idx)
-            q[f] = acc + s
-
-    sweep.__name__ = sweep.__qualname__ = "_sweep" + element.__name__
+    Each sweep is :func:`_sweep`'s code with ``element`` among its globals, under its own
+    name: Numba names its cache files by it, and keys them by the code and any closure
+    (a closure over the element would hash differently in every process and miss the cache
+    each time); a function passed as an argument would make the callers uncacheable. LLVM
+    inlines the element (Numba's own ``inline="always"`` kept it from vectorising: 3.6
+    times slower)."""
+    name = "_sweep" + element.__name__
+    sweep = types.FunctionType(_sweep.__code__, {**globals(), "element": element}, name)
+    sweep.__qualname__ = name
     return njit(cache=True, nogil=True, fastmath={"reassoc"})(sweep)
 
 
