@@ -31,9 +31,11 @@ The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Satta, Cris
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
 
 from fastdcyk.engine import modes, schedule
 from fastdcyk.engine.decode import Statistics, chart_from_statistics
+from fastdcyk.engine.deferred import DeferredArray
 from fastdcyk.engine.rules import RuleStructure, rule_structure
 from fastdcyk.engine.soft import has_soft, terminal_weights
 from fastdcyk.engine.torch_common import (
@@ -140,7 +143,7 @@ def parse(
     unary_weights: torch.Tensor | None = None,
     binary_weights: torch.Tensor | None = None,
     decode: bool = True,
-    dense: bool = False,
+    dense: bool | str = False,
     record: bool = False,
     on_progress: Callable[[int], None] | None = None,
     g_cache: dict | None = None,
@@ -173,9 +176,11 @@ def parse(
         A weight per binary rule: R_b^A = sum w_r [B]+ [C']-. Default all 1.
     decode : bool, default True
         Compute the decoder statistics.
-    dense : bool, default False
+    dense : bool or "later", default False
         Also return P_left and P_right (P_right None where the gate never writes it: the
-        clean-up gate's is 0).
+        clean-up gate's is 0). ``"later"``: the parser in ``later`` instead, whose
+        ``dense()`` makes them when called (the spectral parsers; the tables checked finite
+        now; the others make them now, as with True).
     record : bool, default False
         Keep the log of every detection, as ``DCYKResult.log``.
     on_progress : callable, optional
@@ -244,14 +249,19 @@ def parse(
     args = (vectors, structure, options, words, lengths, unary_weights, binary_weights, record)
     args += (soft, pre)
     p: TorchParser = parser_class(*args, g_cache=g_cache)
-    p.wants_dense = dense
+    later = dense == "later" and p.defers_dense and not p.grad
+    p.wants_dense = bool(dense)
     timings: dict[str, float] = {}
     schedule.run(p, p.n, options.order, p.ledger, on_progress=on_progress, timings=timings)
     t2 = time.perf_counter()
     stats = p.statistics() * p.cell_mask()[..., None] if decode else None
     t3 = time.perf_counter()
     p_left = p_right = None
-    if dense:
+    if later:
+        if not p.dense_finite():
+            raise schedule.non_finite("P_left after the parse")
+        p.keep_for_dense()
+    elif dense:
         p_left, p_right = p.dense()  # P_right None where never written (0)
     if stats is not None and not bool(torch.isfinite(stats).all()):
         raise schedule.non_finite("the decoder statistics")
@@ -265,6 +275,7 @@ def parse(
         counts=p.ledger.count_dicts(),
         log=p.ledger.log_lists(),
         timings={**timings, "decode": t3 - t2},
+        later=p if later else None,
     )
 
 
@@ -348,8 +359,11 @@ def parse_sentences(
     decode, record, on_progress
         As for :func:`parse`.
     dense : bool, default True
-        Compute P_left and P_right (two d x d matrices per sentence, copied to the host).
-        ``dense=False`` leaves them out (None in the fields, which then make no
+        Compute P_left and P_right (two d x d matrices per sentence, copied to the host;
+        on the CPU, with the spectral parsers, as
+        :class:`~fastdcyk.engine.deferred.DeferredArray`: the whole batch's made when the
+        first of them is asked for, its tables checked finite now). ``dense=False`` leaves
+        them out (None in the fields, which then make no
         :class:`~fastdcyk.engine.DCYKResult`): for callers that need the charts only, such as
         the experiment grid (:mod:`fastdcyk.experiments`). Non-finite values are then
         caught in the decoder statistics only (``decode=True``).
@@ -365,9 +379,12 @@ def parse_sentences(
     n = max(len(s) for s in sentences)
     with torch.no_grad():
         vec = symbol_vectors(codebook, st, n, encoding=options.encoding, device=device)
+        # on the CPU the matrices are made when a result's are first asked for (the tables
+        # are host memory either way); on a device they would hold its memory till then
+        later = dense and vec.index.device.type == "cpu"
         kw: dict[str, Any] = {
             "decode": decode,
-            "dense": dense,
+            "dense": "later" if later else dense,
             "record": record,
             "on_progress": on_progress,
         }
@@ -383,7 +400,12 @@ def parse_sentences(
         res = parse(vec, st, ids, options, g_cache=_codebook_g_cache(codebook, vec), **kw)
         t0 = time.perf_counter()
         p_left = p_right = [None] * len(sentences)
-        if dense:
+        if res.later is not None:
+            batch = _LaterDense(res.later, codebook)
+            shape, dtype, count = (codebook.d, codebook.d), codebook.dtype, len(sentences)
+            p_left = [DeferredArray(partial(batch.left, b), shape, dtype) for b in range(count)]
+            p_right = [DeferredArray(partial(batch.right, b), shape, dtype) for b in range(count)]
+        elif dense:
             # checked where the matrices are (on a GPU: no pass over them on the host), then
             # each sentence's copied once into an array of its own
             for name, m in (("P_left", res.p_left), ("P_right", res.p_right)):
@@ -421,6 +443,51 @@ def parse_sentences(
             }
         )
     return out
+
+
+class _LaterDense:
+    """The dense matrices of a batch parsed with ``dense="later"``, made all at once (one
+    batched transform) when the first sentence's are asked for, each handed out once; the
+    parser is let go then. A make interrupted after it began (the parser's deferred writes
+    partly applied) refuses to be tried again."""
+
+    def __init__(self, parser: TorchParser, codebook: Codebook) -> None:
+        self._parser: TorchParser | None = parser
+        self._dtype, self._shape = codebook.dtype, (codebook.d, codebook.d)
+        self._lock = threading.Lock()
+        self._left: list[np.ndarray | None] | None = None
+        self._right: list[np.ndarray | None] | None = None
+
+    def _make(self) -> None:
+        with self._lock:
+            if self._left is not None:
+                return
+            parser, self._parser = self._parser, None
+            if parser is None:
+                raise RuntimeError(
+                    "P_left cannot be made: an earlier attempt was interrupted while it "
+                    "transformed this batch's tables; parse the sentences again"
+                )
+            with torch.no_grad():
+                p_left, p_right = parser.dense()
+                left = [_host_matrix(m, self._dtype) for m in p_left]
+                right = None if p_right is None else [_host_matrix(m, self._dtype) for m in p_right]
+            self._left, self._right = list(left), None if right is None else list(right)
+
+    def left(self, b: int) -> np.ndarray:
+        self._make()
+        assert self._left is not None
+        m, self._left[b] = self._left[b], None  # the result keeps it; the batch need not
+        assert m is not None
+        return m
+
+    def right(self, b: int) -> np.ndarray:
+        self._make()
+        if self._right is None:  # never written (the clean-up gate): zeros of its own
+            return np.zeros(self._shape, self._dtype)
+        m, self._right[b] = self._right[b], None
+        assert m is not None
+        return m
 
 
 def _host_matrix(m: torch.Tensor, dtype: np.dtype) -> np.ndarray:

@@ -142,6 +142,9 @@ class TorchParse:
     p_left, p_right : Tensor, (B, d, d), or None
         The accumulators (when asked for); ``p_right`` is None also where the gate never
         writes it (the clean-up gate: P_right is 0).
+    later : TorchParser or None
+        With ``dense="later"``: the parser, whose ``dense()`` gives the accumulators when
+        called (its tables checked finite by the parse); None otherwise.
     counts : list of dict
         Per sentence: detections, updates (applied) and pruned, as the numpy backend counts.
     log : list of list of dict, or None
@@ -159,6 +162,7 @@ class TorchParse:
     counts: list[dict[str, int]]
     log: list[list[dict[str, Any]]] | None
     timings: dict[str, float]
+    later: Any = None
 
 
 # -- shared machinery ------------------------------------------------------------------------
@@ -276,6 +280,9 @@ class TorchParser(schedule.CellParser):
     #: Whether the parse returns P_left and P_right (set by the driver; a parser may skip
     #: work that only they need when it is False).
     wants_dense: bool = True
+
+    #: Whether ``dense()`` may be called after the parse (the spectral parsers: theirs).
+    defers_dense: bool = False
 
     def __init__(
         self,

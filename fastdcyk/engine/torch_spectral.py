@@ -227,6 +227,24 @@ class SpectralParser(TorchParser):
             out[:, :j, j, :] = (q.transpose(1, 2) @ self.spectra_w.T).real
         return out
 
+    #: Whether :meth:`dense` may be called after the parse has returned (``dense="later"``
+    #: of :func:`~fastdcyk.engine.torch_backend.parse`), :meth:`keep_for_dense` having
+    #: dropped what it does not need and :meth:`dense_finite` checked what it reads.
+    defers_dense = True
+
+    def keep_for_dense(self) -> None:
+        """Drop what :meth:`dense` does not need: the parse is over, its matrices made
+        later."""
+        self._batch_buffer = self._work = None
+
+    def dense_finite(self) -> bool:
+        """Whether every value :meth:`dense` will transform is finite (checked when it is
+        deferred: a non-finite table stays the parse's error)."""
+        ok = torch.isfinite(self.left_spectrum).all()
+        if self.right_spectrum is not None:
+            ok = ok & torch.isfinite(self.right_spectrum).all()
+        return bool(ok)
+
     def dense(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """P_left and P_right, (B, d, d) each (P_right a transposed view, or None where it is
         never written: the clean-up gate's, 0).

@@ -164,3 +164,47 @@ def test_a_parser_whose_own_dense_takes_no_deferred_is_asked_without_it():
             return super().dense()
 
     assert numpy_backend._defers(CleanupParser) and not numpy_backend._defers(Mine)
+
+
+def _torch_batch(variant: str, deferred: bool, monkeypatch) -> list[fd.DCYKResult]:
+    pytest.importorskip("torch")
+    from fastdcyk.engine import torch_spectral
+
+    g = fd.Grammar.builtin("G2")
+    sents = fd.generate(g, 5, min_len=3, max_len=7, seed=3)
+    with monkeypatch.context() as m:
+        if not deferred:
+            m.setattr(torch_spectral.SpectralParser, "defers_dense", False)
+        return fd.dcyk_batch(g, sents, d=128, variant=variant, backend="torch", batch_size=5)
+
+
+@pytest.mark.parametrize("variant", ["cleanup", "trace"])
+def test_a_torch_batch_on_the_cpu_makes_its_matrices_when_asked(variant, monkeypatch):
+    """On the CPU the torch backend's batch keeps its parser and makes every sentence's
+    matrices at the first access of any (one batched transform): the arrays the parse made
+    before, bit for bit, each the result's own."""
+    lazy = _torch_batch(variant, True, monkeypatch)
+    eager = _torch_batch(variant, False, monkeypatch)
+    assert all(isinstance(r.__dict__["_p_left"], DeferredArray) for r in lazy)
+    assert not any(isinstance(r.__dict__["_p_left"], DeferredArray) for r in eager)
+    for a, b in zip(reversed(lazy), reversed(eager), strict=True):  # the last one first
+        for name in ("p_left", "p_right"):
+            x = getattr(a, name)
+            np.testing.assert_array_equal(x, getattr(b, name))
+            assert x.flags.owndata and x.flags.c_contiguous
+        assert a.chart == b.chart
+
+
+def test_a_torch_batch_interrupted_while_making_refuses_after(monkeypatch):
+    from fastdcyk.engine.modes.cleanup import torch_parser
+
+    lazy = _torch_batch("cleanup", True, monkeypatch)
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch_parser.CleanupParser, "_write_deferred", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _ = lazy[0].p_left
+    with pytest.raises(RuntimeError, match="parse the sentences again"):
+        _ = lazy[1].p_left

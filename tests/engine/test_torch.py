@@ -14,6 +14,7 @@ import pytest
 import fastdcyk as fd
 from fastdcyk.engine import default_codebook
 from fastdcyk.engine.batch import dcyk_batch
+from fastdcyk.engine.deferred import resolve as resolve_array
 from fastdcyk.hrr import buffers as _buffers
 from fastdcyk.hrr import memory as _memory
 from fastdcyk.options import resolve
@@ -306,7 +307,8 @@ def test_cancelling_without_dense_keeps_no_writes_for_p_left(monkeypatch):
     for a, b in zip(with_p, without, strict=True):
         assert b["p_left"] is None and b["p_right"] is None
         assert a["chart"] == b["chart"] and a["statistics"] == b["statistics"]
-        assert not a["p_right"].any() and a["p_right"].flags.owndata
+        p_right = resolve_array(a["p_right"])  # made when asked for, on the CPU
+        assert not p_right.any() and p_right.flags.owndata
     assert {dense for dense, _ in kept} == {True, False}
     assert all(count == 0 for dense, count in kept if not dense)
     assert any(count > 0 for dense, count in kept if dense)
@@ -581,19 +583,34 @@ def test_the_gpu_rows_script_runs_on_the_cpu(tmp_path):
     assert json.loads(out.read_text())["rows"] == rows
 
 
-def test_non_finite_p_is_reported(monkeypatch):
+@pytest.mark.parametrize("deferred", [True, False])
+def test_non_finite_p_is_reported(monkeypatch, deferred):
     """An infinite value in P_left after the parse (the schedule's checks of the cells'
-    detections passed) is an error that says what to do."""
+    detections passed) is an error that says what to do, whether the dense matrices are
+    made by the parse or (on the CPU) when first asked for: then the tables they will be
+    made from are checked by the parse."""
+    from fastdcyk.engine.modes.trace import torch_parser as trace_parser
+
     g, s, _ = CASES["G0"]
     cb = _codebook(g, 64, "trace", "float32")
-    parse = torch_backend.parse
+    if deferred:
+        statistics = trace_parser.TraceParser.statistics
 
-    def overflowed(*args, **kwargs):
-        res = parse(*args, **kwargs)
-        res.p_left[0, 0, 0] = float("inf")
-        return res
+        def overflowed(self):  # after the cells' checks, before the tables are checked
+            self.left_spectrum[0, 0, 0] = float("inf")
+            return statistics(self)
 
-    monkeypatch.setattr(torch_backend, "parse", overflowed)
+        monkeypatch.setattr(trace_parser.TraceParser, "statistics", overflowed)
+    else:
+        monkeypatch.setattr(trace_parser.TraceParser, "defers_dense", False)
+        parse = torch_backend.parse
+
+        def overflowed(*args, **kwargs):
+            res = parse(*args, **kwargs)
+            res.p_left[0, 0, 0] = float("inf")
+            return res
+
+        monkeypatch.setattr(torch_backend, "parse", overflowed)
     with pytest.raises(FloatingPointError, match=r"\(P_left after the parse\).*float64"):
         fd.dcyk(g, s, cb, variant="trace", backend="torch")
 

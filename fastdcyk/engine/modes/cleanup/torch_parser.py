@@ -414,6 +414,15 @@ class CleanupParser(SpectralParser):
             lefts = torch.stack([left for _, left in part], 2).transpose(0, 1)  # (h, B, C)
             self.add_outers("left_spectrum", lefts, xc)
 
+    def keep_for_dense(self) -> None:
+        super().keep_for_dense()
+        self.residual = self._turns = self._detection = None
+
+    def dense_finite(self) -> bool:
+        return super().dense_finite() and all(
+            bool(torch.isfinite(left).all()) for _, left in self._unwritten
+        )
+
     def dense(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         self._write_deferred()
         self.residual = None  # the residual table is not part of the result
