@@ -324,16 +324,20 @@ def test_peer(benchmark, case, system):
 
 
 @pytest.mark.benchmark(group="peer: the torch backend's batch against torch-struct's")
-def test_torch_batch_against_torch_struct(benchmark, timing):
-    """Issue 39's target for the torch backend on the CPU, where it is met: a batch of 32
-    20-word sentences of the random grammar of 20 nonterminals at d = 256 parses at least
-    twice as fast as torch-struct's CKY on the same batch, measured in the same run (best of
-    3 each, after a warm-up; docs/performance.md, "Reads in turn"). Both with the
-    process's threads. Under --benchmark-disable: 5-word sentences at d = 64, no ratio."""
+@pytest.mark.parametrize("words", [5, 10, 20])
+def test_torch_batch_against_torch_struct(benchmark, timing, words):
+    """Issue 39's target for the torch backend on the CPU: a batch of 32 sentences of the
+    random grammar of 20 nonterminals at d = 256 parses at least twice as fast as
+    torch-struct's CKY on the same batch, measured in the same run (best of 3 each, after a
+    warm-up; docs/performance.md, "Reads in turn" and "The sweep in the table's
+    precision"). Both with the process's threads. Asserted at 20 words, where it is met in
+    every run; at 10 words the ratio is recorded (1.97 to 2.30 in three runs: about the
+    target, not reliably over it) and at 5 words too (about 1.3: not met). Under
+    --benchmark-disable: 5-word sentences at d = 64, no ratio."""
     pytest.importorskip("torch")
     pytest.importorskip("torch_struct")
     g = peer_grammar("20")
-    length, d = (20, 256) if timing else (5, 64)
+    length, d = (words, 256) if timing else (5, 64)
     sents = sentences(g, length, 32)
     cb = fd.engine.default_codebook(g, d, 0, unitary=True)
     pots, lengths = struct_potentials(g, sents)
@@ -358,7 +362,7 @@ def test_torch_batch_against_torch_struct(benchmark, timing):
     benchmark.extra_info.update(
         {"words": length, "d": d, "fastdcyk_s": mine, "torch_struct_s": theirs, "ratio": ratio}
     )
-    if timing:
+    if timing and words == 20:
         assert ratio >= 2.0, f"the torch backend's batch runs at {ratio:.2f}x torch-struct's"
 
 
