@@ -358,8 +358,8 @@ def test_torch_batch_against_torch_struct(benchmark, timing, words):
     torch-struct's CKY on the same batch, measured in the same run (best of 3 each, after a
     warm-up; docs/performance.md, "Reads in turn" and "The sweep in the table's
     precision"). Both with the process's threads. Asserted at 20 words, where it is met in
-    every run; at 10 words the ratio is recorded (1.97 to 2.30 in four runs: about the
-    target, not reliably over it) and at 5 words too (about 1.2: not met). Under
+    every run; at 10 words the ratio is recorded (1.97 to 2.43 in five runs: about the
+    target, not reliably over it) and at 5 words too (0.69 to 1.2: not met). Under
     --benchmark-disable: 5-word sentences at d = 64, no ratio."""
     pytest.importorskip("torch")
     pytest.importorskip("torch_struct")
