@@ -175,13 +175,6 @@ class SpectralParser(NumpyParser):
                 out[i, j] = self.trace(tables.spectra, self.cell_readout(i, j))
         return Statistics(out, tables.nonterminals)
 
-    def dense_left(self) -> np.ndarray:
-        """P_left as a new d x d array; its spectrum is released, and the G cache trimmed to
-        what the codebook keeps for its next parse."""
-        trim_kept(self.cb, self.slots)  # what the next parse with this codebook reuses
-        zt, self.left_spectrum = self.left_spectrum, None
-        return _dense_left(zt, self.cb)
-
     defers_dense = True
 
     def dense(self, deferred: bool = False) -> tuple[Any, Any]:
@@ -191,12 +184,10 @@ class SpectralParser(NumpyParser):
         the result's array is first asked for, from the spectrum the result keeps till then
         (the same memory as the array), under the codebook's lock."""
         cb, d = self.cb, self.d
-        if deferred:
-            trim_kept(cb, self.slots)
-            zt, self.left_spectrum = self.left_spectrum, None
-            p_left: Any = _deferred_left(zt, cb)
-        else:
-            p_left = self.dense_left()
+        trim_kept(cb, self.slots)  # what the next parse with this codebook reuses
+        zt, self.left_spectrum = self.left_spectrum, None
+        p_left: Any = _deferred_left(zt, cb) if deferred else _dense_left(zt, cb)
+        del zt  # (the deferred P_left keeps it; the dense one has overwritten it)
         if self.right_spectrum is None:
             if deferred:
                 return p_left, DeferredArray(lambda: buffers.P_RIGHT.new(cb), (d, d), cb.dtype)
@@ -256,7 +247,7 @@ def _deferred_left(zt: np.ndarray, cb: Codebook) -> DeferredArray:
 
 def left_spectrum_of(p_left: np.ndarray, cb: Codebook) -> np.ndarray:
     """The left spectrum of a given P_left (a new array): the inverse of
-    :meth:`SpectralParser.dense_left`. The caller holds the codebook's lock."""
+    :func:`_dense_left`. The caller holds the codebook's lock."""
     # Z^T = P_left^T with its columns gathered by the permutation; then
     # ZT = conj(ifft(rfft(Z^T, axis 0), axis 1))
     y = buffers.Y.get(cb)

@@ -406,17 +406,11 @@ def parse_sentences(
             p_left = [DeferredArray(partial(batch.left, b), shape, dtype) for b in range(count)]
             p_right = [DeferredArray(partial(batch.right, b), shape, dtype) for b in range(count)]
         elif dense:
-            # checked where the matrices are (on a GPU: no pass over them on the host), then
-            # each sentence's copied once into an array of its own
+            # checked where the matrices are (on a GPU: no pass over them on the host)
             for name, m in (("P_left", res.p_left), ("P_right", res.p_right)):
                 if m is not None and not bool(torch.isfinite(m).all()):
                     raise schedule.non_finite(f"{name} after the parse")
-            p_left = [_host_matrix(m, codebook.dtype) for m in res.p_left]
-            if res.p_right is None:  # never written (the clean-up gate): zeros of its own
-                shape = (codebook.d, codebook.d)
-                p_right = [np.zeros(shape, codebook.dtype) for _ in sentences]
-            else:
-                p_right = [_host_matrix(m, codebook.dtype) for m in res.p_right]
+            p_left, p_right = _host_matrices(res.p_left, res.p_right, codebook)
     out = []
     for b, words in enumerate(sentences):
         stats = chart = None
@@ -453,7 +447,7 @@ class _LaterDense:
 
     def __init__(self, parser: TorchParser, codebook: Codebook) -> None:
         self._parser: TorchParser | None = parser
-        self._dtype, self._shape = codebook.dtype, (codebook.d, codebook.d)
+        self._codebook = codebook
         self._lock = threading.Lock()
         self._left: list[np.ndarray | None] | None = None
         self._right: list[np.ndarray | None] | None = None
@@ -469,25 +463,34 @@ class _LaterDense:
                     "transformed this batch's tables; parse the sentences again"
                 )
             with torch.no_grad():
-                p_left, p_right = parser.dense()
-                left = [_host_matrix(m, self._dtype) for m in p_left]
-                right = None if p_right is None else [_host_matrix(m, self._dtype) for m in p_right]
-            self._left, self._right = list(left), None if right is None else list(right)
+                self._left, self._right = _host_matrices(*parser.dense(), self._codebook)
 
     def left(self, b: int) -> np.ndarray:
         self._make()
-        assert self._left is not None
-        m, self._left[b] = self._left[b], None  # the result keeps it; the batch need not
-        assert m is not None
-        return m
+        return self._hand_out(self._left, b)
 
     def right(self, b: int) -> np.ndarray:
         self._make()
-        if self._right is None:  # never written (the clean-up gate): zeros of its own
-            return np.zeros(self._shape, self._dtype)
-        m, self._right[b] = self._right[b], None
+        return self._hand_out(self._right, b)
+
+    @staticmethod
+    def _hand_out(matrices: list[np.ndarray | None] | None, b: int) -> np.ndarray:
+        assert matrices is not None
+        m, matrices[b] = matrices[b], None  # the result keeps it; the batch need not
         assert m is not None
         return m
+
+
+def _host_matrices(
+    p_left: torch.Tensor, p_right: torch.Tensor | None, codebook: Codebook
+) -> tuple[list[np.ndarray | None], list[np.ndarray | None]]:
+    """A batch's (B, d, d) matrices as one host array per sentence (:func:`_host_matrix`);
+    ``p_right`` None (never written: the clean-up gate's) as zeros of each one's own."""
+    left: list[np.ndarray | None] = [_host_matrix(m, codebook.dtype) for m in p_left]
+    if p_right is None:
+        shape = (codebook.d, codebook.d)
+        return left, [np.zeros(shape, codebook.dtype) for _ in left]
+    return left, [_host_matrix(m, codebook.dtype) for m in p_right]
 
 
 def _host_matrix(m: torch.Tensor, dtype: np.dtype) -> np.ndarray:

@@ -35,7 +35,7 @@ from numba import njit
 from fastdcyk.engine.certificate import NEGLIGIBLE
 from fastdcyk.engine.readback import RIDGE, _small_solve
 from fastdcyk.engine.splits import _layer
-from fastdcyk.hrr.kernels import outer_madd
+from fastdcyk.hrr.kernels import ROW_BLOCK, outer_madd, row_dots
 
 __all__ = [
     "DONE",
@@ -50,6 +50,7 @@ __all__ = [
 #: What :func:`column` returns first: every cell done, or the cell where it stopped and why.
 DONE, UNREAD, NON_FINITE_DETECTION, NON_FINITE_READ = 0, 1, 2, 3
 
+_row_dots = row_dots.serial  # a readout alone: the sweeps' blocks, as row_dots sums
 _outer_madd = outer_madd.serial
 
 _SQRT2 = math.sqrt(2.0)
@@ -196,10 +197,11 @@ def _certify(
 
 
 #: The readouts' partial sums: blocks of this many columns summed in the table's precision,
-#: the blocks' sums in complex128. A block of constant length is what the compiler
-#: vectorises; each term widened to complex128 and summed one by one ran the sweep 1.4
-#: times slower (docs/performance.md, "The sweep in the table's precision").
-BLOCK = 64
+#: the blocks' sums in complex128, as :func:`~fastdcyk.hrr.kernels.row_dots` sums. A block
+#: of constant length is what the compiler vectorises; each term widened to complex128 and
+#: summed one by one ran the sweep 1.4 times slower (docs/performance.md, "The sweep in the
+#: table's precision").
+BLOCK = ROW_BLOCK
 
 _ELEMENT = {"cache": True, "nogil": True, "fastmath": {"reassoc"}}
 
@@ -210,12 +212,6 @@ _ELEMENT = {"cache": True, "nogil": True, "fastmath": {"reassoc"}}
 # cell's write (the conj of its summed spectrum), which lands on conj(x) (a cell writes
 # where it reads); lt, ci_t: the previous cell's pending subtraction and the conj spectrum
 # of that cell's start index.
-
-
-@njit(**_ELEMENT)
-def _read(c, gr, lr, rr, lw, lt, ci_t, idx):  # pragma: no cover - compiled
-    """A readout's term: the table as it is."""
-    return gr[c] * idx[c] * rr[c]
 
 
 @njit(**_ELEMENT)
@@ -294,7 +290,6 @@ def _sweeper(element):
     return njit(cache=True, nogil=True, fastmath={"reassoc"})(sweep)
 
 
-_sweep_read = _sweeper(_read)
 _sweep_write_read = _sweeper(_write_read)
 _sweep_take_read = _sweeper(_take_read)
 _sweep_write_take_read = _sweeper(_write_take_read)
@@ -323,7 +318,7 @@ def _pass(
     elif cancel and take:
         _sweep_take_read(left, table, g, lv_w, lv_t, ci_t, q, idx)
     else:  # nothing to write: the readout alone
-        _sweep_read(left, table, g, lv_w, lv_t, ci_t, q, idx)
+        _row_dots(g, table, idx, q)
 
 
 @njit(cache=True, nogil=True)
@@ -520,7 +515,7 @@ def word(
     lex_spectra, lex_vectors, terms = lexicon
     if not read_given:
         table = residual if cancel else left
-        _sweep_read(table, table, g_j, lv, lv, lv, q, index_full[i])
+        _row_dots(g_j, table, index_full[i], q)
         _lexicon_scores(lex_spectra, parseval, q, vectors.shape[1], beta, scores_c)
     m = np.int64(0)
     for c in range(scores_c.shape[0]):
@@ -572,7 +567,7 @@ def read_word(
         scratch[3], scratch[4], scratch[5], scratch[6], scratch[7], scratch[9], scratch[10],
     )  # fmt: skip
     lex_spectra, lex_vectors, terms = lexicon
-    _sweep_read(residual, residual, g_j, lv_t, lv_t, lv_t, q, index_full[i])
+    _row_dots(g_j, residual, index_full[i], q)
     _lexicon_scores(lex_spectra, parseval, q, lex_vectors.shape[1], beta, scores_c)
     m = np.int64(0)
     for c in range(lex_spectra.shape[0]):

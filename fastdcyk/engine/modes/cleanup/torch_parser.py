@@ -419,9 +419,10 @@ class CleanupParser(SpectralParser):
         self.residual = self._turns = self._detection = None
 
     def dense_finite(self) -> bool:
-        return super().dense_finite() and all(
-            bool(torch.isfinite(left).all()) for _, left in self._unwritten
-        )
+        if not self._unwritten:
+            return super().dense_finite()
+        lefts = torch.stack([left for _, left in self._unwritten])  # one check, not one a cell
+        return super().dense_finite() and bool(torch.isfinite(lefts).all())
 
     def dense(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         self._write_deferred()
