@@ -54,6 +54,7 @@ from fastdcyk.engine.torch_common import (
     SymbolVectors,
     TorchParse,
     TorchParser,
+    all_finite,
     symbol_vectors,
 )
 from fastdcyk.options import DCYKOptions
@@ -186,9 +187,10 @@ def parse(
     on_progress : callable, optional
         Called with the number of detections made, as they are made (a progress bar).
     g_cache : dict, optional
-        The scalar gates' G_k matrices (docs/method.md, section 4.4) by span index k, kept
-        across calls: pass the same dict to parses with the same index vectors, permutation,
-        dtype and device (never under autograd, where it is not used).
+        The scalar gates' G_k matrices (docs/method.md, section 4.4) by span index k, and
+        the cancelling read-back's Gram matrices of the cells' index matrices (key
+        ``"grams"``), kept across calls: pass the same dict to parses with the same index
+        vectors, permutation, dtype and device (never under autograd, where it is not used).
     terminal_weights : Tensor, (B, n, T), optional
         Soft terminals: per sentence and position, a weight per terminal (the rows of
         ``structure.terminals``; a distribution, typically), for the longest sentence's n
@@ -263,7 +265,7 @@ def parse(
         p.keep_for_dense()
     elif dense:
         p_left, p_right = p.dense()  # P_right None where never written (0)
-    if stats is not None and not bool(torch.isfinite(stats).all()):
+    if stats is not None and not all_finite(stats):
         raise schedule.non_finite("the decoder statistics")
     return TorchParse(
         statistics=stats,
@@ -298,7 +300,7 @@ def _soft_input(
             f"{name} is {x.dtype} on {x.device}, the vectors {vectors.dtype} on "
             f"{vectors.device}: convert it with .to(dtype=..., device=...)"
         )
-    if not bool(torch.isfinite(x).all()):
+    if not all_finite(x):
         raise ValueError(f"{name} holds NaN or infinite values")
     return x
 
@@ -310,9 +312,11 @@ def statistics_of(stats: torch.Tensor, n: int, nonterminals: Sequence[str]) -> S
     return Statistics(values, nonterminals)
 
 
-#: Per codebook, the G_k matrices of the trace gate by (device, dtype): a codebook's index
-#: vectors and permutation never change, so later parses with it reuse them (within
-#: :data:`G_CACHE_BYTES`, as the numpy backend keeps its work buffers in the codebook).
+#: Per codebook, the G_k matrices of the trace gate by (device, dtype), and the cancelling
+#: read-back's Gram matrices of the cells' index matrices: a codebook's index vectors and
+#: permutation never change, so later parses with it reuse them (within
+#: :data:`G_CACHE_BYTES` and :data:`G_KEEP_BYTES`, as the numpy backend keeps its work
+#: buffers in the codebook).
 _G_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -322,7 +326,8 @@ def _codebook_g_cache(codebook: Codebook, vec: SymbolVectors) -> dict:
 
 
 def release_caches(codebook: Codebook | None = None) -> None:
-    """Drop the G_k matrices kept for ``codebook`` (for every codebook when None)."""
+    """Drop the G_k matrices (and the cells' Gram matrices) kept for ``codebook`` (for
+    every codebook when None)."""
     if codebook is None:
         _G_CACHES.clear()
     else:
@@ -408,7 +413,7 @@ def parse_sentences(
         elif dense:
             # checked where the matrices are (on a GPU: no pass over them on the host)
             for name, m in (("P_left", res.p_left), ("P_right", res.p_right)):
-                if m is not None and not bool(torch.isfinite(m).all()):
+                if m is not None and not all_finite(m):
                     raise schedule.non_finite(f"{name} after the parse")
             p_left, p_right = _host_matrices(res.p_left, res.p_right, codebook)
     out = []

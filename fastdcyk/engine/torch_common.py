@@ -443,3 +443,13 @@ def free_bytes(device: torch.device) -> int:
     if device.type == "cpu":
         return system_memory.available_memory() or 0
     return 0
+
+
+def all_finite(x: torch.Tensor) -> bool:
+    """Whether every value of ``x`` is finite, in one reduction where it is: a sum is
+    finite only if each of its terms is (NaN and infinities propagate, and inf - inf is
+    NaN), so a finite sum decides at once; a non-finite one (a term, or the sum
+    overflowing) is decided by the elementwise test. On the CPU ``torch.isfinite`` of a
+    batch's table (32 x 256 x 129 complex64) takes about 20 times the sum's time."""
+    x = x.detach()
+    return bool(torch.isfinite(x.sum())) or bool(torch.isfinite(x).all())

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from fastdcyk.engine.torch_common import TorchParser, free_bytes
+from fastdcyk.engine.torch_common import TorchParser, all_finite, free_bytes
 from fastdcyk.hrr.buffers import g_cache_slots
 
 __all__ = ["SpectralParser"]
@@ -47,7 +47,7 @@ class SpectralParser(TorchParser):
     def __init__(self, *args: Any, g_cache: dict | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         shape = (self.batch, self.half, self.d)
-        self.left_spectrum = torch.zeros(shape, dtype=self.cdtype, device=self.device)
+        self._left_spectrum: torch.Tensor | None = None  # made when first used
         self.right_spectrum = None
         if self.right:
             self.right_spectrum = torch.zeros(shape, dtype=self.cdtype, device=self.device)
@@ -56,7 +56,7 @@ class SpectralParser(TorchParser):
         # W = Phi C_k Phi, W[r, c] = v_k[(perm[r] - inv[c]) mod d], is read from the strided
         # (symmetric) view R[a, t] = v_k[(a + t + 1) mod d]: W^T = R[d - 1 - inv][:, perm]
         self._strided_rows = (d - 1) - self.permutation_index(-1)
-        self._index_matrices: dict[int, torch.Tensor] = (
+        self._index_matrices: dict[int | str, torch.Tensor] = (
             {} if g_cache is None or self.grad else g_cache
         )
         real = "float64" if self.rdtype == torch.float64 else "float32"
@@ -80,6 +80,20 @@ class SpectralParser(TorchParser):
         self._batch_buffer: torch.Tensor | None = None
 
     @property
+    def left_spectrum(self) -> torch.Tensor:
+        """P_left's accumulator, (B, d // 2 + 1, d): zeros made when first used (a
+        cancelling parse that reads from the Gram matrices alone uses it only when P_left
+        is asked for)."""
+        if self._left_spectrum is None:
+            shape = (self.batch, self.half, self.d)
+            self._left_spectrum = torch.zeros(shape, dtype=self.cdtype, device=self.device)
+        return self._left_spectrum
+
+    @left_spectrum.setter
+    def left_spectrum(self, value: torch.Tensor) -> None:
+        self._left_spectrum = value
+
+    @property
     def _batch_work(self) -> torch.Tensor | None:
         """The (B, h, d) work buffer (None under autograd), made on first use."""
         if self.grad:
@@ -93,11 +107,10 @@ class SpectralParser(TorchParser):
         """G_k, from the cache or computed (under autograd every G_k is kept)."""
         g = self._index_matrices.pop(k, None)
         if g is None:
-            if not self.grad:
-                while len(self._index_matrices) >= self._slots:
-                    self._index_matrices.pop(
-                        next(iter(self._index_matrices))
-                    )  # the least recently used
+            if not self.grad:  # the least recently used out (the cache's G_k: int keys)
+                held = [key for key in self._index_matrices if isinstance(key, int)]
+                while len(held) >= self._slots:
+                    self._index_matrices.pop(held.pop(0))
             v = self.vec.index[k]
             r = torch.cat((v, v))[1:].unfold(0, self.d, 1)
             wt = r.index_select(0, self._strided_rows).index_select(
@@ -169,10 +182,18 @@ class SpectralParser(TorchParser):
         written (the unary step takes the scores)."""
         if self.pre is not None:
             return
+        for (h, i), s in self.word_lefts():
+            self.add_outer("left_spectrum", s, self.conj_work(self.index_outer(i, h)))
+
+    def word_lefts(self) -> list[tuple[tuple[int, int], torch.Tensor]]:
+        """Each word's cell (i - 1, i) and the left spectrum written there, conj([a_i]^)
+        (B, h) (0 for the sentences shorter than i): P_left gains it times conj(G_i (.)
+        (i - 1)^)."""
         tspec = torch.fft.rfft(self.vec.terminal)
-        for i in range(1, self.n + 1):
-            s = torch.conj(self.word_rows(tspec, i - 1)) * self.active(i)[:, None]
-            self.add_outer("left_spectrum", s, self.conj_work(self.index_outer(i, i - 1)))
+        return [
+            ((i - 1, i), torch.conj(self.word_rows(tspec, i - 1)) * self.active(i)[:, None])
+            for i in range(1, self.n + 1)
+        ]
 
     def update(
         self,
@@ -240,10 +261,10 @@ class SpectralParser(TorchParser):
     def dense_finite(self) -> bool:
         """Whether every value :meth:`dense` will transform is finite (checked when it is
         deferred: a non-finite table stays the parse's error)."""
-        ok = torch.isfinite(self.left_spectrum).all()
-        if self.right_spectrum is not None:
-            ok = ok & torch.isfinite(self.right_spectrum).all()
-        return bool(ok)
+        left = self._left_spectrum  # not made yet: nothing written
+        return (left is None or all_finite(left)) and (
+            self.right_spectrum is None or all_finite(self.right_spectrum)
+        )
 
     def dense(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """P_left and P_right, (B, d, d) each (P_right a transposed view, or None where it is

@@ -227,26 +227,104 @@ def test_a_batch_of_mixed_lengths_in_width_order_equals_its_sentences(readback):
 
 
 @pytest.mark.parametrize("order", ["cell", "width"])
-@pytest.mark.parametrize("chunk", [1, 2])
-def test_cancelling_groups_of_any_size_read_as_cell_by_cell(monkeypatch, order, chunk):
-    """Cancelling, the torch parser reads a column's (or a width's) cells in turn from one
-    sweep of the residual table (fastdcyk.engine.modes.cleanup.turns); cut into groups of
-    one or two cells (as when the index matrices do not fit the memory) it gives the
-    numpy backend's cell-by-cell parse, and with whole groups the same again."""
-    from fastdcyk.engine.modes.cleanup import torch_parser
+@pytest.mark.parametrize("reads", ["grams", "table", 1, 2])
+def test_cancelling_groups_of_any_size_read_as_cell_by_cell(monkeypatch, order, reads):
+    """Cancelling, the torch parser reads its cells in turn in groups
+    (fastdcyk.engine.modes.cleanup.turns): the whole parse as one group read from the
+    Gram matrices of the reads' index matrices ("grams", no residual table), or a
+    column's (a width's) cells from one sweep of the residual table, whole or cut into
+    groups of one or two cells (as when the index matrices do not fit the memory). Each
+    gives the numpy backend's cell-by-cell parse; the sentences (up to 9 words, 54 reads)
+    span several of the blocks in which the reads' nets enter the later reads."""
+    from fastdcyk.engine.modes.cleanup import torch_parser, turns
 
+    monkeypatch.setattr(torch_parser.CleanupParser, "_reads_whole", lambda p: reads == "grams")
+    if reads not in ("grams", "table"):
+        monkeypatch.setattr(torch_parser.CleanupParser, "_chunk", lambda self: reads)
     g = fd.Grammar.builtin("G4")
     size = torch_parser.TURN_BATCH  # the smallest batch read in groups
     sents = fd.generate(g, size, min_len=3, max_len=9, seed=11)
+    assert max(map(len, sents)) * (max(map(len, sents)) + 3) // 2 > 2 * turns.BLOCK
     cb = _codebook(g, 64, "cleanup")
+    torch_backend.release_caches(cb)
     kw = dict(variant="cleanup", readback="cancel", order=order)
-    whole = dcyk_batch(g, sents, cb, batch_size=size, backend="torch", **kw)
-    monkeypatch.setattr(torch_parser.CleanupParser, "_chunk", lambda self: chunk)
-    cut = dcyk_batch(g, sents, cb, batch_size=size, backend="torch", **kw)
-    for s, a, b in zip(sents, whole, cut, strict=True):
+    batch = dcyk_batch(g, sents, cb, batch_size=size, backend="torch", **kw)
+    again = dcyk_batch(g, sents, cb, batch_size=size, backend="torch", **kw)
+    for s, a, b in zip(sents, batch, again, strict=True):
         ref = fd.dcyk(g, s, cb, **kw)
         _assert_same(ref, a, 1e-8)
-        _assert_same(ref, b, 1e-8)
+        _assert_same(a, b, 0.0)  # the second from the codebook's kept Gram matrices
+    kept = torch_backend._G_CACHES[cb][("cpu", torch.float64)].get("grams")
+    assert (kept is not None) == (reads == "grams")
+
+
+@pytest.mark.parametrize("given", ["soft", "preterminals"])
+def test_cancelling_from_the_gram_matrices_with_soft_inputs(monkeypatch, given):
+    """Soft terminals (a mixture written and read for each word) and preterminal scores
+    (nothing written before the first cell) read from the Gram matrices give what the
+    residual table's sweeps give."""
+    from fastdcyk.engine.modes.cleanup import torch_parser
+
+    g = fd.Grammar.builtin("G4")
+    sents = fd.generate(g, torch_parser.TURN_BATCH, min_len=3, max_len=7, seed=4)
+    cb = _codebook(g, 64, "cleanup")
+    opt = resolve("cleanup", readback="cancel", dtype=np.float64)
+    st = torch_backend.rule_structure(g)
+    n = max(map(len, sents))
+    vec = torch_backend.symbol_vectors(cb, st, n, encoding=opt.encoding)
+    ids = [st.terminal_ids(s) for s in sents]
+    gen = torch.Generator().manual_seed(0)
+    kw = {}
+    if given == "soft":
+        x = torch.rand((len(sents), n, len(st.terminals)), generator=gen, dtype=torch.float64)
+        for b, s in enumerate(ids):
+            x[b, range(len(s)), s] += 4.0
+        kw["terminal_weights"] = x / x.sum(-1, keepdim=True)
+    else:
+        x = torch.rand((len(sents), n, len(st.unary)), generator=gen)
+        kw["preterminal_scores"] = x.to(torch.float64)
+    got = {}
+    for whole in (True, False):
+        monkeypatch.setattr(torch_parser.CleanupParser, "_reads_whole", lambda p, w=whole: w)
+        with torch.no_grad():
+            got[whole] = torch_backend.parse(vec, st, ids, opt, dense=True, **kw)
+    a, b = got[True], got[False]
+    scale = float(b.statistics.abs().max())
+    assert scale > 0
+    assert float((a.statistics - b.statistics).abs().max()) <= 1e-10 * scale
+    assert float((a.p_left - b.p_left).abs().max()) <= 1e-10 * float(b.p_left.abs().max())
+
+
+def test_the_gram_matrices_are_read_where_they_cost_less():
+    """The whole parse is read from the Gram matrices where computing them costs no more
+    than the residual table's sweeps (short sentences, or a large batch), or where the
+    codebook keeps them for the same length and order; never past the group's memory."""
+    from fastdcyk.engine.modes.cleanup import torch_parser
+
+    g = fd.Grammar.builtin("G4")
+    cb = _codebook(g, 64, "cleanup")
+    opt = resolve("cleanup", readback="cancel", dtype=np.float64)
+    st = torch_backend.rule_structure(g)
+
+    def parser(n, batch):
+        vec = torch_backend.symbol_vectors(cb, st, n, encoding=opt.encoding)
+        words = torch.zeros((batch, n), dtype=torch.int64)
+        args = (vec, st, opt, words, [n] * batch, None, None, False, None, None)
+        return torch_parser.CleanupParser(*args, g_cache=cache)
+
+    cache = {}
+    # 10 words: 55 cells and 10 words' reads; K's entries 10 * 65 + 55^2 / 2 = 2162
+    assert parser(10, 32)._whole  # against 2 * 32 * 65 = 4160
+    assert not parser(10, 8)._whole  # against 2 * 8 * 65 = 1040
+    assert not parser(20, 32)._whole
+    p = parser(20, 32)
+    p._whole = True
+    p.initialise()  # made, and kept for the next parse of 20 words in the cell order
+    assert parser(20, 32)._whole and parser(20, 8)._whole
+    assert not parser(19, 32)._whole
+    small = parser(10, 32)
+    small._turn_budget = 1024  # bytes
+    assert not small._reads_whole()
 
 
 @pytest.mark.parametrize("learn_index", [False, True])

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from fastdcyk.engine import schedule
-from fastdcyk.engine.modes.cleanup.turns import Turns
+from fastdcyk.engine.modes.cleanup.turns import BLOCK, Turns
 from fastdcyk.engine.readback import candidates, ridge_solve
 from fastdcyk.engine.rules import (
     ReadCell,
@@ -23,8 +23,9 @@ from fastdcyk.engine.rules import (
     rule_layer,
 )
 from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.engine.torch_common import all_finite
 from fastdcyk.engine.torch_spectral import SpectralParser
-from fastdcyk.hrr.buffers import G_CACHE_BYTES
+from fastdcyk.hrr.buffers import G_CACHE_BYTES, G_KEEP_BYTES
 
 __all__ = ["SOFT_LEVEL", "TURN_BATCH", "CleanupParser"]
 
@@ -57,8 +58,10 @@ class CleanupParser(SpectralParser):
     same reads are made from a second table, ``residual``, from which every read is
     subtracted (the words first, then each cell's candidates with their amplitudes as read),
     as the numpy parser does, the cells of a column (or of a span width, or the words) read
-    in turn from one sweep of the tables (:class:`~fastdcyk.engine.modes.cleanup.turns.Turns`);
-    under autograd its updates are kept for the backward pass as the accumulator's are. With
+    in turn from one sweep of the tables (:class:`~fastdcyk.engine.modes.cleanup.turns.Turns`),
+    or, where it costs less, the whole parse from the Gram matrices of the reads' index
+    matrices, with no residual table (:meth:`_reads_whole`); under autograd its updates
+    are kept for the backward pass as the accumulator's are. With
     ``"matched"`` a is the trace decoder's readout of every nonterminal.
     """
 
@@ -81,6 +84,9 @@ class CleanupParser(SpectralParser):
         # (under autograd always: the groups keep far less for the backward pass than the
         # tables each cell's out-of-place updates would)
         self._in_turns = self.cancel and (self.batch >= TURN_BATCH or self.grad)
+        # cancelling without autograd: the whole parse one group read from the cells' Gram
+        # matrices, with no residual table, where that costs less (:meth:`_reads_whole`)
+        self._whole = self._in_turns and not self.grad and self._reads_whole()
         self._unwritten: list[tuple[tuple[int, int], torch.Tensor]] = []  # P_left's, deferred
         if self.lstsq:
             nn, nt = len(st.nonterminals), len(st.terminals)
@@ -120,6 +126,9 @@ class CleanupParser(SpectralParser):
         """The words into P_left (:meth:`SpectralParser.initialise`); when cancelling, the
         residual table made, and every word read from it and subtracted before the first
         cell (the terminals read, and those written for it: a soft word's mixture)."""
+        if self._whole:
+            self._initialise_whole()
+            return
         super().initialise()
         if not self.cancel:
             return
@@ -131,6 +140,103 @@ class CleanupParser(SpectralParser):
             self.in_place = self.in_place | {"residual"}
         if self.pre is not None:  # nothing was written: the unary step takes the scores
             return
+        read_word = self._word_reader()
+        if not self._in_turns:  # each word read and subtracted through the work buffer
+            for k in range(1, self.n + 1):
+                idx = self.index_outer(k, k - 1)
+                full = read_word(k, self.row_dots(self.residual, idx))
+                self._subtract(full, idx)
+            return
+        k = 1  # the words in groups read in turn (:class:`Turns`), from the table of them all
+        while k <= self.n:
+            group = Turns(self, self._group(k - 1, k))
+            for c, (_, word) in enumerate(group.spans):
+                group.subtract(c, self._subtraction(read_word(word, group.read(c))))
+            group.flush(self)
+            k = group.spans[-1][1] + 1
+            del group  # before the next group's index matrices
+
+    def _reads_whole(self) -> bool:
+        """Whether the whole parse is read as one :class:`Turns` group from the Gram matrices
+        of its reads' index matrices, with no residual table (:meth:`_initialise_whole`):
+        where they and the reads' (d // 2 + 1) x batch x reads array fit in the group
+        budget, and either the codebook keeps them from an earlier parse of the same
+        length and order, or computing them (about R^2 / 2 (d // 2 + 1) d for R reads)
+        costs no more than the two sweeps of the residual table a read costs otherwise
+        (2 B (d // 2 + 1) d for B sentences)."""
+        n, h, d = self.n, self.half, self.d
+        words = 0 if self.pre is not None else n
+        reads = n * (n + 1) // 2 + words
+        size = torch.empty((), dtype=self.cdtype).element_size()
+        held = h * reads * (reads + self.batch) * size  # K, and the reads
+        if self._kept_grams() is not None:
+            return held <= self._turn_budget
+        made = words * reads + (reads - words) ** 2 // 2  # K's entries computed
+        budget = held + h * reads * d * size <= self._turn_budget  # and the index matrices
+        return budget and made <= 2 * self.batch * reads
+
+    def _grams_key(self) -> tuple:
+        """What the Gram matrices of a whole parse's reads depend on besides the codebook."""
+        return (self.n, self.opt.order, self.pre is None)
+
+    def _kept_grams(self) -> torch.Tensor | None:
+        """The Gram matrices an earlier parse of the same length and order left in the
+        codebook's cache (:meth:`_reads_grams`), or None."""
+        kept = self._index_matrices.get("grams")
+        if kept is None or kept[0] != self._grams_key():  # type: ignore[index]
+            return None
+        return kept[1]  # type: ignore[index]
+
+    def _reads_grams(self, slots: list[tuple[int, int]], words: int) -> torch.Tensor:
+        """K[f, c', c] = sum_g conj(X_c'[f, g]) X_c[f, g] of the index matrices X_c = G_j (.)
+        i^ of the reads ``slots`` (the first ``words`` of them the words'), (h, R, R):
+        where :class:`Turns` reads it (c' <= c) and in the words' rows (the reads' start
+        sums them), the rest 0. Kept in the codebook's cache for the next parse of the same
+        length and order, within :data:`~fastdcyk.hrr.buffers.G_KEEP_BYTES`."""
+        kept = self._kept_grams()
+        if kept is not None:
+            return kept
+        x = self.index_outers(slots)  # (h, R, d)
+        xc = torch.conj(x)
+        grams = x.new_zeros((self.half, len(slots), len(slots)))
+        grams[:, :words] = xc[:, :words] @ x.transpose(1, 2)
+        for r in range(words, len(slots), BLOCK):  # the upper triangle, by blocks of rows
+            grams[:, r : r + BLOCK, r:] = xc[:, r : r + BLOCK] @ x[:, r:].transpose(1, 2)
+        del x, xc
+        if grams.numel() * grams.element_size() <= G_KEEP_BYTES:
+            self._index_matrices["grams"] = (self._grams_key(), grams)  # type: ignore[assignment]
+        return grams
+
+    def _initialise_whole(self) -> None:
+        """The whole parse as one :class:`Turns` group, with no residual table: the words
+        (each read in turn from what all of them wrote), then every cell in the schedule's
+        order, each read from the Gram matrices of the reads' index matrices
+        (:meth:`_reads_grams`) as the module :mod:`~fastdcyk.engine.modes.cleanup.turns`
+        derives, with R_0 the words' writes. The writes into P_left wait until it is asked
+        for."""
+        n = self.n
+        if self.opt.order == "width":
+            cells = [(i, i + w) for w in range(1, n + 1) for i in range(n - w + 1)]
+        else:
+            cells = [(i, j) for i, j, _ in schedule.cells(n)]
+        words = [] if self.pre is not None else self.word_lefts()
+        slots = [span for span, _ in words] + cells  # a word's read, then its unary cell's
+        grams = self._reads_grams(slots, len(words))
+        if words:  # R_0 X_c: what the words wrote, read through each read's index matrix
+            lefts = torch.stack([s for _, s in words], 2).transpose(0, 1)  # (h, B, n)
+            q = lefts @ grams[:, : len(words)]
+        else:  # preterminal scores: nothing written before the first cell
+            q = grams.new_zeros((self.half, self.batch, len(slots)))
+        group = self._turns = Turns(self, slots, (grams, q))
+        if not words:
+            return
+        self.defer_writes(words)
+        read_word = self._word_reader()
+        for c, ((_, k), _) in enumerate(words):
+            group.subtract(c, self._subtraction(read_word(k, group.read(c))))
+
+    def _word_reader(self) -> Any:
+        """read_word(k, q): word k's amplitudes, (B, N + T), from its readout q (B, h)."""
         nt, dev = self._nt, self.device
         nonterminals = torch.zeros((self.batch, self._nn), dtype=torch.bool, device=dev)
 
@@ -146,20 +252,7 @@ class CleanupParser(SpectralParser):
             terms &= self.active(k)[:, None]
             return self._solve(torch.cat((nonterminals, terms), 1), q)
 
-        if not self._in_turns:  # each word read and subtracted through the work buffer
-            for k in range(1, self.n + 1):
-                idx = self.index_outer(k, k - 1)
-                full = read_word(k, self.row_dots(self.residual, idx))
-                self._subtract(full, idx)
-            return
-        k = 1  # the words in groups read in turn (:class:`Turns`), from the table of them all
-        while k <= self.n:
-            group = Turns(self, self._group(k - 1, k))
-            for c, (_, word) in enumerate(group.spans):
-                group.subtract(c, self._subtraction(read_word(word, group.read(c))))
-            group.flush(self)
-            k = group.spans[-1][1] + 1
-            del group  # before the next group's index matrices
+        return read_word
 
     def _subtract(self, a: torch.Tensor, idx: torch.Tensor) -> None:
         """Take what amplitudes ``a`` (B, N + T) stand for from the residual table, through
@@ -422,7 +515,7 @@ class CleanupParser(SpectralParser):
         if not self._unwritten:
             return super().dense_finite()
         lefts = torch.stack([left for _, left in self._unwritten])  # one check, not one a cell
-        return super().dense_finite() and bool(torch.isfinite(lefts).all())
+        return super().dense_finite() and all_finite(lefts)
 
     def dense(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         self._write_deferred()

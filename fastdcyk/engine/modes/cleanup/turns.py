@@ -19,6 +19,10 @@ cell's detection, read and solve work on (batch, d // 2 + 1) vectors, in the gro
 so that a detection may depend on the reads of the cells before it. No read sees P_left
 while cancelling: the parser writes the L_c into it only when the parse's P_left is asked
 for (``CleanupParser.defer_writes``).
+
+With R_0 = 0 the whole parse is one group whose reads need K alone, given to the group
+with the reads of the words' writes (``grams``): no residual table at all
+(docs/method.md, section 4.6, "The whole parse from the Gram matrices").
 """
 
 from __future__ import annotations
@@ -30,7 +34,11 @@ import torch
 if TYPE_CHECKING:
     from fastdcyk.engine.torch_spectral import SpectralParser
 
-__all__ = ["Turns"]
+__all__ = ["BLOCK", "Turns"]
+
+#: Without autograd, how many cells' nets enter the later reads of a group together (one
+#: batched product; the reads between take the cells' since the last block one by one).
+BLOCK = 16
 
 
 class Turns:
@@ -43,23 +51,40 @@ class Turns:
         matrices and full index spectra); kept by no attribute, so that a parse stopped by
         an error mid-group leaves no reference cycle holding its tensors.
     spans : list of (int, int)
-        The cells (i, j), in the order they are read.
+        The cells (i, j), in the order they are read (a span twice where a word and its
+        unary cell are both read: :attr:`position` gives the later).
+    grams : (Tensor, Tensor), optional
+        K, (h, C, C) (at least where c' <= c), and the reads from R_0, (h, B, C): then no
+        residual table is read nor written (:meth:`flush` only hands the writes on).
     """
 
-    def __init__(self, parser: SpectralParser, spans: list[tuple[int, int]]) -> None:
+    def __init__(
+        self,
+        parser: SpectralParser,
+        spans: list[tuple[int, int]],
+        grams: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> None:
         self.spans = spans
-        self.position = {span: c for c, span in enumerate(spans)}
+        self.position = {span: c for c, span in enumerate(spans)}  # a span's last place
         self.grad = parser.grad
         self._zero_shape = (parser.batch, parser.half)
         self._zero_kind = {"dtype": parser.cdtype, "device": parser.device}
-        x = parser.index_outers(spans)  # (h, C, d)
-        self.xc = torch.conj(x)  # a conjugate view of x
-        self.k = self.xc @ x.transpose(1, 2)  # (h, C, C): K[f, c', c]
-        # (h, B, C): every cell's read from R_0, less (as each cell is read) what the cells
-        # before it left in the residual
-        self.q = parser.residual.transpose(0, 1) @ x.transpose(1, 2)
+        self.xc: torch.Tensor | None = None
+        if grams is not None:  # K and the reads from R_0 given: no residual table
+            self.k, self.q = grams
+        else:
+            x = parser.index_outers(spans)  # (h, C, d)
+            self.xc = torch.conj(x)  # a conjugate view of x
+            self.k = self.xc @ x.transpose(1, 2)  # (h, C, C): K[f, c', c]
+            # (h, B, C): every cell's read from R_0, less (as each cell is read) what the
+            # cells before it left in the residual
+            self.q = parser.residual.transpose(0, 1) @ x.transpose(1, 2)
         self.writes: list[torch.Tensor | None] = [None] * len(spans)
         self.nets: list[torch.Tensor] = []  # L_c - S_c of the cells read, (B, h)
+        # without autograd the nets of the last cells read, not yet in the later reads of
+        # q (they enter it BLOCK at a time, in one product): (h, B, BLOCK)
+        self._block = None if self.grad else self.q.new_empty((*self.q.shape[:2], BLOCK))
+        self._since = 0  # the first of them
 
     def write(self, c: int, left: torch.Tensor) -> None:
         """Cell c writes ``left`` (B, h) (added to what it wrote already), before its read."""
@@ -74,6 +99,9 @@ class Turns:
         if c != len(self.nets):
             raise RuntimeError(f"cell {self.spans[c]} read out of turn")
         q = self.q[:, :, c]
+        if self._block is not None and c > self._since:  # the nets since the last block
+            block = self._block[:, :, : c - self._since]
+            q = q + (block @ self.k[:, self._since : c, c, None]).squeeze(-1)
         if self.writes[c] is not None:
             q = q + self.writes[c].T * self.k[:, c, c, None]
         return q.T
@@ -90,11 +118,14 @@ class Turns:
         if len(self.nets) == len(self.spans):
             return True
         # the later cells' reads see what this one left: net_c K_c,c' for c' > c
-        later = net.T[:, :, None] * self.k[:, c, None, c + 1 :]  # (h, B, C - c - 1)
         if self.grad:  # out of place: the earlier reads' slices are kept for backward
+            later = net.T[:, :, None] * self.k[:, c, None, c + 1 :]  # (h, B, C - c - 1)
             self.q = torch.cat((self.q[:, :, : c + 1], self.q[:, :, c + 1 :] + later), 2)
-        else:
-            self.q[:, :, c + 1 :] += later
+            return False
+        self._block[:, :, c - self._since] = net.T
+        if c + 1 - self._since == BLOCK:  # into every later read at once
+            since, self._since = self._since, c + 1
+            self.q[:, :, c + 1 :].baddbmm_(self._block, self.k[:, since : c + 1, c + 1 :])
         return False
 
     def _zero(self) -> torch.Tensor:
@@ -105,8 +136,9 @@ class Turns:
         """Every cell's write less its read into ``parser``'s residual table (one batched
         product, :meth:`SpectralParser.add_outers`), and the writes handed to
         ``parser.defer_writes`` for P_left, which no read sees while cancelling."""
-        nets = torch.stack(self.nets, 2).transpose(0, 1)  # (h, B, C)
-        parser.add_outers("residual", nets, self.xc)
+        if self.xc is not None:
+            nets = torch.stack(self.nets, 2).transpose(0, 1)  # (h, B, C)
+            parser.add_outers("residual", nets, self.xc)
         writes = zip(self.spans, self.writes, strict=True)
         parser.defer_writes([(s, w) for s, w in writes if w is not None])
         self.xc = self.k = self.q = None  # type: ignore[assignment]
