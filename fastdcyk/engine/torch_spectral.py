@@ -56,7 +56,7 @@ class SpectralParser(TorchParser):
         # W = Phi C_k Phi, W[r, c] = v_k[(perm[r] - inv[c]) mod d], is read from the strided
         # (symmetric) view R[a, t] = v_k[(a + t + 1) mod d]: W^T = R[d - 1 - inv][:, perm]
         self._strided_rows = (d - 1) - self.permutation_index(-1)
-        self._index_matrices: dict[int | str, torch.Tensor] = (
+        self._index_matrices: dict[int | str, Any] = (  # G_k by k, and "grams"
             {} if g_cache is None or self.grad else g_cache
         )
         real = "float64" if self.rdtype == torch.float64 else "float32"

@@ -183,9 +183,9 @@ class CleanupParser(SpectralParser):
         """The Gram matrices an earlier parse of the same length and order left in the
         codebook's cache (:meth:`_reads_grams`), or None."""
         kept = self._index_matrices.get("grams")
-        if kept is None or kept[0] != self._grams_key():  # type: ignore[index]
+        if kept is None or kept[0] != self._grams_key():
             return None
-        return kept[1]  # type: ignore[index]
+        return kept[1]
 
     def _reads_grams(self, slots: list[tuple[int, int]], words: int) -> torch.Tensor:
         """K[f, c', c] = sum_g conj(X_c'[f, g]) X_c[f, g] of the index matrices X_c = G_j (.)
@@ -204,7 +204,7 @@ class CleanupParser(SpectralParser):
             grams[:, r : r + BLOCK, r:] = xc[:, r : r + BLOCK] @ x[:, r:].transpose(1, 2)
         del x, xc
         if grams.numel() * grams.element_size() <= G_KEEP_BYTES:
-            self._index_matrices["grams"] = (self._grams_key(), grams)  # type: ignore[assignment]
+            self._index_matrices["grams"] = (self._grams_key(), grams)
         return grams
 
     def _initialise_whole(self) -> None:
