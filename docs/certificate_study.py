@@ -55,6 +55,19 @@ def upper_bound(misses: int, sure: int, level: float = 0.95) -> float:
     return float(beta.ppf(level, misses + 1, sure - misses))
 
 
+def summary(rows: list) -> dict:
+    """A point's counts from its rows [sure, right], one per sentence."""
+    sure = sum(s for s, _ in rows)
+    misses = sum(s and not right for s, right in rows)
+    return {
+        "sure": sure,
+        "misses": misses,
+        "exact": sum(right for _, right in rows),
+        "false_alarms": sum(right and not s for s, right in rows),
+        "miss_rate_upper_95": upper_bound(misses, sure),
+    }
+
+
 def save(out: Path, updates: dict, drop: tuple[str, ...] = ()) -> dict:
     """Merge ``updates`` into the record ``out`` (less the keys ``drop``) under a lock, read
     again first, so that runs of different d side by side keep each other's points; the
@@ -91,18 +104,7 @@ def run(args: argparse.Namespace) -> None:
             rows.append([bool(r.sure), r.chart == gold])
             if len(rows) % 10 == 0 and len(rows) < len(sents):
                 save(out, {f"{d}|partial": rows})
-        sure = sum(s for s, _ in rows)
-        misses = sum(s and not right for s, right in rows)
-        exact = sum(right for _, right in rows)
-        alarms = sum(right and not s for s, right in rows)
-        point = {
-            "sentences": len(sents),
-            "sure": sure,
-            "misses": misses,
-            "exact": exact,
-            "false_alarms": alarms,
-            "miss_rate_upper_95": upper_bound(misses, sure),
-        }
+        point = {"sentences": len(sents), **summary(rows)}
         save(out, {str(d): point}, drop=(f"{d}|partial",))
         print(f"d={d}: {point}", flush=True)
 
@@ -117,7 +119,13 @@ def table() -> None:
         path = HERE / f"certificate_{name}.json"
         if not path.exists():
             continue
-        points = {k: e for k, e in json.loads(path.read_text()).items() if "|" not in k}
+        record = json.loads(path.read_text())
+        points = {k: e for k, e in record.items() if "|" not in k}
+        for key, rows in record.items():  # a run stopped before the end: its rows so far
+            d = key.split("|")[0]
+            done_before = int(points.get(d, {}).get("sentences", 0))
+            if key.endswith("|partial") and len(rows) > done_before:
+                points[d] = {**summary(rows), "sentences": f"{len(rows)} (stopped)"}
         for d, e in sorted(points.items(), key=lambda kv: int(kv[0])):
             bound = e["miss_rate_upper_95"]
             print(
