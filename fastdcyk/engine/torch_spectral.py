@@ -56,8 +56,10 @@ class SpectralParser(TorchParser):
         # W = Phi C_k Phi, W[r, c] = v_k[(perm[r] - inv[c]) mod d], is read from the strided
         # (symmetric) view R[a, t] = v_k[(a + t + 1) mod d]: W^T = R[d - 1 - inv][:, perm]
         self._strided_rows = (d - 1) - self.permutation_index(-1)
+        #: Whether what the parse caches outlives it (the caller's ``g_cache``).
+        self.keeps_cache = g_cache is not None and not self.grad
         self._index_matrices: dict[int | str, Any] = (  # G_k by k, and "grams"
-            {} if g_cache is None or self.grad else g_cache
+            g_cache if self.keeps_cache else {}
         )
         real = "float64" if self.rdtype == torch.float64 else "float32"
         #: Bytes free on the device when the parse started (what its caches are sized from).
@@ -108,9 +110,10 @@ class SpectralParser(TorchParser):
         g = self._index_matrices.pop(k, None)
         if g is None:
             if not self.grad:  # the least recently used out (the cache's G_k: int keys)
-                held = [key for key in self._index_matrices if isinstance(key, int)]
+                # (a snapshot, and no error for a key another thread dropped first)
+                held = [key for key in list(self._index_matrices) if isinstance(key, int)]
                 while len(held) >= self._slots:
-                    self._index_matrices.pop(held.pop(0))
+                    self._index_matrices.pop(held.pop(0), None)
             v = self.vec.index[k]
             r = torch.cat((v, v))[1:].unfold(0, self.d, 1)
             wt = r.index_select(0, self._strided_rows).index_select(

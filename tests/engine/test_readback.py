@@ -220,3 +220,7 @@ def test_the_factors_triangle_solves_as_the_general_solve():
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10 * np.abs(want).max())
         one = NUMPY.cho_solve(factor, y[1:], np.array([1]))  # one system of the stack
         np.testing.assert_allclose(one[0], want[1], rtol=1e-10, atol=1e-10 * np.abs(want).max())
+        none = NUMPY.cho_solve(factor, y[:0], np.array([], np.intp))  # no system
+        assert none.shape == (0, k)
+        bad = NUMPY.cho_solve(factor, np.where(np.arange(k) == 0, np.nan, y))  # as the solves
+        assert np.isnan(bad).any(axis=1).all()

@@ -125,7 +125,8 @@ class CleanupParser(SpectralParser):
     def initialise(self) -> None:
         """The words into P_left (:meth:`SpectralParser.initialise`); when cancelling, the
         residual table made, and every word read from it and subtracted before the first
-        cell (the terminals read, and those written for it: a soft word's mixture)."""
+        cell (the terminals read, and those written for it: a soft word's mixture); or,
+        where the whole parse is read from the Gram matrices, :meth:`_initialise_whole`."""
         if self._whole:
             self._initialise_whole()
             return
@@ -161,9 +162,9 @@ class CleanupParser(SpectralParser):
         of its reads' index matrices, with no residual table (:meth:`_initialise_whole`):
         where they and the reads' (d // 2 + 1) x batch x reads array fit in the group
         budget, and either the codebook keeps them from an earlier parse of the same
-        length and order, or computing them (about R^2 / 2 (d // 2 + 1) d for R reads)
-        costs no more than the two sweeps of the residual table a read costs otherwise
-        (2 B (d // 2 + 1) d for B sentences)."""
+        length and order (:meth:`_grams_key`), or computing them (about R^2 / 2
+        (d // 2 + 1) d for R reads) costs no more than the two sweeps of the residual table
+        a read costs otherwise (2 B (d // 2 + 1) d for B sentences)."""
         n, h, d = self.n, self.half, self.d
         words = 0 if self.pre is not None else n
         reads = n * (n + 1) // 2 + words
@@ -176,12 +177,15 @@ class CleanupParser(SpectralParser):
         return budget and made <= 2 * self.batch * reads
 
     def _grams_key(self) -> tuple:
-        """What the Gram matrices of a whole parse's reads depend on besides the codebook."""
-        return (self.n, self.opt.order, self.pre is None)
+        """What the Gram matrices of a whole parse's reads depend on besides the codebook:
+        the length, the order of the cells (the "cell" and "sequential" orders visit the
+        same) and whether the words are read."""
+        order = "width" if self.opt.order == "width" else "cell"
+        return (self.n, order, self.pre is None)
 
     def _kept_grams(self) -> torch.Tensor | None:
-        """The Gram matrices an earlier parse of the same length and order left in the
-        codebook's cache (:meth:`_reads_grams`), or None."""
+        """The Gram matrices an earlier parse of the same length and order (and words read
+        or not) left in the codebook's cache (:meth:`_reads_grams`), or None."""
         kept = self._index_matrices.get("grams")
         if kept is None or kept[0] != self._grams_key():
             return None
@@ -203,7 +207,7 @@ class CleanupParser(SpectralParser):
         for r in range(words, len(slots), BLOCK):  # the upper triangle, by blocks of rows
             grams[:, r : r + BLOCK, r:] = xc[:, r : r + BLOCK] @ x[:, r:].transpose(1, 2)
         del x, xc
-        if grams.numel() * grams.element_size() <= G_KEEP_BYTES:
+        if self.keeps_cache and grams.numel() * grams.element_size() <= G_KEEP_BYTES:
             self._index_matrices["grams"] = (self._grams_key(), grams)
         return grams
 

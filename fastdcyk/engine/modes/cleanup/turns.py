@@ -37,12 +37,13 @@ if TYPE_CHECKING:
 __all__ = ["BLOCK", "Turns"]
 
 #: Without autograd, how many cells' nets enter the later reads of a group together (one
-#: batched product; the reads between take the cells' since the last block one by one).
+#: batched product; a read between takes those since the last block in one small product).
 BLOCK = 16
 
 
 class Turns:
-    """A group of cells read in turn from the residual table (the module's docstring).
+    """A group of cells read in turn from the residual table, or from the Gram matrices of
+    their index matrices alone (``grams``; the module's docstring).
 
     Parameters
     ----------
