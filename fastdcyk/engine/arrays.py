@@ -21,13 +21,7 @@ import numpy as np
 import scipy.linalg
 import scipy.special
 
-__all__ = ["NUMPY", "TRIANGULAR_SOLVE", "ArrayNamespace", "NumpyNamespace", "sigmoid"]
-
-#: From this many unknowns on, :meth:`NumpyNamespace.cho_solve` and the certificate's
-#: standard errors use the factor's triangle (substitution, LAPACK's triangular inverse):
-#: below it numpy's batched general solves and inverse cost less than a call each (on a
-#: 2-core Intel Xeon, k = 32: 28 us against 15 us a system; k = 64: 268 against 18).
-TRIANGULAR_SOLVE = 32
+__all__ = ["NUMPY", "ArrayNamespace", "NumpyNamespace", "sigmoid"]
 
 
 class ArrayNamespace:
@@ -176,15 +170,8 @@ class NumpyNamespace(ArrayNamespace):
     def cho_solve(self, factor: Any, y: np.ndarray, rows: Any = None) -> np.ndarray:
         if isinstance(factor, np.ndarray):  # a stack of lower factors L: L L^T a = y
             low = factor if rows is None else factor[rows]
-            if low.shape[-1] < TRIANGULAR_SOLVE:  # batched, as general systems
-                z = np.linalg.solve(low, y[..., None])
-                return np.linalg.solve(low.swapaxes(-1, -2), z)[..., 0]
-            # by substitution, k^2 a system where the general solve costs k^3 (at k = 650,
-            # 2.5 ms against 140 ms)
-            out = np.empty(np.shape(y))  # (a non-finite y gives NaN, as the solves do)
-            for b, (lb, yb) in enumerate(zip(low, y, strict=True)):
-                out[b] = scipy.linalg.cho_solve((lb, True), yb, check_finite=False)
-            return out
+            z = np.linalg.solve(low, y[..., None])
+            return np.linalg.solve(low.swapaxes(-1, -2), z)[..., 0]
         used = factor if rows is None else [factor[r] for r in rows]
         out = np.empty(y.shape)
         for b, (f, yb) in enumerate(zip(used, y, strict=True)):

@@ -31,11 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 from numba import njit
 from scipy.special import ndtr
 
-from fastdcyk.engine.arrays import TRIANGULAR_SOLVE
 from fastdcyk.engine.readback import RIDGE, ridge_matrix
 from fastdcyk.engine.rules import RuleStructure
 
@@ -105,12 +103,7 @@ def read_errors(
         # L^-1 through numpy's LAPACK: scipy's triangular solve with a matrix right-hand
         # side took 16 ms for k = 5 on a busy 2-core machine (its BLAS threads waiting),
         # numpy's inverse 6 us (docs/performance.md, "The width order")
-        if k < TRIANGULAR_SOLVE:
-            inverse = np.linalg.inv(lower)
-        else:  # the triangle's own inverse: at k = 650, 19 ms against 207 ms
-            inverse, info = scipy.linalg.lapack.dtrtri(lower, lower=1)
-            if info:
-                raise np.linalg.LinAlgError("singular factor")
+        inverse = np.linalg.inv(lower)
         diagonal = np.einsum("ij,ij->j", inverse, inverse)
     except np.linalg.LinAlgError:  # rounding defeated the factorisation: its eigenvalues
         w, u = np.linalg.eigh(m)

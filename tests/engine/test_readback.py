@@ -199,28 +199,3 @@ def test_the_compiled_small_solve_is_the_batched_solve():
     bad = np.array([[1.0, 2.0], [2.0, 1.0]])  # indefinite: no Cholesky factor
     want = ridge_solve(bad[None], np.ones((1, 2)))[0]
     np.testing.assert_allclose(solve(bad, np.ones(2)), want, rtol=1e-12)
-
-
-def test_the_factors_triangle_solves_as_the_general_solve():
-    """NUMPY.cho_solve solves L L^T a = y by substitution from TRIANGULAR_SOLVE unknowns on
-    (numpy's batched general solves below): the solution of the ridge system either way,
-    to float64 rounding (relative 1e-10: the systems' condition numbers are below 1e3)."""
-    from fastdcyk.engine.arrays import NUMPY, TRIANGULAR_SOLVE
-    from fastdcyk.engine.readback import ridge_matrix
-
-    rng = np.random.default_rng(7)
-    for k in (TRIANGULAR_SOLVE - 1, TRIANGULAR_SOLVE, 3 * TRIANGULAR_SOLVE):
-        v = rng.standard_normal((2, k, 4 * k)) / np.sqrt(4 * k)
-        m = np.stack([ridge_matrix(vb @ vb.T) for vb in v])
-        y = rng.standard_normal((2, k))
-        factor, ok = NUMPY.cholesky(m)
-        assert ok.all()
-        got = NUMPY.cho_solve(factor, y)
-        want = np.linalg.solve(m, y[..., None])[..., 0]
-        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10 * np.abs(want).max())
-        one = NUMPY.cho_solve(factor, y[1:], np.array([1]))  # one system of the stack
-        np.testing.assert_allclose(one[0], want[1], rtol=1e-10, atol=1e-10 * np.abs(want).max())
-        none = NUMPY.cho_solve(factor, y[:0], np.array([], np.intp))  # no system
-        assert none.shape == (0, k)
-        bad = NUMPY.cho_solve(factor, np.where(np.arange(k) == 0, np.nan, y))  # as the solves
-        assert np.isnan(bad).any(axis=1).all()
