@@ -1,5 +1,5 @@
 """How often a chart the certificate calls sure is wrong, on enough sentences to bound it
-(docs/results.md, study (h), "The certificate on 600 sentences").
+(docs/results.md, study (h), "The certificate on 600 sentences per point, and more").
 
 Study (h) saw no sure chart that was wrong, but its 100 sentences per point bound the miss
 rate only to about 1 in 35 per point. Here each point gets ``--sentences`` (default 600)
