@@ -323,6 +323,17 @@ def test_peer(benchmark, case, system):
         assert exact == len(sents)
 
 
+def best(f: Any, rounds: int) -> float:
+    """The shortest of ``rounds`` timings of ``f()``, after one call as a warm-up."""
+    f()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
 def _against_torch_struct(
     benchmark: Any, timing: bool, ours: Any, theirs: Any, rounds: int, d: int, words: int
 ) -> float:
@@ -330,18 +341,10 @@ def _against_torch_struct(
     ``rounds`` timings of ``ours()`` (a list of results, whose charts are checked against
     CYK) and of ``theirs()``, each after a warm-up; recorded in the benchmark's extra info."""
 
-    def best(f: Any) -> float:
-        f()  # warm-up
-        times = []
-        for _ in range(rounds if timing else 1):
-            t0 = time.perf_counter()
-            f()
-            times.append(time.perf_counter() - t0)
-        return min(times)
-
-    their_s = best(theirs)
+    runs = rounds if timing else 1
+    their_s = best(theirs, runs)
     results = benchmark.pedantic(ours, rounds=1, iterations=1)
-    our_s = best(ours)
+    our_s = best(ours, runs)
     assert all(r.chart == fd.cyk(r.grammar, r.words) for r in results) or not timing
     ratio = their_s / our_s
     benchmark.extra_info.update(

@@ -15,31 +15,19 @@ of docs/performance.md, "The sweep in the table's precision".
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_peer import peer_grammar, sentences  # noqa: E402
+from bench_peer import best, peer_grammar, sentences  # noqa: E402
 
 import fastdcyk as fd  # noqa: E402
 from fastdcyk import threads  # noqa: E402
 from fastdcyk.engine import numpy_spectral  # noqa: E402
 from fastdcyk.engine.modes.cleanup import columns  # noqa: E402
 from fastdcyk.hrr import kernels  # noqa: E402
-
-
-def best(f: Any, rounds: int) -> float:
-    f()  # warm-up
-    times = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def made_by_parse(cls: type, eager: bool) -> None:

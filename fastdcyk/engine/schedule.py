@@ -49,8 +49,10 @@ __all__ = [
     "Ledger",
     "cells",
     "detections",
+    "ends",
     "non_finite",
     "run",
+    "width_cells",
 ]
 
 Step = Literal["unary", "binary"]
@@ -70,6 +72,19 @@ def cells(n: int) -> Iterator[tuple[int, int, Step]]:
     for j in range(2, n + 1):
         for i in range(j - 2, -1, -1):
             yield i, j, BINARY
+
+
+def width_cells(n: int, w: int) -> list[tuple[int, int]]:
+    """The cells (i, i + w) of span width w of an n-word table, in the "width" order."""
+    return [(i, i + w) for i in range(n - w + 1)]
+
+
+def ends(n: int, order: str) -> list[tuple[int, int]]:
+    """Every cell (i, j) of an n-word table in the order :func:`run` ends them (reads them
+    back): :func:`cells`' order, or width by width in the "width" order."""
+    if order == "width":
+        return [span for w in range(1, n + 1) for span in width_cells(n, w)]
+    return [(i, j) for i, j, _ in cells(n)]
 
 
 @dataclass
@@ -361,7 +376,7 @@ def _run_widths(
         step = UNARY if w == 1 else BINARY
         if step == BINARY and t1 is None:
             t1 = time.perf_counter()
-        spans = [(i, i + w) for i in range(n - w + 1)]
+        spans = width_cells(n, w)
         count = len(rows[step])
         writes = []
         if count:

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from fastdcyk.engine import schedule
-from fastdcyk.engine.modes.cleanup.turns import BLOCK, Turns
+from fastdcyk.engine.modes.cleanup.turns import Turns, gram_matrices
 from fastdcyk.engine.readback import candidates, ridge_solve
 from fastdcyk.engine.rules import (
     ReadCell,
@@ -200,16 +200,10 @@ class CleanupParser(SpectralParser):
         kept = self._kept_grams()
         if kept is not None:
             return kept
-        x = self.index_outers(slots)  # (h, R, d)
-        xc = torch.conj(x)
-        grams = x.new_zeros((self.half, len(slots), len(slots)))
-        grams[:, :words] = xc[:, :words] @ x.transpose(1, 2)
-        for r in range(words, len(slots), BLOCK):  # the upper triangle, by blocks of rows
-            grams[:, r : r + BLOCK, r:] = xc[:, r : r + BLOCK] @ x[:, r:].transpose(1, 2)
-        del x, xc
-        if self.keeps_cache and grams.numel() * grams.element_size() <= G_KEEP_BYTES:
-            self._index_matrices["grams"] = (self._grams_key(), grams)
-        return grams
+        k = gram_matrices(self.index_outers(slots), words)  # from the (h, R, d) index matrices
+        if self.keeps_cache and k.numel() * k.element_size() <= G_KEEP_BYTES:
+            self._index_matrices["grams"] = (self._grams_key(), k)
+        return k
 
     def _initialise_whole(self) -> None:
         """The whole parse as one :class:`Turns` group, with no residual table: the words
@@ -218,26 +212,22 @@ class CleanupParser(SpectralParser):
         (:meth:`_reads_grams`) as the module :mod:`~fastdcyk.engine.modes.cleanup.turns`
         derives, with R_0 the words' writes. The writes into P_left wait until it is asked
         for."""
-        n = self.n
-        if self.opt.order == "width":
-            cells = [(i, i + w) for w in range(1, n + 1) for i in range(n - w + 1)]
-        else:
-            cells = [(i, j) for i, j, _ in schedule.cells(n)]
         words = [] if self.pre is not None else self.word_lefts()
-        slots = [span for span, _ in words] + cells  # a word's read, then its unary cell's
-        grams = self._reads_grams(slots, len(words))
+        # a word's read, then its unary cell's
+        slots = [span for span, _ in words] + schedule.ends(self.n, self.opt.order)
+        k = self._reads_grams(slots, len(words))
         if words:  # R_0 X_c: what the words wrote, read through each read's index matrix
             lefts = torch.stack([s for _, s in words], 2).transpose(0, 1)  # (h, B, n)
-            q = lefts @ grams[:, : len(words)]
+            q = lefts @ k[:, : len(words)]
         else:  # preterminal scores: nothing written before the first cell
-            q = grams.new_zeros((self.half, self.batch, len(slots)))
-        group = self._turns = Turns(self, slots, (grams, q))
+            q = k.new_zeros((self.half, self.batch, len(slots)))
+        group = self._turns = Turns(self, slots, (k, q))
         if not words:
             return
         self.defer_writes(words)
         read_word = self._word_reader()
-        for c, ((_, k), _) in enumerate(words):
-            group.subtract(c, self._subtraction(read_word(k, group.read(c))))
+        for c, ((_, word), _) in enumerate(words):
+            group.subtract(c, self._subtraction(read_word(word, group.read(c))))
 
     def _word_reader(self) -> Any:
         """read_word(k, q): word k's amplitudes, (B, N + T), from its readout q (B, h)."""
@@ -396,7 +386,7 @@ class CleanupParser(SpectralParser):
         schedule's order, at most :meth:`_chunk` of them."""
         n, w = self.n, j - i
         if self.opt.order == "width":
-            spans = [(a, a + w) for a in range(i, n - w + 1)]
+            spans = schedule.width_cells(n, w)[i:]
         elif w == 1:
             spans = [(k - 1, k) for k in range(j, n + 1)]
         else:

@@ -34,11 +34,24 @@ import torch
 if TYPE_CHECKING:
     from fastdcyk.engine.torch_spectral import SpectralParser
 
-__all__ = ["BLOCK", "Turns"]
+__all__ = ["BLOCK", "Turns", "gram_matrices"]
 
 #: Without autograd, how many cells' nets enter the later reads of a group together (one
 #: batched product; a read between takes those since the last block in one small product).
 BLOCK = 16
+
+
+def gram_matrices(x: torch.Tensor, full: int = 0) -> torch.Tensor:
+    """K[f, c', c] = sum_g conj(x[f, c', g]) x[f, c, g] of index matrices ``x`` (h, C, d),
+    (h, C, C): where :class:`Turns` reads it (c' <= c, by blocks of :data:`BLOCK` rows)
+    and in the first ``full`` rows whole (the words' rows, whose reads start the whole
+    parse's); 0 elsewhere."""
+    xc = torch.conj(x)
+    k = x.new_zeros((x.shape[0], x.shape[1], x.shape[1]))
+    k[:, :full] = xc[:, :full] @ x.transpose(1, 2)
+    for r in range(full, x.shape[1], BLOCK):
+        k[:, r : r + BLOCK, r:] = xc[:, r : r + BLOCK] @ x[:, r:].transpose(1, 2)
+    return k
 
 
 class Turns:
@@ -76,7 +89,7 @@ class Turns:
         else:
             x = parser.index_outers(spans)  # (h, C, d)
             self.xc = torch.conj(x)  # a conjugate view of x
-            self.k = self.xc @ x.transpose(1, 2)  # (h, C, C): K[f, c', c]
+            self.k = gram_matrices(x)  # (h, C, C): K[f, c', c], c' <= c
             # (h, B, C): every cell's read from R_0, less (as each cell is read) what the
             # cells before it left in the residual
             self.q = parser.residual.transpose(0, 1) @ x.transpose(1, 2)
