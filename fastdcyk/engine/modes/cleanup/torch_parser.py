@@ -368,7 +368,7 @@ class CleanupParser(SpectralParser):
 
     def _chunk(self) -> int:
         """How many cells a :class:`Turns` group holds at most: twice the batch's sentences
-        (K's products, C^2 (d // 2 + 1) d, stay within the reads' and the update's,
+        (K's products, C^2 / 2 (d // 2 + 1) d, stay within the reads' and the update's,
         2 B C (d // 2 + 1) d: at batch 1 a group is two cells), and their index matrices
         ((d // 2 + 1) x d complex each, and the stack's copy) within an eighth of the memory
         the device had free when the parse started; at least one."""
