@@ -150,10 +150,12 @@ class Codebook:
     ``ulimit -v``) raises a MemoryError that says so, instead of being killed part-way.
 
     A codebook owns the work buffers its operators use. Calls that use them (applying an
-    operator, a D-CYK parse) hold the codebook's lock, so threads sharing one codebook get
-    correct results but take turns; to parse in parallel threads, give each its own codebook
-    with the same seed (the same vectors and permutation). A pickled codebook leaves its
-    work buffers behind.
+    operator, a parse or a decoding on the numpy backend) hold the codebook's lock, so
+    threads sharing one codebook get correct results but take turns; to parse in parallel
+    threads, give each its own codebook with the same seed (the same vectors and
+    permutation). The torch backend's parses use tensors of their own and take no lock
+    (what they keep in the codebook's cache for the next parse is put and replaced whole),
+    so they run side by side. A pickled codebook leaves its work buffers behind.
 
     Examples
     --------

@@ -712,3 +712,44 @@ def test_each_result_owns_its_matrices_in_c_order(device, variant):
     for a, b in ((first.p_left, second.p_left), (first.p_right, second.p_right)):
         assert not np.shares_memory(a, b)
     _assert_same(ref, first, 1e-8)
+
+
+def test_threads_sharing_one_codebook_parse_on_both_backends():
+    """The torch backend takes no codebook lock (its tensors are its own; what it keeps in
+    the codebook's cache, the G_k and the Gram matrices of the reads, is put and replaced
+    whole): threads parsing with one codebook on both backends at once each get what a
+    parse alone gets, the cached Gram matrices of one length read by several threads."""
+    import threading
+
+    g = fd.Grammar.builtin("G4")
+    cb = _codebook(g, 64, "cleanup")
+    sents = [s for s in fd.generate(g, 40, min_len=6, max_len=6, seed=4)][:8]
+    kw = {"variant": "cleanup", "readback": "cancel"}
+
+    def torch_batch():
+        return dcyk_batch(g, sents, cb, backend="torch", **kw)
+
+    def numpy_one():
+        return [fd.dcyk(g, s, cb, progress=False, **kw) for s in sents[:3]]
+
+    torch_backend.release_caches(cb)
+    want = {"torch": torch_batch(), "numpy": numpy_one()}
+    assert want["torch"][0].chart == fd.cyk(g, sents[0])
+    got: list = []
+    start = threading.Barrier(4)
+
+    def worker(name, job):
+        start.wait()
+        for _ in range(3):
+            got.append((name, job()))
+
+    jobs = [("torch", torch_batch)] * 2 + [("numpy", numpy_one)] * 2
+    threads = [threading.Thread(target=worker, args=job) for job in jobs]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(got) == 12  # no thread raised
+    for name, results in got:
+        for a, b in zip(want[name], results, strict=True):
+            _assert_same(a, b, 1e-12)
