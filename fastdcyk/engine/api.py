@@ -30,7 +30,7 @@ import numpy as np
 
 from fastdcyk.cfg.generate import clear_cache as clear_generate_cache
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import auto, beam, modes
+from fastdcyk.engine import auto, beam, modes, schedule
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.decode import chart_from_statistics, check_matrix, decode_statistics
 from fastdcyk.engine.numpy_backend import parse_sentence
@@ -127,7 +127,10 @@ def parse_plan(
         def parse_at(b: float, ws: tuple[str, ...] = ws) -> DCYKResult:
             return parse_sentence(plan.grammar, ws, plan.codebook, replace(opt, beam=b), **kw)
 
-        result, result.beam = beam.choose(parse_at)
+        # every beam's parse to its end: a wider beam's chart may be sure where the first
+        # beam's has a suspect cell (d="auto" stops its tries at one otherwise)
+        with schedule.stopping_at_suspect(False):
+            result, result.beam = beam.choose(parse_at)
         out.append(result)
     return out
 

@@ -7,7 +7,8 @@ parses at a small d and doubles d while the certificate flags a cell, up to a la
 (:data:`MAX_D` by default) that is checked against the memory before the first parse. A
 parse's cost grows at least as fast as d, so the tries below the last cost at most about as
 much as the last one again (with cost growing as d^2, as it does once d outweighs the cells'
-bookkeeping, a third of it).
+bookkeeping, a third of it). A try below the largest d stops at its first suspect cell (the
+chart could not be sure after it), so that a failed try costs only the cells up to there.
 
 No d below the number of symbols of the sentence's largest one-word cell (the nonterminals
 A with A -> w, for each word w) is tried: the read-back solves for a cell's symbols as K
@@ -32,7 +33,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from fastdcyk.engine import modes
+from fastdcyk.engine import modes, schedule
 from fastdcyk.engine.memory import largest_fitting_d, parse_bytes
 from fastdcyk.hrr import memory as system_memory
 from fastdcyk.hrr.codebook import Codebook
@@ -252,6 +253,13 @@ def choose(
     result, DimensionChoice
         The last parse, and how its d was chosen. A :class:`DimensionWarning` is issued
         when the last parse is not sure.
+
+    Notes
+    -----
+    Below ``cap`` a parse runs within :func:`fastdcyk.engine.schedule.stopping_at_suspect`:
+    it stops at the first cell whose own bound makes it suspect, after which its chart
+    could not be sure, so d doubles at once. The d chosen, the tries and the result are
+    those of parses run to the end; only the time of the tries that fail is less.
     """
     slot = (key, (n - 1) // LENGTH_BIN)
     with _LOCK:
@@ -267,13 +275,22 @@ def choose(
         start = min(2 * start, cap)
     probe = probe and not raised
     tried: list[int] = []
+    stopped: list[int] = []  # the d whose parse stopped at its first suspect cell
     t0 = time.perf_counter()
     d = start
     while True:
-        result = parse(d)
         tried.append(d)
-        if result.sure or d >= cap:
+        if d >= cap:  # the last d: its parse is the result, sure or not
+            result = parse(d)
             break
+        try:  # below the last d a parse that cannot be sure stops at its first suspect cell
+            with schedule.stopping_at_suspect():
+                result = parse(d)
+        except schedule.SuspectCell:
+            stopped.append(d)
+        else:
+            if result.sure:
+                break
         d = min(2 * d, cap)
     seconds = time.perf_counter() - t0
     lo = (n - 1) // LENGTH_BIN * LENGTH_BIN + 1
@@ -292,7 +309,7 @@ def choose(
         begun = f"started at d = {start}, where the last sentence of {bin_words} was sure"
     else:
         begun = f"started at d = {start}"
-    flagged = [f"d = {t}" for t in tried[:-1]]
+    flagged = [f"d = {t}" + (" (stopped there)" if t in stopped else "") for t in tried[:-1]]
     if result.sure and not raised:  # (a d raised by its own word is not the bin's)
         with _LOCK:  # a streak counts the sentences sure at once at the kept d
             _WORKED[slot] = (d, 0 if probe or len(tried) > 1 else streak + 1)

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -47,11 +49,13 @@ __all__ = [
     "CellParser",
     "Detections",
     "Ledger",
+    "SuspectCell",
     "cells",
     "detections",
     "ends",
     "non_finite",
     "run",
+    "stopping_at_suspect",
     "width_cells",
 ]
 
@@ -273,6 +277,46 @@ class Ledger:
         return logs
 
 
+#: Whether a parse stops at its first suspect cell (:func:`stopping_at_suspect`).
+_STOP_AT_SUSPECT: ContextVar[bool] = ContextVar("fastdcyk_stop_at_suspect", default=False)
+
+
+class SuspectCell(Exception):
+    """A parse stopped at a cell its certificate flags (:func:`stopping_at_suspect`)."""
+
+
+@contextmanager
+def stopping_at_suspect(stop: bool = True) -> Iterator[None]:
+    """Within the block (in this thread or task), a parser with ``suspect()`` (one whose
+    reads give a certificate) stops the parse with :class:`SuspectCell` as soon as a cell
+    it has read is suspect by its own bound, after which its certificate cannot be sure:
+    ``d="auto"`` asks for it below its largest d, where such a parse is not kept. With
+    ``stop`` False the block parses to the end whatever an enclosing block asked."""
+    token = _STOP_AT_SUSPECT.set(stop)
+    try:
+        yield
+    finally:
+        _STOP_AT_SUSPECT.reset(token)
+
+
+def _suspect_check(parser: Any) -> Callable[[], None]:
+    """What :func:`run` calls after each cell, column or width: raises :class:`SuspectCell`
+    where :func:`stopping_at_suspect` asks it to and the parser has read a suspect cell."""
+    suspect = getattr(parser, "suspect", None) if _STOP_AT_SUSPECT.get() else None
+    if suspect is None:
+        return _nothing
+
+    def check() -> None:
+        if suspect():
+            raise SuspectCell("a cell read is suspect: the chart cannot be sure at this d")
+
+    return check
+
+
+def _nothing() -> None:
+    pass
+
+
 def run(
     parser: CellParser,
     n: int,
@@ -305,13 +349,15 @@ def run(
     arrays = {step: np.asarray(rows[step]) for step in rows}
     t0 = time.perf_counter()
     parser.initialise()
+    check = _suspect_check(parser)
     if order == "width":
-        _run_widths(parser, n, ledger, rows, arrays, on_progress, timings, t0)
+        _run_widths(parser, n, ledger, rows, arrays, on_progress, timings, t0, check)
         return
     t1 = None
     column = getattr(parser, "run_column", None) if order == "cell" and ledger.plain else None
     columns_done = 0  # the last column j that run_column filled whole
     for i, j, step in cells(n):
+        check()  # the cells before this one
         if step == BINARY and t1 is None:
             t1 = time.perf_counter()
         count = len(rows[step])
@@ -350,6 +396,7 @@ def run(
                     if on_progress is not None:
                         on_progress(1)
         parser.end(i, j, step)
+    check()
 
     t2 = time.perf_counter()
     if timings is not None:
@@ -366,10 +413,12 @@ def _run_widths(
     on_progress: Callable[[int], None] | None,
     timings: dict[str, float] | None,
     t0: float,
+    check: Callable[[], None],
 ) -> None:
     """The "width" order: per span width, every cell's detections from the table as the
     narrower widths left it, then cell by cell its writes and its end (or all the writes
-    and one ``end_width`` where the parser's ``ends_width(step)`` says so)."""
+    and one ``end_width`` where the parser's ``ends_width(step)`` says so); ``check`` after
+    each width (:func:`_suspect_check`)."""
     ends_width = getattr(parser, "ends_width", None)
     t1 = None
     for w in range(1, n + 1):
@@ -396,6 +445,7 @@ def _run_widths(
             for i, j, ks, det, keep in writes:
                 parser.write(i, j, step, ks, det, keep)
             parser.end_width(spans, step)  # type: ignore[attr-defined]
+            check()
             continue
         by_cell: dict[tuple[int, int], list] = {}
         for i, j, ks, det, keep in writes:
@@ -404,6 +454,7 @@ def _run_widths(
             for ks, det, keep in by_cell.get((i, j), ()):
                 parser.write(i, j, step, ks, det, keep)
             parser.end(i, j, step)
+        check()
     t2 = time.perf_counter()
     if timings is not None:
         timings["unary"] = (t2 if t1 is None else t1) - t0

@@ -47,6 +47,51 @@ def test_auto_doubles_until_the_certificate_is_sure(commandtalk):
     assert not fd.dcyk(commandtalk, NEEDS_256, d=128).sure
 
 
+def test_a_try_below_the_largest_d_stops_at_its_first_suspect_cell(commandtalk, monkeypatch):
+    """Below its largest d, d="auto" stops a parse once a cell it read is suspect by its own
+    bound (after which its chart could not be sure): the d chosen, its tries and the result
+    are those of tries run to the end, and the stopped try read fewer cells."""
+    from contextlib import contextmanager
+
+    from fastdcyk.engine import certificate, schedule
+
+    read_when_stopped = []
+    suspect = certificate.CertificateBuilder.suspect
+
+    def spy(self, *args):
+        verdict = suspect(self, *args)
+        if verdict:
+            read_when_stopped.append(int(np.isfinite(self.margins).sum()))
+        return verdict
+
+    monkeypatch.setattr(certificate.CertificateBuilder, "suspect", spy)
+    r = fd.dcyk(commandtalk, NEEDS_256, d="auto")
+    assert r.dimension.tried == (128, 256) and r.sure
+    assert "suspect cells at d = 128 (stopped there)" in r.dimension.reason
+    # stopped at 128 after fewer than the 10 cells of its table (a read cell has a margin)
+    assert len(read_when_stopped) == 1 and 0 < read_when_stopped[0] < 10
+    for order in ("cell", "width", "sequential"):
+        with pytest.raises(schedule.SuspectCell), schedule.stopping_at_suspect():
+            fd.dcyk(commandtalk, NEEDS_256, d=128, order=order)
+    with schedule.stopping_at_suspect(), schedule.stopping_at_suspect(False):
+        assert not fd.dcyk(commandtalk, NEEDS_256, d=128).sure  # run to the end
+
+    stopping = schedule.stopping_at_suspect
+
+    @contextmanager
+    def to_the_end(stop=True):
+        with stopping(False):
+            yield
+
+    fd.clear_caches()
+    monkeypatch.setattr(schedule, "stopping_at_suspect", to_the_end)
+    full = fd.dcyk(commandtalk, NEEDS_256, d="auto")
+    assert full.dimension.tried == r.dimension.tried
+    assert "stopped" not in full.dimension.reason
+    np.testing.assert_array_equal(full.p_left, r.p_left)
+    assert full.statistics == r.statistics and full.chart == r.chart
+
+
 def test_a_sentence_of_the_same_length_starts_where_the_last_one_worked(commandtalk):
     fd.dcyk(commandtalk, NEEDS_256, d="auto")
     r = fd.dcyk(commandtalk, EASY, d="auto")

@@ -555,6 +555,12 @@ class CleanupParser(SpectralParser):
             self._certify.refuse(unsupported_cells(self.structure, chart))
         return self._certify.certificate()
 
+    def suspect(self) -> bool:
+        """Whether a cell read so far is suspect by its own bound, so that the parse's
+        certificate cannot be sure (:func:`fastdcyk.engine.schedule.stopping_at_suspect`);
+        False without a certificate."""
+        return self._certify is not None and self._certify.suspect()
+
     def dense(self, deferred: bool = False) -> tuple[Any, Any]:
         """P_left as a new d x d array, and P_right, never written: zeros (each deferred
         with ``deferred``: :meth:`SpectralParser.dense`)."""
