@@ -56,6 +56,7 @@ from fastdcyk.hrr.codebook_file import KINDS
 from fastdcyk.hrr.fft import FFT, get_fft, spectrum_dtype
 from fastdcyk.hrr.operators import Operator
 from fastdcyk.hrr.sidon import check_shifted_symbols, grammar_symbols, sidon_offsets
+from fastdcyk.hrr.streams import normal_rows
 from fastdcyk.options import (
     check_choice,
     check_dim,
@@ -489,10 +490,8 @@ class Codebook:
         out = np.empty((len(keys), self.d), self.dtype)
         for r0 in range(0, len(keys), step):
             block = keys[r0 : r0 + step]
-            v = np.empty((len(block), self.d))
-            for row, key in enumerate(block):
-                ss = np.random.SeedSequence(self.seed, spawn_key=key)
-                v[row] = np.random.default_rng(ss).standard_normal(self.d) / np.sqrt(self.d)
+            v = normal_rows(self.seed, block, self.d)  # each row from its own stream
+            v /= np.sqrt(self.d)
             if self.unitary or zero_mean:
                 f = np.fft.rfft(v, axis=1)
                 if self.unitary:  # f / |f| where |f| > 0, else 1
