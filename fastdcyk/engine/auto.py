@@ -309,7 +309,15 @@ def choose(
         begun = f"started at d = {start}, where the last sentence of {bin_words} was sure"
     else:
         begun = f"started at d = {start}"
-    flagged = [f"d = {t}" + (" (stopped there)" if t in stopped else "") for t in tried[:-1]]
+    flagged = [f"d = {t}" for t in tried[:-1]]
+    if stopped and len(stopped) == len(flagged):
+        flagged[-1] += (
+            ", each try stopping at its first" if len(stopped) > 1 else ", where it stopped"
+        )
+    elif stopped:
+        flagged[-1] += (
+            "; the tries at " + ", ".join(f"d = {t}" for t in stopped) + " stopped at the first"
+        )
     if result.sure and not raised:  # (a d raised by its own word is not the bin's)
         with _LOCK:  # a streak counts the sentences sure at once at the kept d
             _WORKED[slot] = (d, 0 if probe or len(tried) > 1 else streak + 1)

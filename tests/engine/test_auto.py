@@ -67,7 +67,7 @@ def test_a_try_below_the_largest_d_stops_at_its_first_suspect_cell(commandtalk, 
     monkeypatch.setattr(certificate.CertificateBuilder, "suspect", spy)
     r = fd.dcyk(commandtalk, NEEDS_256, d="auto")
     assert r.dimension.tried == (128, 256) and r.sure
-    assert "suspect cells at d = 128 (stopped there)" in r.dimension.reason
+    assert "suspect cells at d = 128, where it stopped)" in r.dimension.reason
     # stopped at 128 after fewer than the 10 cells of its table (a read cell has a margin)
     assert len(read_when_stopped) == 1 and 0 < read_when_stopped[0] < 10
     for order in ("cell", "width", "sequential"):
