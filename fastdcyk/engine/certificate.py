@@ -249,9 +249,9 @@ class CertificateBuilder:
 
     def suspect(self, alpha: float = ALPHA) -> bool:
         """Whether a cell read so far is suspect by its own bound: then no certificate of
-        the parse is sure (:attr:`Certificate.sure`; a bound, once set, only rises)."""
-        cells = self.bounds.shape[0] * (self.bounds.shape[0] + 1) // 2
-        return not bool((self.bounds <= alpha / cells).all())
+        the parse is sure (:attr:`Certificate.sure`, over the bounds so far; a bound, once
+        set, only rises)."""
+        return not self.certificate(alpha).sure
 
     def refuse(self, cells: list[tuple[int, int]]) -> None:
         """Mark ``cells`` as certainly wrong (bound 1, margin 0): their chart is no CYK

@@ -108,6 +108,13 @@ def _reference(seed: int, key: tuple[int, ...], d: int) -> np.ndarray:
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key)).standard_normal(d)
 
 
+def _reference_rows(seed: int, keys: Sequence[tuple[int, ...]], out: np.ndarray) -> np.ndarray:
+    """Every row of ``out`` drawn numpy's own way (:func:`_reference`)."""
+    for r, key in enumerate(keys):
+        out[r] = _reference(seed, key, out.shape[1])
+    return out
+
+
 def normal_rows(seed: int, keys: Sequence[tuple[int, ...]], d: int) -> np.ndarray:
     """Row r: ``default_rng(SeedSequence(seed, spawn_key=keys[r])).standard_normal(d)``.
 
@@ -136,18 +143,14 @@ def normal_rows(seed: int, keys: Sequence[tuple[int, ...]], d: int) -> np.ndarra
     if not len(keys):
         return out
     if seed < 0 or any(x < 0 for key in keys for x in key):  # numpy's own error
-        for r, key in enumerate(keys):
-            out[r] = _reference(seed, key, d)
-        return out
+        return _reference_rows(seed, keys, out)
     bits = np.random.PCG64(0)
     gen = np.random.Generator(bits)
-    state = {"bit_generator": "PCG64", "state": {"state": 0, "inc": 0}}
-    state.update(has_uint32=0, uinteger=0)
+    state: dict = {"bit_generator": "PCG64", "has_uint32": 0, "uinteger": 0}
     for r, (s, inc) in enumerate(_pcg_states(seed, keys)):
         state["state"] = {"state": s, "inc": inc}
         bits.state = state
         out[r] = gen.standard_normal(d)
     if not np.array_equal(out[0], _reference(seed, keys[0], d)):  # numpy seeds otherwise
-        for r, key in enumerate(keys):
-            out[r] = _reference(seed, key, d)
+        return _reference_rows(seed, keys, out)
     return out
