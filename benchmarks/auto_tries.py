@@ -14,12 +14,10 @@ Recorded in docs/performance.md, "d chosen by the certificate".
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from checkout import use_checkout
 
 
 def main() -> None:
@@ -31,22 +29,20 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--first", action="store_true")
     args = ap.parse_args()
-    # import the checkout given, not the installed (editable) one
-    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
-    sys.path.insert(0, str(Path(args.root).resolve()))
+    use_checkout(args.root)  # the checkout given, not the installed (editable) one
     import numpy as np
+    from bench_readback import commandtalk
 
     import fastdcyk as fd
     from fastdcyk.engine import auto, certificate
 
     fd.threads.set_threads(1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", fd.GrammarWarning)
-        if args.path:
+    if args.path:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fd.GrammarWarning)
             g = fd.Grammar.from_file(args.path, cnf="allow").to_cnf()
-        else:
-            ct = HERE.parent / "tests" / "data" / "commandtalk.cfg.gz"
-            g = fd.Grammar.from_file(ct, cnf="allow", encoding="latin-1").to_cnf()
+    else:
+        g = commandtalk()
     lo, hi = args.lengths
     sents = fd.generate(g, args.sentences, min_len=lo, max_len=hi, seed=args.seed)
     if args.first:

@@ -323,9 +323,11 @@ def test_peer(benchmark, case, system):
         assert exact == len(sents)
 
 
-def best(f: Any, rounds: int) -> float:
-    """The shortest of ``rounds`` timings of ``f()``, after one call as a warm-up."""
-    f()
+def best(f: Any, rounds: int, warm: bool = True) -> float:
+    """The shortest of ``rounds`` timings of ``f()``, after one call as a warm-up (none
+    with ``warm`` False: the caller warmed it)."""
+    if warm:
+        f()
     times = []
     for _ in range(rounds):
         t0 = time.perf_counter()

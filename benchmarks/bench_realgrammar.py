@@ -26,9 +26,9 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
+from bench_peer import best
 
 import fastdcyk as fd
 from fastdcyk import threads
@@ -36,15 +36,6 @@ from fastdcyk import threads
 ATIS = os.environ.get("FASTDCYK_ATIS")
 COST_TARGET = 5.0
 RSS_TARGET = 1.5e9
-
-
-def _best(fn, rounds: int) -> float:
-    ts = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
 
 
 @pytest.mark.benchmark(group="cleanup variant on a real-size grammar")
@@ -59,9 +50,10 @@ def test_cleanup_cost_against_g0_trace(benchmark, timing, real_size_grammar):
         cb0 = fd.Codebook.for_grammar(g0, d, 0, threads=1)
         fd.dcyk(g, s, cb, variant="cleanup")  # warm: rule tables, G_k, kernels
         fd.dcyk(g0, s0, cb0, variant="trace")
-        base = _best(lambda: fd.dcyk(g0, s0, cb0, variant="trace"), 5 if timing else 1)
+        rounds = 5 if timing else 1
+        base = best(lambda: fd.dcyk(g0, s0, cb0, variant="trace"), rounds, warm=False)
         seconds = benchmark.pedantic(
-            lambda: _best(lambda: fd.dcyk(g, s, cb, variant="cleanup"), 5 if timing else 1),
+            lambda: best(lambda: fd.dcyk(g, s, cb, variant="cleanup"), rounds, warm=False),
             rounds=1,
             iterations=1,
         )

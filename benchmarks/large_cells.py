@@ -21,6 +21,8 @@ import sys
 import time
 import warnings
 
+from checkout import use_checkout
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -31,9 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--root", help="import fastdcyk from this checkout instead")
     args = ap.parse_args(argv)
-    if args.root:  # before the editable install's finder: the other checkout's package
-        sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
-        sys.path.insert(0, args.root)
+    if args.root:
+        use_checkout(args.root)
     import fastdcyk as fd
 
     fd.threads.set_threads(1)
