@@ -723,7 +723,7 @@ def test_threads_sharing_one_codebook_parse_on_both_backends():
 
     g = fd.Grammar.builtin("G4")
     cb = _codebook(g, 64, "cleanup")
-    sents = [s for s in fd.generate(g, 40, min_len=6, max_len=6, seed=4)][:8]
+    sents = fd.generate(g, 40, min_len=6, max_len=6, seed=4)[:8]
     kw = {"variant": "cleanup", "readback": "cancel"}
 
     def torch_batch():
