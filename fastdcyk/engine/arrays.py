@@ -15,6 +15,7 @@ its tensors' dtype and device.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -120,6 +121,20 @@ class ArrayNamespace:
         """(any update kept, every checked value finite), read together."""
         raise NotImplementedError
 
+    def finite_flag(self, check: Any) -> Any:
+        """Whether every value of ``check`` is finite, as a 0-d array (on a device: not
+        read back, no synchronisation)."""
+        raise NotImplementedError
+
+    def read_flags(self, flags: Sequence[Any]) -> list[bool]:
+        """The values of several :meth:`finite_flag` results, read together."""
+        raise NotImplementedError
+
+    def cell_flags(self, check: Any) -> Any:
+        """Per cell, whether every value of ``check`` (batch, C, k) is finite: (C,), not
+        read back."""
+        raise NotImplementedError
+
     def tolist(self, x: Any) -> list:
         raise NotImplementedError
 
@@ -222,6 +237,15 @@ class NumpyNamespace(ArrayNamespace):
 
     def flags(self, keep: Any, check: Any) -> tuple[bool, bool]:
         return bool(np.any(keep)), bool(np.all(np.isfinite(check)))
+
+    def finite_flag(self, check: Any) -> np.ndarray:
+        return np.asarray(np.all(np.isfinite(check)))
+
+    def read_flags(self, flags: Sequence[Any]) -> list[bool]:
+        return [bool(f) for f in flags]
+
+    def cell_flags(self, check: Any) -> np.ndarray:
+        return np.isfinite(check).all(axis=-1).all(axis=0)
 
     def tolist(self, x: Any) -> list:
         return np.asarray(x).tolist()

@@ -159,7 +159,10 @@ class CellParser(Protocol):
     # nothing (the cells are then visited one by one).
     # Optional, in the "width" order: ``end_width(spans, step)`` ends the cells ``spans``
     # (a list of (i, j), i ascending) of one width at once, after all of their writes, where
-    # ``ends_width(step)`` is true (a parser whose reads subtract nothing).
+    # ``ends_width(step)`` is true (a parser whose reads subtract nothing). And
+    # ``run_width(spans, step, ledger, on_progress) -> bool``: the whole width (begin,
+    # reads, detections, the ledger's decisions through ``Ledger.decide_cells``, writes
+    # and ends) in one call, where it returns True (else cell by cell as above).
 
 
 def non_finite(where: str) -> FloatingPointError:
@@ -191,6 +194,14 @@ class Ledger:
     active : callable, optional
         ``active(j)``: (batch,) mask of the sentences that have cells ending at j (None:
         every sentence has every cell).
+    defer_checks : bool, default False
+        Read nothing back per cell: every cell's updates are applied (a pruned one's gate
+        is 0 already) and its finiteness check is kept, to be read with the others' by
+        :meth:`settle` (which :func:`run` calls at the end), which raises for the first
+        cell, in the parse's order, whose values were not finite. For a parser on a
+        device (a GPU), where reading a flag back stops the host until the device has
+        caught up, and whose cells read nothing else back; the error is the same, raised
+        at the end of the parse instead of at the cell.
     """
 
     def __init__(
@@ -203,9 +214,12 @@ class Ledger:
         record: bool = False,
         readouts: bool = False,
         active: Callable[[int], Any] | None = None,
+        defer_checks: bool = False,
     ) -> None:
         self.xp, self.names, self.lengths = xp, names, list(lengths)
         self.prune, self.active = prune, active
+        #: The cells' finiteness checks not read yet, (i, j, flag) (``defer_checks``).
+        self.pending: list[tuple[int, int, Any]] | None = [] if defer_checks else None
         self.counts = xp.int_counts(len(self.lengths))
         self.log: list[tuple[int, int, Any, Any, Any, Any]] | None = [] if record else None
         self.readouts: list[tuple[int, int, Any, Any]] | None = [] if readouts else None
@@ -239,10 +253,65 @@ class Ledger:
             self.readouts.append((i, j, rows, det.readouts))
         if self.log is not None:
             self.log.append((i, j, rows, det.means, det.peaks, keep))
-        any_kept, finite = self.xp.flags(keep, det.readouts if det.check is None else det.check)
+        check = det.readouts if det.check is None else det.check
+        if self.pending is not None:
+            self.pending.append((i, j, self.xp.finite_flag(check)))
+            return keep, True
+        any_kept, finite = self.xp.flags(keep, check)
         if not finite:
             raise non_finite(f"detections in cell ({i}, {j})")
         return keep, any_kept
+
+    def decide_cells(
+        self, cells: Sequence[tuple[int, int]], rows: Any, det: Detections, active: Any = None
+    ) -> tuple[Any, bool]:
+        """:meth:`decide` for several cells at once (a parser that detects a whole span
+        width together): ``det``'s arrays are (batch, C, k) for the C ``cells``, all of
+        them detecting the nonterminals ``rows``; ``active`` (batch, C) is the mask of the
+        sentences that have each cell (None: all). Returns the kept updates (batch, C, k)
+        and whether any is kept; counts, logs and checks as :meth:`decide` does cell by
+        cell, and a non-finite cell is named as :meth:`decide` names it (the first of
+        ``cells``)."""
+        xp = self.xp
+        keep = det.peaks > self.prune
+        k = keep.shape[-1]
+        if active is not None:
+            keep = keep & active[..., None]
+            n_act = xp.as_int(active).sum(-1) * k
+        else:
+            n_act = len(cells) * k
+        n_kept = keep.sum(-1).sum(-1)
+        self.counts[0] += n_act
+        self.counts[1] += n_kept
+        self.counts[2] += n_act - n_kept
+        for c, (i, j) in enumerate(cells):
+            if self.readouts is not None:
+                self.readouts.append((i, j, rows, det.readouts[:, c]))
+            if self.log is not None:
+                self.log.append((i, j, rows, det.means[:, c], det.peaks[:, c], keep[:, c]))
+        check = det.readouts if det.check is None else det.check
+        if self.pending is not None:
+            finite = xp.cell_flags(check)  # (C,), read at the end
+            self.pending.extend((i, j, finite[c]) for c, (i, j) in enumerate(cells))
+            return keep, True
+        any_kept, all_finite = xp.flags(keep, check)
+        if not all_finite:
+            for (i, j), ok in zip(cells, xp.read_flags(list(xp.cell_flags(check))), strict=True):
+                if not ok:
+                    raise non_finite(f"detections in cell ({i}, {j})")
+        return keep, any_kept
+
+    def settle(self) -> None:
+        """Read the checks deferred so far (``defer_checks``) and raise FloatingPointError
+        for the first cell whose values were not finite, as :meth:`decide` would have."""
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        for (i, j, _), finite in zip(
+            pending, self.xp.read_flags([f for *_, f in pending]), strict=True
+        ):
+            if not finite:
+                raise non_finite(f"detections in cell ({i}, {j})")
 
     def count_dicts(self) -> list[dict[str, int]]:
         """Per sentence: detections, updates applied and updates pruned."""
@@ -352,6 +421,7 @@ def run(
     check = _suspect_check(parser)
     if order == "width":
         _run_widths(parser, n, ledger, rows, arrays, on_progress, timings, t0, check)
+        ledger.settle()
         return
     t1 = None
     column = getattr(parser, "run_column", None) if order == "cell" and ledger.plain else None
@@ -397,7 +467,7 @@ def run(
                         on_progress(1)
         parser.end(i, j, step)
     check()
-
+    ledger.settle()
     t2 = time.perf_counter()
     if timings is not None:
         timings["unary"] = (t2 if t1 is None else t1) - t0
@@ -420,12 +490,16 @@ def _run_widths(
     and one ``end_width`` where the parser's ``ends_width(step)`` says so); ``check`` after
     each width (:func:`_suspect_check`)."""
     ends_width = getattr(parser, "ends_width", None)
+    whole = getattr(parser, "run_width", None)
     t1 = None
     for w in range(1, n + 1):
         step = UNARY if w == 1 else BINARY
         if step == BINARY and t1 is None:
             t1 = time.perf_counter()
         spans = width_cells(n, w)
+        if whole is not None and whole(spans, step, ledger, on_progress):
+            check()
+            continue
         count = len(rows[step])
         writes = []
         if count:

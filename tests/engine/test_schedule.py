@@ -112,6 +112,27 @@ def test_the_log_and_the_non_finite_check():
         schedule.run(Recorder(bad=(0, 2)), 2, "cell", _ledger(2))
 
 
+@pytest.mark.parametrize("order", ["cell", "width", "sequential"])
+def test_deferred_checks_raise_for_the_first_bad_cell_at_the_end(order):
+    """A ledger with ``defer_checks`` (a parser on a device) reads no flag per cell: every
+    cell's writes are made (a pruned update's gate is 0), and the first cell whose values
+    were not finite is named at the end, as the per-cell check names it."""
+    led = schedule.Ledger(NUMPY, ["A", "B", "C"], [3], 0.5, defer_checks=True)
+    p = Recorder(bad=(1, 3))
+    with pytest.raises(FloatingPointError, match=r"detections in cell \(1, 3\)"):
+        schedule.run(p, 3, order, led)
+    assert ("end", 0, 3) in p.calls  # the parse ran to its end before the error
+    # the unary cells' detection keeps nothing, yet its (empty) write is made
+    assert ("write", 0, 1, ()) in p.calls
+    p = Recorder(bad=(1, 3))  # the same cell without deferral: raised at the cell
+    with pytest.raises(FloatingPointError, match=r"detections in cell \(1, 3\)"):
+        schedule.run(p, 3, order, schedule.Ledger(NUMPY, ["A", "B", "C"], [3], 0.5))
+    assert ("end", 0, 3) not in p.calls
+    led = schedule.Ledger(NUMPY, ["A", "B", "C"], [3], 0.5, defer_checks=True)
+    schedule.run(Recorder(), 3, order, led)  # finite: nothing raised, nothing left
+    assert led.pending == []
+
+
 def test_options_object_or_keywords():
     g = fd.Grammar.builtin("example")
     opt = fd.options.resolve("trace", dtype="float32")
