@@ -85,7 +85,9 @@ def in_batches(
     """``(chunk, parse(chunk), seconds)`` over ``items``, in order, in chunks of at most
     ``size``: the torch backend's batches.
 
-    When the torch device runs out of memory on a chunk, the free blocks of its caching
+    When the torch device runs out of memory on a chunk, the tables that earlier results
+    keep on it are moved to the host (:func:`fastdcyk.engine.torch_backend.spill_deferred`;
+    once) and the chunk is tried again; after that the free blocks of its caching
     allocator are given back and the chunk is tried again at half the size.
 
     Raises
@@ -95,6 +97,9 @@ def in_batches(
     """
     import torch
 
+    spill: Callable[[Any], int] | None = None
+    if device is not None and torch.device(device).type != "cpu":
+        from fastdcyk.engine.torch_backend import spill_deferred as spill
     start = 0
     while start < len(items):
         chunk = list(items[start : start + size])
@@ -102,6 +107,10 @@ def in_batches(
         try:
             got = parse(chunk)
         except torch.cuda.OutOfMemoryError:
+            if spill is not None and spill(device):  # earlier results' tables, to the host
+                spill = None  # once: then the batch is halved
+                torch.cuda.empty_cache()
+                continue
             if torch.cuda.is_available() and "cuda" in str(device):
                 torch.cuda.empty_cache()
             if size == 1:

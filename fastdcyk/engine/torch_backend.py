@@ -70,6 +70,7 @@ __all__ = [
     "parse",
     "parse_sentences",
     "release_caches",
+    "spill_deferred",
     "symbol_vectors",
 ]
 
@@ -307,8 +308,8 @@ def _soft_input(
 
 def statistics_of(stats: torch.Tensor, n: int, nonterminals: Sequence[str]) -> Statistics:
     """The :class:`~fastdcyk.engine.decode.Statistics` of one sentence of n words from its
-    (n_max, n_max + 1, N) statistics tensor."""
-    values = stats[:n, : n + 1].detach().to("cpu", torch.float64).numpy()
+    (n_max, n_max + 1, N) statistics tensor (its own copy on the host)."""
+    values = np.array(stats[:n, : n + 1].detach().to("cpu", torch.float64).numpy())
     return Statistics(values, nonterminals)
 
 
@@ -365,9 +366,11 @@ def parse_sentences(
         As for :func:`parse`.
     dense : bool, default True
         Compute P_left and P_right (two d x d matrices per sentence, copied to the host;
-        on the CPU, with the spectral parsers, as
-        :class:`~fastdcyk.engine.deferred.DeferredArray`: the whole batch's made when the
-        first of them is asked for, its tables checked finite now). ``dense=False`` leaves
+        with the spectral parsers as :class:`~fastdcyk.engine.deferred.DeferredArray`:
+        the whole batch's made when the first of them is asked for, its tables checked
+        finite now and, on a device, kept there till then within
+        :func:`deferral_budget`, the oldest moved to the host beyond it:
+        :func:`spill_deferred`). ``dense=False`` leaves
         them out (None in the fields, which then make no
         :class:`~fastdcyk.engine.DCYKResult`): for callers that need the charts only, such as
         the experiment grid (:mod:`fastdcyk.experiments`). Non-finite values are then
@@ -384,9 +387,9 @@ def parse_sentences(
     n = max(len(s) for s in sentences)
     with torch.no_grad():
         vec = symbol_vectors(codebook, st, n, encoding=options.encoding, device=device)
-        # on the CPU the matrices are made when a result's are first asked for (the tables
-        # are host memory either way); on a device they would hold its memory till then
-        later = dense and vec.index.device.type == "cpu"
+        # the matrices are made when a result's are first asked for; on a device the
+        # tables stay there till then, within deferral_budget (spill_deferred)
+        later = bool(dense)
         kw: dict[str, Any] = {
             "decode": decode,
             "dense": "later" if later else dense,
@@ -407,6 +410,8 @@ def parse_sentences(
         p_left = p_right = [None] * len(sentences)
         if res.later is not None:
             batch = _LaterDense(res.later, codebook)
+            if vec.device.type != "cpu":
+                _hold_on_device(batch, vec.device)
             shape, dtype, count = (codebook.d, codebook.d), codebook.dtype, len(sentences)
             p_left = [DeferredArray(partial(batch.left, b), shape, dtype) for b in range(count)]
             p_right = [DeferredArray(partial(batch.right, b), shape, dtype) for b in range(count)]
@@ -416,11 +421,13 @@ def parse_sentences(
                 if m is not None and not all_finite(m):
                     raise schedule.non_finite(f"{name} after the parse")
             p_left, p_right = _host_matrices(res.p_left, res.p_right, codebook)
+    # the batch's statistics read back in one copy (from a device, one synchronisation)
+    host_stats = res.statistics.to("cpu", torch.float64) if decode else None
     out = []
     for b, words in enumerate(sentences):
         stats = chart = None
-        if decode:
-            stats = statistics_of(res.statistics[b], len(words), st.nonterminals)
+        if host_stats is not None:
+            stats = statistics_of(host_stats[b], len(words), st.nonterminals)
             chart = chart_from_statistics(
                 stats, len(words), beta=options.beta, threshold=options.threshold
             )
@@ -456,6 +463,28 @@ class _LaterDense:
         self._lock = threading.Lock()
         self._left: list[np.ndarray | None] | None = None
         self._right: list[np.ndarray | None] | None = None
+        #: The device the tables are on (None once they are on the host or let go).
+        self.device: torch.device | None = parser.device if parser.device.type != "cpu" else None
+
+    def device_bytes(self) -> int:
+        """The bytes of this batch's tables on a device (0 on the host or made)."""
+        parser = self._parser
+        return 0 if parser is None or self.device is None else parser.held_bytes()
+
+    def spill(self) -> int:
+        """Move the tables to the host (the matrices will be made there); the bytes
+        moved. A move interrupted (out of memory while the clean-up gate writes its
+        deferred updates) lets the tables go, as an interrupted make does."""
+        with self._lock:
+            parser = self._parser
+            if parser is None or self.device is None:
+                return 0
+            moved = parser.held_bytes()
+            self._parser = None  # till the move is complete
+            with torch.no_grad():
+                parser.to_host()
+            self._parser, self.device = parser, None
+            return moved
 
     def _make(self) -> None:
         with self._lock:
@@ -467,6 +496,7 @@ class _LaterDense:
                     "P_left cannot be made: an earlier attempt was interrupted while it "
                     "transformed this batch's tables; parse the sentences again"
                 )
+            self.device = None
             with torch.no_grad():
                 self._left, self._right = _host_matrices(*parser.dense(), self._codebook)
 
@@ -484,6 +514,79 @@ class _LaterDense:
         m, matrices[b] = matrices[b], None  # the result keeps it; the batch need not
         assert m is not None
         return m
+
+
+#: The batches parsed on a device whose dense matrices are deferred, oldest first (weak
+#: references: a batch whose results are all gone frees its tables).
+_ON_DEVICE: list[weakref.ref[_LaterDense]] = []
+_ON_DEVICE_LOCK = threading.Lock()
+
+
+def deferral_budget(device: torch.device) -> int:
+    """The bytes of deferred tables (:func:`parse_sentences`' results whose P_left has not
+    been asked for yet) that a device keeps before the oldest move to the host: a quarter
+    of a CUDA device's memory; none on other devices."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory // 4
+    return 0
+
+
+def _hold_on_device(batch: _LaterDense, device: torch.device) -> None:
+    """Register a deferred batch on ``device``, then keep the device's deferred tables
+    within :func:`deferral_budget` (:func:`spill_deferred`)."""
+    with _ON_DEVICE_LOCK:
+        _ON_DEVICE.append(weakref.ref(batch))
+    spill_deferred(device, keep=deferral_budget(device))
+
+
+def spill_deferred(device: Any = None, keep: int = 0) -> int:
+    """Move the tables of deferred results from a device to the host, oldest first, until
+    at most ``keep`` bytes of them are left on it.
+
+    A result of the torch backend on a device keeps its batch's tables there until its
+    P_left or P_right is first asked for (then all the batch's matrices are made and
+    copied to the host at once); :func:`parse_sentences` keeps their total within
+    :func:`deferral_budget`, and :func:`fastdcyk.engine.batch.dcyk_batch` moves them all
+    when the device runs out of memory. Moved tables make their matrices on the CPU.
+
+    Parameters
+    ----------
+    device : torch.device or str, optional
+        Only this device's (default: every device's).
+    keep : int, default 0
+        The bytes that may stay.
+
+    Returns
+    -------
+    int
+        The bytes moved.
+    """
+    dev = None if device is None else torch.device(device)
+    with _ON_DEVICE_LOCK:
+        _ON_DEVICE[:] = [ref for ref in _ON_DEVICE if _live_on_device(ref())]
+        batches = [b for ref in _ON_DEVICE if (b := ref()) is not None]
+    if dev is not None:  # "cuda" names the current CUDA device, as torch reads it
+        index = dev.index if dev.index is not None or dev.type != "cuda" else None
+        batches = [
+            b
+            for b in batches
+            if b.device is not None
+            and b.device.type == dev.type
+            and (index is None or b.device.index == index)
+        ]
+    held = sum(b.device_bytes() for b in batches)
+    moved = 0
+    for b in batches:  # oldest first
+        if held <= keep:
+            break
+        got = b.spill()
+        held -= got
+        moved += got
+    return moved
+
+
+def _live_on_device(batch: _LaterDense | None) -> bool:
+    return batch is not None and batch.device is not None
 
 
 def _host_matrices(

@@ -268,6 +268,15 @@ class TorchNamespace(ArrayNamespace):
         any_kept, finite = torch.stack((keep.any(), torch.isfinite(check).all())).tolist()
         return bool(any_kept), bool(finite)
 
+    def finite_flag(self, check: Any) -> torch.Tensor:
+        return torch.isfinite(check).all()
+
+    def read_flags(self, flags: Sequence[Any]) -> list[bool]:
+        return [bool(f) for f in torch.stack(list(flags)).tolist()]
+
+    def cell_flags(self, check: Any) -> torch.Tensor:
+        return torch.isfinite(check).all(-1).all(0)
+
     def tolist(self, x: Any) -> list:
         if isinstance(x, torch.Tensor):
             return x.detach().cpu().tolist()
@@ -283,6 +292,12 @@ class TorchParser(schedule.CellParser):
 
     #: Whether ``dense()`` may be called after the parse (the spectral parsers: theirs).
     defers_dense: bool = False
+
+    #: Whether, on a device other than the CPU, the cells' finiteness checks may be read
+    #: at the end of the parse (:class:`fastdcyk.engine.schedule.Ledger`'s
+    #: ``defer_checks``): a parser whose cells read nothing back from the device, and
+    #: whose updates of 0 change nothing.
+    defers_checks: bool = False
 
     def __init__(
         self,
@@ -345,6 +360,7 @@ class TorchParser(schedule.CellParser):
             # cycle would keep every tensor of the parse (under autograd its whole graph,
             # gigabytes) alive until Python's cyclic collector happened to run
             active=lambda j, lengths=self.lengths_tensor: lengths >= j,
+            defer_checks=self.defers_checks and self.device.type != "cpu",
         )
 
     def _tables(self, uw: torch.Tensor | None, bw: torch.Tensor | None) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from fastdcyk.engine.torch_common import TorchParser, all_finite, free_bytes
-from fastdcyk.hrr.buffers import g_cache_slots
+from fastdcyk.hrr.buffers import G_CACHE_BYTES, g_cache_slots
 
 __all__ = ["SpectralParser"]
 
@@ -185,8 +185,22 @@ class SpectralParser(TorchParser):
         written (the unary step takes the scores)."""
         if self.pre is not None:
             return
-        for (h, i), s in self.word_lefts():
-            self.add_outer("left_spectrum", s, self.conj_work(self.index_outer(i, h)))
+        words = self.word_lefts()
+        size = self.cells_at_once(len(words))
+        for c in range(0, len(words), size):  # a few words' writes a batched product
+            part = words[c : c + size]
+            m = self.index_outers([span for span, _ in part])  # G_i (.) (i - 1)^
+            m = torch.conj(m) if self.grad else m.conj_physical_()
+            lefts = torch.stack([left for _, left in part], 2).transpose(0, 1)  # (h, B, C)
+            self.add_outers("left_spectrum", lefts, m)
+
+    def cells_at_once(self, cells: int) -> int:
+        """How many cells' index matrices ((d // 2 + 1) x d complex each) one batched
+        product takes: as many as the batch has sentences (at least 8), within an eighth
+        of the memory the device had free when the parse started (at least one)."""
+        per_cell = self.half * self.d * torch.empty((), dtype=self.cdtype).element_size()
+        budget = max(G_CACHE_BYTES, self.free_at_start // 8)
+        return max(1, min(cells, max(8, self.batch), budget // per_cell))
 
     def word_lefts(self) -> list[tuple[tuple[int, int], torch.Tensor]]:
         """Each word's cell (i - 1, i) and the left spectrum written there, conj([a_i]^)
@@ -210,11 +224,12 @@ class SpectralParser(TorchParser):
         """sum_A g_A [i]- [j]- [A]- into P_left, sum_A g_A [A']+ [i]+ [j]+ into P_right.
 
         ``outer_ji``: G_j (.) i^ when the caller has it already (it may be conjugated in
-        place). ``keep`` (B, k): the updates kept (the others' gates are 0), so that only
-        the sentences with one are updated.
+        place). ``keep`` (B, k): the updates kept (the others' gates are 0), so that on
+        the CPU only the sentences with one are updated (on a device, finding them would
+        stop the host until the device caught up: every sentence is updated).
         """
         only = None
-        if keep is not None and not self.grad and self.batch > 1:
+        if keep is not None and not self.grad and self.batch > 1 and self.device.type == "cpu":
             kept = keep.any(1)
             if not bool(kept.all()):
                 only = kept.nonzero().flatten().tolist()
@@ -243,12 +258,16 @@ class SpectralParser(TorchParser):
         out = torch.zeros(
             (self.batch, self.n, self.n + 1, nn), dtype=self.rdtype, device=self.device
         )
-        full_t = self.full_index.T  # (d, n + 1)
-        for j in range(1, self.n + 1):
-            q = (self.left_spectrum * self.index_matrix(j)) @ full_t[
-                :, :j
-            ]  # (B, h, j): q of (i, j), i < j
-            out[:, :j, j, :] = (q.transpose(1, 2) @ self.spectra_w.T).real
+        # q[b, f, (i, j)] = sum_g ZT[b, f, g] (G_j (.) i^)[f, g]: a few cells a batched
+        # product (by span end: each G_j computed once)
+        cells = [(i, j) for j in range(1, self.n + 1) for i in range(j)]
+        size = self.cells_at_once(len(cells))
+        left_t = self.left_spectrum.transpose(0, 1)  # (h, B, d)
+        for c in range(0, len(cells), size):
+            part = cells[c : c + size]
+            q = torch.bmm(left_t, self.index_outers(part).transpose(1, 2))  # (h, B, C)
+            vals = (q.permute(1, 2, 0) @ self.spectra_w.T).real  # (B, C, N)
+            out[:, [i for i, _ in part], [j for _, j in part]] = vals
         return out
 
     #: Whether :meth:`dense` may be called after the parse has returned (``dense="later"``
@@ -260,6 +279,24 @@ class SpectralParser(TorchParser):
         """Drop what :meth:`dense` does not need: the parse is over, its matrices made
         later."""
         self._batch_buffer = self._work = None
+
+    def to_host(self) -> None:
+        """Move what :meth:`dense` reads to the host, after :meth:`keep_for_dense` (a
+        deferred parse whose tables would hold a device's memory until its matrices are
+        asked for: :func:`fastdcyk.engine.torch_backend.spill_deferred`); :meth:`dense`
+        then computes on the CPU."""
+        self._left_spectrum = self.left_spectrum.cpu()
+        if self.right_spectrum is not None:
+            self.right_spectrum = self.right_spectrum.cpu()
+        self._index_matrices = {}  # (a kept cache stays the codebook's)
+
+    def held_bytes(self) -> int:
+        """The bytes of the tables :meth:`dense` reads (where they are)."""
+        return sum(
+            t.numel() * t.element_size()
+            for t in (self._left_spectrum, self.right_spectrum)
+            if t is not None
+        )
 
     def dense_finite(self) -> bool:
         """Whether every value :meth:`dense` will transform is finite (checked when it is
@@ -277,7 +314,10 @@ class SpectralParser(TorchParser):
         last axis; P_left = Phi^T Z. Likewise Phi P_right^T from PR, and
         P_right^T = Phi^T (Phi P_right^T).
         """
-        d, inv = self.d, self.permutation_index(-1)
+        d = self.d
+        inv = self.permutation_index(-1).to(
+            self.left_spectrum.device
+        )  # (on the host after to_host)
         # conjugated in memory first: the FFT of a lazily conjugated tensor is 4 times slower
         z = torch.fft.fft(self.left_spectrum.conj_physical(), dim=-1).transpose(-1, -2)
         z = torch.fft.irfft(z, n=d, dim=-1)

@@ -17,10 +17,13 @@ class DenseDCYK:
 
     ``order="sequential"`` applies each update before the next detection (the paper's
     Algorithms 2 and 3); ``order="cell"`` computes every P_A of a cell from the table as it
-    was before the cell, then applies the cell's updates. ``readback="cancel"`` keeps a
-    second table, the residual: it receives every update, and every read (the words first,
-    then each completed cell) is subtracted from it and read from it (docs/method.md,
-    section 7).
+    was before the cell, then applies the cell's updates; ``order="width"`` computes every
+    P_A of every cell of a span width from the table as it was before the width, then
+    applies the cells' updates and reads each back in turn (with ``readback="lstsq"``,
+    whose reads subtract nothing, all the width's updates first, then its reads).
+    ``readback="cancel"`` keeps a second table, the residual: it receives every update, and
+    every read (the words first, then each completed cell) is subtracted from it and read
+    from it (docs/method.md, section 7).
     """
 
     def __init__(self, cb: fd.Codebook) -> None:
@@ -183,7 +186,15 @@ class DenseDCYK:
             for a, value in zip(written, amp, strict=False):
                 stats[(i, j, a)] = value
 
-        def cell(i, j, names, gate_of):
+        def detect(names, gate_of):
+            """Every P_A of a cell from the table as it is now (the cell and width orders)."""
+            return [(a, gate_of(a)) for a in names]
+
+        def cell(i, j, names, gate_of, gates=None):
+            finish(i, j, write(i, j, names, gate_of, gates))
+
+        def write(i, j, names, gate_of, gates=None):
+            """The cell's updates; the nonterminals written."""
             written = []
             if order == "sequential":
                 for a in names:
@@ -192,11 +203,16 @@ class DenseDCYK:
                         update(i, j, a, pa)
                         written.append(a)
             else:
-                gates = [(a, gate_of(a)) for a in names]  # all read the table before the cell
+                if gates is None:  # all read the table before the cell
+                    gates = detect(names, gate_of)
                 for a, pa in gates:
                     if pa is not None:
                         update(i, j, a, pa)
                         written.append(a)
+            return written
+
+        def finish(i, j, written):
+            """The completed cell read (the clean-up gate)."""
             if lstsq:  # the cell is complete: read it once, by least squares
                 lstsq_read(i, j, written)
                 for x in g.nonterminals:
@@ -205,13 +221,34 @@ class DenseDCYK:
                 for x in g.nonterminals:
                     clean[(i, j, x)] = self.sig(readout(i, j, "nonterminal", x), beta)
 
-        for i in range(1, n + 1):
-            names = [a for a in g.nonterminals if a in ru]
-            cell(i - 1, i, names, lambda a, i=i: unary_gate(i, a))
-        for j in range(2, n + 1):
-            for i in range(j - 2, -1, -1):
-                names = [a for a in g.nonterminals if a in rb]
-                cell(i, j, names, lambda a, i=i, j=j: binary_gate(i, j, a))
+        unary_names = [a for a in g.nonterminals if a in ru]
+        binary_names = [a for a in g.nonterminals if a in rb]
+
+        def gate_of_cell(i, j):
+            if j == i + 1:
+                return unary_names, lambda a: unary_gate(j, a)
+            return binary_names, lambda a: binary_gate(i, j, a)
+
+        if order == "width":  # every cell of a width detected before any of them writes
+            for w in range(1, n + 1):
+                spans = [(i, i + w) for i in range(n - w + 1)]
+                detected = [detect(*gate_of_cell(i, j)) for i, j in spans]
+                if lstsq and not cancel:  # reads that subtract nothing: the width writes first
+                    writes = [
+                        write(i, j, *gate_of_cell(i, j), gates)
+                        for (i, j), gates in zip(spans, detected, strict=True)
+                    ]
+                    for (i, j), written in zip(spans, writes, strict=True):
+                        finish(i, j, written)
+                    continue
+                for (i, j), gates in zip(spans, detected, strict=True):
+                    cell(i, j, *gate_of_cell(i, j), gates=gates)
+        else:
+            for i in range(1, n + 1):
+                cell(i - 1, i, *gate_of_cell(i - 1, i))
+            for j in range(2, n + 1):
+                for i in range(j - 2, -1, -1):
+                    cell(i, j, *gate_of_cell(i, j))
         for i in range(n):
             for j in range(i + 1, n + 1):
                 for a in g.nonterminals:
@@ -243,6 +280,7 @@ SETTINGS = [
     dict(variant="paper", order="cell"),
     dict(variant="paper", order="cell", unary_mask=True),
     dict(variant="trace", order="sequential"),
+    dict(variant="trace", order="cell"),
     dict(variant="trace", encoding="roles"),
     dict(variant="paper", encoding="roles"),
     dict(variant="paper", order="cell", encoding="roles"),
@@ -254,6 +292,8 @@ SETTINGS = [
     dict(variant="cleanup", readback="matched"),
     dict(variant="cleanup", readback="matched", order="sequential"),
     dict(variant="cleanup", readback="matched", decoder="entry"),
+    dict(variant="cleanup", readback="cancel", order="width"),
+    dict(variant="cleanup", readback="lstsq", order="width"),
 ]
 
 

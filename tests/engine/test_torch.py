@@ -417,6 +417,8 @@ def test_parse_core_masks_and_shapes():
     ("gate", "decoder", "order", "encoding"),
     [
         ("trace", "trace", "cell", "roles"),
+        ("trace", "trace", "width", "roles"),
+        ("trace", "entry", "width", "paper"),
         ("trace", "entry", "sequential", "paper"),
         ("entrywise", "entry", "sequential", "paper"),
         ("entrywise", "trace", "cell", "roles"),
@@ -545,6 +547,28 @@ def test_cuda_matches_numpy_engine(variant):
     _assert_same(ref, batch[0], 1e-8)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("variant", ["trace", "cleanup"])
+@pytest.mark.parametrize("moved", [False, True])
+def test_cuda_results_keep_their_tables_on_the_device_till_asked(monkeypatch, variant, moved):
+    """On a GPU a batch's P_left and P_right are made when first asked for, from tables
+    kept on the device (or, past the budget, moved to the host): the same matrices as
+    the numpy engine's either way."""
+    g, s, _ = CASES["G0"]
+    cb = _codebook(g, 64, variant)
+    ref = [fd.dcyk(g, w, cb, variant=variant) for w in (s, "fish swim")]
+    if moved:
+        monkeypatch.setattr(torch_backend, "deferral_budget", lambda device: 0)
+    batch = dcyk_batch(g, [s, "fish swim"], cb, variant=variant, device="cuda")
+    held = torch_backend.spill_deferred("cuda", keep=2**62)  # nothing moved: a count
+    assert held == 0
+    live = [ref() for ref in torch_backend._ON_DEVICE if ref() is not None]
+    assert (len([b for b in live if b.device is not None]) == 0) == moved
+    for a, b in zip(ref, batch, strict=True):
+        _assert_same(a, b, 1e-8)
+    assert all(b.device is None for b in live)  # made: nothing left on the device
+
+
 def test_errors():
     g = fd.Grammar.builtin("example")
     with pytest.raises(ValueError, match=r"unknown backend 'jax'.*'numpy', 'torch'"):
@@ -620,6 +644,108 @@ def test_dcyk_batch_halves_its_batches_when_the_device_is_full(monkeypatch):
         dcyk_batch(g, sents, cb, variant="trace", batch_size=4)
 
 
+@pytest.mark.parametrize("order", ["cell", "width"])
+def test_the_trace_gate_reads_nothing_back_per_cell_on_a_device(monkeypatch, order):
+    """On a device the trace gate's cells read no flag back (the ledger's
+    ``defer_checks``): the same charts, statistics and counts as with a check per cell,
+    and a non-finite detection still names its cell. (Forced here on the CPU.)"""
+    from fastdcyk.engine import schedule
+    from fastdcyk.engine.modes.trace import torch_parser as trace_parser
+
+    g = fd.Grammar.builtin("G0")
+    sents = ["fish swim", "fish swim near fish", "fish near fish swim near fish"]
+    cb = _codebook(g, 64, "trace")
+    kw = dict(variant="trace", order=order, batch_size=3)
+    expected = dcyk_batch(g, sents, cb, **kw)
+    deferred = []
+
+    class Deferring(schedule.Ledger):
+        def __init__(self, *args, **kwargs):
+            kwargs["defer_checks"] = True
+            super().__init__(*args, **kwargs)
+            deferred.append(self)
+
+    monkeypatch.setattr(schedule, "Ledger", Deferring)
+    got = dcyk_batch(g, sents, cb, **kw)
+    assert len(deferred) == 1 and deferred[0].pending == []
+    for a, b in zip(expected, got, strict=True):
+        assert a.chart == b.chart and a.counts == b.counts
+        assert a.statistics.array.tobytes() == b.statistics.array.tobytes()
+    initialise = trace_parser.TraceParser.initialise
+
+    def overflowed(self):  # every binary detection of the first rule row reads NaN
+        self.binary_w = self.binary_w.clone()
+        self.binary_w[0, 0] = float("nan")
+        initialise(self)
+
+    monkeypatch.setattr(trace_parser.TraceParser, "initialise", overflowed)
+    with pytest.raises(FloatingPointError, match=r"detections in cell \(0, 2\)"):
+        dcyk_batch(g, sents, cb, **kw)  # the first binary cell, in either order
+
+
+def test_dcyk_batch_moves_earlier_tables_to_the_host_before_halving(monkeypatch):
+    """Out of memory on a device: the tables that earlier results keep there are moved
+    to the host and the batch tried again at its size (once); then it is halved."""
+    from fastdcyk.engine import batch as _batch
+
+    moved, sizes = [], []
+
+    def spill(device, keep=0):
+        moved.append((str(device), keep))
+        return 1024
+
+    monkeypatch.setattr(torch_backend, "spill_deferred", spill)
+
+    def parse(chunk):
+        sizes.append(len(chunk))
+        if len(sizes) <= 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (a test)")
+        return chunk
+
+    got = list(_batch.in_batches([1, 2, 3, 4], 4, parse, "meta", lambda k: "too large"))
+    assert moved == [("meta", 0)]  # once
+    assert sizes == [4, 4, 2, 2]  # again at 4 after the move, then halved
+    assert [chunk for chunk, _, _ in got] == [[1, 2], [3, 4]]
+
+
+@pytest.mark.parametrize("variant", ["trace", "cleanup"])
+def test_deferred_tables_moved_to_the_host_make_the_same_matrices(monkeypatch, variant):
+    """A batch whose tables would stay on a device past :func:`deferral_budget` is moved
+    to the host (:func:`spill_deferred`, oldest first) and makes the same P_left and
+    P_right there; the clean-up gate writes its deferred updates before the move. (On
+    the CPU the move changes no tensor's place: what it runs is what a device runs.)"""
+    g = fd.Grammar.builtin("G0")
+    sents = ["fish swim", "fish swim near fish"]
+    cb = _codebook(g, 32, variant)
+    expected = [
+        (np.array(r.p_left), np.array(r.p_right))
+        for r in dcyk_batch(g, sents, cb, variant=variant, batch_size=1)
+    ]
+    made = []
+    init = torch_backend._LaterDense.__init__
+
+    def as_on_a_device(self, parser, codebook):  # on the CPU, registered as a device's
+        init(self, parser, codebook)
+        self.device = torch.device("cpu")
+        made.append(self)
+
+    monkeypatch.setattr(torch_backend._LaterDense, "__init__", as_on_a_device)
+    got = dcyk_batch(g, sents, cb, variant=variant, batch_size=1)
+    held = [b.device_bytes() for b in made]
+    assert len(made) == 2 and all(h > 0 for h in held)
+    monkeypatch.setattr(torch_backend, "deferral_budget", lambda device: held[0])
+    torch_backend._hold_on_device(made[0], torch.device("cpu"))  # within the budget
+    assert made[0].device is not None
+    torch_backend._hold_on_device(made[1], torch.device("cpu"))  # over it: the oldest moves
+    assert made[0].device is None and made[1].device is not None
+    assert torch_backend.spill_deferred("cuda") == 0  # another device's: none
+    assert torch_backend.spill_deferred() == held[1]
+    assert [b.device_bytes() for b in made] == [0, 0]
+    for (left, right), r in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(np.array(r.p_left), left)
+        np.testing.assert_array_equal(np.array(r.p_right), right)
+
+
 def test_a_parse_leaves_no_reference_cycle_holding_its_tensors():
     """The parser must be freed when its output is: a cycle (parser -> ledger -> bound method
     -> parser) kept every tensor of a parse under autograd, its whole graph, alive until the
@@ -659,6 +785,25 @@ def test_the_gpu_rows_script_runs_on_the_cpu(tmp_path):
     assert [(r["d"], r["sentences"]) for r in rows] == [(256, 2), (256, 3)]
     assert all(r["exact_charts"] == r["sentences"] and r["seconds"] > 0 for r in rows)
     assert json.loads(out.read_text())["rows"] == rows
+
+
+def test_the_batch_parts_script_runs_on_the_cpu(tmp_path):
+    """benchmarks/gpu_batch_parts.py (docs/performance.md's GPU section) on the CPU."""
+    import json
+    import runpy
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_batch_parts.py"
+    main = runpy.run_path(str(script))["main"]
+    out = tmp_path / "parts.json"
+    rows = main(["--device", "cpu", "--dims", "64", "--lengths", "3", "--batch", "2",
+                 "--json", str(out), "--profile"])  # fmt: skip
+    (row,) = rows
+    assert (row["d"], row["words"], row["batch"]) == (64, 3, 2)
+    keys = ("full", "charts_only", "core", "core_decode", "core_dense")
+    assert all(row[k] > 0 for k in keys)
+    assert json.loads(out.read_text())["rows"] == rows
+    assert "Name" in out.with_suffix(".profile.txt").read_text()
 
 
 @pytest.mark.parametrize("deferred", [True, False])

@@ -115,10 +115,9 @@ def test_a_parser_may_end_a_whole_width_at_once():
     ]
 
 
-@pytest.mark.parametrize("variant", ["paper", "trace"])
-def test_the_width_order_is_refused_where_the_gate_has_none(variant):
+def test_the_width_order_is_refused_where_the_gate_has_none():
     with pytest.raises(ValueError, match="order='width' is not an order of gate="):
-        fd.dcyk("G0", "fish swim", d=64, variant=variant, order="width")
+        fd.dcyk("G0", "fish swim", d=64, variant="paper", order="width")
     with pytest.raises(ValueError, match="order='width' is not an order"):
         fd.dcyk("G0", "fish swim", d=64, weights="table", order="width")
 
@@ -127,3 +126,49 @@ def test_the_capacity_model_simulates_the_width_order():
     p = fd.capacity.predict("G4", 6, 64, samples=1, sentences=8, order="width")
     q = fd.capacity.predict("G4", 6, 64, samples=1, sentences=8)
     assert p.f1 == pytest.approx(q.f1, abs=0.02)
+
+
+@pytest.mark.parametrize("name", ["G0", "G1", "G2", "G3", "G4"])
+def test_the_trace_gates_width_step_on_torch_is_the_schedules_width_order(name):
+    """The torch backend's trace gate runs a span width as one step (every cell's reads,
+    detections and writes batched); the numpy backend runs the schedule's width order
+    cell by cell. The same numbers (float64, 1e-8), counts and charts, and a batch of mixed
+    lengths gives what its sentences give parsed alone."""
+    torch = pytest.importorskip("torch")
+    g = fd.Grammar.builtin(name)
+    sents = fd.generate(g, 5, min_len=2, max_len=9, seed=3)
+    cb = fd.engine.default_codebook(g, 128, 0, "float64", unitary=True)
+    kw = dict(variant="trace", order="width")
+    batch = fd.dcyk_batch(g, sents, cb, batch_size=len(sents), **kw)
+    for s, b in zip(sents, batch, strict=True):
+        ref = fd.dcyk(g, s, cb, **kw)
+        alone = fd.dcyk(g, s, cb, backend="torch", **kw)
+        for r in (b, alone):
+            assert r.options.order == "width"
+            assert r.chart == ref.chart and r.counts == ref.counts
+            for x, y in ((ref.p_left, r.p_left), (ref.p_right, r.p_right)):
+                x, y = np.asarray(x), np.asarray(y)
+                np.testing.assert_allclose(y, x, rtol=1e-8, atol=1e-8 * np.abs(x).max())
+            np.testing.assert_allclose(
+                r.statistics.array, ref.statistics.array, rtol=1e-8, atol=1e-10
+            )
+    del torch
+
+
+def test_the_trace_gates_width_step_takes_a_few_cells_a_product(monkeypatch):
+    """A width whose cells' index matrices do not fit the budget at once is written a few
+    cells at a time (here one): the same numbers."""
+    pytest.importorskip("torch")
+    from fastdcyk.engine.modes.trace import torch_parser
+
+    g = fd.Grammar.builtin("G4")
+    sents = fd.generate(g, 3, min_len=6, max_len=9, seed=5)
+    cb = fd.engine.default_codebook(g, 64, 0, "float64", unitary=True)
+    kw = dict(variant="trace", order="width", batch_size=3)
+    whole = fd.dcyk_batch(g, sents, cb, **kw)
+    monkeypatch.setattr(torch_parser.TraceParser, "cells_at_once", lambda self, cells: 1)
+    parts = fd.dcyk_batch(g, sents, cb, **kw)
+    for a, b in zip(whole, parts, strict=True):
+        assert a.chart == b.chart and a.counts == b.counts
+        np.testing.assert_allclose(np.asarray(b.p_left), np.asarray(a.p_left), atol=1e-12)
+        np.testing.assert_allclose(np.asarray(b.p_right), np.asarray(a.p_right), atol=1e-12)

@@ -303,6 +303,7 @@ register(
             "numpy": ".trace.numpy_parser:TraceParser",
             "torch": ".trace.torch_parser:TraceParser",
         },
+        orders=("sequential", "cell", "width"),
         simulation=".trace.simulation:TraceSimulation",
         buffers=".trace:work_buffers",
         cost=".trace:seconds",

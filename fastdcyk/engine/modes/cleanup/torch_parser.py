@@ -505,6 +505,10 @@ class CleanupParser(SpectralParser):
         super().keep_for_dense()
         self.residual = self._turns = self._detection = None
 
+    def to_host(self) -> None:
+        self._write_deferred()  # on the device, where the index matrices are
+        super().to_host()
+
     def dense_finite(self) -> bool:
         if not self._unwritten:
             return super().dense_finite()

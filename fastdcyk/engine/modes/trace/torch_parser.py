@@ -4,10 +4,13 @@ sentences and differentiable, on :class:`~fastdcyk.engine.torch_spectral.Spectra
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import torch
+
 from fastdcyk.engine import schedule
-from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.engine.schedule import Detections, Ledger, Step
 from fastdcyk.engine.torch_spectral import SpectralParser
 
 __all__ = ["TraceParser"]
@@ -15,7 +18,11 @@ __all__ = ["TraceParser"]
 
 class TraceParser(SpectralParser):
     """The trace gate's parser, batched: each detection a readout of the 2-D spectra
-    against the rule spectra, each update one operator on both accumulators."""
+    against the rule spectra, each update one operator on both accumulators. Nothing is
+    read back from the device during the parse (:attr:`defers_checks`). In the
+    ``"width"`` order a whole span width is one step (:meth:`run_width`)."""
+
+    defers_checks = True
 
     def read(self, i: int, j: int, step: Step) -> None:
         """q of the cell's readouts (B, h) and, for a unary cell, G_j (.) i^ (its update's
@@ -38,3 +45,75 @@ class TraceParser(SpectralParser):
     def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
         rows = self.unary_rows if step == schedule.UNARY else self.binary_rows
         self.update(i, j, det.values * keep, rows[ks], self._outer_ji, keep)
+
+    # -- the "width" order: a span width in one step ---------------------------------------
+
+    def run_width(
+        self,
+        spans: Sequence[tuple[int, int]],
+        step: Step,
+        ledger: Ledger,
+        on_progress: Callable[[int], None] | None,
+    ) -> bool:
+        """Every cell (i, j) of one span width from the table as the narrower widths left
+        it, batched over the cells as over the sentences (the schedule's ``run_width``).
+
+        - binary: q[b, f, c] = sum_g (ZT PR)[b, f, g] conj(j_c^[g]) i_c^[g], one product of
+          the batch's (ZT (.) PR) with the (d, C) matrix of the cells' index spectra (the
+          "cell" order makes one pass over ZT (.) PR a cell);
+        - unary: q[b, f, c] = sum_g ZT[b, f, g] (G_j (.) i^)_c[f, g], one batched product;
+        - the detections of every cell and nonterminal in one product with the rule
+          spectra, the ledger's decisions for the width at once
+          (:meth:`~fastdcyk.engine.schedule.Ledger.decide_cells`), and the updates of the
+          cells in batched products (:meth:`add_outers`), a few cells at a time.
+        """
+        rows = self.unary_rows if step == schedule.UNARY else self.binary_rows
+        count = len(rows)
+        if not count:
+            return False
+        spectra_w = self.unary_w if step == schedule.UNARY else self.binary_w
+        cells = list(spans)
+        size = self.cells_at_once(len(cells))
+        parts = [cells[c : c + size] for c in range(0, len(cells), size)]
+        outers: list[torch.Tensor] | None = None  # the unary step's G_j (.) i^, kept if one part
+        if step == schedule.UNARY:
+            qs = []
+            for part in parts:
+                m = self.index_outers(part)  # (h, C', d)
+                qs.append(torch.bmm(self.left_spectrum.transpose(0, 1), m.transpose(1, 2)))
+                if len(parts) == 1:
+                    outers = [m]
+            q = torch.cat(qs, 2).permute(1, 2, 0)  # (h, B, C) -> (B, C, h)
+        else:
+            i_idx = [i for i, _ in cells]
+            j_idx = [j for _, j in cells]
+            dg = (torch.conj(self.full_index[j_idx]) * self.full_index[i_idx]).T  # (d, C)
+            if self._batch_work is None:
+                lr = self.left_spectrum * self.right_spectrum
+            else:
+                lr = torch.mul(self.left_spectrum, self.right_spectrum, out=self._batch_work)
+            q = (lr @ dg).transpose(1, 2)  # (B, C, h)
+        tvals = (q @ spectra_w.T).real  # (B, C, k)
+        gates = self.sigmoid(tvals)
+        ends = torch.as_tensor([j for _, j in cells], device=self.device)
+        active = self.lengths_tensor[:, None] >= ends[None, :]
+        det = Detections(tvals, gates, gates, gates)
+        keep, any_kept = ledger.decide_cells(cells, self.rows(step), det, active)
+        if on_progress is not None:
+            on_progress(len(cells) * count)
+        if not any_kept:
+            return True
+        g = (gates * keep).to(self.cdtype)  # (B, C, k)
+        lefts = torch.conj(g @ self.spectra[rows]).permute(2, 0, 1)  # (h, B, C)
+        rights = (g @ self.right_spectra[rows]).permute(2, 0, 1)
+        c0 = 0
+        for p, part in enumerate(parts):
+            sl = slice(c0, c0 + len(part))
+            c0 += len(part)
+            m = outers[p] if outers is not None else self.index_outers(part)
+            m = torch.conj(m) if self.grad else m.conj_physical_()  # conj(G_j (.) i^)
+            self.add_outers("left_spectrum", lefts[:, :, sl], m)
+            del m
+            m = self.index_outers([(j, i) for i, j in part])  # G_i (.) j^
+            self.add_outers("right_spectrum", rights[:, :, sl], m)
+        return True
