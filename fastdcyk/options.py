@@ -102,7 +102,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "decoder": "trace",
         "unary_mask": False,
         "unitary": True,
-        "order": "cell",
+        "order": "width",
         "encoding": "roles",
     },
     "cleanup": {
@@ -435,15 +435,16 @@ class DCYKOptions:
         crosstalk, since in CNF no symbol of a cell depends on another of the same cell).
         ``"cell"``: every detection of a cell reads the table as it was before the cell,
         so the cell's detections share one pass and its updates are applied together (far
-        cheaper on large grammars). ``"width"`` (the clean-up gate): every cell of a span
-        width reads the table as it was before the width, and the width's cells are read
-        back together (docs/method.md, section 4.2). Default: the variant's (paper:
-        sequential, trace and cleanup: cell).""",
+        cheaper on large grammars). ``"width"`` (the trace and clean-up gates): every cell
+        of a span width reads the table as it was before the width (the clean-up gate's
+        cells are then read back together; the torch backend's trace gate runs the whole
+        width as one step: docs/method.md, section 4.2). Default: the variant's (paper:
+        sequential, trace: width, cleanup: cell).""",
         choices=ORDERS,
         cli="order of the updates in a cell: 'sequential' (the paper's: each update applied "
         "before the next detection), 'cell' (every detection of a cell reads the table as "
-        "it was before the cell; much cheaper) or 'width' (the clean-up gate: every cell of "
-        "a span width reads the table as it was before the width); default: the variant's ("
+        "it was before the cell; much cheaper) or 'width' (the trace and clean-up gates: every "
+        "cell of a span width reads the table as it was before the width); default: the variant's ("
         + ", ".join(f"{v} {p['order']}" for v, p in VARIANTS.items())
         + ")",
         default="sequential",

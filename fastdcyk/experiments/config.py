@@ -46,6 +46,11 @@ PAPER_GRID_CORE_HOURS = 250
 #: ExperimentConfig.orders by default: each variant in its own order.
 _DEFAULT_ORDERS: tuple[str | None, ...] = (None,)
 
+#: The variants' own orders when grid files began to be written (the trace variant's was
+#: "cell" until study (j) of docs/results.md made it "width"): a grid that runs a variant
+#: in an own order other than this names the order in its hash (:meth:`to_dict`).
+_FIRST_OWN_ORDERS = {"paper": "sequential", "trace": "cell", "cleanup": "cell"}
+
 
 def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
@@ -86,12 +91,13 @@ class ExperimentConfig:
     variants : sequence of str
         Keys of :data:`fastdcyk.options.VARIANTS` ("paper", "trace"); each uses its own
         codebook choice (``VARIANTS[v]["unitary"]``).
-    orders : sequence of {None, "sequential", "cell"}
+    orders : sequence of {None, "sequential", "cell", "width"}
         Orders of the updates in a cell (:data:`fastdcyk.options.ORDERS`), each crossed with
         every variant; None is each variant's own (``VARIANTS[v]["order"]``: paper
-        "sequential", trace "cell"). A pair that two entries resolve to is run once. The
-        default ``(None,)`` is left out of :meth:`to_dict` and of the hash, so a grid that
-        asks for no other order has the hash it had before orders existed.
+        "sequential", trace "width", cleanup "cell"). A pair that two entries resolve to is
+        run once. With None, :meth:`to_dict` names the own orders that differ from those
+        grid files began with (the trace variant's was "cell"), so that a file parsed in
+        the earlier order has another hash and is not resumed in the new one.
     betas : sequence of float
         Sigmoid slopes (default: :data:`~fastdcyk.options.DEFAULT_BETA` only).
     seeds : sequence of int
@@ -249,6 +255,17 @@ class ExperimentConfig:
         ):
             if out[name] == default:
                 del out[name]
+        # a variant run in an own order other than the one grid files began with (the trace
+        # variant's "width"): named, so that a file of the earlier order is refused, not
+        # resumed in another order
+        if None in self.orders:
+            moved = {
+                v: VARIANTS[v]["order"]
+                for v in self.variants
+                if VARIANTS[v]["order"] != _FIRST_OWN_ORDERS.get(v, VARIANTS[v]["order"])
+            }
+            if moved:
+                out["own_orders"] = moved
         return out
 
     @classmethod
@@ -256,10 +273,22 @@ class ExperimentConfig:
         """Inverse of :meth:`to_dict`; unknown keys are an error, a missing one takes its
         default (``orders``: each variant's own order)."""
         known = set(cls.__dataclass_fields__)
+        data = dict(data)
+        own = data.pop("own_orders", None)  # derived from the variants (to_dict)
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown configuration keys: {sorted(unknown)}")
         data = {"readback": "matched", **data}  # to_dict leaves "matched" out
+        if own is not None:
+            config = cls.from_dict(data)
+            if config.to_dict().get("own_orders") != own:
+                raise ValueError(
+                    f"the configuration ran its variants in their own orders of then, {own}; "
+                    "this version's are "
+                    + ", ".join(f"{v} {VARIANTS[v]['order']}" for v in config.variants)
+                    + ": name the orders (orders=...) to rerun it"
+                )
+            return config
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
     def load_grammars(self) -> dict[str, Grammar]:

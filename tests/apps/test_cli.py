@@ -103,7 +103,7 @@ def test_parse_order_reaches_the_engine_and_the_report(capsys):
     expected = [
         ([], "variant=cleanup (gate=cleanup, readback=cancel, order=cell,"),
         (["--variant", "paper"], "variant=paper (gate=entrywise, decoder=entry, order=sequential"),
-        (["--variant", "trace"], "variant=trace (gate=trace, decoder=trace, order=cell,"),
+        (["--variant", "trace"], "variant=trace (gate=trace, decoder=trace, order=width,"),
         (
             ["--variant", "paper", "--order", "cell"],
             "variant=paper (gate=entrywise, decoder=entry, order=cell",
@@ -269,7 +269,7 @@ def test_experiment_help_quotes_the_core_hours_constant(monkeypatch, capsys):
     assert err.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "some 1234 core-hours" in text
-    assert "default: each variant's own: paper sequential, trace cell" in text
+    assert "default: each variant's own: paper sequential, trace width" in text
 
 
 def test_experiment_default_out_is_named_by_the_hash(tmp_path, monkeypatch, capsys):

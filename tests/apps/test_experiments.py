@@ -146,10 +146,39 @@ def test_config_orders_are_normalised_and_crossed_with_the_variants():
     own = ex.ExperimentConfig()
     assert own.variant_orders() == tuple((v, VARIANTS[v]["order"]) for v in PAPER_VARIANTS)
     # None and the order it resolves to are one pair, run once
-    mixed = ex.ExperimentConfig(orders=(None, "cell"))
-    assert mixed.orders == (None, "cell")
-    assert mixed.variant_orders() == (("paper", "sequential"), ("paper", "cell"), ("trace", "cell"))
+    mixed = ex.ExperimentConfig(orders=(None, "sequential"))
+    assert mixed.orders == (None, "sequential")
+    assert mixed.variant_orders() == (
+        ("paper", "sequential"),
+        ("trace", "width"),
+        ("trace", "sequential"),
+    )
     assert mixed.grid_size() == 3 * own.grid_size() // 2
+
+
+def test_a_grid_in_the_trace_variants_own_order_names_it_in_its_hash(tmp_path):
+    """The trace variant's own order became "width" (it was "cell" when grid files began):
+    a grid that runs it in its own order names that in its configuration, so a file of the
+    cell order has another hash and is refused, not resumed in the width order; a grid
+    that names its orders, or runs no trace variant, keeps the hash it had."""
+    from fastdcyk.experiments import config as ex_config
+
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(64,), sentences=3, max_len=4)
+    assert cfg.to_dict()["own_orders"] == {"trace": "width"}
+    assert ex.ExperimentConfig.from_dict(cfg.to_dict()) == cfg
+    assert "own_orders" not in ex.ExperimentConfig(orders=("cell",)).to_dict()
+    assert "own_orders" not in ex.ExperimentConfig(variants=("paper",)).to_dict()
+    earlier = cfg.to_dict()
+    del earlier["own_orders"]  # the header of a file written in the cell order
+    grammars = cfg.load_grammars()
+    texts = {g: ex_config._sha256(grammars[g].to_string()) for g in sorted(grammars)}
+    earlier_hash = ex_config._sha256(
+        ex_config._canonical({"config": earlier, "grammar_sha256": texts})
+    )
+    assert earlier_hash != cfg.hash()
+    _assert_old_file_refused(tmp_path, cfg, earlier, earlier_hash)
+    with pytest.raises(ValueError, match=r"own orders of then, \{'trace': 'cell'\}"):
+        ex.ExperimentConfig.from_dict({**cfg.to_dict(), "own_orders": {"trace": "cell"}})
 
 
 @pytest.mark.parametrize(
