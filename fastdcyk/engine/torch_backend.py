@@ -147,6 +147,7 @@ def parse(
     decode: bool = True,
     dense: bool | str = False,
     record: bool = False,
+    readouts: bool = True,
     on_progress: Callable[[int], None] | None = None,
     g_cache: dict | None = None,
     terminal_weights: torch.Tensor | None = None,
@@ -185,6 +186,9 @@ def parse(
         now; the others make them now, as with True).
     record : bool, default False
         Keep the log of every detection, as ``DCYKResult.log``.
+    readouts : bool, default True
+        Gather every detection's readout into ``TorchParse.readouts`` (what a
+        differentiable layer scores); False leaves it None (a write per cell saved).
     on_progress : callable, optional
         Called with the number of detections made, as they are made (a progress bar).
     g_cache : dict, optional
@@ -270,7 +274,7 @@ def parse(
         raise schedule.non_finite("the decoder statistics")
     return TorchParse(
         statistics=stats,
-        readouts=p.readout_tensor(),
+        readouts=p.readout_tensor() if readouts else None,
         mask=p.cell_mask(),
         lengths=lengths,
         p_left=p_left,
@@ -405,7 +409,8 @@ def parse_sentences(
             ids = [[0] * len(s) for s in sentences]
         else:
             ids = [st.terminal_ids(s) for s in sentences]
-        res = parse(vec, st, ids, options, g_cache=_codebook_g_cache(codebook, vec), **kw)
+        cache = _codebook_g_cache(codebook, vec)
+        res = parse(vec, st, ids, options, g_cache=cache, readouts=False, **kw)
         t0 = time.perf_counter()
         p_left = p_right = [None] * len(sentences)
         if res.later is not None:

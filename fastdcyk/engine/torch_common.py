@@ -132,10 +132,10 @@ class TorchParse:
     statistics : Tensor, (B, n, n + 1, N), or None
         The decoder statistic of (i, j, A) at ``[b, i, j, A]`` (~1 for a triple in the
         table); 0 outside the chart of sentence b (see ``mask``). None without decoding.
-    readouts : Tensor, (B, n, n + 1, N)
+    readouts : Tensor, (B, n, n + 1, N), or None
         The gate's argument of every detection: tr(M) / d for the trace gate, the mean of
         M's diagonal for the entrywise gate (M the detection matrix of docs/method.md,
-        section 2); 0 where no detection ran.
+        section 2); 0 where no detection ran. None when not asked for (``readouts=False``).
     mask : Tensor of bool, (B, n, n + 1)
         The cells (i, j), 0 <= i < j <= n_b, of each sentence.
     lengths : list of int
@@ -154,7 +154,7 @@ class TorchParse:
     """
 
     statistics: torch.Tensor | None
-    readouts: torch.Tensor
+    readouts: torch.Tensor | None
     mask: torch.Tensor
     lengths: list[int]
     p_left: torch.Tensor | None

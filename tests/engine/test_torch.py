@@ -405,6 +405,9 @@ def test_parse_core_masks_and_shapes():
     assert res.mask[0].sum() == 3 and res.mask[1].sum() == 10
     assert not res.statistics[0][~res.mask[0]].any()
     assert res.p_left.shape == (2, 32, 32) and res.lengths == [2, 4]
+    lean = torch_backend.parse(vec, st, sents, opt, readouts=False)  # not gathered
+    assert lean.readouts is None
+    torch.testing.assert_close(lean.statistics, res.statistics)
     one = torch_backend.parse(vec, st, sents[:1], opt, dense=True)
     torch.testing.assert_close(one.statistics[0, :2, :3], res.statistics[0, :2, :3])
     torch.testing.assert_close(one.p_left[0], res.p_left[0])
