@@ -86,9 +86,9 @@ def in_batches(
     ``size``: the torch backend's batches.
 
     When the torch device runs out of memory on a chunk, the tables that earlier results
-    keep on it are moved to the host (:func:`fastdcyk.engine.torch_backend.spill_deferred`;
-    once) and the chunk is tried again; after that the free blocks of its caching
-    allocator are given back and the chunk is tried again at half the size.
+    keep on it are moved to the host (:func:`fastdcyk.engine.torch_backend.spill_deferred`)
+    and the chunk is tried again at its size; when there are none to move, the free blocks
+    of its caching allocator are given back and the chunk is tried again at half the size.
 
     Raises
     ------
@@ -107,8 +107,10 @@ def in_batches(
         try:
             got = parse(chunk)
         except torch.cuda.OutOfMemoryError:
-            if spill is not None and spill(device):  # earlier results' tables, to the host
-                spill = None  # once: then the batch is halved
+            got = None  # handled below, once the failed batch's tensors are let go
+        if got is None:
+            # earlier results' tables moved to the host (the same chunk again), else halved
+            if spill is not None and spill(device):
                 torch.cuda.empty_cache()
                 continue
             if torch.cuda.is_available() and "cuda" in str(device):

@@ -57,6 +57,7 @@ from fastdcyk.engine.torch_common import (
     all_finite,
     symbol_vectors,
 )
+from fastdcyk.engine.torch_spectral import HeldTables
 from fastdcyk.options import DCYKOptions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -258,6 +259,8 @@ def parse(
     p: TorchParser = parser_class(*args, g_cache=g_cache)
     later = dense == "later" and p.defers_dense and not p.grad
     p.wants_dense = bool(dense)
+    if not readouts:  # nothing kept per cell for them
+        p.ledger.readouts = None
     timings: dict[str, float] = {}
     schedule.run(p, p.n, options.order, p.ledger, on_progress=on_progress, timings=timings)
     t2 = time.perf_counter()
@@ -272,7 +275,7 @@ def parse(
         p_left, p_right = p.dense()  # P_right None where never written (0)
     if stats is not None and not all_finite(stats):
         raise schedule.non_finite("the decoder statistics")
-    return TorchParse(
+    out = TorchParse(
         statistics=stats,
         readouts=p.readout_tensor() if readouts else None,
         mask=p.cell_mask(),
@@ -284,6 +287,8 @@ def parse(
         timings={**timings, "decode": t3 - t2},
         later=p if later else None,
     )
+    p.ledger.readouts = p.ledger.log = None  # read: a deferred parser need not keep them
+    return out
 
 
 def _soft_input(
@@ -458,52 +463,75 @@ def parse_sentences(
 
 class _LaterDense:
     """The dense matrices of a batch parsed with ``dense="later"``, made all at once (one
-    batched transform) when the first sentence's are asked for, each handed out once; the
-    parser is let go then. A make interrupted after it began (the parser's deferred writes
-    partly applied) refuses to be tried again."""
+    batched transform) when the first sentence's are asked for, each handed out once.
+
+    The batch keeps its tables (:class:`~fastdcyk.engine.torch_spectral.HeldTables`) and
+    lets the rest of the parse go at once, unless the tables have work to do on the device
+    first (the clean-up gate's deferred writes: the parser is kept till then). On a device
+    they can be moved to the host (:meth:`spill`). A device out of memory while the
+    matrices are made (or the tables moved) loses nothing: the make is done on the host
+    instead (the move is not made). A make interrupted otherwise after it began (the
+    clean-up gate's deferred writes partly applied) refuses to be tried again."""
 
     def __init__(self, parser: TorchParser, codebook: Codebook) -> None:
-        self._parser: TorchParser | None = parser
+        held: TorchParser | HeldTables = parser
+        if not parser.tables_pending:  # the tables alone: the parse let go
+            held = parser.held_tables()
+        self._source: TorchParser | HeldTables | None = held
         self._codebook = codebook
         self._lock = threading.Lock()
         self._left: list[np.ndarray | None] | None = None
         self._right: list[np.ndarray | None] | None = None
-        #: The device the tables are on (None once they are on the host or let go).
+        #: The device the tables are on (None once they are on the host or made).
         self.device: torch.device | None = parser.device if parser.device.type != "cpu" else None
 
     def device_bytes(self) -> int:
         """The bytes of this batch's tables on a device (0 on the host or made)."""
-        parser = self._parser
-        return 0 if parser is None or self.device is None else parser.held_bytes()
+        source = self._source
+        if source is None or self.device is None:
+            return 0
+        return source.held_bytes() if isinstance(source, HeldTables) else source.deferred_bytes()
 
     def spill(self) -> int:
-        """Move the tables to the host (the matrices will be made there); the bytes
-        moved. A move interrupted (out of memory while the clean-up gate writes its
-        deferred updates) lets the tables go, as an interrupted make does."""
+        """Move the tables to the host (the matrices will be made there); the bytes moved
+        (0 where the device ran out of memory writing the clean-up gate's deferred
+        updates first: the tables stay, nothing lost)."""
         with self._lock:
-            parser = self._parser
-            if parser is None or self.device is None:
+            source = self._source
+            if source is None or self.device is None:
                 return 0
-            moved = parser.held_bytes()
-            self._parser = None  # till the move is complete
-            with torch.no_grad():
-                parser.to_host()
-            self._parser, self.device = parser, None
+            moved = self.device_bytes()
+            try:
+                with torch.no_grad():
+                    tables = source if isinstance(source, HeldTables) else source.held_tables()
+            except torch.cuda.OutOfMemoryError:
+                return 0  # the writes not made are still the parser's to make
+            self._source, self.device = tables.to_host(), None
             return moved
 
     def _make(self) -> None:
         with self._lock:
             if self._left is not None:
                 return
-            parser, self._parser = self._parser, None
-            if parser is None:
+            source, self._source = self._source, None
+            if source is None:
                 raise RuntimeError(
                     "P_left cannot be made: an earlier attempt was interrupted while it "
                     "transformed this batch's tables; parse the sentences again"
                 )
-            self.device = None
             with torch.no_grad():
-                self._left, self._right = _host_matrices(*parser.dense(), self._codebook)
+                try:
+                    tables = source if isinstance(source, HeldTables) else source.held_tables()
+                except torch.cuda.OutOfMemoryError:
+                    self._source = source  # nothing lost: its writes are made when written
+                    raise
+                try:
+                    dense = tables.dense()
+                except torch.cuda.OutOfMemoryError:  # on the host instead
+                    tables = tables.to_host()
+                    dense = tables.dense()
+                self._left, self._right = _host_matrices(*dense, self._codebook)
+            self.device = None
 
     def left(self, b: int) -> np.ndarray:
         self._make()
@@ -530,7 +558,8 @@ _ON_DEVICE_LOCK = threading.Lock()
 def deferral_budget(device: torch.device) -> int:
     """The bytes of deferred tables (:func:`parse_sentences`' results whose P_left has not
     been asked for yet) that a device keeps before the oldest move to the host: a quarter
-    of a CUDA device's memory; none on other devices."""
+    of a CUDA device's memory; none on other devices (whose batches' tables move to the
+    host as soon as they are parsed, their matrices then made on the CPU)."""
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).total_memory // 4
     return 0
@@ -570,8 +599,8 @@ def spill_deferred(device: Any = None, keep: int = 0) -> int:
     with _ON_DEVICE_LOCK:
         _ON_DEVICE[:] = [ref for ref in _ON_DEVICE if _live_on_device(ref())]
         batches = [b for ref in _ON_DEVICE if (b := ref()) is not None]
-    if dev is not None:  # "cuda" names the current CUDA device, as torch reads it
-        index = dev.index if dev.index is not None or dev.type != "cuda" else None
+    if dev is not None:  # a device without an index: every device of its type
+        index = dev.index
         batches = [
             b
             for b in batches

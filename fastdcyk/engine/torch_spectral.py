@@ -10,7 +10,7 @@ import torch
 from fastdcyk.engine.torch_common import TorchParser, all_finite, free_bytes
 from fastdcyk.hrr.buffers import G_CACHE_BYTES, g_cache_slots
 
-__all__ = ["SpectralParser"]
+__all__ = ["HeldTables", "SpectralParser"]
 
 
 class SpectralParser(TorchParser):
@@ -263,11 +263,12 @@ class SpectralParser(TorchParser):
         cells = [(i, j) for j in range(1, self.n + 1) for i in range(j)]
         size = self.cells_at_once(len(cells))
         left_t = self.left_spectrum.transpose(0, 1)  # (h, B, d)
+        where = torch.tensor(cells, device=self.device)  # one copy from the host
         for c in range(0, len(cells), size):
             part = cells[c : c + size]
             q = torch.bmm(left_t, self.index_outers(part).transpose(1, 2))  # (h, B, C)
             vals = (q.permute(1, 2, 0) @ self.spectra_w.T).real  # (B, C, N)
-            out[:, [i for i, _ in part], [j for _, j in part]] = vals
+            out[:, where[c : c + size, 0], where[c : c + size, 1]] = vals
         return out
 
     #: Whether :meth:`dense` may be called after the parse has returned (``dense="later"``
@@ -280,23 +281,21 @@ class SpectralParser(TorchParser):
         later."""
         self._batch_buffer = self._work = None
 
-    def to_host(self) -> None:
-        """Move what :meth:`dense` reads to the host, after :meth:`keep_for_dense` (a
-        deferred parse whose tables would hold a device's memory until its matrices are
-        asked for: :func:`fastdcyk.engine.torch_backend.spill_deferred`); :meth:`dense`
-        then computes on the CPU."""
-        self._left_spectrum = self.left_spectrum.cpu()
-        if self.right_spectrum is not None:
-            self.right_spectrum = self.right_spectrum.cpu()
-        self._index_matrices = {}  # (a kept cache stays the codebook's)
+    def held_tables(self) -> HeldTables:
+        """What :meth:`dense` reads, apart from the parser (which may then be let go), after
+        :meth:`keep_for_dense`."""
+        right = self.right_spectrum
+        return HeldTables(self.left_spectrum, right, self.permutation_index(-1), self.d)
 
-    def held_bytes(self) -> int:
-        """The bytes of the tables :meth:`dense` reads (where they are)."""
-        return sum(
-            t.numel() * t.element_size()
-            for t in (self._left_spectrum, self.right_spectrum)
-            if t is not None
-        )
+    #: Whether :meth:`held_tables` has work to do on the device first (the clean-up gate's
+    #: deferred writes): the parser is then kept until its matrices are asked for.
+    @property
+    def tables_pending(self) -> bool:
+        return False
+
+    def deferred_bytes(self) -> int:
+        """The bytes this parser keeps for its dense matrices, where its tables are."""
+        return sum(_nbytes(t) for t in (self._left_spectrum, self.right_spectrum))
 
     def dense_finite(self) -> bool:
         """Whether every value :meth:`dense` will transform is finite (checked when it is
@@ -307,23 +306,51 @@ class SpectralParser(TorchParser):
         )
 
     def dense(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """P_left and P_right, (B, d, d) each (:meth:`HeldTables.dense`)."""
+        return self.held_tables().dense()
+
+
+def _nbytes(t: torch.Tensor | None) -> int:
+    return 0 if t is None else t.numel() * t.element_size()
+
+
+class HeldTables:
+    """The accumulators' half spectra of a parse and the permutation: what its dense
+    matrices are made from, kept apart from the parser (so that the rest of the parse can
+    be let go) where a result's P_left is made later, on the device or moved to the host
+    (:func:`fastdcyk.engine.torch_backend.spill_deferred`)."""
+
+    def __init__(
+        self, left: torch.Tensor, right: torch.Tensor | None, inv: torch.Tensor, d: int
+    ) -> None:
+        self.left, self.right, self.inv, self.d = left, right, inv, d
+
+    @property
+    def device(self) -> torch.device:
+        return self.left.device
+
+    def held_bytes(self) -> int:
+        """The bytes of the tables (where they are)."""
+        return _nbytes(self.left) + _nbytes(self.right)
+
+    def to_host(self) -> HeldTables:
+        """The same tables on the host."""
+        right = None if self.right is None else self.right.cpu()
+        return HeldTables(self.left.cpu(), right, self.inv.cpu(), self.d)
+
+    def dense(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """P_left and P_right, (B, d, d) each (P_right a transposed view, or None where it is
-        never written: the clean-up gate's, 0).
+        never written: the clean-up gate's, 0), where the tables are.
 
         Z^T = irfft(fft(conj ZT, axis 1), axis 0), so Z = irfft of the transpose along the
         last axis; P_left = Phi^T Z. Likewise Phi P_right^T from PR, and
         P_right^T = Phi^T (Phi P_right^T).
         """
-        d = self.d
-        inv = self.permutation_index(-1).to(
-            self.left_spectrum.device
-        )  # (on the host after to_host)
+        d, inv = self.d, self.inv
         # conjugated in memory first: the FFT of a lazily conjugated tensor is 4 times slower
-        z = torch.fft.fft(self.left_spectrum.conj_physical(), dim=-1).transpose(-1, -2)
+        z = torch.fft.fft(self.left.conj_physical(), dim=-1).transpose(-1, -2)
         z = torch.fft.irfft(z, n=d, dim=-1)
-        if self.right_spectrum is None:  # never written
+        if self.right is None:  # never written
             return z[:, inv], None
-        w = torch.fft.irfft(
-            torch.fft.fft(self.right_spectrum, dim=-1).transpose(-1, -2), n=d, dim=-1
-        )
+        w = torch.fft.irfft(torch.fft.fft(self.right, dim=-1).transpose(-1, -2), n=d, dim=-1)
         return z[:, inv], w[:, inv].transpose(-1, -2)

@@ -562,14 +562,14 @@ def test_cuda_results_keep_their_tables_on_the_device_till_asked(monkeypatch, va
     ref = [fd.dcyk(g, w, cb, variant=variant) for w in (s, "fish swim")]
     if moved:
         monkeypatch.setattr(torch_backend, "deferral_budget", lambda device: 0)
+    monkeypatch.setattr(torch_backend, "_ON_DEVICE", [])  # this test's batches alone
     batch = dcyk_batch(g, [s, "fish swim"], cb, variant=variant, device="cuda")
-    held = torch_backend.spill_deferred("cuda", keep=2**62)  # nothing moved: a count
-    assert held == 0
-    live = [ref() for ref in torch_backend._ON_DEVICE if ref() is not None]
-    assert (len([b for b in live if b.device is not None]) == 0) == moved
+    (held,) = [ref() for ref in torch_backend._ON_DEVICE]
+    assert held is not None and (held.device is None) == moved
+    assert (held.device_bytes() == 0) == moved
     for a, b in zip(ref, batch, strict=True):
         _assert_same(a, b, 1e-8)
-    assert all(b.device is None for b in live)  # made: nothing left on the device
+    assert held.device is None and held.device_bytes() == 0  # made: nothing left there
 
 
 def test_errors():
@@ -688,14 +688,15 @@ def test_the_trace_gate_reads_nothing_back_per_cell_on_a_device(monkeypatch, ord
 
 def test_dcyk_batch_moves_earlier_tables_to_the_host_before_halving(monkeypatch):
     """Out of memory on a device: the tables that earlier results keep there are moved
-    to the host and the batch tried again at its size (once); then it is halved."""
+    to the host and the batch tried again at its size, as long as a move frees some;
+    then it is halved."""
     from fastdcyk.engine import batch as _batch
 
     moved, sizes = [], []
 
     def spill(device, keep=0):
         moved.append((str(device), keep))
-        return 1024
+        return 1024 if len(moved) == 1 else 0  # the first move frees some, the next none
 
     monkeypatch.setattr(torch_backend, "spill_deferred", spill)
 
@@ -706,33 +707,44 @@ def test_dcyk_batch_moves_earlier_tables_to_the_host_before_halving(monkeypatch)
         return chunk
 
     got = list(_batch.in_batches([1, 2, 3, 4], 4, parse, "meta", lambda k: "too large"))
-    assert moved == [("meta", 0)]  # once
+    assert moved == [("meta", 0), ("meta", 0)]
     assert sizes == [4, 4, 2, 2]  # again at 4 after the move, then halved
     assert [chunk for chunk, _, _ in got] == [[1, 2], [3, 4]]
 
 
-@pytest.mark.parametrize("variant", ["trace", "cleanup"])
-def test_deferred_tables_moved_to_the_host_make_the_same_matrices(monkeypatch, variant):
-    """A batch whose tables would stay on a device past :func:`deferral_budget` is moved
-    to the host (:func:`spill_deferred`, oldest first) and makes the same P_left and
-    P_right there; the clean-up gate writes its deferred updates before the move. (On
-    the CPU the move changes no tensor's place: what it runs is what a device runs.)"""
-    g = fd.Grammar.builtin("G0")
-    sents = ["fish swim", "fish swim near fish"]
-    cb = _codebook(g, 32, variant)
-    expected = [
-        (np.array(r.p_left), np.array(r.p_right))
-        for r in dcyk_batch(g, sents, cb, variant=variant, batch_size=1)
-    ]
+@pytest.fixture
+def on_device(monkeypatch):
+    """The deferred batches of a test alone (an empty registry), each registered as on a
+    device although its tables are on the CPU (what a move runs is what a device runs);
+    yields the list of the batches made."""
+    monkeypatch.setattr(torch_backend, "_ON_DEVICE", [])
     made = []
     init = torch_backend._LaterDense.__init__
 
-    def as_on_a_device(self, parser, codebook):  # on the CPU, registered as a device's
+    def as_on_a_device(self, parser, codebook):
         init(self, parser, codebook)
         self.device = torch.device("cpu")
         made.append(self)
 
     monkeypatch.setattr(torch_backend._LaterDense, "__init__", as_on_a_device)
+    return made
+
+
+def _dense_of(results):
+    return [(np.array(r.p_left), np.array(r.p_right)) for r in results]
+
+
+@pytest.mark.parametrize("variant", ["trace", "cleanup"])
+def test_deferred_tables_moved_to_the_host_make_the_same_matrices(monkeypatch, on_device, variant):
+    """A batch whose tables would stay on a device past :func:`deferral_budget` is moved
+    to the host (:func:`spill_deferred`, oldest first) and makes the same P_left and
+    P_right there; the clean-up gate writes its deferred updates before the move."""
+    g = fd.Grammar.builtin("G0")
+    sents = ["fish swim", "fish swim near fish"]
+    cb = _codebook(g, 32, variant)
+    expected = _dense_of(dcyk_batch(g, sents, cb, variant=variant, batch_size=1))
+    on_device.clear()  # (the batches above, made)
+    made = on_device
     got = dcyk_batch(g, sents, cb, variant=variant, batch_size=1)
     held = [b.device_bytes() for b in made]
     assert len(made) == 2 and all(h > 0 for h in held)
@@ -747,6 +759,94 @@ def test_deferred_tables_moved_to_the_host_make_the_same_matrices(monkeypatch, v
     for (left, right), r in zip(expected, got, strict=True):
         np.testing.assert_array_equal(np.array(r.p_left), left)
         np.testing.assert_array_equal(np.array(r.p_right), right)
+
+
+def test_a_deferred_batch_keeps_its_tables_alone_and_counts_what_it_keeps(on_device):
+    """The trace gate's deferred batch keeps the two tables and lets the parse go (its
+    rule tables, vectors and per-cell readouts); the cancelling clean-up gate's keeps its
+    parser till its deferred writes are made, and counts them with the tables."""
+    import gc
+    import weakref
+
+    from fastdcyk.engine.modes.cleanup import torch_parser as cleanup_parser
+    from fastdcyk.engine.torch_spectral import HeldTables
+
+    g = fd.Grammar.builtin("G4")
+    sents = ["fish swim fish near fish", "fish swim", "fish near fish swim", "fish fish swim"]
+    parsers = []
+    init = torch_backend.TorchParser.__init__
+
+    def tracked(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        parsers.append(weakref.ref(self))
+
+    for variant in ("trace", "cleanup"):
+        cb = _codebook(g, 32, variant)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(torch_backend.TorchParser, "__init__", tracked)
+            # the cells read in turn, whose writes into P_left wait till it is asked for
+            mp.setattr(cleanup_parser.CleanupParser, "_reads_whole", lambda self: False)
+            got = dcyk_batch(g, sents, cb, variant=variant, batch_size=4)
+        batch = on_device[-1]
+        gc.collect()
+        parser = parsers[-1]()
+        table = 2 * 4 * (32 // 2 + 1) * 32 * 16  # B x h x d complex128, left and right
+        if variant == "trace":
+            assert isinstance(batch._source, HeldTables) and parser is None
+            assert batch.device_bytes() == table
+        else:  # P_right never written: the left table and the writes still to make
+            assert batch._source is parser and parser.tables_pending
+            unwritten = sum(left.numel() * 16 for _, left in parser._unwritten)
+            assert unwritten > 0 and batch.device_bytes() == table // 2 + unwritten
+            assert parser.ledger.readouts is None  # not kept for the result
+        assert np.array(got[0].p_left).shape == (32, 32) and batch.device_bytes() == 0
+        del parser
+
+
+@pytest.mark.parametrize("variant", ["trace", "cleanup"])
+def test_a_device_out_of_memory_while_making_or_moving_loses_nothing(
+    monkeypatch, on_device, variant
+):
+    """Out of device memory while a batch's matrices are made: made on the host instead;
+    while the clean-up gate writes its deferred updates before a move: the move is not
+    made and the tables stay; either way the results' matrices are the ones they would
+    have been."""
+    from fastdcyk.engine.modes.cleanup import torch_parser as cleanup_parser
+    from fastdcyk.engine.torch_spectral import HeldTables
+
+    g = fd.Grammar.builtin("G0")
+    sents = ["fish swim near fish", "fish swim", "fish near fish swim", "fish swim fish"]
+    cb = _codebook(g, 32, variant)
+    # the clean-up gate's cells read in turn: its writes into P_left wait till asked for
+    monkeypatch.setattr(cleanup_parser.CleanupParser, "_reads_whole", lambda self: False)
+    expected = _dense_of(dcyk_batch(g, sents, cb, variant=variant, batch_size=4))
+    on_device.clear()  # (the batch above, made)
+    got = dcyk_batch(g, sents, cb, variant=variant, batch_size=4)
+    (batch,) = on_device
+    if variant == "cleanup":
+        write = cleanup_parser.CleanupParser.add_outers
+
+        def full(self, *args, **kwargs):
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (a test)")
+
+        monkeypatch.setattr(cleanup_parser.CleanupParser, "add_outers", full)
+        before = batch.device_bytes()
+        assert batch.spill() == 0 and batch.device is not None  # not moved
+        assert batch.device_bytes() == before  # the writes still there to make
+        monkeypatch.setattr(cleanup_parser.CleanupParser, "add_outers", write)
+    dense, tries = HeldTables.dense, []
+
+    def full_once(self):
+        tries.append(self.device)
+        if len(tries) == 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (a test)")
+        return dense(self)
+
+    monkeypatch.setattr(HeldTables, "dense", full_once)
+    for (left, right), r in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(np.array(r.p_left), left)
+        np.testing.assert_array_equal(np.array(r.p_right), right)
+    assert len(tries) == 2 and batch.device is None
 
 
 def test_a_parse_leaves_no_reference_cycle_holding_its_tensors():

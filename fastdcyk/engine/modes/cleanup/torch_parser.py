@@ -24,7 +24,7 @@ from fastdcyk.engine.rules import (
 )
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.engine.torch_common import all_finite
-from fastdcyk.engine.torch_spectral import SpectralParser
+from fastdcyk.engine.torch_spectral import HeldTables, SpectralParser
 from fastdcyk.hrr.buffers import G_CACHE_BYTES, G_KEEP_BYTES
 
 __all__ = ["SOFT_LEVEL", "TURN_BATCH", "CleanupParser"]
@@ -496,26 +496,31 @@ class CleanupParser(SpectralParser):
         self._unwritten.sort(key=lambda write: write[0][1])  # by G_j: each computed once
         while self._unwritten:
             part = self._unwritten[:size]
-            del self._unwritten[: len(part)]
             xc = self.index_outers([span for span, _ in part]).conj_physical_()
             lefts = torch.stack([left for _, left in part], 2).transpose(0, 1)  # (h, B, C)
             self.add_outers("left_spectrum", lefts, xc)
+            # dropped once written: a device out of memory above leaves them to write again
+            del self._unwritten[: len(part)]
 
     def keep_for_dense(self) -> None:
         super().keep_for_dense()
         self.residual = self._turns = self._detection = None
 
-    def to_host(self) -> None:
+    def held_tables(self) -> HeldTables:
         self._write_deferred()  # on the device, where the index matrices are
-        super().to_host()
+        self.residual = None  # the residual table is not part of the result
+        return super().held_tables()
+
+    @property
+    def tables_pending(self) -> bool:
+        return bool(self._unwritten)
+
+    def deferred_bytes(self) -> int:
+        unwritten = sum(left.numel() * left.element_size() for _, left in self._unwritten)
+        return super().deferred_bytes() + unwritten
 
     def dense_finite(self) -> bool:
         if not self._unwritten:
             return super().dense_finite()
         lefts = torch.stack([left for _, left in self._unwritten])  # one check, not one a cell
         return super().dense_finite() and all_finite(lefts)
-
-    def dense(self) -> tuple[torch.Tensor, torch.Tensor | None]:
-        self._write_deferred()
-        self.residual = None  # the residual table is not part of the result
-        return super().dense()

@@ -85,8 +85,7 @@ class TraceParser(SpectralParser):
                     outers = [m]
             q = torch.cat(qs, 2).permute(1, 2, 0)  # (h, B, C) -> (B, C, h)
         else:
-            i_idx = [i for i, _ in cells]
-            j_idx = [j for _, j in cells]
+            i_idx, j_idx = self._span_indices(cells)
             dg = (torch.conj(self.full_index[j_idx]) * self.full_index[i_idx]).T  # (d, C)
             if self._batch_work is None:
                 lr = self.left_spectrum * self.right_spectrum
@@ -95,7 +94,11 @@ class TraceParser(SpectralParser):
             q = (lr @ dg).transpose(1, 2)  # (B, C, h)
         tvals = (q @ spectra_w.T).real  # (B, C, k)
         gates = self.sigmoid(tvals)
-        ends = torch.as_tensor([j for _, j in cells], device=self.device)
+        ends = self._span_indices(cells)[1]
+        if isinstance(ends, slice):  # made on the device: no copy from the host
+            ends = torch.arange(ends.start, ends.stop, device=self.device)
+        else:
+            ends = torch.as_tensor(ends, device=self.device)
         active = self.lengths_tensor[:, None] >= ends[None, :]
         det = Detections(tvals, gates, gates, gates)
         keep, any_kept = ledger.decide_cells(cells, self.rows(step), det, active)
@@ -117,3 +120,13 @@ class TraceParser(SpectralParser):
             m = self.index_outers([(j, i) for i, j in part])  # G_i (.) j^
             self.add_outers("right_spectrum", rights[:, :, sl], m)
         return True
+
+    @staticmethod
+    def _span_indices(cells: Sequence[tuple[int, int]]) -> tuple[Any, Any]:
+        """The cells' starts and ends as slices where they run on by one (a span width's
+        cells, as the schedule gives them: indexing with a slice copies no index from the
+        host, which on a device would wait for it), else as lists."""
+        (i0, j0), (i1, j1) = cells[0], cells[-1]
+        if i1 - i0 + 1 == len(cells) and j1 - i1 == j0 - i0:
+            return slice(i0, i1 + 1), slice(j0, j1 + 1)
+        return [i for i, _ in cells], [j for _, j in cells]
