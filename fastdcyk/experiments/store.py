@@ -541,7 +541,7 @@ def _open_results(path: Path, config: ExperimentConfig, config_hash: str) -> Res
                     f"{str(path)!r} holds results of another configuration (hash {found}) "
                     f"than this run's (hash {config_hash}); records of two configurations "
                     "are never mixed: write to a new file (--out) or rerun with the "
-                    "file's own configuration"
+                    "file's own configuration" + _moved_orders(parsed.header, config)
                 )
             if _canonical(parsed.header["config"]) != _canonical(config.to_dict()):
                 # the hash is this run's, the configuration is not: the header was edited
@@ -569,6 +569,23 @@ def _open_results(path: Path, config: ExperimentConfig, config_hash: str) -> Res
     header = _header(config, config_hash)
     _fsync_write(path, (_canonical(header) + "\n").encode("ascii"), "wb")
     return ResultsFile(path, header, [])
+
+
+def _moved_orders(header: dict[str, Any], config: ExperimentConfig) -> str:
+    """Where a file differs from a run only in the variants' own orders (a default that
+    moved since the file was written: ``own_orders``), what to do about it."""
+    mine = config.to_dict()
+    moved = mine.get("own_orders")
+    theirs = header.get("config")
+    if not moved or not isinstance(theirs, dict) or "own_orders" in theirs:
+        return ""
+    if {k: v for k, v in mine.items() if k != "own_orders"} != theirs:
+        return ""
+    changes = ", ".join(f"the {v} variant's own order became {o!r}" for v, o in moved.items())
+    return (
+        f". The file was written before {changes} (its records name the order each was "
+        "parsed in): --orders cell runs the earlier order, into a new file (--out)"
+    )
 
 
 class _Appender:

@@ -42,6 +42,7 @@ _COST_FACTOR = {
     ("paper", "cell"): 0.44,
     ("trace", "sequential"): 0.09,
     ("trace", "cell"): 0.09,
+    ("trace", "width"): 0.09,  # the same work per cell as the cell order (study (j))
 }
 _TASK_SECONDS = 4.0
 _TASK_MAX_SENTENCES = 256

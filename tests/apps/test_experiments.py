@@ -104,7 +104,7 @@ def _assert_old_file_refused(tmp_path, cfg, old_config: dict, old_hash: str) -> 
 
 def test_configurations_with_orders_do_not_resume_files_written_before_orders(tmp_path):
     # Before orders existed every variant was parsed in the paper's order; the trace
-    # variant now defaults to cell order, so a default configuration must not add records
+    # variant has defaulted to another order since, so a default configuration must not add records
     # to such a file: its hash differs, and the file is refused with a clear error.
     cfg = ex.ExperimentConfig(grammars=("G0",), dims=(64,), sentences=3, max_len=4)
     assert cfg.orders == (None,)
@@ -177,6 +177,8 @@ def test_a_grid_in_the_trace_variants_own_order_names_it_in_its_hash(tmp_path):
     )
     assert earlier_hash != cfg.hash()
     _assert_old_file_refused(tmp_path, cfg, earlier, earlier_hash)
+    with pytest.raises(ex.ConfigMismatchError, match="own order became 'width'.*--orders cell"):
+        ex.open_results(tmp_path / "old.jsonl", cfg, cfg.hash())  # says why, and what to do
     with pytest.raises(ValueError, match=r"own orders of then, \{'trace': 'cell'\}"):
         ex.ExperimentConfig.from_dict({**cfg.to_dict(), "own_orders": {"trace": "cell"}})
 
