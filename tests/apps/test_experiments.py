@@ -1272,3 +1272,17 @@ def test_edited_results_files_are_errors_that_name_the_line_and_blank_lines_are_
         bad = variant("record.jsonl", "\n".join([head, lines[0], json.dumps(record)]) + "\n")
         with pytest.raises(ex.ResultsFileError, match=f"line 3: field '{field}' is"):
             ex.load_records(bad)
+
+
+def test_the_task_planner_knows_every_order_of_the_variants():
+    """Each (variant, order) the grid can run has a cost in the planner (an order it did
+    not know fell back to the paper's sequential cost, 11 times the trace variant's, and
+    cut the grid into needlessly small tasks): the trace variant's orders cost alike."""
+    from fastdcyk.experiments import tasks as ex_tasks
+    from fastdcyk.options import VARIANTS
+
+    for variant in ("paper", "trace"):
+        assert (variant, VARIANTS[variant]["order"]) in ex_tasks._COST_FACTOR
+    cell, width = (ex_tasks._parse_cost(7, 1000, "trace", o) for o in ("cell", "width"))
+    assert width == cell == ex_tasks._parse_cost(7, 1000, "trace")
+    assert width < ex_tasks._parse_cost(7, 1000, "paper") / 10
