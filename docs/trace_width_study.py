@@ -13,6 +13,13 @@ Usage::
 
     python docs/trace_width_study.py          # runs what docs/width_trace.json lacks
     python docs/trace_width_study.py --table
+    python docs/trace_width_study.py --grids  # the paper's grids in both orders
+
+``--grids`` compares the records of studies (a) and (c) (docs/records/g0 and grammars:
+the trace variant in the cell order) with the same grids run in the width order
+(docs/records/width/, written by ``fastdcyk experiment --sentences 2000 --max-len 7
+--grammars G0 --dims D --variants trace``, and ``--grammars G1 G2 G3 G4``; see
+docs/records/README.md).
 """
 
 from __future__ import annotations
@@ -97,8 +104,43 @@ def table() -> None:
             )
 
 
+def grid_lines() -> list[str]:
+    """The table of ``--grids``: per grid and d, micro F1 and exact charts in each order."""
+    from fastdcyk.experiments import load_records
+
+    records = HERE / "records"
+    lines = [
+        "| grammars | d | F1, cell | F1, width | exact, cell | exact, width |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for grid, name in (("g0", "G0"), ("grammars", "G1..G4")):
+        for width in sorted((records / "width").glob(f"{grid}-d*.jsonl.gz"), key=_d):
+            d = _d(width)
+            cells = [_totals(load_records(records / grid / f"trace-d{d}.jsonl.gz"))]
+            cells.append(_totals(load_records(width)))
+            (fc, ec, n), (fw, ew, nw) = cells
+            assert n == nw, (grid, d)
+            lines.append(f"| {name} | {d} | {fc:.4f} | {fw:.4f} | {ec:,}/{n:,} | {ew:,}/{nw:,} |")
+    return lines
+
+
+def _d(path: Path) -> int:
+    return int(path.name.split("-d")[1].split(".")[0])
+
+
+def _totals(recs: list[dict]) -> tuple[float, int, int]:
+    """Micro F1, exact charts and records of one grid point."""
+    tp, gold, pred = (sum(r[k] for r in recs) for k in ("tp", "gold", "predicted"))
+    exact = sum(r["tp"] == r["gold"] == r["predicted"] for r in recs)
+    return 2 * tp / (gold + pred), exact, len(recs)
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--table", action="store_true")
+    ap.add_argument("--grids", action="store_true", help="the paper's grids in both orders")
     args = ap.parse_args()
-    table() if args.table else run()
+    if args.grids:
+        print("\n".join(grid_lines()))
+    else:
+        table() if args.table else run()

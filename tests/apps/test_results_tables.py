@@ -113,3 +113,15 @@ def test_study_c_exact_rows_are_the_records(study_c):
                 assert all(r["tp"] == r["gold"] == r["predicted"] for r in group), (m[1], d, g)
                 found += 1
     assert found >= 5 * 10  # trace at five d, cleanup at six
+
+
+def test_study_j_grid_table_is_the_records():
+    """Study (j)'s table of the paper's grids in both orders is what the records give
+    (docs/trace_width_study.py --grids: the cell order's records and docs/records/width/)."""
+    import runpy
+
+    lines = runpy.run_path(str(ROOT / "docs" / "trace_width_study.py"))["grid_lines"]()
+    section = _section("Study (j)")
+    assert len(lines) == 2 + 8 + 4  # G0 at eight d, G1..G4 at four
+    for line in lines:
+        assert line in section, line
