@@ -296,9 +296,7 @@ class Ledger:
             return keep, True
         any_kept, all_finite = xp.flags(keep, check)
         if not all_finite:
-            for (i, j), ok in zip(cells, xp.read_flags(list(xp.cell_flags(check))), strict=True):
-                if not ok:
-                    raise non_finite(f"detections in cell ({i}, {j})")
+            _raise_first(cells, xp.read_flags(list(xp.cell_flags(check))))
         return keep, any_kept
 
     def settle(self) -> None:
@@ -307,11 +305,7 @@ class Ledger:
         if not self.pending:
             return
         pending, self.pending = self.pending, []
-        for (i, j, _), finite in zip(
-            pending, self.xp.read_flags([f for *_, f in pending]), strict=True
-        ):
-            if not finite:
-                raise non_finite(f"detections in cell ({i}, {j})")
+        _raise_first([(i, j) for i, j, _ in pending], self.xp.read_flags([f for *_, f in pending]))
 
     def count_dicts(self) -> list[dict[str, int]]:
         """Per sentence: detections, updates applied and updates pruned."""
@@ -344,6 +338,13 @@ class Ledger:
                         }
                     )
         return logs
+
+
+def _raise_first(cells: Sequence[tuple[int, int]], finite: Sequence[bool]) -> None:
+    """FloatingPointError for the first of ``cells`` whose values were not ``finite``."""
+    for (i, j), ok in zip(cells, finite, strict=True):
+        if not ok:
+            raise non_finite(f"detections in cell ({i}, {j})")
 
 
 #: Whether a parse stops at its first suspect cell (:func:`stopping_at_suspect`).

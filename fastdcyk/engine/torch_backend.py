@@ -398,10 +398,9 @@ def parse_sentences(
         vec = symbol_vectors(codebook, st, n, encoding=options.encoding, device=device)
         # the matrices are made when a result's are first asked for; on a device the
         # tables stay there till then, within deferral_budget (spill_deferred)
-        later = bool(dense)
         kw: dict[str, Any] = {
             "decode": decode,
-            "dense": "later" if later else dense,
+            "dense": "later" if dense else False,
             "record": record,
             "on_progress": on_progress,
         }
@@ -490,7 +489,7 @@ class _LaterDense:
         source = self._source
         if source is None or self.device is None:
             return 0
-        return source.held_bytes() if isinstance(source, HeldTables) else source.deferred_bytes()
+        return source.deferred_bytes()
 
     def spill(self) -> int:
         """Move the tables to the host (the matrices will be made there); the bytes moved
@@ -503,7 +502,7 @@ class _LaterDense:
             moved = self.device_bytes()
             try:
                 with torch.no_grad():
-                    tables = source if isinstance(source, HeldTables) else source.held_tables()
+                    tables = source.held_tables()
             except torch.cuda.OutOfMemoryError:
                 return 0  # the writes not made are still the parser's to make
             self._source, self.device = tables.to_host(), None
@@ -521,7 +520,7 @@ class _LaterDense:
                 )
             with torch.no_grad():
                 try:
-                    tables = source if isinstance(source, HeldTables) else source.held_tables()
+                    tables = source.held_tables()
                 except torch.cuda.OutOfMemoryError:
                     self._source = source  # nothing lost: its writes are made when written
                     raise

@@ -188,11 +188,15 @@ class SpectralParser(TorchParser):
         words = self.word_lefts()
         size = self.cells_at_once(len(words))
         for c in range(0, len(words), size):  # a few words' writes a batched product
-            part = words[c : c + size]
-            m = self.index_outers([span for span, _ in part])  # G_i (.) (i - 1)^
-            m = torch.conj(m) if self.grad else m.conj_physical_()
-            lefts = torch.stack([left for _, left in part], 2).transpose(0, 1)  # (h, B, C)
-            self.add_outers("left_spectrum", lefts, m)
+            self.write_lefts(words[c : c + size])
+
+    def write_lefts(self, writes: list[tuple[tuple[int, int], torch.Tensor]]) -> None:
+        """P_left += sum over ``writes`` (each a cell (i, j) and its left spectrum (B, h))
+        of left (x) conj(G_j (.) i^), in one batched product (:meth:`add_outers`)."""
+        m = self.index_outers([span for span, _ in writes])  # G_j (.) i^, (h, C, d)
+        m = torch.conj(m) if self.grad else m.conj_physical_()
+        lefts = torch.stack([left for _, left in writes], 2).transpose(0, 1)  # (h, B, C)
+        self.add_outers("left_spectrum", lefts, m)
 
     def cells_at_once(self, cells: int) -> int:
         """How many cells' index matrices ((d // 2 + 1) x d complex each) one batched
@@ -329,8 +333,13 @@ class HeldTables:
     def device(self) -> torch.device:
         return self.left.device
 
-    def held_bytes(self) -> int:
-        """The bytes of the tables (where they are)."""
+    def held_tables(self) -> HeldTables:
+        """Themselves (as a parser's :meth:`SpectralParser.held_tables` gives them)."""
+        return self
+
+    def deferred_bytes(self) -> int:
+        """The bytes of the tables, where they are (as a parser's
+        :meth:`SpectralParser.deferred_bytes`)."""
         return _nbytes(self.left) + _nbytes(self.right)
 
     def to_host(self) -> HeldTables:

@@ -496,9 +496,7 @@ class CleanupParser(SpectralParser):
         self._unwritten.sort(key=lambda write: write[0][1])  # by G_j: each computed once
         while self._unwritten:
             part = self._unwritten[:size]
-            xc = self.index_outers([span for span, _ in part]).conj_physical_()
-            lefts = torch.stack([left for _, left in part], 2).transpose(0, 1)  # (h, B, C)
-            self.add_outers("left_spectrum", lefts, xc)
+            self.write_lefts(part)
             # dropped once written: a device out of memory above leaves them to write again
             del self._unwritten[: len(part)]
 

@@ -73,6 +73,7 @@ class TraceParser(SpectralParser):
             return False
         spectra_w = self.unary_w if step == schedule.UNARY else self.binary_w
         cells = list(spans)
+        i_idx, j_idx = self._span_indices(cells)
         size = self.cells_at_once(len(cells))
         parts = [cells[c : c + size] for c in range(0, len(cells), size)]
         outers: list[torch.Tensor] | None = None  # the unary step's G_j (.) i^, kept if one part
@@ -85,7 +86,6 @@ class TraceParser(SpectralParser):
                     outers = [m]
             q = torch.cat(qs, 2).permute(1, 2, 0)  # (h, B, C) -> (B, C, h)
         else:
-            i_idx, j_idx = self._span_indices(cells)
             dg = (torch.conj(self.full_index[j_idx]) * self.full_index[i_idx]).T  # (d, C)
             if self._batch_work is None:
                 lr = self.left_spectrum * self.right_spectrum
@@ -94,11 +94,10 @@ class TraceParser(SpectralParser):
             q = (lr @ dg).transpose(1, 2)  # (B, C, h)
         tvals = (q @ spectra_w.T).real  # (B, C, k)
         gates = self.sigmoid(tvals)
-        ends = self._span_indices(cells)[1]
-        if isinstance(ends, slice):  # made on the device: no copy from the host
-            ends = torch.arange(ends.start, ends.stop, device=self.device)
+        if isinstance(j_idx, slice):  # made on the device: no copy from the host
+            ends = torch.arange(j_idx.start, j_idx.stop, device=self.device)
         else:
-            ends = torch.as_tensor(ends, device=self.device)
+            ends = torch.as_tensor(j_idx, device=self.device)
         active = self.lengths_tensor[:, None] >= ends[None, :]
         det = Detections(tvals, gates, gates, gates)
         keep, any_kept = ledger.decide_cells(cells, self.rows(step), det, active)
