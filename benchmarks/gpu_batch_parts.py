@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -37,7 +36,7 @@ from fastdcyk.engine import torch_backend as tb
 from fastdcyk.engine.plan import prepare
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_peer import sentences  # noqa: E402 - the benchmarks' folder first
+from bench_peer import best, sentences  # noqa: E402 - the benchmarks' folder first
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -61,15 +60,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
 
-    def best(f, n: int = 3) -> float:
-        times = []
-        for _ in range(n):
-            sync()
-            t0 = time.perf_counter()
-            f()
-            sync()
-            times.append(time.perf_counter() - t0)
-        return min(times)
+    def timed(f) -> float:
+        """bench_peer's best of three, the device synchronised around each call."""
+        sync()
+        return best(lambda: (f(), sync()), 3, warm=False)
 
     rows = []
     st = tb.rule_structure(g)
@@ -77,7 +71,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         cb = default_codebook(g, d, 0, unitary=True)
         for length in args.lengths:
             sents = sentences(g, length, args.batch)
-            rows.append(_parts(g, st, cb, sents, options, kw, dev, best))
+            rows.append(_parts(g, st, cb, sents, options, kw, dev, timed))
             row = rows[-1]
             print(
                 f"d = {d}, {length} words: full {args.batch / row['full']:.0f}/s, charts "
@@ -105,16 +99,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
     return rows
 
 
-def _parts(g, st, cb, sents, options, kw, dev, best) -> dict:
+def _parts(g, st, cb, sents, options, kw, dev, timed) -> dict:
     """One (d, length) row: the times of the parts, best of three each."""
     exact = sum(r.chart == fd.cyk(g, r.words) for r in fd.dcyk_batch(g, sents, cb, **kw))
     row = {"d": cb.d, "words": len(sents[0]), "batch": len(sents), "exact": exact}
-    row["full"] = best(lambda: fd.dcyk_batch(g, sents, cb, **kw))
+    row["full"] = timed(lambda: fd.dcyk_batch(g, sents, cb, **kw))
     plan = prepare(
         g, sents, cb, d=None, seed=0, dtype=None, unitary=None, fft="auto",
         check_memory=False, backend="torch", device=dev, options=options,
     )  # fmt: skip
-    row["charts_only"] = best(
+    row["charts_only"] = timed(
         lambda: tb.parse_sentences(g, plan.sentences, cb, plan.options, device=dev, dense=False)
     )
     n = max(len(s) for s in plan.sentences)
@@ -127,7 +121,7 @@ def _parts(g, st, cb, sents, options, kw, dev, best) -> dict:
             ("core_decode", {}),
             ("core_dense", {"dense": True}),
         ):
-            row[name] = best(
+            row[name] = timed(
                 lambda e=extra: tb.parse(vec, st, ids, plan.options, g_cache=cache, **e)
             )
     return row

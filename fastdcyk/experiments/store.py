@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fastdcyk.experiments.config import ExperimentConfig, _canonical
+from fastdcyk.experiments.config import _FIRST_OWN_ORDERS, ExperimentConfig, _canonical
 from fastdcyk.options import check_path
 
 RESULTS_FORMAT = "fastdcyk-results"
@@ -582,9 +582,10 @@ def _moved_orders(header: dict[str, Any], config: ExperimentConfig) -> str:
     if {k: v for k, v in mine.items() if k != "own_orders"} != theirs:
         return ""
     changes = ", ".join(f"the {v} variant's own order became {o!r}" for v, o in moved.items())
+    earlier = " ".join(dict.fromkeys(_FIRST_OWN_ORDERS[v] for v in moved))
     return (
         f". The file was written before {changes} (its records name the order each was "
-        "parsed in): --orders cell runs the earlier order, into a new file (--out)"
+        f"parsed in): --orders {earlier} runs the earlier order, into a new file (--out)"
     )
 
 
