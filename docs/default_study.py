@@ -22,7 +22,9 @@ float32, one thread. Studies:
   its largest one-word cell, which the table sets against the dims study's wrong charts.
 
 Results go to docs/default_GRAMMAR.json, one entry per point, written as each finishes (a
-rerun skips what is there); ``--table`` prints the tables of docs/results.md and ``--plot``
+rerun skips what is there; the points of CommandTalk and the treebank rules parsed before
+the bounded read of cells of more than d regressors are kept as ``linear|KEY``, study (k)
+of docs/results.md); ``--table`` prints the tables of docs/results.md and ``--plot``
 draws docs/figures/default.png.
 
 Usage::
@@ -274,6 +276,22 @@ def table() -> None:
                 f"{e['sure']:.2f} | {e['misses']} of {round(e['sure'] * n)} | "
                 f"{e['false_alarms']} of {round(e['exact'] * n)} | {e['seconds'] / n:.3f} |"
             )
+        linear = {
+            k.removeprefix("linear|"): e for k, e in entries.items() if k.startswith("linear|")
+        }
+        if linear:  # study (k): the same points before the bounded read
+            print(
+                "\n| d | read-back | exact, linear read beyond d | exact, bounded read | "
+                "F1, linear read | F1, bounded read |"
+            )
+            print("|---:|---|---:|---:|---:|---:|")
+            for e in dims:
+                before = linear.get(f"dims|{e['readback']}|{e['d']}")
+                if before is not None:
+                    print(
+                        f"| {e['d']} | {e['readback']} | {before['exact']:.2f} | "
+                        f"{e['exact']:.2f} | {before['f1']:.5f} | {e['f1']:.5f} |"
+                    )
         cells = entries.get("cells")
         if cells is not None:
             largest = cells["largest"]

@@ -301,8 +301,7 @@ def dcyk(
                 options=opt,
             )
 
-        floor = auto.word_cell_floor(g, ws)
-        result, choice = auto.choose(parse_at, key, len(ws), cap, note, floor)
+        result, choice = auto.choose(parse_at, key, len(ws), cap, note)
         result.dimension = choice
         return result
     plan = prepare(

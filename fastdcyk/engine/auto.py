@@ -10,11 +10,10 @@ much as the last one again (with cost growing as d^2, as it does once d outweigh
 bookkeeping, a third of it). A try below the largest d stops at its first suspect cell (the
 chart could not be sure after it), so that a failed try costs only the cells up to there.
 
-No d below the number of symbols of the sentence's largest one-word cell (the nonterminals
-A with A -> w, for each word w) is tried: the read-back solves for a cell's symbols as K
-columns in d dimensions, which has no unique solution when K > d (docs/method.md, section 7,
-"d chosen by the certificate"). Every chart of the study of docs/results.md, study (h),
-that was wrong had a cell of more than d symbols.
+A word whose cell holds more symbols than d is no reason to skip that d: such a cell is
+read within the amplitudes' bounds and judged by the certificate like any other
+(docs/method.md, section 7, "Beyond d: the bounded read"), and a try whose word cell is
+suspect stops there.
 
 The d a sentence needed is kept per grammar, options and codebook (seed, dtype, vectors)
 and length (in bins of :data:`LENGTH_BIN` words): the next sentence of that bin starts
@@ -54,7 +53,6 @@ __all__ = [
     "dimension_cap",
     "is_auto",
     "refuse_codebook",
-    "word_cell_floor",
 ]
 
 #: The value of ``d`` that chooses d.
@@ -201,34 +199,12 @@ def dimension_cap(
     )
 
 
-def word_cell_floor(grammar: Any, words: tuple[Any, ...]) -> int:
-    """The number of symbols of the sentence's largest one-word cell: no d below it reads it.
-
-    Parameters
-    ----------
-    grammar : Grammar
-        The grammar (in CNF).
-    words : tuple
-        The sentence's words; soft words (mixtures) count 0 (their cells depend on the
-        weights: the certificate judges them).
-
-    Returns
-    -------
-    int
-        max over the words w of the number of nonterminals A with A -> w.
-    """
-    return max(
-        (grammar.lexical_mask(w).bit_count() for w in words if isinstance(w, str)), default=0
-    )
-
-
 def choose(
     parse: Callable[[int], Any],
     key: Hashable,
     n: int,
     cap: int,
     cap_note: str | None = None,
-    floor: int = 0,
 ) -> tuple[Any, DimensionChoice]:
     """Parse at doubling d until the certificate is sure or d reaches ``cap``.
 
@@ -244,9 +220,6 @@ def choose(
     cap : int
         The largest d to try (:func:`dimension_cap`); ``cap_note`` says why, if not
         asked for.
-    floor : int
-        The symbols of the sentence's largest one-word cell (:func:`word_cell_floor`):
-        the first d tried is at least this (doubling from where it would start).
 
     Returns
     -------
@@ -270,10 +243,6 @@ def choose(
     probe = kept is not None and streak >= STEP_DOWN_AFTER and start // 2 >= START_D
     if probe:
         start //= 2
-    raised = start < floor and start < cap
-    while start < floor and start < cap:  # no d below the largest one-word cell reads it
-        start = min(2 * start, cap)
-    probe = probe and not raised
     tried: list[int] = []
     stopped: list[int] = []  # the d whose parse stopped at its first suspect cell
     t0 = time.perf_counter()
@@ -295,12 +264,7 @@ def choose(
     seconds = time.perf_counter() - t0
     lo = (n - 1) // LENGTH_BIN * LENGTH_BIN + 1
     bin_words = f"{lo} to {lo + LENGTH_BIN - 1} words"
-    if raised:
-        begun = (
-            f"started at d = {start}, the first d of the doubling that holds the "
-            f"{floor} symbols of the sentence's largest one-word cell"
-        )
-    elif probe:
+    if probe:
         begun = (
             f"started at d = {start}, half the d at which the last {streak} sentences of "
             f"{bin_words} were sure, to see whether less serves"
@@ -318,7 +282,7 @@ def choose(
         flagged[-1] += (
             "; the tries at " + ", ".join(f"d = {t}" for t in stopped) + " stopped at the first"
         )
-    if result.sure and not raised:  # (a d raised by its own word is not the bin's)
+    if result.sure:
         with _LOCK:  # a streak counts the sentences sure at once at the kept d
             _WORKED[slot] = (d, 0 if probe or len(tried) > 1 else streak + 1)
     if result.sure:

@@ -37,7 +37,7 @@ from scipy.special import ndtr
 from fastdcyk.engine.readback import RIDGE, ridge_matrix
 from fastdcyk.engine.rules import RuleStructure
 
-__all__ = ["ALPHA", "Certificate", "read_errors"]
+__all__ = ["ALPHA", "Certificate", "bounded_read_errors", "read_errors"]
 
 #: The sentence-level error bound below which a chart is called sure: with no suspect cell
 #: the probability (under the read's noise model) that any decision of the chart is wrong is
@@ -110,6 +110,58 @@ def read_errors(
         w = np.maximum(w, max(ridge, 1e-12) * max(np.trace(m) / k, 1e-300))
         diagonal = (u * u / w).sum(axis=1)
     return np.sqrt(s2 * diagonal), s2
+
+
+def bounded_read_errors(
+    g: np.ndarray, x: np.ndarray, a: np.ndarray, norm2: float, d: int, ridge: float = RIDGE
+) -> tuple[np.ndarray, np.ndarray]:
+    """The decision statistics and their standard errors of a bounded read (k > d
+    regressors, :func:`~fastdcyk.engine.readback.bounded_solve`; docs/method.md, section 7,
+    "A certificate per cell", (4)).
+
+    The read fits its m amplitudes strictly inside [0, 1] (the set F) by least squares with
+    the others held at their bounds; while m < d that is a regression of d coordinates on m
+    vectors, with the leakage variance s^2 = ||r - V^T a||^2 / (d - m) and the inner
+    amplitudes' standard errors s sqrt((G_FF + lambda I)^-1_XX), as :func:`read_errors` has
+    them. An amplitude X at a bound is tested by freeing it: with F free too, least squares
+    would move it by (x_X - (G a)_X) / q_X, q_X = G_XX - G_XF (G_FF + lambda I)^-1 G_FX
+    (what of v_X the inner vectors do not explain), with standard error s / sqrt(q_X); its
+    statistic is a_X plus that move (on the side of the boundary where the bound is, by the
+    read's optimality conditions). A bound amplitude whose vector the inner ones explain
+    (q_X near 0) gets an infinite error: the read cannot tell it.
+
+    Returns
+    -------
+    t, se : ndarray of float64, (k,)
+        The statistics (a inside, a plus the freed move at a bound) and their errors; se
+        infinite everywhere when m >= d.
+    """
+    g = np.asarray(g, np.float64)
+    x = np.asarray(x, np.float64)
+    a = np.asarray(a, np.float64)
+    k = len(x)
+    inner = (a > 0.0) & (a < 1.0)
+    m = int(inner.sum())
+    if m >= d:
+        return a.copy(), np.full(k, np.inf)
+    s2 = max(float(norm2 - 2.0 * (a @ x) + a @ g @ a), 0.0) / (d - m)
+    scale = max(float(np.trace(g)) / k, 1e-300)
+    t, se = a.copy(), np.empty(k)
+    gi = g[np.ix_(inner, inner)] + ridge * scale * np.eye(m)
+    try:
+        inverse = np.linalg.inv(np.linalg.cholesky(gi)) if m else np.zeros((0, 0))
+    except np.linalg.LinAlgError:
+        return a.copy(), np.full(k, np.inf)
+    se[inner] = np.sqrt(s2 * np.einsum("ij,ij->j", inverse, inverse))
+    bound = ~inner
+    w = inverse @ g[np.ix_(inner, bound)]  # L^-1 G_FB
+    q = np.diagonal(g)[bound] - np.einsum("ij,ij->j", w, w)
+    floor = ridge * scale  # below it, the inner vectors explain v_X: nothing to test
+    with np.errstate(divide="ignore", invalid="ignore"):
+        move = (x[bound] - g[bound] @ a) / q
+        se[bound] = np.where(q > floor, np.sqrt(s2 / q), np.inf)
+    t[bound] = a[bound] + np.where(q > floor, move, 0.0)
+    return t, se
 
 
 def leakage_variance(g: np.ndarray, x: np.ndarray, a: np.ndarray, norm2: float, d: int) -> float:
@@ -230,6 +282,11 @@ class CertificateBuilder:
         if not (np.isfinite(norm2) and np.isfinite(a).all() and np.isfinite(g).all()):
             # a read of non-finite numbers decides nothing (the parse reports them)
             self.margins[i, j], self.bounds[i, j] = 0.0, float(decisions)
+            return
+        if len(x) > self.d:  # the bounded read (more regressors than dimensions)
+            t, se = bounded_read_errors(g, x, a, norm2, self.d, ridge)
+            margin, bound = decision_bound(t[:decisions], se[:decisions], self.boundary)
+            self.margins[i, j], self.bounds[i, j] = margin, bound
             return
         # First a bound that needs no inverse: (G + ridge g I)^-1_XX <= 1 / (ridge g), g the
         # mean diagonal. Where it already makes the cell's bound negligible (as nearly always

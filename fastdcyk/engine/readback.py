@@ -21,8 +21,15 @@ exceeded the candidate level (the only ones the parse writes). It solves
 for the candidates' amplitudes a (every other nonterminal reads 0): exact for the cell's
 own items while their vectors are independent, with the leakage amplified by the
 conditioning of G_C. The ridge lambda (relative to the mean of G_C's diagonal, g bar)
-bounds that amplification where G_C is (nearly) singular, as it is once the candidates
-outnumber the dimensions: the result is then defined, if not exact.
+bounds that amplification where G_C is (nearly) singular.
+
+Once the candidates outnumber the dimensions (k > d) no linear read is unique: G_C is
+singular, and the ridge returns the smallest amplitudes that fit, spread over the
+candidates. Every amplitude the parse writes lies in [0, 1] (a gate, a word's weight, a
+weighted item's amplitude), and :func:`read_cell` then reads within those bounds
+(:func:`bounded_solve`): a cell of 0/1 items of k random vectors in d dimensions is the
+unique point of the box that fits for k up to about 2d (docs/method.md, section 7,
+"Beyond d: the bounded read").
 
 Written once for every backend (:mod:`fastdcyk.engine.arrays`): :func:`ridge_solve` solves a
 batch of systems (the torch backend's sentences, padded to the largest candidate set, under
@@ -35,11 +42,22 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 from numba import njit
 
 from fastdcyk.engine.arrays import NUMPY, ArrayNamespace
 
-__all__ = ["RIDGE", "SMALL_SOLVE", "candidates", "gram", "ridge_matrix", "ridge_solve", "solve"]
+__all__ = [
+    "RIDGE",
+    "SMALL_SOLVE",
+    "bounded_solve",
+    "candidates",
+    "gram",
+    "read_cell",
+    "ridge_matrix",
+    "ridge_solve",
+    "solve",
+]
 
 #: The ridge lambda of :func:`solve`, relative to the mean diagonal of the Gram matrix: the
 #: amplitudes of well-separated candidates move by about lambda / (smallest eigenvalue of
@@ -180,6 +198,147 @@ def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE, refine: int = 0) -
         if _small_solve(g, x, ridge, refine, np.empty((k, k)), a):
             return a
     return ridge_solve(g[None], x[None], ridge=ridge, refine=refine)[0]
+
+
+def read_cell(g: np.ndarray, x: np.ndarray, d: int, refine: int = 0) -> np.ndarray:
+    """The amplitudes of a cell's read in dimension ``d``: :func:`solve` while its k
+    regressors are at most d, :func:`bounded_solve` (amplitudes in [0, 1]) beyond, where
+    no linear read is unique (module notes)."""
+    if len(x) > d:
+        return bounded_solve(g, x)
+    return solve(g, x, refine=refine)
+
+
+#: The penalty of :func:`bounded_solve`'s iteration, relative to the mean diagonal of G:
+#: 0.3 took 80 to 160 iterations on cells of 359 to 1,045 candidates (d = 256 and 1024),
+#: 1 and 3 two to ten times as many.
+BOUNDED_RHO = 0.3
+
+#: The over-relaxation of :func:`bounded_solve`'s iteration (1 is none; 1.5 to 1.8 is the
+#: usual advice for the alternating direction method of multipliers).
+BOUNDED_RELAX = 1.6
+
+#: :func:`bounded_solve` iterates until no amplitude moved by more than the first of these
+#: in an iteration (and the split's two copies agree to it), then polishes; where the polish
+#: fails (the iteration had not found which amplitudes are at their bounds) it goes on to
+#: the second, then returns the iterate as it is; :data:`BOUNDED_STEPS` iterations at most.
+BOUNDED_TOLS = (1e-6, 1e-10)
+BOUNDED_STEPS = 2000
+
+
+def bounded_solve(
+    g: np.ndarray,
+    x: np.ndarray,
+    lower: float | np.ndarray = 0.0,
+    upper: float | np.ndarray = 1.0,
+    ridge: float = RIDGE,
+) -> np.ndarray:
+    """The amplitudes a in [lower, upper] that best fit the readouts: the minimum of
+    a^T G a / 2 - a.x over the box, in float64.
+
+    The least-squares fit ||r - V^T a||^2 of :func:`solve` within bounds on each amplitude
+    (its terms in a other than these two are constants). For G singular (more regressors
+    than dimensions) the unbounded fit has a whole affine space of minima, while a point
+    of the box whose amplitudes are at their bounds is, for random vectors, the box's only
+    fit with high probability as long as k is below about 2d (a vertex of the cube stays a
+    vertex of its projection: Donoho and Tanner, 2010).
+
+    G carries the ridge of :func:`solve` (``ridge`` times its mean diagonal on the
+    diagonal): the objective is then strictly convex, with one minimum that moves
+    continuously with x (without it, where the items' gates are near but not at their
+    bounds, the fits form a small polytope, and rounding picks a point of it). Solved by
+    the alternating direction method of multipliers on a = z, z in the box: one Cholesky
+    factor of G + rho I (rho = :data:`BOUNDED_RHO` times the mean diagonal), then per
+    iteration a solve with it and a clip. The result is then polished: the amplitudes
+    strictly inside the box solved for exactly with the others at their bounds, kept when
+    they stay in the box and the bound ones' gradient points out of it (the optimality
+    conditions), so that it does not depend on the iteration's tolerance.
+
+    Parameters
+    ----------
+    g : ndarray, (k, k)
+        A Gram matrix (symmetric, positive semi-definite).
+    x : ndarray, (k,)
+        The readouts of the k regressors.
+    lower, upper : float or ndarray (k,), default 0 and 1
+        The bounds (lower <= upper).
+    ridge : float, default :data:`RIDGE`
+        Relative to the mean diagonal of ``g``, as :func:`solve` has it.
+
+    Returns
+    -------
+    ndarray of float64, (k,)
+
+    Examples
+    --------
+    Three items of five candidates in four dimensions, which no linear read separates
+    (the ridge's bias is a few hundredths here, a few in 10^4 in a cell of a parse):
+
+    >>> rng = np.random.default_rng(1)
+    >>> v = rng.standard_normal((5, 4)) / 2  # five vectors in four dimensions
+    >>> g, truth = v @ v.T, np.array([1.0, 0.0, 1.0, 1.0, 0.0])
+    >>> np.round(bounded_solve(g, g @ truth), 2)
+    array([1.  , 0.  , 0.99, 0.99, 0.  ])
+    >>> np.round(solve(g, g @ truth), 2)  # the ridge solve: the least-norm fit
+    array([ 0.95,  0.34,  0.33,  1.04, -0.31])
+    """
+    g = np.asarray(g, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    k = len(x)
+    lo = np.broadcast_to(np.asarray(lower, np.float64), (k,))
+    hi = np.broadcast_to(np.asarray(upper, np.float64), (k,))
+    if k == 0:
+        return np.zeros(0)
+    scale = np.trace(g) / k
+    scale = scale if scale > 0 else 1.0
+    g = g + ridge * scale * np.eye(k)  # strictly convex: one minimum, continuous in x
+    rho = BOUNDED_RHO * scale
+    factor = scipy.linalg.cho_factor(g + rho * np.eye(k), lower=True)
+    z = np.clip(scipy.linalg.cho_solve(factor, x), lo, hi)
+    u = np.zeros(k)
+    width = max(float(np.max(hi - lo)), 1.0)
+    steps = 0
+    for tol in BOUNDED_TOLS:  # a loose tolerance, then (if the polish fails) a tight one
+        while steps < BOUNDED_STEPS:
+            steps += 1
+            a = scipy.linalg.cho_solve(factor, x + rho * (z - u))
+            relaxed = BOUNDED_RELAX * a + (1.0 - BOUNDED_RELAX) * z
+            new = np.clip(relaxed + u, lo, hi)
+            u += relaxed - new
+            moved, apart = np.max(np.abs(new - z)), np.max(np.abs(a - new))
+            z = new
+            if moved < tol * width and apart < tol * width:
+                break
+        polished = _polish(g, x, z, lo, hi)
+        if polished is not None:
+            return polished
+    return z
+
+
+def _polish(g, x, z, lo, hi) -> np.ndarray | None:
+    """:func:`bounded_solve`'s result from the iteration's ``z``: the inner amplitudes
+    solved for exactly, the others at their bounds, if that meets the optimality
+    conditions (else None)."""
+    slack = 1e-6 * max(float(np.max(hi - lo)), 1.0)
+    at_lo, at_hi = z <= lo, z >= hi  # the clip's: exactly at a bound
+    inner = ~(at_lo | at_hi)
+    a = z.copy()
+    if inner.any():
+        gi = g[np.ix_(inner, inner)]
+        rhs = x[inner] - g[np.ix_(inner, ~inner)] @ a[~inner]
+        try:
+            a[inner] = scipy.linalg.solve(gi, rhs, assume_a="pos", check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return None
+    grad = g @ a - x
+    scale = max(float(np.max(np.abs(x))), 1.0)
+    ok = (
+        np.all(a >= lo - slack)
+        and np.all(a <= hi + slack)
+        and np.all(grad[at_lo] >= -1e-6 * scale)
+        and np.all(grad[at_hi] <= 1e-6 * scale)
+    )
+    return np.clip(a, lo, hi) if ok else None
 
 
 #: :func:`solve` factors systems of at most this many candidates with a compiled Cholesky

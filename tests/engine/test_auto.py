@@ -20,8 +20,9 @@ from fastdcyk.options import resolve
 #: 121, a one-word cell): at d = 128 the certificate flags cells, at 256 it is sure and the
 #: chart is CYK's.
 NEEDS_256 = "m1a1 fly next halt"
-#: A CommandTalk sentence with a word of 187 nonterminals ("umcp"): no d below 187 can
-#: read that cell, so d="auto" starts at 256.
+#: A CommandTalk sentence with a word of 187 nonterminals ("umcp"): its cell has more
+#: symbols than d = 128, read within the amplitudes' bounds, exactly, and the certificate
+#: is sure of it.
 WORD_OF_187 = "cev umcp are skurkas"
 #: A CommandTalk sentence sure and exact at d = 128.
 EASY = "topaz sleepy labeled foxtrot"
@@ -101,36 +102,15 @@ def test_a_sentence_of_the_same_length_starts_where_the_last_one_worked(commandt
     assert fd.dcyk(commandtalk, EASY, d="auto").dimension.tried == (128,)
 
 
-def test_no_d_below_the_largest_one_word_cell_is_tried(commandtalk):
-    """A cell of K symbols is K columns in d dimensions: below K the read-back has no
-    unique solution, so d="auto" starts at the first d of the doubling that holds the
-    sentence's largest one-word cell, and a start raised by the sentence's own word is not
-    kept for its length bin."""
-    assert auto.word_cell_floor(commandtalk, tuple(WORD_OF_187.split())) == 187
-    assert not fd.dcyk(commandtalk, WORD_OF_187, d=128).sure  # what the floor skips
+def test_a_word_cell_of_more_symbols_than_d_is_tried_and_judged(commandtalk):
+    """A one-word cell of 187 symbols at d = 128 is read by the bounded read (docs/method.md,
+    section 7, "Beyond d"): the certificate is sure of the chart, which is CYK's, so
+    d="auto" stops at 128 and keeps it for the bin."""
+    gold = fd.cyk(commandtalk, WORD_OF_187.split())
+    assert len(gold[(1, 2)]) == 187  # "umcp"
     r = fd.dcyk(commandtalk, WORD_OF_187, d="auto")
-    assert r.dimension.tried == (256,) and r.sure
-    assert r.chart == fd.cyk(commandtalk, WORD_OF_187)
-    assert "holds the 187 symbols of the sentence's largest one-word cell" in r.dimension.reason
-    # the next sentence of 1 to 5 words (largest one-word cell 36) starts at 128 again
-    assert auto.word_cell_floor(commandtalk, tuple(EASY.split())) == 36
+    assert r.dimension.tried == (128,) and r.sure and r.chart == gold
     assert fd.dcyk(commandtalk, EASY, d="auto").dimension.tried == (128,)
-
-
-def test_the_floor_in_the_doubling_policy():
-    auto.clear()
-    key, n, cap = ("floor",), 7, 1000
-    raised = _Parse(512)
-    _, choice = auto.choose(raised, key, n, cap, floor=300)
-    assert raised.asked == [512] and "one-word cell" in choice.reason
-    over = _Parse(1000)
-    _, choice = auto.choose(over, key, n, cap, floor=5000)  # capped
-    assert over.asked == [1000] and choice.d == 1000
-    later = _Parse(128)  # neither kept its d for the bin
-    auto.choose(later, key, n, cap)
-    assert later.asked == [128]
-    assert auto.word_cell_floor(fd.Grammar.builtin("G0"), ("fish", {"fish": 1.0})) == 1
-    auto.clear()
 
 
 @pytest.mark.parametrize("name", ["G0", "G1", "G2", "G3", "G4"])

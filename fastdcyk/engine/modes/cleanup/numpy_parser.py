@@ -22,7 +22,14 @@ from fastdcyk.engine.decode import Statistics, decision_boundary
 from fastdcyk.engine.modes.cleanup import columns
 from fastdcyk.engine.numpy_backend import mixture
 from fastdcyk.engine.numpy_spectral import SpectralParser, left_spectrum_of
-from fastdcyk.engine.readback import SMALL_SOLVE, candidates, gram, ridge_solve, solve
+from fastdcyk.engine.readback import (
+    SMALL_SOLVE,
+    bounded_solve,
+    candidates,
+    gram,
+    read_cell,
+    ridge_solve,
+)
 from fastdcyk.engine.rules import (
     lexical_layer,
     rule_layer,
@@ -389,7 +396,7 @@ class CleanupParser(SpectralParser):
         st = self.structure
         full = np.stack([self.full_spectrum("index", i) for i in range(n + 1)])
         nb = max(len(self.tables.binary), len(self.tables.unary))
-        k = SMALL_SOLVE
+        k = min(SMALL_SOLVE, d)  # a cell of more: read the Python way (bounded beyond d)
         lexicon = [st.terminals[t] for t in self._lexicon_ids]
         scratch = (
             np.zeros(nb),  # t
@@ -445,7 +452,7 @@ class CleanupParser(SpectralParser):
             g, x = gram(vectors), self.trace(spectra, q)
             _check_read(g, x, f"the read of cell ({i}, {j})")
             reads.append((i, j, q, rows, spectra, g, x))
-        small = [b for b, r in enumerate(reads) if len(r[-1]) <= BATCHED_SOLVE]
+        small = [b for b, r in enumerate(reads) if len(r[-1]) <= min(BATCHED_SOLVE, self.d)]
         solved: dict[int, np.ndarray] = {}
         k = max((len(reads[b][-1]) for b in small), default=0)
         if k:
@@ -458,7 +465,7 @@ class CleanupParser(SpectralParser):
             batch = ridge_solve(gs, xs, valid=valid, refine=self.refine)
             solved = {b: batch[row, : len(reads[b][-1])] for row, b in enumerate(small)}
         for b, (i, j, q, rows, spectra, g, x) in enumerate(reads):
-            a = solved[b] if b in solved else solve(g, x, refine=self.refine)
+            a = solved[b] if b in solved else read_cell(g, x, self.d, self.refine)
             a = self._after_solve(i, j, q, rows, spectra, g, x, a)
             self._read(i, j, rows, a)
 
@@ -512,9 +519,10 @@ class CleanupParser(SpectralParser):
         return a[: len(rows)]
 
     def _solve(self, g: np.ndarray, x: np.ndarray, where: str) -> np.ndarray:
-        """The ridge solve of a read, refusing non-finite readouts (``where``: which read)."""
+        """The amplitudes of a read (:func:`read_cell`: the ridge solve, bounded beyond d
+        regressors), refusing non-finite readouts (``where``: which read)."""
         _check_read(g, x, where)
-        return solve(g, x, refine=self.refine)
+        return read_cell(g, x, self.d, self.refine)
 
     def _keep_read(self, i, j, rows, spectra, g, a) -> None:
         """Decoding a given P_left with cancelling: keep a read for :meth:`sweep`."""
@@ -529,7 +537,12 @@ class CleanupParser(SpectralParser):
         statistics are the new amplitudes."""
         for i, j, rows, spectra, g, a in self._kept_reads:
             x = self.trace(spectra, self.readout(i, j))
-            da = self._solve(g, x, f"the second read of cell ({i}, {j})")
+            where = f"the second read of cell ({i}, {j})"
+            if len(x) > self.d:  # bounded: a + da in [0, 1]
+                _check_read(g, x, where)
+                da = bounded_solve(g, x, -a, 1.0 - a)
+            else:
+                da = self._solve(g, x, where)
             a += da
             self._subtract(i, j, da @ spectra)
             if len(rows):

@@ -21,7 +21,7 @@ import scipy.linalg
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import schedule
 from fastdcyk.engine.arrays import NUMPY, sigmoid
-from fastdcyk.engine.readback import candidates, ridge_matrix, solve
+from fastdcyk.engine.readback import bounded_solve, candidates, read_cell, ridge_matrix
 from fastdcyk.engine.rules import lexical_layer, rule_layer, rule_structure
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.engine.simulation import Simulation
@@ -260,7 +260,7 @@ class CleanupSimulation(Simulation):
             word = self.term_vec64[self.term_index[self.words[i]]]
             written += (np.sqrt(self.term[i, j]) if self.cancel else 1.0) * (vecs @ word)
         z = self.rng.normal(0.0, 1.0, len(written))
-        a = _solve_with_noise(g, written, np.sqrt(var), z)[:k]
+        a = _solve_with_noise(g, written, np.sqrt(var), z, self.d)[:k]
         self.stats[i, j, rows] = a
         if self.leak is not None:  # read: the items leak with their reads' errors
             error2 = (self.gates[i, j, rows] - a) ** 2
@@ -285,15 +285,18 @@ class CleanupSimulation(Simulation):
         return chart
 
 
-def _solve_with_noise(g: np.ndarray, x: np.ndarray, scale: np.ndarray, z: np.ndarray):
-    """:func:`~fastdcyk.engine.readback.solve` of ``x`` plus noise ``scale * (L z)``, with
-    L L^T the regularised Gram matrix (standard normal draws z given the covariance of the
-    readouts of vectors of Gram matrix g): one Cholesky factor serves both."""
+def _solve_with_noise(g: np.ndarray, x: np.ndarray, scale: np.ndarray, z: np.ndarray, d: int):
+    """:func:`~fastdcyk.engine.readback.read_cell` of ``x`` plus noise ``scale * (L z)``,
+    with L L^T the regularised Gram matrix (standard normal draws z given the covariance of
+    the readouts of vectors of Gram matrix g): one Cholesky factor serves both the noise
+    and, for at most ``d`` regressors, the ridge solve (beyond, the bounded read)."""
     m = ridge_matrix(g)
     try:
         chol = np.linalg.cholesky(m)
     except np.linalg.LinAlgError:  # rounding: through the eigenvalues, as solve does
         w, u = np.linalg.eigh(g)
         e = scale * (u @ (np.sqrt(np.maximum(w, 0.0)) * (u.T @ z)))
-        return solve(g, x + e)
+        return read_cell(g, x + e, d)
+    if len(x) > d:
+        return bounded_solve(g, x + scale * (chol @ z))
     return scipy.linalg.cho_solve((chol, True), x + scale * (chol @ z))

@@ -13,7 +13,7 @@ import torch
 
 from fastdcyk.engine import schedule
 from fastdcyk.engine.modes.cleanup.turns import Turns, gram_matrices
-from fastdcyk.engine.readback import candidates, ridge_solve
+from fastdcyk.engine.readback import RIDGE, bounded_solve, candidates, ridge_solve
 from fastdcyk.engine.rules import (
     ReadCell,
     candidate_rule_layer,
@@ -464,8 +464,36 @@ class CleanupParser(SpectralParser):
         spec = self._reg_spectra[safe]  # (B, k, h)
         x = (spec @ q[:, :, None]).real.squeeze(-1) * valid
         a = ridge_solve(gram, x, valid=valid, xp=self.xp)
+        if k > self.d:
+            a = self._bounded(gram, x, counts, a)
         full = torch.zeros((systems, full_width + 1), dtype=self.rdtype, device=dev)
         return full.scatter(1, torch.where(valid, idx, full_width), a * valid)[:, :full_width]
+
+    def _bounded(
+        self, gram: torch.Tensor, x: torch.Tensor, counts: torch.Tensor, a: torch.Tensor
+    ) -> torch.Tensor:
+        """The systems of more than d regressors read within [0, 1] (:func:`bounded_solve`,
+        docs/method.md, section 7, "Beyond d"): found on the host in float64, then the
+        amplitudes strictly inside the box solved again here (with the ridge), the others
+        held at their bounds, so that the gradient is the bounded read's own (none along a
+        bound)."""
+        for b in (counts > self.d).nonzero().flatten().tolist():
+            m = int(counts[b])
+            g, xb = gram[b, :m, :m], x[b, :m]
+            host = g.detach().double().cpu().numpy()
+            z = bounded_solve(host, xb.detach().double().cpu().numpy())
+            read = torch.as_tensor(z, dtype=a.dtype, device=a.device)
+            inner = torch.as_tensor((z > 0.0) & (z < 1.0), device=a.device)
+            if bool(inner.any()):
+                scale = torch.diagonal(g).sum() / m  # the ridge as numpy's, in the graph
+                added = RIDGE * torch.where(scale > 0, scale, torch.ones_like(scale))
+                gi, rest = g[inner][:, inner], g[inner][:, ~inner]
+                eye = torch.eye(len(gi), dtype=gi.dtype, device=gi.device)
+                solved = torch.linalg.solve(gi + added * eye, xb[inner] - rest @ read[~inner])
+                read = read.masked_scatter(inner, solved)
+            rows = torch.full((m,), b, dtype=torch.int64, device=a.device)
+            a = a.index_put((rows, torch.arange(m, device=a.device)), read)
+        return a
 
     def statistics(self) -> torch.Tensor:
         """The decoder statistics of every cell, (B, n, n + 1, N): the least-squares
