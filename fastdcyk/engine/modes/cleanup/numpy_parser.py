@@ -45,6 +45,7 @@ from fastdcyk.options import DCYKOptions
 __all__ = [
     "BATCHED_SOLVE",
     "COLUMNS",
+    "DECODE_REFRESHES",
     "DECODE_SWEEPS",
     "CleanupParser",
     "readback_statistics",
@@ -64,6 +65,11 @@ COLUMNS = True
 #: Decoding a given P_left with ``readback="cancel"``: the sweeps after the bottom-up pass
 #: (:meth:`CleanupParser.sweep`), in which every cell is read again without the cells above it.
 DECODE_SWEEPS = 2
+
+#: Decoding with cancelling: after the sweeps, the cells' candidates are found again from
+#: the swept reads (:meth:`CleanupParser.refresh`) at most this many times, each followed
+#: by :data:`DECODE_SWEEPS` sweeps.
+DECODE_REFRESHES = 2
 
 
 class CleanupParser(SpectralParser):
@@ -548,6 +554,41 @@ class CleanupParser(SpectralParser):
             if len(rows):
                 self.stats[i, j, rows] = a[: len(rows)]
 
+    def refresh(self) -> bool:
+        """Decoding a given P_left with cancelling, after :meth:`sweep`: every cell's clean
+        scores taken from its swept read, bottom-up, and each binary cell's candidates found
+        again from its children's; a cell that gains a candidate is read again over the
+        union (its earlier read given back to the residual table first, the new one taken
+        from it). The first pass chose a cell's candidates from its children as read with
+        the cells above them still in the table; a child misread there (a cell of more
+        symbols than d read amid that leakage, say) cost its parents a candidate for good.
+        Returns whether a cell was read again (the caller then sweeps again)."""
+        changed = False
+        binary = np.asarray(self.rows(schedule.BINARY))
+        for n, (i, j, rows, spectra, g, a) in enumerate(self._kept_reads):
+            if j - i > 1:
+                t = self._read_cells.layer(i, j)
+                new = binary[
+                    candidates(
+                        t, sigmoid(t, self.opt.beta), self.opt.candidate_level, self.opt.prune
+                    )
+                ]
+                grown = np.setdiff1d(new, rows)
+                if len(grown):
+                    self._subtract(i, j, -(a @ spectra))  # the earlier read, given back
+                    rows = np.concatenate([rows, grown])
+                    spectra = self.tables.spectra[rows].astype(np.complex128)
+                    g = gram(self.tables.vectors[rows])
+                    x = self.trace(spectra, self.readout(i, j))
+                    a = self._solve(g, x, f"the read again of cell ({i}, {j})")
+                    self._subtract(i, j, a @ spectra)
+                    self._kept_reads[n] = (i, j, rows, spectra, g, a)
+                    changed = True
+            k = len(rows)
+            self.stats[i, j, rows] = a[:k]
+            self._read_cells.add(i, j, rows, sigmoid(a[:k], self.opt.beta) - self.base)
+        return changed
+
     def statistics(self) -> Statistics | None:
         """The decoder statistic of every triple: the least-squares amplitudes (``"lstsq"``,
         ``"cancel"``), or with ``"matched"`` the decoder's readouts of the finished table
@@ -603,7 +644,9 @@ def readback_statistics(
     the words (with amplitude as read) and then every cell read are subtracted from the
     parser's own spectrum of P_left (the array given is not changed), so that a cell's read
     is not blurred by those read before it; then :data:`DECODE_SWEEPS` sweeps read every
-    cell again without the cells above it (:meth:`CleanupParser.sweep`).
+    cell again without the cells above it (:meth:`CleanupParser.sweep`), and the cells'
+    candidates are found again from the swept reads (:meth:`CleanupParser.refresh`; up to
+    :data:`DECODE_REFRESHES` times, each followed by the sweeps).
     ``words`` are terminals of the grammar (checked); ``opt`` has the clean-up gate. The
     caller holds the codebook's lock.
     """
@@ -613,8 +656,11 @@ def readback_statistics(
         ledger = schedule.Ledger(NUMPY, parser.tables.nonterminals, [n], opt.prune)
         schedule.run(parser, n, "cell", ledger)
         if parser.cancel:
-            for _ in range(DECODE_SWEEPS):
-                parser.sweep()
+            for _ in range(DECODE_REFRESHES + 1):
+                for _ in range(DECODE_SWEEPS):
+                    parser.sweep()
+                if not parser.refresh():
+                    break
         return parser.statistics()
     finally:
         parser.close()
