@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 from scipy.special import ndtr
 
-from fastdcyk.engine.readback import RIDGE, ridge_matrix
+from fastdcyk.engine.readback import RIDGE, bounded_read, ridge_matrix
 from fastdcyk.engine.rules import RuleStructure
 
 __all__ = ["ALPHA", "Certificate", "bounded_read_errors", "read_errors"]
@@ -283,7 +283,7 @@ class CertificateBuilder:
             # a read of non-finite numbers decides nothing (the parse reports them)
             self.margins[i, j], self.bounds[i, j] = 0.0, float(decisions)
             return
-        if len(x) > self.d:  # the bounded read (more regressors than dimensions)
+        if bounded_read(len(x), self.d):  # the bounded read (docs/method.md, section 7)
             t, se = bounded_read_errors(g, x, a, norm2, self.d, ridge)
             margin, bound = decision_bound(t[:decisions], se[:decisions], self.boundary)
             self.margins[i, j], self.bounds[i, j] = margin, bound

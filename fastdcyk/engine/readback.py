@@ -25,8 +25,9 @@ bounds that amplification where G_C is (nearly) singular.
 
 Once the candidates outnumber the dimensions (k > d) no linear read is unique: G_C is
 singular, and the ridge returns the smallest amplitudes that fit, spread over the
-candidates. Every amplitude the parse writes lies in [0, 1] (a gate, a word's weight, a
-weighted item's amplitude), and :func:`read_cell` then reads within those bounds
+candidates (and just below d, its noise is amplified without bound). Every amplitude the
+parse writes lies in [0, 1] (a gate, a word's weight, a weighted item's amplitude), and
+:func:`read_cell` then reads within those bounds
 (:func:`bounded_solve`): a cell of 0/1 items of k random vectors in d dimensions is the
 unique point of the box that fits for k up to about 2d (docs/method.md, section 7,
 "Beyond d: the bounded read").
@@ -50,6 +51,8 @@ from fastdcyk.engine.arrays import NUMPY, ArrayNamespace
 __all__ = [
     "RIDGE",
     "SMALL_SOLVE",
+    "BOUNDED_FROM",
+    "bounded_read",
     "bounded_solve",
     "candidates",
     "gram",
@@ -200,18 +203,33 @@ def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE, refine: int = 0) -
     return ridge_solve(g[None], x[None], ridge=ridge, refine=refine)[0]
 
 
+#: A cell's read is bounded (:func:`bounded_solve`) once its k regressors exceed this
+#: share of d: beyond d no linear read is unique, and before it the ridge solve's noise
+#: grows as 1 / (1 - k/d) (far leakage) to 1 / (1 - k/d)^3 (near matches; docs/method.md,
+#: section 7, "Its noise"), 10 and 1,000 times at 0.9. On the treebank rules at d = 1024
+#: the linear read of cells of 1,013 to 1,023 symbols was what failed (docs/results.md,
+#: study (k)).
+BOUNDED_FROM = 0.9
+
+
+def bounded_read(k: int, d: int) -> bool:
+    """Whether a read of ``k`` regressors in dimension ``d`` is bounded
+    (:data:`BOUNDED_FROM`)."""
+    return k > BOUNDED_FROM * d
+
+
 def read_cell(g: np.ndarray, x: np.ndarray, d: int, refine: int = 0) -> np.ndarray:
     """The amplitudes of a cell's read in dimension ``d``: :func:`solve` while its k
-    regressors are at most d, :func:`bounded_solve` (amplitudes in [0, 1]) beyond, where
-    no linear read is unique (module notes)."""
-    if len(x) > d:
+    regressors are few enough, :func:`bounded_solve` (amplitudes in [0, 1]) from
+    :func:`bounded_read` on (module notes)."""
+    if bounded_read(len(x), d):
         return bounded_solve(g, x)
     return solve(g, x, refine=refine)
 
 
 #: The penalty of :func:`bounded_solve`'s iteration, relative to the mean diagonal of G:
-#: 0.3 took 80 to 160 iterations on cells of 359 to 1,045 candidates (d = 256 and 1024),
-#: 1 and 3 two to ten times as many.
+#: 0.3 took 80 to 160 iterations on cells of 359 to 1,045 candidates (d = 256 and 1024)
+#: without over-relaxation, 1 and 3 two to ten times as many.
 BOUNDED_RHO = 0.3
 
 #: The over-relaxation of :func:`bounded_solve`'s iteration (1 is none; 1.5 to 1.8 is the

@@ -23,7 +23,9 @@ from fastdcyk.engine.modes.cleanup import columns
 from fastdcyk.engine.numpy_backend import mixture
 from fastdcyk.engine.numpy_spectral import SpectralParser, left_spectrum_of
 from fastdcyk.engine.readback import (
+    BOUNDED_FROM,
     SMALL_SOLVE,
+    bounded_read,
     bounded_solve,
     candidates,
     gram,
@@ -402,7 +404,7 @@ class CleanupParser(SpectralParser):
         st = self.structure
         full = np.stack([self.full_spectrum("index", i) for i in range(n + 1)])
         nb = max(len(self.tables.binary), len(self.tables.unary))
-        k = min(SMALL_SOLVE, d)  # a cell of more: read the Python way (bounded beyond d)
+        k = min(SMALL_SOLVE, int(BOUNDED_FROM * d))  # more: the Python way (bounded_read)
         lexicon = [st.terminals[t] for t in self._lexicon_ids]
         scratch = (
             np.zeros(nb),  # t
@@ -458,7 +460,11 @@ class CleanupParser(SpectralParser):
             g, x = gram(vectors), self.trace(spectra, q)
             _check_read(g, x, f"the read of cell ({i}, {j})")
             reads.append((i, j, q, rows, spectra, g, x))
-        small = [b for b, r in enumerate(reads) if len(r[-1]) <= min(BATCHED_SOLVE, self.d)]
+        small = [
+            b
+            for b, r in enumerate(reads)
+            if len(r[-1]) <= BATCHED_SOLVE and not bounded_read(len(r[-1]), self.d)
+        ]
         solved: dict[int, np.ndarray] = {}
         k = max((len(reads[b][-1]) for b in small), default=0)
         if k:
@@ -544,7 +550,7 @@ class CleanupParser(SpectralParser):
         for i, j, rows, spectra, g, a in self._kept_reads:
             x = self.trace(spectra, self.readout(i, j))
             where = f"the second read of cell ({i}, {j})"
-            if len(x) > self.d:  # bounded: a + da in [0, 1]
+            if bounded_read(len(x), self.d):  # bounded: a + da in [0, 1]
                 _check_read(g, x, where)
                 da = bounded_solve(g, x, -a, 1.0 - a)
             else:

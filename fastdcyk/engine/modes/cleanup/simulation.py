@@ -21,7 +21,13 @@ import scipy.linalg
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import schedule
 from fastdcyk.engine.arrays import NUMPY, sigmoid
-from fastdcyk.engine.readback import bounded_solve, candidates, read_cell, ridge_matrix
+from fastdcyk.engine.readback import (
+    bounded_read,
+    bounded_solve,
+    candidates,
+    read_cell,
+    ridge_matrix,
+)
 from fastdcyk.engine.rules import lexical_layer, rule_layer, rule_structure
 from fastdcyk.engine.schedule import Detections, Step
 from fastdcyk.engine.simulation import Simulation
@@ -289,7 +295,7 @@ def _solve_with_noise(g: np.ndarray, x: np.ndarray, scale: np.ndarray, z: np.nda
     """:func:`~fastdcyk.engine.readback.read_cell` of ``x`` plus noise ``scale * (L z)``,
     with L L^T the regularised Gram matrix (standard normal draws z given the covariance of
     the readouts of vectors of Gram matrix g): one Cholesky factor serves both the noise
-    and, for at most ``d`` regressors, the ridge solve (beyond, the bounded read)."""
+    and the ridge solve, or the bounded read where :func:`bounded_read` has it."""
     m = ridge_matrix(g)
     try:
         chol = np.linalg.cholesky(m)
@@ -297,6 +303,6 @@ def _solve_with_noise(g: np.ndarray, x: np.ndarray, scale: np.ndarray, z: np.nda
         w, u = np.linalg.eigh(g)
         e = scale * (u @ (np.sqrt(np.maximum(w, 0.0)) * (u.T @ z)))
         return read_cell(g, x + e, d)
-    if len(x) > d:
+    if bounded_read(len(x), d):
         return bounded_solve(g, x + scale * (chol @ z))
     return scipy.linalg.cho_solve((chol, True), x + scale * (chol @ z))

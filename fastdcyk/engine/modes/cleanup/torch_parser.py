@@ -13,7 +13,14 @@ import torch
 
 from fastdcyk.engine import schedule
 from fastdcyk.engine.modes.cleanup.turns import Turns, gram_matrices
-from fastdcyk.engine.readback import RIDGE, bounded_solve, candidates, ridge_solve
+from fastdcyk.engine.readback import (
+    BOUNDED_FROM,
+    RIDGE,
+    bounded_read,
+    bounded_solve,
+    candidates,
+    ridge_solve,
+)
 from fastdcyk.engine.rules import (
     ReadCell,
     candidate_rule_layer,
@@ -464,7 +471,7 @@ class CleanupParser(SpectralParser):
         spec = self._reg_spectra[safe]  # (B, k, h)
         x = (spec @ q[:, :, None]).real.squeeze(-1) * valid
         a = ridge_solve(gram, x, valid=valid, xp=self.xp)
-        if k > self.d:
+        if bounded_read(k, self.d):
             a = self._bounded(gram, x, counts, a)
         full = torch.zeros((systems, full_width + 1), dtype=self.rdtype, device=dev)
         return full.scatter(1, torch.where(valid, idx, full_width), a * valid)[:, :full_width]
@@ -472,12 +479,13 @@ class CleanupParser(SpectralParser):
     def _bounded(
         self, gram: torch.Tensor, x: torch.Tensor, counts: torch.Tensor, a: torch.Tensor
     ) -> torch.Tensor:
-        """The systems of more than d regressors read within [0, 1] (:func:`bounded_solve`,
-        docs/method.md, section 7, "Beyond d"): found on the host in float64, then the
-        amplitudes strictly inside the box solved again here (with the ridge), the others
-        held at their bounds, so that the gradient is the bounded read's own (none along a
-        bound)."""
-        for b in (counts > self.d).nonzero().flatten().tolist():
+        """The systems of more regressors than :func:`bounded_read` allows a linear read,
+        read within [0, 1] (:func:`bounded_solve`, docs/method.md, section 7, "Beyond d"):
+        found on the host in float64, then the amplitudes strictly inside the box solved
+        again here (with the ridge), the others held at their bounds, so that the gradient
+        is the bounded read's own (none along a bound)."""
+        limit = int(BOUNDED_FROM * self.d)  # bounded_read(k, d): k > limit
+        for b in (counts > limit).nonzero().flatten().tolist():
             m = int(counts[b])
             g, xb = gram[b, :m, :m], x[b, :m]
             host = g.detach().double().cpu().numpy()
