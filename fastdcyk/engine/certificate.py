@@ -115,7 +115,7 @@ def read_errors(
 def bounded_read_errors(
     g: np.ndarray, x: np.ndarray, a: np.ndarray, norm2: float, d: int, ridge: float = RIDGE
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The decision statistics and their standard errors of a bounded read (k > d
+    """The decision statistics and their standard errors of a bounded read (k > 0.9 d
     regressors, :func:`~fastdcyk.engine.readback.bounded_solve`; docs/method.md, section 7,
     "A certificate per cell", (4)).
 

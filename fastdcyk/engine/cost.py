@@ -22,6 +22,7 @@ import numpy as np
 
 from fastdcyk.engine import modes
 from fastdcyk.engine.rules import rule_structure
+from fastdcyk.hrr import buffers
 from fastdcyk.hrr.fft import get_fft
 from fastdcyk.options import DEFAULT_VARIANT, DCYKOptions, resolve
 
@@ -33,6 +34,7 @@ __all__ = [
     "PAIRS_PER_SCALAR_CELL",
     "SLOW_SECONDS",
     "duration",
+    "index_pairs",
     "parse_seconds",
     "scalar_gate_seconds",
     "slow_parse_note",
@@ -65,15 +67,26 @@ def _pair_seconds(d: int) -> float:
     return _PAIR[0] * d * d * math.log2(max(d, 2))
 
 
+def index_pairs(n: int, d: int) -> tuple[int, bool]:
+    """The index matrices G_k an n-word parse at d computes (one FFT pair each), its
+    codebook having parsed before (it keeps those :func:`~fastdcyk.hrr.buffers.g_kept_slots`
+    allows from one parse to the next), and whether the parse holds all n + 1 at once."""
+    slots = buffers.g_cache_slots(d, np.float32, n)
+    return n + 1 - buffers.g_kept_slots(d, np.float32, slots), slots >= n + 1
+
+
 def scalar_gate_seconds(
     n: int, d: int, pair: float, reads: int, *, passes: int = 1, extra_pairs: int = 0
 ) -> float:
     """The cost of a parse whose table is kept as 2-D spectra (the trace and clean-up
-    gates): ``passes`` times :data:`PAIRS_PER_SCALAR_CELL` per cell, one pair per span index
-    for its index matrix and ``extra_pairs``, and ``reads`` readouts of a nonterminal or
-    terminal (one complex multiply-add per frequency each)."""
+    gates): ``passes`` times :data:`PAIRS_PER_SCALAR_CELL` per cell, one pair per index
+    matrix the codebook does not keep (:func:`index_pairs`) and ``extra_pairs``, and
+    ``reads`` readouts of a nonterminal or terminal (one complex multiply-add per
+    frequency each). A codebook's first parse also computes the kept index matrices, n + 1
+    pairs at most."""
     cells = n * (n + 1) // 2
-    seconds = (passes * PAIRS_PER_SCALAR_CELL * cells + (n + 1) + extra_pairs) * pair
+    computed, _ = index_pairs(n, d)
+    seconds = (passes * PAIRS_PER_SCALAR_CELL * cells + computed + extra_pairs) * pair
     return seconds + reads * (d // 2 + 1) * MAC_SECONDS
 
 

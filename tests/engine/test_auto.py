@@ -16,10 +16,9 @@ from fastdcyk.engine import auto
 from fastdcyk.engine.memory import parse_bytes
 from fastdcyk.options import resolve
 
-#: A CommandTalk sentence whose chart holds cells of over a hundred symbols (its largest,
-#: 121, a one-word cell): at d = 128 the certificate flags cells, at 256 it is sure and the
-#: chart is CYK's.
-NEEDS_256 = "m1a1 fly next halt"
+#: A CommandTalk sentence whose chart holds a cell of 215 symbols: at d = 128 (a bounded
+#: read) the certificate flags cells, at 256 it is sure and the chart is CYK's.
+NEEDS_256 = "avengers initiate only m113s"
 #: A CommandTalk sentence with a word of 187 nonterminals ("umcp"): its cell has more
 #: symbols than d = 128, read within the amplitudes' bounds, exactly, and the certificate
 #: is sure of it.

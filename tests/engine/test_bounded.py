@@ -9,7 +9,14 @@ import pytest
 
 import fastdcyk as fd
 from fastdcyk.engine.certificate import bounded_read_errors, decision_bound
-from fastdcyk.engine.readback import RIDGE, bounded_solve, gram, read_cell, solve
+from fastdcyk.engine.readback import (
+    RIDGE,
+    bounded_read,
+    bounded_solve,
+    gram,
+    read_cell,
+    solve,
+)
 
 
 def _cell(rng: np.random.Generator, k: int, d: int, items: int) -> tuple[np.ndarray, np.ndarray]:
@@ -74,12 +81,14 @@ def test_bounds_of_each_amplitude():
 
 
 def test_read_cell_chooses_by_the_dimension():
-    """At most d regressors: the ridge solve (amplitudes may leave [0, 1]); beyond: bounded."""
+    """Up to BOUNDED_FROM d regressors: the ridge solve (amplitudes may leave [0, 1]);
+    beyond: bounded."""
     rng = np.random.default_rng(5)
-    v = rng.standard_normal((30, 32)) / 6
+    v = rng.standard_normal((27, 32)) / 6
     g = gram(v)
-    x = g @ np.full(30, 1.5)  # amplitudes above the box: only the ridge solve reads them
-    assert np.allclose(read_cell(g, x, 32), solve(g, x))
+    x = g @ np.full(27, 1.5)  # amplitudes above the box: only the ridge solve reads them
+    assert not bounded_read(27, 30) and bounded_read(27, 29)
+    assert np.allclose(read_cell(g, x, 30), solve(g, x))
     assert np.max(read_cell(g, x, 29)) <= 1.0
     assert read_cell(np.zeros((0, 0)), np.zeros(0), 4).shape == (0,)
 

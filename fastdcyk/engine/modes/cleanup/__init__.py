@@ -14,7 +14,7 @@ P_left only, kept as 2-D half spectra.
 
 from __future__ import annotations
 
-from fastdcyk.engine.cost import scalar_gate_seconds
+from fastdcyk.engine.cost import index_pairs, scalar_gate_seconds
 from fastdcyk.engine.memory import Held
 from fastdcyk.engine.numpy_spectral import spectral_buffers
 from fastdcyk.engine.rules import RuleStructure
@@ -53,5 +53,6 @@ def seconds(st: RuleStructure, n: int, d: int, opt: DCYKOptions, pair: float) ->
         reads = 2 * (n * (n + 1) // 2) * len(st.nonterminals)
     else:
         reads = n * len(st.terminals)
-    passes, extra = (CANCEL_PASSES, n) if cancel else (1, 0)
+    held = index_pairs(n, d)[1]  # cancelling reads the words' index matrices again unless held
+    passes, extra = (CANCEL_PASSES, 0 if held else n) if cancel else (1, 0)
     return scalar_gate_seconds(n, d, pair, reads, passes=passes, extra_pairs=extra)

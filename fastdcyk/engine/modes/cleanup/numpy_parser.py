@@ -531,7 +531,7 @@ class CleanupParser(SpectralParser):
         return a[: len(rows)]
 
     def _solve(self, g: np.ndarray, x: np.ndarray, where: str) -> np.ndarray:
-        """The amplitudes of a read (:func:`read_cell`: the ridge solve, bounded beyond d
+        """The amplitudes of a read (:func:`read_cell`: the ridge solve, bounded from 0.9 d
         regressors), refusing non-finite readouts (``where``: which read)."""
         _check_read(g, x, where)
         return read_cell(g, x, self.d, self.refine)
