@@ -240,8 +240,12 @@ BOUNDED_RELAX = 1.6
 #: in an iteration (and the split's two copies agree to it), then polishes; where the polish
 #: fails (the iteration had not found which amplitudes are at their bounds) it goes on to
 #: the second, then returns the iterate as it is; :data:`BOUNDED_STEPS` iterations at most.
+#: A cell no read separates (far beyond 2d, or through heavy leakage) may not converge: a
+#: cap of 2,000 made d="auto"'s failed tries on CommandTalk cost 1.7 times the smallest
+#: exact fixed d, 300 costs 1.19 (benchmarks/bench_auto.py), and the points of
+#: docs/results.md, study (k), parse to the same charts and verdicts with either.
 BOUNDED_TOLS = (1e-6, 1e-10)
-BOUNDED_STEPS = 2000
+BOUNDED_STEPS = 300
 
 
 def bounded_solve(
