@@ -34,7 +34,7 @@ best = {"bounded": float("inf"), "linear": float("inf")}
 verdicts = {}
 for _ in range(3):
     for name in best:
-        readback.BOUNDED_FROM = default if name == "bounded" else float("inf")
+        readback.BOUNDED_FROM = default if name == "bounded" else 1e6  # never bounded
         t0 = time.perf_counter()
         results = [fd.dcyk(g, w, cb, progress=False) for w in sents]
         best[name] = min(best[name], time.perf_counter() - t0)

@@ -54,6 +54,8 @@ __all__ = [
     "BOUNDED_FROM",
     "bounded_read",
     "bounded_solve",
+    "linear_limit",
+    "mean_diagonal",
     "candidates",
     "gram",
     "read_cell",
@@ -81,13 +83,18 @@ def gram(vectors: np.ndarray) -> np.ndarray:
     return v @ v.T
 
 
-def ridge_matrix(g: np.ndarray, ridge: float = RIDGE) -> np.ndarray:
-    """G + ridge mean(diag G) I, a new float64 array (the matrix :func:`solve` factors; 1
-    stands for a mean diagonal that is not positive)."""
-    g = np.asarray(g, dtype=np.float64)
+def mean_diagonal(g: np.ndarray) -> float:
+    """The mean of diag G, the scale of the ridge (1 where it is not positive, or G empty)."""
     k = g.shape[0]
-    scale = np.trace(g) / k if k else 1.0
-    return NUMPY.add_to_diagonal(g[None], ridge * (scale if scale > 0 else 1.0))[0]
+    scale = float(np.trace(g)) / k if k else 1.0
+    return scale if scale > 0 else 1.0
+
+
+def ridge_matrix(g: np.ndarray, ridge: float = RIDGE) -> np.ndarray:
+    """G + ridge mean(diag G) I, a new float64 array (the matrix :func:`solve` factors;
+    :func:`mean_diagonal`)."""
+    g = np.asarray(g, dtype=np.float64)
+    return NUMPY.add_to_diagonal(g[None], ridge * mean_diagonal(g))[0]
 
 
 def ridge_solve(
@@ -212,18 +219,31 @@ def solve(g: np.ndarray, x: np.ndarray, ridge: float = RIDGE, refine: int = 0) -
 BOUNDED_FROM = 0.9
 
 
+def linear_limit(d: int) -> int:
+    """The most regressors a read in dimension ``d`` solves linearly (:data:`BOUNDED_FROM`
+    d, rounded down); a read of more is bounded."""
+    return int(BOUNDED_FROM * d)
+
+
 def bounded_read(k: int, d: int) -> bool:
     """Whether a read of ``k`` regressors in dimension ``d`` is bounded
-    (:data:`BOUNDED_FROM`)."""
-    return k > BOUNDED_FROM * d
+    (:func:`linear_limit`)."""
+    return k > linear_limit(d)
 
 
-def read_cell(g: np.ndarray, x: np.ndarray, d: int, refine: int = 0) -> np.ndarray:
+def read_cell(
+    g: np.ndarray,
+    x: np.ndarray,
+    d: int,
+    refine: int = 0,
+    lower: float | np.ndarray = 0.0,
+    upper: float | np.ndarray = 1.0,
+) -> np.ndarray:
     """The amplitudes of a cell's read in dimension ``d``: :func:`solve` while its k
-    regressors are few enough, :func:`bounded_solve` (amplitudes in [0, 1]) from
-    :func:`bounded_read` on (module notes)."""
+    regressors are few enough, :func:`bounded_solve` (amplitudes in [``lower``, ``upper``],
+    by default [0, 1]) from :func:`bounded_read` on (module notes)."""
     if bounded_read(len(x), d):
-        return bounded_solve(g, x)
+        return bounded_solve(g, x, lower, upper)
     return solve(g, x, refine=refine)
 
 
@@ -311,10 +331,8 @@ def bounded_solve(
     hi = np.broadcast_to(np.asarray(upper, np.float64), (k,))
     if k == 0:
         return np.zeros(0)
-    scale = np.trace(g) / k
-    scale = scale if scale > 0 else 1.0
-    g = g + ridge * scale * np.eye(k)  # strictly convex: one minimum, continuous in x
-    rho = BOUNDED_RHO * scale
+    rho = BOUNDED_RHO * mean_diagonal(g)
+    g = ridge_matrix(g, ridge)  # strictly convex: one minimum, continuous in x
     factor = scipy.linalg.cho_factor(g + rho * np.eye(k), lower=True)
     z = np.clip(scipy.linalg.cho_solve(factor, x), lo, hi)
     u = np.zeros(k)

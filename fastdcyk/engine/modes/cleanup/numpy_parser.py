@@ -23,12 +23,11 @@ from fastdcyk.engine.modes.cleanup import columns
 from fastdcyk.engine.numpy_backend import mixture
 from fastdcyk.engine.numpy_spectral import SpectralParser, left_spectrum_of
 from fastdcyk.engine.readback import (
-    BOUNDED_FROM,
     SMALL_SOLVE,
     bounded_read,
-    bounded_solve,
     candidates,
     gram,
+    linear_limit,
     read_cell,
     ridge_solve,
 )
@@ -249,10 +248,15 @@ class CleanupParser(SpectralParser):
         gates = sigmoid(t, self.opt.beta)
         if not self.lstsq:
             return Detections(t[None], gates[None], gates[None], gates)
-        cand = candidates(t, gates, self.opt.candidate_level, self.opt.prune)
+        cand = self._candidate_mask(t, gates)
         self._candidates.setdefault((i, j), []).append(self.rows(step)[ks][cand])
         peaks = np.where(cand, gates, 0.0)  # only the candidates are written
         return Detections(t[None], gates[None], peaks[None], gates)
+
+    def _candidate_mask(self, t: np.ndarray, gates: np.ndarray) -> np.ndarray:
+        """Which detections ``t`` (gates ``gates``) make candidates, with the options'
+        candidate level and prune (:func:`candidates`)."""
+        return candidates(t, gates, self.opt.candidate_level, self.opt.prune)
 
     def initialise(self) -> None:
         """The words into P_left, unless it was given (it is read, never written); when
@@ -404,7 +408,7 @@ class CleanupParser(SpectralParser):
         st = self.structure
         full = np.stack([self.full_spectrum("index", i) for i in range(n + 1)])
         nb = max(len(self.tables.binary), len(self.tables.unary))
-        k = min(SMALL_SOLVE, int(BOUNDED_FROM * d))  # more: the Python way (bounded_read)
+        k = min(SMALL_SOLVE, linear_limit(d))  # more: the Python way (bounded_read)
         lexicon = [st.terminals[t] for t in self._lexicon_ids]
         scratch = (
             np.zeros(nb),  # t
@@ -530,11 +534,14 @@ class CleanupParser(SpectralParser):
             self._keep_read(i, j, rows, spectra, g, a)
         return a[: len(rows)]
 
-    def _solve(self, g: np.ndarray, x: np.ndarray, where: str) -> np.ndarray:
-        """The amplitudes of a read (:func:`read_cell`: the ridge solve, bounded from 0.9 d
-        regressors), refusing non-finite readouts (``where``: which read)."""
+    def _solve(
+        self, g: np.ndarray, x: np.ndarray, where: str, lower: Any = 0.0, upper: Any = 1.0
+    ) -> np.ndarray:
+        """The amplitudes of a read (:func:`read_cell`: the ridge solve, bounded within
+        [``lower``, ``upper``] from 0.9 d regressors), refusing non-finite readouts
+        (``where``: which read)."""
         _check_read(g, x, where)
-        return read_cell(g, x, self.d, self.refine)
+        return read_cell(g, x, self.d, self.refine, lower, upper)
 
     def _keep_read(self, i, j, rows, spectra, g, a) -> None:
         """Decoding a given P_left with cancelling: keep a read for :meth:`sweep`."""
@@ -549,12 +556,8 @@ class CleanupParser(SpectralParser):
         statistics are the new amplitudes."""
         for i, j, rows, spectra, g, a in self._kept_reads:
             x = self.trace(spectra, self.readout(i, j))
-            where = f"the second read of cell ({i}, {j})"
-            if bounded_read(len(x), self.d):  # bounded: a + da in [0, 1]
-                _check_read(g, x, where)
-                da = bounded_solve(g, x, -a, 1.0 - a)
-            else:
-                da = self._solve(g, x, where)
+            # a bounded read keeps a + da in [0, 1]
+            da = self._solve(g, x, f"the second read of cell ({i}, {j})", -a, 1.0 - a)
             a += da
             self._subtract(i, j, da @ spectra)
             if len(rows):
@@ -574,11 +577,7 @@ class CleanupParser(SpectralParser):
         for n, (i, j, rows, spectra, g, a) in enumerate(self._kept_reads):
             if j - i > 1:
                 t = self._read_cells.layer(i, j)
-                new = binary[
-                    candidates(
-                        t, sigmoid(t, self.opt.beta), self.opt.candidate_level, self.opt.prune
-                    )
-                ]
+                new = binary[self._candidate_mask(t, sigmoid(t, self.opt.beta))]
                 grown = np.setdiff1d(new, rows)
                 if len(grown):
                     self._subtract(i, j, -(a @ spectra))  # the earlier read, given back

@@ -14,11 +14,11 @@ import torch
 from fastdcyk.engine import schedule
 from fastdcyk.engine.modes.cleanup.turns import Turns, gram_matrices
 from fastdcyk.engine.readback import (
-    BOUNDED_FROM,
     RIDGE,
     bounded_read,
     bounded_solve,
     candidates,
+    linear_limit,
     ridge_solve,
 )
 from fastdcyk.engine.rules import (
@@ -484,8 +484,7 @@ class CleanupParser(SpectralParser):
         found on the host in float64, then the amplitudes strictly inside the box solved
         again here (with the ridge), the others held at their bounds, so that the gradient
         is the bounded read's own (none along a bound)."""
-        limit = int(BOUNDED_FROM * self.d)  # bounded_read(k, d): k > limit
-        for b in (counts > limit).nonzero().flatten().tolist():
+        for b in (counts > linear_limit(self.d)).nonzero().flatten().tolist():
             m = int(counts[b])
             g, xb = gram[b, :m, :m], x[b, :m]
             host = g.detach().double().cpu().numpy()
