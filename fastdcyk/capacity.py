@@ -447,7 +447,7 @@ def predict(
     # each gold chart when its sentence is first simulated (a 500-word one takes seconds):
     # the progress bar starts at once instead of after every chart is filled
     golds: list[dict | None] = [None] * len(sents)
-    known = frozenset(grammar.terminals)
+    known = grammar.terminal_set
     for s in sents:  # an unknown word is an error before any work, as it was
         for i, w in enumerate(Grammar.normalize_words(s)):
             if w not in known:

@@ -91,6 +91,8 @@ class Grammar:
         In order of first appearance (left or right side) in the rules; the start first.
     terminals : tuple of str
         In order of first appearance.
+    terminal_set : frozenset of str
+        The same terminals, for a word's lookup (a sentence's words are checked against it).
     unary_rules : tuple of (str, str)
         The CNF terminal rules as pairs ``(A, 'a')``.
     binary_rules : tuple of (str, str, str)
@@ -151,6 +153,7 @@ class Grammar:
         "rules",
         "nonterminals",
         "terminals",
+        "terminal_set",
         "unary_rules",
         "binary_rules",
         "is_cnf",
@@ -272,6 +275,7 @@ class Grammar:
         put(self, "rules", rules)
         put(self, "nonterminals", nonterminals)
         put(self, "terminals", terminals)
+        put(self, "terminal_set", frozenset(terminals))
         unary = tuple((r.lhs, r.rhs[0].name) for r in rules if r.is_unary)
         binary = tuple((r.lhs, r.rhs[0].name, r.rhs[1].name) for r in rules if r.is_binary)
         put(self, "unary_rules", unary)

@@ -397,7 +397,7 @@ def unknown_to_classes(grammar: Grammar, words: Sequence[Any]) -> tuple[Any, ...
         For a word the grammar lacks when it has no class for it either: the word and its
         position are named.
     """
-    terminals = set(grammar.terminals)
+    terminals = grammar.terminal_set
     out = []
     for pos, word in enumerate(words):
         if not isinstance(word, str) or word in terminals:

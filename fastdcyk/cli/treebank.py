@@ -104,7 +104,7 @@ def _evaluate(tb, gold, name, d, args, show, out, reference) -> dict[str, Any]:
     from fastdcyk.engine import dcyk
 
     total, parsed, same, seconds = Scores(0, 0, 0), 0, 0, 0.0
-    known = frozenset(tb.grammar.terminals)
+    known = tb.grammar.terminal_set
     log_probs = []
     label = name if d is None else f"{name} d={d}"
     for k, g in enumerate(tqdm(gold, desc=label, disable=not show, leave=False)):

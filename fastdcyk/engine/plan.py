@@ -101,7 +101,7 @@ def words_of(
     ws = tuple(soft.get(pos, w) for pos, w in enumerate(ws))
     if unknown == "class":  # each word the grammar lacks as its unknown-word class
         ws = unknown_to_classes(grammar, ws)
-    known = set(grammar.terminals)
+    known = grammar.terminal_set
     for pos, w in enumerate(ws):
         if w not in known:
             some = ", ".join(repr(t) for t in list(grammar.terminals)[:12])

@@ -218,7 +218,7 @@ def check_sample(
 ) -> None:
     words = {w for s in sentences for w in s}
     for spec in config.grammars:
-        missing = sorted(words - set(grammars[spec].terminals))
+        missing = sorted(words - grammars[spec].terminal_set)
         if missing:
             raise ValueError(
                 f"grammar {spec!r} has no rule for the words {missing} of the sentences "

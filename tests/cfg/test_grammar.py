@@ -135,6 +135,16 @@ def test_equality_hash_repr_str_immutability_pickle():
     assert {g: 1}[h] == 1
 
 
+def test_the_terminal_set_is_the_terminals_in_every_form():
+    text = "S -> NP VP\nNP -> 'she' | 'caf\u0065\u0301'\nVP -> 'runs' NP"
+    g = Grammar.from_string(text, cnf="allow")
+    for form in (g, g.to_cnf(), pickle.loads(pickle.dumps(g.to_cnf()))):
+        assert form.terminal_set == frozenset(form.terminals)
+        assert "caf\u00e9" in form.terminal_set  # kept in NFC, as the terminals
+    with pytest.raises(AttributeError):
+        g.terminal_set = frozenset()
+
+
 _names = st.sampled_from(["S", "A", "B_2", "NP/x", "a-b", "Z^1"])
 _words = st.text(alphabet=st.sampled_from(list("ab'\"\\# |->%x")), min_size=1, max_size=5)
 
