@@ -245,10 +245,7 @@ class Ledger:
             act = self.active(j)
             keep = keep & act[:, None]
             n_act = self.xp.as_int(act) * k
-        n_kept = keep.sum(-1)
-        self.counts[0] += n_act
-        self.counts[1] += n_kept
-        self.counts[2] += n_act - n_kept
+        self._count(n_act, keep.sum(-1))
         if self.readouts is not None:
             self.readouts.append((i, j, rows, det.readouts))
         if self.log is not None:
@@ -280,10 +277,7 @@ class Ledger:
             n_act = xp.as_int(active).sum(-1) * k
         else:
             n_act = len(cells) * k
-        n_kept = keep.sum(-1).sum(-1)
-        self.counts[0] += n_act
-        self.counts[1] += n_kept
-        self.counts[2] += n_act - n_kept
+        self._count(n_act, keep.sum((-2, -1)))
         for c, (i, j) in enumerate(cells):
             if self.readouts is not None:
                 self.readouts.append((i, j, rows, det.readouts[:, c]))
@@ -298,6 +292,14 @@ class Ledger:
         if not all_finite:
             _raise_first(cells, xp.read_flags(list(xp.cell_flags(check))))
         return keep, any_kept
+
+    def _count(self, n_act: Any, n_kept: Any) -> None:
+        """Detections, updates and pruned updates (per sentence) added to :attr:`counts`
+        in place through views of its rows (``counts[0] += x`` would also write a torch
+        tensor's row back onto itself: on a device, launches for nothing)."""
+        for row, x in ((0, n_act), (1, n_kept), (2, n_act - n_kept)):
+            view = self.counts[row]
+            view += x
 
     def settle(self) -> None:
         """Read the checks deferred so far (``defer_checks``) and raise FloatingPointError

@@ -315,11 +315,10 @@ def _soft_input(
     return x
 
 
-def statistics_of(stats: torch.Tensor, n: int, nonterminals: Sequence[str]) -> Statistics:
+def statistics_of(stats: np.ndarray, n: int, nonterminals: Sequence[str]) -> Statistics:
     """The :class:`~fastdcyk.engine.decode.Statistics` of one sentence of n words from its
-    (n_max, n_max + 1, N) statistics tensor (its own copy on the host)."""
-    values = np.array(stats[:n, : n + 1].detach().to("cpu", torch.float64).numpy())
-    return Statistics(values, nonterminals)
+    (n_max, n_max + 1, N) float64 statistics on the host (its own copy)."""
+    return Statistics(np.array(stats[:n, : n + 1]), nonterminals)
 
 
 #: Per codebook, the G_k matrices of the trace gate by (device, dtype), and the cancelling
@@ -431,7 +430,7 @@ def parse_sentences(
                     raise schedule.non_finite(f"{name} after the parse")
             p_left, p_right = _host_matrices(res.p_left, res.p_right, codebook)
     # the batch's statistics read back in one copy (from a device, one synchronisation)
-    host_stats = res.statistics.to("cpu", torch.float64) if decode else None
+    host_stats = res.statistics.detach().to("cpu", torch.float64).numpy() if decode else None
     out = []
     for b, words in enumerate(sentences):
         stats = chart = None

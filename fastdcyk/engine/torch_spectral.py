@@ -13,6 +13,14 @@ from fastdcyk.hrr.buffers import G_CACHE_BYTES, g_cache_slots
 __all__ = ["HeldTables", "SpectralParser"]
 
 
+def _rows(t: torch.Tensor, rows: list[int]) -> torch.Tensor:
+    """``t[rows]`` without an index copied from the host: a view where the rows run on by
+    one (a span width's cells), else the rows stacked."""
+    if rows == list(range(rows[0], rows[0] + len(rows))):
+        return t[rows[0] : rows[0] + len(rows)]
+    return torch.stack([t[r] for r in rows])
+
+
 class SpectralParser(TorchParser):
     """A torch parser whose table is kept as 2-D half spectra (docs/method.md, section 4.4),
     batched: the trace and clean-up gates' (the numpy backend's
@@ -132,10 +140,16 @@ class SpectralParser(TorchParser):
 
     def index_outers(self, spans: list[tuple[int, int]]) -> torch.Tensor:
         """G_j (.) i^ of every cell (i, j) of ``spans``, (h, C, d): made in one new array
-        without autograd (stacked from new products under it)."""
+        without autograd (stacked from new products under it). When every G_j is in the
+        cache they are stacked into it and scaled in place, two operations for the cells
+        together (on a device each operation is a launch); else one product a cell, each
+        G_j computed as it comes (no more of them held at once than the cache holds)."""
         if self.grad:
             return torch.stack([self.index_matrix(j) * self.full_index[i] for i, j in spans], 1)
         x = torch.empty((self.half, len(spans), self.d), dtype=self.cdtype, device=self.device)
+        if len(spans) > 1 and all(j in self._index_matrices for _, j in spans):
+            torch.stack([self.index_matrix(j) for _, j in spans], 1, out=x)
+            return x.mul_(_rows(self.full_index, [i for i, _ in spans]))
         for c, (i, j) in enumerate(spans):
             torch.mul(self.index_matrix(j), self.full_index[i], out=x[:, c])
         return x
@@ -202,7 +216,7 @@ class SpectralParser(TorchParser):
         """How many cells' index matrices ((d // 2 + 1) x d complex each) one batched
         product takes: as many as the batch has sentences (at least 8), within an eighth
         of the memory the device had free when the parse started (at least one)."""
-        per_cell = self.half * self.d * torch.empty((), dtype=self.cdtype).element_size()
+        per_cell = self.half * self.d * self.cdtype.itemsize
         budget = max(G_CACHE_BYTES, self.free_at_start // 8)
         return max(1, min(cells, max(8, self.batch), budget // per_cell))
 
@@ -211,10 +225,13 @@ class SpectralParser(TorchParser):
         (B, h) (0 for the sentences shorter than i): P_left gains it times conj(G_i (.)
         (i - 1)^)."""
         tspec = torch.fft.rfft(self.vec.terminal)
-        return [
-            ((i - 1, i), torch.conj(self.word_rows(tspec, i - 1)) * self.active(i)[:, None])
-            for i in range(1, self.n + 1)
-        ]
+        if self.soft is None:  # every word's row at once (B, n, h)
+            rows = tspec[self.words]
+        else:
+            rows = self.soft.to(tspec.dtype) @ tspec
+        has = self.lengths_tensor[:, None] > torch.arange(self.n, device=self.device)
+        lefts = torch.conj(rows) * has[..., None]
+        return [((i - 1, i), lefts[:, i - 1]) for i in range(1, self.n + 1)]
 
     def update(
         self,

@@ -1001,3 +1001,27 @@ def test_threads_sharing_one_codebook_parse_on_both_backends():
     for name, results in got:
         for a, b in zip(want[name], results, strict=True):
             _assert_same(a, b, 1e-12)
+
+
+def test_the_cells_index_matrices_are_the_same_stacked_or_one_by_one():
+    """index_outers stacks the cached G_j of several cells and scales them in one
+    operation (two launches on a device, not one a cell): the same numbers as a product
+    per cell, for starts that run on by one (a span width's) and for others, in float64."""
+    from fastdcyk.engine.modes.trace import torch_parser
+
+    g = fd.Grammar.builtin("G2")
+    cb = _codebook(g, 32, "trace")
+    opt = resolve("trace", dtype=np.float64)
+    st = torch_backend.rule_structure(g)
+    n = 6
+    vec = torch_backend.symbol_vectors(cb, st, n, encoding=opt.encoding)
+    words = torch.zeros((2, n), dtype=torch.int64)
+    args = (vec, st, opt, words, [n, n], None, None, False, None, None)
+    p = torch_parser.TraceParser(*args, g_cache={})
+    for spans in ([(0, 3), (1, 4), (2, 5)], [(4, 5), (0, 2), (3, 6), (0, 6)]):
+        cold = p.index_outers(spans).clone()  # one product a cell, each G_j computed
+        assert all(j in p._index_matrices for _, j in spans)
+        warm = p.index_outers(spans)  # stacked from the cache
+        each = torch.stack([p.index_matrix(j) * p.full_index[i] for i, j in spans], 1)
+        assert warm.shape == each.shape == (p.half, len(spans), p.d)
+        assert torch.equal(warm, each) and torch.equal(cold, each)

@@ -175,7 +175,7 @@ class CleanupParser(SpectralParser):
         n, h, d = self.n, self.half, self.d
         words = 0 if self.pre is not None else n
         reads = n * (n + 1) // 2 + words
-        size = torch.empty((), dtype=self.cdtype).element_size()
+        size = self.cdtype.itemsize
         held = h * reads * (reads + self.batch) * size  # K, and the reads
         if self._kept_grams() is not None:
             return held <= self._turn_budget
@@ -384,7 +384,7 @@ class CleanupParser(SpectralParser):
     def _cells_in_budget(self) -> int:
         """How many cells' index matrices (two (d // 2 + 1) x d complex matrices each) fit
         in an eighth of the memory the device had free when the parse started."""
-        per_cell = 2 * self.half * self.d * torch.empty((), dtype=self.cdtype).element_size()
+        per_cell = 2 * self.half * self.d * self.cdtype.itemsize
         return self._turn_budget // per_cell
 
     def _group(self, i: int, j: int) -> list[tuple[int, int]]:

@@ -24,6 +24,11 @@ class TraceParser(SpectralParser):
 
     defers_checks = True
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._active_by_end: torch.Tensor | None = None
+        self._by_step: dict[Step, torch.Tensor] = {}
+
     def read(self, i: int, j: int, step: Step) -> None:
         """q of the cell's readouts (B, h) and, for a unary cell, G_j (.) i^ (its update's
         matrix, shared with the detection)."""
@@ -94,11 +99,7 @@ class TraceParser(SpectralParser):
             q = (lr @ dg).transpose(1, 2)  # (B, C, h)
         tvals = (q @ spectra_w.T).real  # (B, C, k)
         gates = self.sigmoid(tvals)
-        if isinstance(j_idx, slice):  # made on the device: no copy from the host
-            ends = torch.arange(j_idx.start, j_idx.stop, device=self.device)
-        else:
-            ends = torch.as_tensor(j_idx, device=self.device)
-        active = self.lengths_tensor[:, None] >= ends[None, :]
+        active = self._ends_active()[:, j_idx]  # (B, C): the sentences that have each cell
         det = Detections(tvals, gates, gates, gates)
         keep, any_kept = ledger.decide_cells(cells, self.rows(step), det, active)
         if on_progress is not None:
@@ -106,8 +107,9 @@ class TraceParser(SpectralParser):
         if not any_kept:
             return True
         g = (gates * keep).to(self.cdtype)  # (B, C, k)
-        lefts = torch.conj(g @ self.spectra[rows]).permute(2, 0, 1)  # (h, B, C)
-        rights = (g @ self.right_spectra[rows]).permute(2, 0, 1)
+        both = g @ self._step_spectra(step)  # (B, C, 2h): S^ and S'^ of each cell
+        lefts = torch.conj(both[..., : self.half]).permute(2, 0, 1)  # (h, B, C)
+        rights = both[..., self.half :].permute(2, 0, 1)
         c0 = 0
         for p, part in enumerate(parts):
             sl = slice(c0, c0 + len(part))
@@ -119,6 +121,24 @@ class TraceParser(SpectralParser):
             m = self.index_outers([(j, i) for i, j in part])  # G_i (.) j^
             self.add_outers("right_spectrum", rights[:, :, sl], m)
         return True
+
+    def _ends_active(self) -> torch.Tensor:
+        """(B, n + 1) bool: whether each sentence has the cells ending at each j (made once
+        a parse, on the device)."""
+        if self._active_by_end is None:
+            ends = torch.arange(self.n + 1, device=self.device)
+            self._active_by_end = self.lengths_tensor[:, None] >= ends[None, :]
+        return self._active_by_end
+
+    def _step_spectra(self, step: Step) -> torch.Tensor:
+        """(k, 2h): the left and the right spectra of the step's nonterminals side by side
+        (gathered once a parse: the updates' two products one)."""
+        got = self._by_step.get(step)
+        if got is None:
+            rows = self.unary_rows if step == schedule.UNARY else self.binary_rows
+            got = torch.cat((self.spectra[rows], self.right_spectra[rows]), -1)
+            self._by_step[step] = got
+        return got
 
     @staticmethod
     def _span_indices(cells: Sequence[tuple[int, int]]) -> tuple[Any, Any]:
