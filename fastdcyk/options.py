@@ -252,10 +252,19 @@ def check_prune(prune: Any, dtype: Any) -> float:
 
 
 def check_candidate_level(level: Any) -> float:
-    """The least-squares read-back's candidate level: a finite number >= 0."""
+    """The least-squares read-back's candidate level: a finite number in [0, 1) (an item
+    with one derivation whose children read clean, or a word's own item, is detected at
+    about 1: a level of 1 or more would make no such item a candidate)."""
     ok = isinstance(level, int | float | np.integer | np.floating) and not isinstance(level, bool)
     if not (ok and math.isfinite(level) and level >= 0):
         raise ValueError(f"candidate_level must be a finite number >= 0, got {level!r}")
+    if level >= 1:
+        raise ValueError(
+            f"candidate_level must be below 1, got {level!r}: an item with one derivation "
+            "whose children read clean, and every word's own item, is detected at about 1, "
+            "so no such item would be a candidate and the cells would read empty (the "
+            f"default is {DEFAULT_CANDIDATE_LEVEL:g})"
+        )
     return float(level)
 
 
@@ -495,7 +504,7 @@ class DCYKOptions:
         check=check_candidate_level,
         cli="the detection above which a nonterminal is a candidate of its cell under the "
         f"least-squares read-backs (default {DEFAULT_CANDIDATE_LEVEL:g})",
-        expects="a finite number >= 0",
+        expects="a finite number in [0, 1)",
         default=DEFAULT_CANDIDATE_LEVEL,
     )
     weights: str = declaration(

@@ -123,3 +123,7 @@ def test_the_command_line_checks_an_option_as_the_library_does(capsys):
         main(["parse", "--grammar", "G0", "--candidate-level", "-1", "fish"])
     assert err.value.code == 2
     assert "candidate_level must be a finite number >= 0, got -1.0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as err:  # a level no item with one derivation reaches
+        main(["parse", "--grammar", "G0", "--candidate-level", "1", "fish"])
+    assert err.value.code == 2
+    assert "candidate_level must be below 1, got 1.0" in capsys.readouterr().err

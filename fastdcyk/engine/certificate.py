@@ -28,7 +28,9 @@ candidate stood for, which happens only below a misread cell.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -36,8 +38,16 @@ from scipy.special import ndtr
 
 from fastdcyk.engine.readback import RIDGE, bounded_read, ridge_matrix
 from fastdcyk.engine.rules import RuleStructure
+from fastdcyk.engine.soft import SoftWord
 
-__all__ = ["ALPHA", "Certificate", "bounded_read_errors", "read_errors"]
+__all__ = [
+    "ALPHA",
+    "Certificate",
+    "bounded_read_errors",
+    "read_errors",
+    "unsupported_cells",
+    "wrong_word_cells",
+]
 
 #: The sentence-level error bound below which a chart is called sure: with no suspect cell
 #: the probability (under the read's noise model) that any decision of the chart is wrong is
@@ -335,6 +345,29 @@ def unsupported_cells(structure: RuleStructure, chart: dict) -> list[tuple[int, 
     bad = np.zeros((n + 1, n + 1), np.bool_)
     _unsupported(present, order, ptr, left, right, bad)
     return [(i, i + w) for w in range(2, n + 1) for i in range(n - w + 1) if bad[i, i + w]]
+
+
+def wrong_word_cells(
+    lexicon: Mapping[str, frozenset[str]], words: Sequence[Any], chart: dict
+) -> list[tuple[int, int]]:
+    """The word cells (i, i + 1) of a decoded ``chart`` that are not what CYK puts there:
+    in a CNF grammar a word's cell holds exactly the A with a rule A -> word (``lexicon``,
+    :attr:`fastdcyk.cfg.grammar.Grammar.lexicon`), so an item beyond those was detected
+    wrongly and written, and one of those missing was lost; the reads' bounds see neither
+    (docs/method.md, section 7, "A certificate per cell", (3)). A soft word (a mixture of
+    terminals, :class:`~fastdcyk.engine.soft.SoftWord`) may hold any A of its terminals'
+    rules, and which of them clear the decision boundary depends on the weights: only an
+    item beyond them all counts."""
+    bad = []
+    for i, w in enumerate(words):
+        cell = chart.get((i, i + 1), frozenset())
+        if isinstance(w, SoftWord):  # any A of its terminals' rules
+            allowed = frozenset().union(*(lexicon.get(t, frozenset()) for t, _ in w.weights))
+            if not cell <= allowed:
+                bad.append((i, i + 1))
+        elif cell != lexicon.get(w, frozenset()):
+            bad.append((i, i + 1))
+    return bad
 
 
 @njit(cache=True, nogil=True)

@@ -17,7 +17,12 @@ import numpy as np
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import schedule
 from fastdcyk.engine.arrays import NUMPY, sigmoid
-from fastdcyk.engine.certificate import Certificate, CertificateBuilder, unsupported_cells
+from fastdcyk.engine.certificate import (
+    Certificate,
+    CertificateBuilder,
+    unsupported_cells,
+    wrong_word_cells,
+)
 from fastdcyk.engine.decode import Statistics, decision_boundary
 from fastdcyk.engine.modes.cleanup import columns
 from fastdcyk.engine.numpy_backend import mixture
@@ -606,12 +611,14 @@ class CleanupParser(SpectralParser):
     def certificate(self, chart: dict | None = None) -> Certificate | None:
         """How far the parse's least-squares reads can be trusted; None with the matched
         read-back (:mod:`fastdcyk.engine.certificate`). With the decoded ``chart``, its
-        cells holding an item no split supports are refused (bound 1:
-        :func:`~fastdcyk.engine.certificate.unsupported_cells`)."""
+        cells that cannot be CYK's are refused (bound 1): a binary cell holding an item no
+        split supports (:func:`~fastdcyk.engine.certificate.unsupported_cells`), a word's
+        cell that is not its rules' (:func:`~fastdcyk.engine.certificate.wrong_word_cells`)."""
         if self._certify is None:
             return None
         if chart is not None:
-            self._certify.refuse(unsupported_cells(self.structure, chart))
+            words = wrong_word_cells(self.grammar.lexicon, self.words, chart)
+            self._certify.refuse(words + unsupported_cells(self.structure, chart))
         return self._certify.certificate()
 
     def suspect(self) -> bool:
