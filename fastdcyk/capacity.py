@@ -351,7 +351,10 @@ def estimate_seconds(
     top = max(lengths)
     sim_probes, gold_probes = [], []
     for size in sorted({min(top, p) for p in simulation.probe_lengths}):
-        drawn = generate(grammar, 3, min_len=max(1, size // 2), max_len=size, seed=seed)
+        try:  # a probe of lengths the grammar does not derive times nothing
+            drawn = generate(grammar, 3, min_len=max(1, size // 2), max_len=size, seed=seed)
+        except ValueError:
+            continue
         if not drawn:
             continue
         s = max(drawn, key=len)

@@ -38,7 +38,13 @@ from typing import Any, Literal
 from fastdcyk.cfg.cnf import cnf_rules
 from fastdcyk.cfg.masks import by_left_table, combine, lexical_masks, names_of_mask, word_mask
 from fastdcyk.cfg.nltk_io import nltk_grammar, nltk_rules
-from fastdcyk.cfg.reader import decode_text, format_rules, parse_rules, warn_ruleless
+from fastdcyk.cfg.reader import (
+    decode_text,
+    format_rules,
+    parse_rules,
+    user_stacklevel,
+    warn_ruleless,
+)
 from fastdcyk.cfg.symbols import (
     CnfOrigin,
     GrammarError,
@@ -546,7 +552,7 @@ class Grammar:
             warnings.warn(
                 f"the start symbol {start} has no rules: the grammar derives nothing",
                 GrammarWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         if probs is not None:
             return cls(rules, start=start, cnf=cnf, probs=probs)
@@ -642,7 +648,7 @@ class Grammar:
                     f"{spec!r} names the built-in grammar {spec}, which is used; a file of "
                     f"that name is here too: give its path (./{spec}) to read the file",
                     GrammarWarning,
-                    stacklevel=2,
+                    stacklevel=user_stacklevel(),
                 )
             return cls.builtin(spec)
         if not isinstance(spec, str | os.PathLike):
@@ -768,7 +774,7 @@ class Grammar:
                     "but a most probable CNF tree may stand for several trees and is shown as "
                     "one of them",
                     GrammarWarning,
-                    stacklevel=2,
+                    stacklevel=user_stacklevel(),
                 )
         origin = CnfOrigin(
             grammar=self,

@@ -11,6 +11,8 @@ nonterminals without rules. ``format_rules`` writes rules back as text
 from __future__ import annotations
 
 import codecs
+import os
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
@@ -28,7 +30,31 @@ from fastdcyk.cfg.symbols import (
     unescape_name,
 )
 
-__all__ = ["QUOTES", "decode_text", "format_rules", "parse_rules", "warn_ruleless"]
+__all__ = [
+    "QUOTES",
+    "decode_text",
+    "format_rules",
+    "parse_rules",
+    "user_stacklevel",
+    "warn_ruleless",
+]
+
+#: The package's folder: frames of files under it are fastdcyk's own.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` in the function that calls this one that
+    names the first caller outside fastdcyk: a warning points at the user's line however
+    deep in the package it was raised (``from_file`` through ``from_string``, ``dcyk``
+    through ``to_cnf``)."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    return level
+
 
 QUOTES = "'\""
 
@@ -217,7 +243,7 @@ def warn_ruleless(located: list[_Rule], start: str | None, source: str | None) -
         warnings.warn(
             f"{where}the start symbol {start} has no rules: the grammar derives nothing",
             GrammarWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     seen: set[str] = set()
     for item in located:
@@ -229,7 +255,7 @@ def warn_ruleless(located: list[_Rule], start: str | None, source: str | None) -
                     f"'{item.rule}' never applies; define {sym.name}, or quote it if it "
                     "is a word",
                     GrammarWarning,
-                    stacklevel=3,
+                    stacklevel=user_stacklevel(),
                 )
 
 

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from fastdcyk import capacity, options
+from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cli.common import (
     UsageError,
@@ -50,6 +51,8 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
     dims = sorted(set(args.dims))
     try:
         opt = resolve(**given)
+        # a length the grammar does not derive is an error before anything is printed
+        generate(grammar, 1, min_len=args.length, max_len=args.length, seed=args.seed)
         need = capacity.estimate_memory(grammar, args.length, max(dims), **given)
         seconds = sum(capacity.estimate_seconds(grammar, args.length, d, **kw) for d in dims)
     except ValueError as exc:

@@ -609,4 +609,10 @@ def draw(records: list, out: Path, **kwargs) -> list[Path]:
     except FigureWriteError as exc:
         raise UsageError(exc.strerror) from exc
     print(f"figures written to {out.resolve()}{os.sep}: " + ", ".join(p.name for p in paths))
+    if "c" in kwargs.get("studies", "abc") and not any("study_c" in p.name for p in paths):
+        print(
+            "(no study (c) figure: it compares grammars at one d, and no d of these results "
+            "has two grammars or more; run the experiment on G1..G4 too, as "
+            "docs/tutorials/reproduce.md does)"
+        )
     return paths

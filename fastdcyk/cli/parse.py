@@ -61,7 +61,12 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         nfc = "" if exc.word.isascii() else " (words and terminals compared in Unicode NFC)"
         if len(exc.word.split()) > 1:  # the whole sentence quoted as one argument
             nfc += " (it holds spaces: give the sentence one word per argument, unquoted)"
-        raise UsageError(f"{exc}{nfc}") from exc
+        terms = grammar.terminals
+        some = ", ".join(repr(t) for t in terms[:12]) + (" ..." if len(terms) > 12 else "")
+        hint = f"; its terminals are {some}"
+        if "UNK" in grammar.terminal_set:  # a grammar induced from trees: classes
+            hint += "; the grammar has unknown-word classes: --unknown class parses the word as one"
+        raise UsageError(f"{exc}{nfc}{hint}") from exc
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     show = stderr_is_terminal() if args.progress is None else args.progress
@@ -83,10 +88,16 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     dim = args.dim if args.dim is not None else ("auto" if has_certificate else 1024)
     if dim == "auto":
         if not has_certificate:
+            which = (
+                f"--readback {opt.readback}"
+                if opt.variant == "cleanup"
+                else f"--variant {opt.variant}"
+            )
             raise UsageError(
-                f"--dim auto doubles d while the certificate flags a cell, and "
-                f"--variant {opt.variant} with readback {opt.readback} gives none: use the "
-                "cleanup variant with --readback cancel (the default) or lstsq, or pass --dim"
+                f"--dim auto doubles d while the certificate flags a cell, and {which} has "
+                "no certificate (only the cleanup variant's least-squares read-backs give "
+                "one): use --variant cleanup with --readback cancel (the defaults) or lstsq, "
+                "or pass --dim"
             )
         if args.max_dim is not None and args.max_dim < START_D:
             raise UsageError(f"--max-dim must be at least {START_D}, where --dim auto starts")
@@ -126,10 +137,15 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     if style == "full":
         print("(+A: decoded but not in the CYK chart; -A: in the CYK chart but not decoded)")
     else:
+        why = (
+            "--chart compact"
+            if args.chart == "compact"
+            else "the charts being wider than the terminal"
+        )
         print(
-            "(a compact view, the charts being wider than the terminal: per cell its number\n"
-            " of symbols, +k and -k the symbols decoded but not in the CYK chart and in it\n"
-            " but not decoded, and the best tree's symbol there; --chart full prints them all)"
+            f"(a compact view, {why}: per cell its number of symbols,\n"
+            " +k and -k the symbols decoded but not in the CYK chart and in it but not\n"
+            " decoded, and the best tree's symbol there; --chart full prints them all)"
         )
         _print_errors(result.chart, gold)
     if grammar.is_weighted and args.k is None:

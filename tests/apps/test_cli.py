@@ -141,11 +141,32 @@ def test_parse_progress_bar_only_for_long_parses_on_a_terminal(monkeypatch, caps
     [
         (["parse", "--grammar", "nosuch", "a"], "cannot load grammar 'nosuch'"),
         (["parse", "--grammar", "example", "a", "c"], "word 'c' at position 1"),
+        (["parse", "--grammar", "G0", "fish", "cake"], "its terminals are 'fish', "),
+        (
+            ["parse", "--grammar", "G0", "--variant", "paper", "--dim", "auto", "fish"],
+            "--variant paper has no certificate",
+        ),
     ],
 )
 def test_parse_bad_arguments_exit_2_with_a_message(argv, message, capsys):
     assert main(argv) == 2
-    assert message in capsys.readouterr().err
+    out = capsys.readouterr()
+    assert message in out.err
+    assert out.out == ""  # refused before anything is printed
+
+
+def test_capacity_refuses_a_length_the_grammar_does_not_derive_first(tmp_path, capsys):
+    path = tmp_path / "short.cfg"  # sentences of 2 to 4 words only
+    path.write_text("S -> NP VP\nNP -> 'she' | D N\nVP -> 'runs' | V NP\nD -> 'the'\n"
+                    "N -> 'ball'\nV -> 'eats'\n")  # fmt: skip
+    assert main(["capacity", "--grammar", str(path), "--length", "50", "--dims", "64"]) == 2
+    out = capsys.readouterr()
+    assert "derives no sentence with a length in [50, 50]" in out.err and out.out == ""
+
+
+def test_a_compact_chart_says_why_it_is_compact(capsys):
+    assert main(["parse", "--grammar", "G0", "--dim", "128", "--chart", "compact", "fish"]) == 0
+    assert "(a compact view, --chart compact:" in capsys.readouterr().out
 
 
 def test_parse_unreadable_grammar_file(tmp_path, capsys):
@@ -356,9 +377,16 @@ def test_plot_writes_figures_and_prints_tables(results, tmp_path, capsys):
     assert "study (a)" in out and "study (b)" in out and "study (c)" in out
     assert "| grammar | variant | d | n |" in out
     assert "figures written to" in out
+    assert "no study (c) figure" not in out
     pngs = sorted(figs.glob("*.png"))
     svgs = sorted(figs.glob("*.svg"))
     assert len(pngs) == len(svgs) == 3
+    one = tmp_path / "one.jsonl"  # G0's records alone: no figure of study (c), and why
+    lines = results.read_text().splitlines(keepends=True)
+    one.write_text("".join(line for line in lines if '"grammar":"G1"' not in line))
+    assert main(["plot", str(one), "--out", str(tmp_path / "one"), "--dim", "32"]) == 0
+    assert "no study (c) figure: it compares grammars at one d" in capsys.readouterr().out
+    assert len(list((tmp_path / "one").glob("*.png"))) == 2
     assert all(p.read_bytes().startswith(PNG_MAGIC) for p in pngs)
     assert all(b"<svg" in p.read_bytes()[:2000] for p in svgs)
 

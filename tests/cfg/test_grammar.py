@@ -523,6 +523,17 @@ def test_nonterminals_without_rules_warn_and_say_where():
             Grammar.builtin(name)
 
 
+def test_a_grammars_warning_points_at_the_callers_line(tmp_path):
+    """However deep in the package a GrammarWarning is raised (from_file through
+    from_string, the CNF conversion inside a parse), it names the user's line."""
+    path = tmp_path / "undefined.cfg"
+    path.write_text("S -> A B\nA -> 'a'\n")
+    for read in (lambda: Grammar.from_file(path), lambda: Grammar.from_string(path.read_text())):
+        with pytest.warns(GrammarWarning, match="B has no rules") as caught:
+            read()
+        assert [w.filename for w in caught] == [__file__]
+
+
 def test_a_file_named_like_a_builtin_is_not_silently_shadowed(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "G0").write_text("S -> 'mine'\n")
