@@ -24,6 +24,11 @@ is suspect when its own bound exceeds alpha / C (C the sentence's cells) or when
 suspect cell; a sentence is *sure* when no cell is suspect, and then its bound is at most
 alpha. The certificate tests the reads, not the table: it cannot see an item that no
 candidate stood for, which happens only below a misread cell.
+
+The decoded chart is checked too (:func:`wrong_word_cells`, :func:`unsupported_cells`): a
+word's cell must be its word's rules, and every item above must have a split whose children
+are in the chart. A chart that passes holds no item CYK's lacks (by induction on the span),
+so a sure chart's one possible error is an item missing, which the reads' bound covers.
 """
 
 from __future__ import annotations
