@@ -11,6 +11,7 @@ nonterminals without rules. ``format_rules`` writes rules back as text
 from __future__ import annotations
 
 import codecs
+import math
 import os
 import sys
 import warnings
@@ -156,8 +157,11 @@ def _probability(text: str, fail: Callable[[str], GrammarError]) -> float:
         value = float(text)
     except ValueError:
         raise fail(f"[{text}] is not a probability (a number in (0, 1])") from None
+    if math.isnan(value):
+        raise fail(f"[{text}] is not a probability (a number in (0, 1])")
     if not 0.0 < value <= 1.0:
-        raise fail(f"probability {text} is outside (0, 1]: a rule of probability 0 is left out")
+        zero = ": a rule of probability 0 is left out" if value == 0 else ""
+        raise fail(f"probability {text} is outside (0, 1]{zero}")
     return value
 
 

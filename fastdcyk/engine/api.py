@@ -142,7 +142,7 @@ def dcyk(
     codebook: Codebook | None = None,
     *,
     d: int | str | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     dtype: Any = None,
     unitary: bool | None = None,
     fft: Any = "auto",
@@ -182,15 +182,16 @@ def dcyk(
         ``"auto"`` where the parse gives a certificate (the cleanup variant with a
         least-squares read-back, the default, numpy backend, no codebook given), 1024
         otherwise.
-    seed : int, default 0
-        Codebook seed (ignored when a codebook is given).
+    seed : int, optional
+        Codebook seed (default 0); with a codebook, leave it out or give the codebook's.
     dtype : {"float32", "float64"}, optional
         Default float32; must match the codebook's if both are given.
     {options}
     unitary : bool, optional
         Unitary zero-mean symbol vectors, with the grammar's symbols and the span indices
-        shifted by Sidon sets (only when the codebook is built here; see :class:`Codebook`
-        and :func:`default_codebook`). Default: the variant's choice (see :data:`VARIANTS`).
+        shifted by Sidon sets (when the codebook is built here; see :class:`Codebook` and
+        :func:`default_codebook`; with a codebook, leave it out or give the codebook's).
+        Default: the variant's choice (see :data:`VARIANTS`).
     fft : {"auto", "scipy", "pyfftw", "numpy"}, default "auto"
         The FFT library (only when the codebook is built here; the keyword was ``engine``
         before 0.4, refused with a message until 0.5).
@@ -283,6 +284,7 @@ def dcyk(
             cap, note = auto.dimension_cap(max_d, dt, fft, opt, len(ws))
         else:
             cap, note = (auto.MAX_D if max_d is None else max_d), None
+        seed = 0 if seed is None else seed
         key = (g, opt, seed, dt.name, unitary, repr(fft))
 
         def parse_at(size: int) -> DCYKResult:

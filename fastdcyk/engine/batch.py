@@ -130,7 +130,7 @@ def dcyk_batch(
     codebook: Codebook | None = None,
     *,
     d: int | str | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     dtype: Any = None,
     unitary: bool | None = None,
     fft: Any = "auto",
@@ -233,7 +233,8 @@ def dcyk_batch(
     if auto.is_auto(d):
         auto.refuse_codebook(codebook)
         t0 = time.perf_counter()
-        d, sure = sample_dimension(grammar, sentences, False, opts, kw | {"max_d": max_d})
+        given = kw | {"max_d": max_d, "seed": 0 if seed is None else seed}
+        d, sure = sample_dimension(grammar, sentences, False, opts, given)
         chosen = auto.DimensionChoice(
             d,
             (d,),

@@ -193,7 +193,7 @@ def trim_codebooks() -> None:
 def resolve_codebook(
     codebook: Codebook | None,
     d: int | None,
-    seed: int,
+    seed: int | None,
     dtype: Any,
     unitary: bool,
     fft: Any,
@@ -201,16 +201,17 @@ def resolve_codebook(
     before_build: Any = None,
 ) -> Codebook:
     """The codebook of a parse: ``codebook`` checked against ``d`` and ``dtype``, or the one
-    :func:`default_codebook` builds (kept for the next parse with the same grammar, d, seed,
-    dtype, vectors and FFT library: :data:`_CODEBOOKS`). ``before_build(d, dtype, fft)``
-    runs before a codebook is built (the memory check), with the FFT it will use."""
+    :func:`default_codebook` builds (kept for the next parse with the same grammar, d, seed
+    (None: 0), dtype, vectors and FFT library: :data:`_CODEBOOKS`). ``before_build(d,
+    dtype, fft)`` runs before a codebook is built (the memory check), with the FFT it will
+    use."""
     if codebook is None:
         if d is None:
             d = 1024
         d = check_dim(d)
         dtype = check_dtype(dtype)
         fft = get_fft(fft)
-        seed = check_int("seed", seed, 0)
+        seed = check_int("seed", 0 if seed is None else seed, 0)
         key = (grammar, int(d), seed, dtype.name, bool(unitary), fft.name, fft.threads)
         with _CODEBOOKS_LOCK:
             cb = _CODEBOOKS.get(key)
@@ -233,6 +234,26 @@ def resolve_codebook(
             "leave dtype out when passing a codebook"
         )
     return codebook
+
+
+def check_given_codebook(codebook: Any, seed: int | None, unitary: bool | None) -> None:
+    """A ``seed`` or ``unitary`` given with a codebook must be the codebook's own: its
+    vectors are drawn already, and a parse cannot change them."""
+    if not isinstance(codebook, Codebook):
+        return
+    if seed is not None and seed != codebook.seed:
+        has = "vectors given, not drawn" if codebook.seed < 0 else f"seed {codebook.seed}"
+        raise ValueError(
+            f"seed={seed!r} disagrees with the codebook's {has}: leave seed out when passing "
+            "a codebook (its vectors are drawn already), or build one with that seed"
+        )
+    if unitary is not None and bool(unitary) != codebook.unitary:
+        raise ValueError(
+            f"unitary={unitary!r} disagrees with the codebook, whose vectors are "
+            f"{'' if codebook.unitary else 'not '}unitary: leave unitary out when passing a "
+            "codebook, or build one with the vectors you want (Codebook.for_grammar for "
+            "unitary ones)"
+        )
 
 
 def cnf_grammar(grammar: Grammar | str) -> Grammar:
@@ -302,7 +323,7 @@ def prepare(
     codebook: Codebook | None,
     *,
     d: int | None,
-    seed: int,
+    seed: int | None,
     dtype: Any,
     unitary: bool | None,
     fft: Any,
@@ -326,6 +347,7 @@ def prepare(
         torch_backend.check_device(device)  # one message for every entry point
     grammar = cnf_grammar(grammar)
     all_words = [words_of(grammar, s) for s in sentences]
+    check_given_codebook(codebook, seed, unitary)
     opt_dtype = codebook.dtype if isinstance(codebook, Codebook) else check_dtype(dtype)
     opt = resolve(dtype=opt_dtype, **options)
     if unitary is None:  # the variant's codebook
@@ -363,8 +385,16 @@ def check_symbols(
     seeded codebook draws every symbol it is asked for)."""
     if not cb.fixed:
         return
-    needed = [("index", k) for k in range(len(words) + 1)]
-    needed += [("nonterminal", a) for a in grammar.nonterminals]
+    held = set(cb.symbols("index"))
+    if any(k not in held for k in range(len(words) + 1)):
+        raise ValueError(
+            f"a sentence of {len(words)} words needs the span indices 0 to {len(words)}, and "
+            f"this codebook, built from vectors, holds indices {min(held, default=0)} to "
+            f"{max(held, default=-1)} only: parse sentences of at most {len(held) - 1} "
+            "words with it, or give it index vectors for longer ones (a layer's codebook: "
+            "build the layer with a larger max_length)"
+        )
+    needed = [("nonterminal", a) for a in grammar.nonterminals]
     if encoding == "roles":
         needed += [("right", a) for a in grammar.nonterminals]
     needed += [("terminal", t) for t in dict.fromkeys(words)]

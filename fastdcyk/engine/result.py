@@ -89,30 +89,20 @@ class DCYKResult:
 
     # -- how far the chart can be trusted ----------------------------------------------------
 
-    def _certificate(self) -> Certificate:
-        if self.certificate is None:
-            raise ValueError(
-                "this parse has no certificate: only the least-squares read-backs "
-                "(readback='cancel' or 'lstsq', gate 'cleanup', numpy backend) give one"
-            )
-        return self.certificate
-
     @property
-    def confidence(self) -> float:
+    def confidence(self) -> float | None:
         """A lower bound on the probability that every decision of the chart is right,
-        under the reads' noise model (docs/method.md, section 7, "A certificate per cell").
-
-        Raises
-        ------
-        ValueError
-            When the parse has no :attr:`certificate`.
-        """
-        return self._certificate().confidence
+        under the reads' noise model (docs/method.md, section 7, "A certificate per cell");
+        None when the parse has no :attr:`certificate` (only the least-squares read-backs
+        of the cleanup variant, on the numpy backend, give one)."""
+        return None if self.certificate is None else self.certificate.confidence
 
     @property
-    def sure(self) -> bool:
+    def sure(self) -> bool | None:
         """Whether no cell is suspect: the chart's error bound is within the
-        certificate's alpha (:data:`~fastdcyk.engine.certificate.ALPHA`).
+        certificate's alpha (:data:`~fastdcyk.engine.certificate.ALPHA`); None when the
+        parse has no :attr:`certificate` (the paper and trace variants, the matched
+        read-back, the torch backend): nothing then says whether the chart is right.
 
         Examples
         --------
@@ -120,13 +110,16 @@ class DCYKResult:
         >>> r = fd.dcyk(fd.Grammar.builtin("G0"), "fish swim near fish", d=256)
         >>> r.sure, r.suspect_cells()
         (True, [])
+        >>> print(fd.dcyk(fd.Grammar.builtin("G0"), "fish swim", d=256, variant="trace").sure)
+        None
         """
-        return self._certificate().sure
+        return None if self.certificate is None else self.certificate.sure
 
-    def suspect_cells(self) -> list[tuple[int, int]]:
+    def suspect_cells(self) -> list[tuple[int, int]] | None:
         """The cells whose read may be wrong, and the cells above them (their candidates
-        came from it), by span then start; empty when the chart is :attr:`sure`."""
-        return self._certificate().suspect_cells()
+        came from it), by span then start; empty when the chart is :attr:`sure`, None when
+        the parse has no :attr:`certificate`."""
+        return None if self.certificate is None else self.certificate.suspect_cells()
 
     def chart_at(
         self, threshold: float | None = None, beta: float | None = None

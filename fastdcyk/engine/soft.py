@@ -31,7 +31,15 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Rule, Symbol
 
-__all__ = ["SoftWord", "has_soft", "lexical_of", "lexical_scores", "soft_word", "terminal_weights"]
+__all__ = [
+    "SUM_SLACK",
+    "SoftWord",
+    "has_soft",
+    "lexical_of",
+    "lexical_scores",
+    "soft_word",
+    "terminal_weights",
+]
 
 
 class SoftWord(str):
@@ -58,6 +66,12 @@ class SoftWord(str):
         return f"SoftWord({str(self)!r}, {dict(self.weights)!r})"
 
 
+#: How far above 1 a position's weights may sum: a softmax's rounding in any precision, and
+#: the finite differences of a gradient check, stay within it; weights that are not a
+#: distribution (multi-hot rows, scores, logits) go far beyond it.
+SUM_SLACK = 1e-3
+
+
 def soft_word(weights: Mapping[Any, Any], terminals: Sequence[str], pos: int) -> SoftWord:
     """A mapping ``{terminal: weight}`` checked against the grammar's ``terminals`` (Unicode
     NFC, as the caller normalised them) and made a :class:`SoftWord`."""
@@ -78,6 +92,13 @@ def soft_word(weights: Mapping[Any, Any], terminals: Sequence[str], pos: int) ->
             kept.append((order[t], t, w))
     if not kept:
         raise ValueError(f"position {pos}: no terminal has a positive weight")
+    total = math.fsum(w for *_, w in kept)
+    if total > 1 + SUM_SLACK:
+        raise ValueError(
+            f"position {pos}: the weights sum to {total:g}; they are a distribution over the "
+            "terminals, which may sum to less than 1 (the rest on terminals left out) but "
+            "not to more: divide them by their sum"
+        )
     kept.sort()
     top = max(kept, key=lambda x: (x[2], -x[0]))[1]
     return SoftWord(top, tuple((t, w) for _, t, w in kept))

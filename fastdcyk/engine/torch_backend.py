@@ -15,9 +15,11 @@ the row spectra of the accumulators, with P_A = sigma(M) a dense matrix (or a di
 
 This module holds the entry points. Every option of :func:`fastdcyk.dcyk` is supported
 for the modes that have a torch parser (all but ``weights="table"``), and in float64 the
-numbers equal the numpy backend's to rounding. The rule spectra are built from the symbol
-vectors with ``torch.fft`` (docs/method.md, section 4.1), so that gradients reach the
-vectors (and the optional per-rule weights): :func:`parse` is the differentiable core, and
+numbers equal the numpy backend's to rounding (the paper variant's to about 1e-4 relative:
+its steep gates on non-unitary vectors amplify rounding from cell to cell). The rule
+spectra are built from the symbol vectors with ``torch.fft`` (docs/method.md, section
+4.1), so that gradients reach the vectors (and the optional per-rule weights):
+:func:`parse` is the differentiable core, and
 :func:`parse_sentences` runs it on a :class:`~fastdcyk.hrr.codebook.Codebook` and returns
 the fields of :class:`fastdcyk.engine.DCYKResult` (``dcyk(..., backend="torch")`` and
 :func:`fastdcyk.engine.batch.dcyk_batch` call it). ``prune`` makes the computation

@@ -427,7 +427,8 @@ class Codebook:
             if self._fixed:
                 raise KeyError(
                     f"this codebook was built from vectors and has no {kind} {sym!r}; "
-                    f"it holds {kind}s {self.symbols(kind)!r}"
+                    f"it holds {'indices' if kind == 'index' else kind + 's'} "
+                    f"{self.symbols(kind)!r}"
                 )
             v = self._draw(kind, sym)
             self._vectors[key] = v

@@ -48,7 +48,7 @@ from fastdcyk.engine import auto, modes, torch_backend
 from fastdcyk.engine.api import choose_dimension
 from fastdcyk.engine.decode import decision_boundary
 from fastdcyk.engine.plan import cnf_grammar, default_codebook, words_of
-from fastdcyk.engine.soft import lexical_scores
+from fastdcyk.engine.soft import SUM_SLACK, lexical_scores
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.nn.inputs import TAG_FLOOR, dcyk_input
 from fastdcyk.nn.output import DCYKOutput
@@ -381,7 +381,10 @@ class DCYK(torch.nn.Module):
             name = "terminals" if terminals is not None else "preterminals"
             self._check_soft(name, soft)
             if isinstance(soft, torch.Tensor) and soft.numel():
-                low, high = torch.stack(torch.aminmax(soft.detach())).tolist()  # one sync
+                values = soft.detach()
+                low, high, most = torch.stack(  # one sync
+                    (*torch.aminmax(values), values.sum(-1).amax().to(values.dtype))
+                ).tolist()
                 if not (math.isfinite(low) and math.isfinite(high)):
                     raise ValueError(
                         f"{name}= holds NaN or infinite values: its weights and scores are "
@@ -392,6 +395,12 @@ class DCYK(torch.nn.Module):
                         f"{name}= holds values from {low:g} to {high:g}: its weights and "
                         "scores are probabilities in [0, 1] (a softmax for terminals=, a "
                         "sigmoid for preterminals=)"
+                    )
+                if terminals is not None and most > 1 + SUM_SLACK:
+                    raise ValueError(
+                        f"terminals= has a position whose weights sum to {most:g}: each "
+                        "position's weights are a distribution over the terminals (at most 1 "
+                        "in all): normalise them, with a softmax over the last axis"
                     )
             words = self._soft_words(soft, sentences, lengths, terminals is not None)
         if not words:

@@ -99,6 +99,12 @@ def test_soft_words_are_checked_and_carry_their_weights():
     for bad in (-1.0, 1.5, 100, 1e6):  # a weight of 100 gave a wrong chart before
         with pytest.raises(ValueError, match=r"weights are probabilities in \[0, 1\]"):
             fd.dcyk(g, ["fish", {"swim": bad}], d=64)
+    # each weight in [0, 1], but together more than one sentence's worth of probability
+    # (they inflated a PCFG's tree probability past the real sentence's)
+    with pytest.raises(ValueError, match=r"position 1: the weights sum to 1.5; .*divide"):
+        fd.dcyk(g, ["fish", {"swim": 0.75, "fish": 0.75}], d=64)
+    r = fd.dcyk(g, ["fish", {"swim": 0.6, "fish": 0.4 + 1e-7}], d=64)  # a float32 softmax's
+    assert r.words[1] == "swim" and dict(r.words[1].weights) == {"swim": 0.6, "fish": 0.4 + 1e-7}
     with pytest.raises(ValueError, match="are one terminal in Unicode NFC"):
         fd.dcyk(
             fd.Grammar.from_string("S -> 'caf\u00e9'"),
@@ -205,6 +211,10 @@ def test_soft_inputs_are_checked_with_clear_messages():
         layer(terminals=x * float("nan"))
     with pytest.raises(ValueError, match=r"terminals= holds values from -1 to .*\[0, 1\]"):
         layer(terminals=-x)
+    over = x.clone()
+    over[0, 0] = 0.9  # every weight of the position 0.9: a sum of 13 * 0.9
+    with pytest.raises(ValueError, match=r"weights sum to 11\.7.*softmax over the last axis"):
+        layer(terminals=over)
     with pytest.raises(ValueError, match=r"preterminals= holds values from 5 to 5.*sigmoid"):
         layer(preterminals=p * 5)
     with pytest.raises(ValueError, match="lengths= goes with"):

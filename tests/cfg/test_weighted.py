@@ -89,6 +89,8 @@ def test_pcfg_reads_and_writes_through_nltk():
         ("S -> A A [1.0]\nA -> 'a' [0.5] | 'b'", "no probability"),
         ("S -> A A [1.5]\nA -> 'a' [1.0]", "outside"),
         ("S -> A A [x]\nA -> 'a' [1.0]", "not a probability"),
+        ("S -> A A [nan]\nA -> 'a' [1.0]", r"\[nan\] is not a probability \(a number in"),
+        ("S -> A A [0]\nA -> 'a' [1.0]", "outside .*a rule of probability 0 is left out"),
         ("S -> A [1.0] A\nA -> 'a' [1.0]", "ends it"),
         ("S -> A A [0.5] | A A [0.5]\nA -> 'a' [1.0]", "twice"),
         ("S -> A A [1.0\nA -> 'a' [1.0]", "unterminated"),

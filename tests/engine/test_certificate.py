@@ -103,9 +103,7 @@ def test_a_parse_reports_its_certificate():
         # every read cell has a finite margin above the decision's noise
         assert np.isfinite(cert.margins[0, 6]) and cert.smallest_margin > 4
     matched = fd.dcyk(g, words, d=256, readback="matched")
-    assert matched.certificate is None
-    with pytest.raises(ValueError, match="no certificate: only the least-squares"):
-        matched.suspect_cells()
+    assert matched.certificate is None and matched.suspect_cells() is None
 
 
 def test_a_forced_misread_is_flagged_with_every_cell_above_it(monkeypatch):
@@ -229,3 +227,15 @@ def test_at_a_small_d_no_chart_called_sure_is_wrong(name):
         assert right or not r.sure, f"{' '.join(s)}: wrong at d = 48 and called sure"
     assert wrong  # the case the test is about occurs
     assert not fd.dcyk(fd.Grammar.builtin("G1"), "people sail fish", d=48).sure
+
+
+def test_a_parse_without_a_certificate_says_none():
+    """The paper and trace variants and the matched read-back give no certificate: their
+    verdict is None (not known), not an exception (hasattr and getattr stay usable)."""
+    g = fd.Grammar.builtin("G0")
+    for options in ({"variant": "trace"}, {"variant": "paper"}, {"readback": "matched"}):
+        r = fd.dcyk(g, "fish swim fish", d=64, **options)
+        assert r.certificate is None and hasattr(r, "sure")
+        assert r.sure is None and r.confidence is None and r.suspect_cells() is None
+    r = fd.dcyk(g, "fish swim fish", d=64)
+    assert r.sure is True and r.suspect_cells() == [] and 0.999 <= r.confidence <= 1

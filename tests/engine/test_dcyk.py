@@ -834,3 +834,20 @@ def test_sentences_given_the_wrong_way_get_a_message_that_says_how():
         fd.dcyk(g, b"fish swim", d=32)  # said "word 0 is 102"
     with pytest.raises(ValueError, match="holds spaces: give the sentence one word per"):
         fd.dcyk(g, ["fish swim"], d=32)  # a whole sentence as one word (one CLI argument)
+
+
+def test_a_codebook_of_vectors_too_few_indices_for_the_sentence_says_so():
+    """A codebook built from vectors holds the span indices it was given (a layer's, its
+    max_length + 1): a longer sentence is refused before any work, naming the lengths."""
+    g = fd.Grammar.builtin("G0")
+    rng = np.random.default_rng(0)
+    d = 64
+    cb = fd.Codebook.from_vectors(
+        nonterminals={a: rng.standard_normal(d) for a in g.nonterminals},
+        terminals={w: rng.standard_normal(d) for w in g.terminals},
+        indices=[rng.standard_normal(d) for _ in range(4)],  # 0 to 3: three words at most
+        permutation=rng.permutation(d),
+    )
+    fd.dcyk(g, "fish swim fish", cb, variant="paper")
+    with pytest.raises(ValueError, match=r"a sentence of 4 words needs the span indices 0 to 4"):
+        fd.dcyk(g, "fish swim fish fish", cb, variant="paper")
