@@ -169,21 +169,47 @@ def check_same_words(gold: Any, test: Any) -> None:
     Raises
     ------
     ValueError
-        Naming the lengths, or the first position where the words differ.
+        Naming the lengths, or the first position where the words differ; and the empty
+        elements (``-NONE-``) of a tree that holds them, which a treebank's tree does until
+        :func:`fastdcyk.cfg.treebank.clean` removes them.
     """
     want, got = tuple(gold.leaves()), tuple(test.leaves())  # Tree's and nltk.Tree's
     if len(want) != len(got):
         raise ValueError(
             f"the trees are over sentences of different lengths (gold {len(want)} words, "
-            f"test {len(got)}; evalb's 'Length unmatch'): score a tree against the gold "
-            "tree of the same sentence"
+            f"test {len(got)}; evalb's 'Length unmatch'): " + _same_sentence_hint(gold, test)
         )
     for k, (a, b) in enumerate(zip(want, got, strict=True)):
         if a != b:
             raise ValueError(
                 f"the trees' words differ at position {k} (gold {a!r}, test {b!r}; evalb's "
-                "'Words unmatch'): score a tree against the gold tree of the same sentence"
+                "'Words unmatch'): " + _same_sentence_hint(gold, test)
             )
+
+
+def _empty_elements(tree: Any) -> int:
+    """How many words of ``tree`` are empty elements (under ``-NONE-``)."""
+    count, stack = 0, [tree]
+    while stack:
+        node = stack.pop()
+        kids = _kids_of(node)
+        if _label_of(node) == "-NONE-":
+            count += sum(isinstance(k, str) for k in kids)
+        stack.extend(k for k in kids if not isinstance(k, str))
+    return count
+
+
+def _same_sentence_hint(gold: Any, test: Any) -> str:
+    """What to do about trees over different words: remove the empty elements a tree
+    holds, else score each tree against the gold tree of its own sentence."""
+    counts = {"gold": _empty_elements(gold), "test": _empty_elements(test)}
+    held = [f"the {name} tree holds {n}" for name, n in counts.items() if n]
+    if not held:
+        return "score a tree against the gold tree of the same sentence"
+    return (
+        f"{' and '.join(held)} empty element(s) (-NONE- leaves, no words of the sentence): "
+        "remove them first with fastdcyk.cfg.treebank.clean(tree)"
+    )
 
 
 def labelled_brackets(
@@ -268,7 +294,9 @@ def evalb(gold: Any, test: Any | None, **options: Any) -> Scores:
         When ``gold`` or ``test`` is not a tree (a string: parse it first).
     ValueError
         When the two trees are over different words, or different numbers of words
-        (evalb stops there too: "Words unmatch", "Length unmatch").
+        (evalb stops there too: "Words unmatch", "Length unmatch"); the message names the
+        empty elements (``-NONE-``) a tree still holds, which
+        :func:`fastdcyk.cfg.treebank.clean` removes.
 
     Examples
     --------

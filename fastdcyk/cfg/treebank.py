@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastdcyk.cfg.grammar import Grammar, GrammarWarning, Rule, Symbol
-from fastdcyk.cfg.trees import Tree
+from fastdcyk.cfg.trees import Tree, read_bracketed
 from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
 from fastdcyk.options import check_int
 
@@ -55,7 +55,6 @@ __all__ = ["TreebankGrammar", "clean", "read_trees", "unknown_to_classes", "word
 ROOT = "ROOT"
 EMPTY = "-NONE-"
 _INDEX = re.compile(r"[-=]\d+$")
-_TOKEN = re.compile(r"\(|\)|[^\s()]+")
 _SUFFIXES = ("ing", "ed", "ion", "er", "est", "ly", "ity", "y", "al", "s")
 
 
@@ -70,7 +69,8 @@ def read_trees(
     Parameters
     ----------
     source : str, path-like or iterable
-        Bracketed text holding one or more trees (the Penn Treebank's ``( (S ...) )``
+        Bracketed text holding one or more trees, read as :meth:`Tree.fromstring
+        <fastdcyk.cfg.trees.Tree.fromstring>` reads one (the Penn Treebank's ``( (S ...) )``
         wrapper without a label is removed); the path of a file (or a folder: its ``.mrg``
         files, in name order; a str without ``(`` is a path); or an iterable of trees
         (``nltk.Tree``, :class:`Tree`), bracketed strings and paths.
@@ -136,38 +136,7 @@ def read_trees(
 
 
 def _read_text(text: str, source: str | None) -> list[Tree]:
-    where = f"{source}: " if source else ""
-    trees: list[Tree] = []
-    stack: list[list[Any]] = []
-    for match in _TOKEN.finditer(text):
-        token = match.group()
-        if token == "(":
-            stack.append([None])
-        elif token == ")":
-            if not stack:
-                raise ValueError(f"{where}')' without '(' at character {match.start()}")
-            label, *kids = stack.pop()
-            node: Any
-            if label is None:  # the treebank's unlabelled wrapper: its one tree
-                trees_in = [k for k in kids if isinstance(k, Tree)]
-                if len(trees_in) != 1:
-                    raise ValueError(f"{where}an unlabelled bracket holds {len(kids)} items")
-                node = trees_in[0]
-            else:
-                node = Tree(label, kids)
-            if stack:
-                stack[-1].append(node)
-            else:
-                trees.append(node)
-        elif not stack:
-            raise ValueError(f"{where}text outside brackets at character {match.start()}")
-        elif stack[-1][0] is None and len(stack[-1]) == 1:
-            stack[-1][0] = token
-        else:
-            stack[-1].append(token)
-    if stack:
-        raise ValueError(f"{where}{len(stack)} bracket(s) not closed")
-    return trees
+    return [tree for _, tree in read_bracketed(text, f"{source}: " if source else "")]
 
 
 # -- preparing trees ----------------------------------------------------------------------

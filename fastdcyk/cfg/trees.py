@@ -30,14 +30,21 @@ Item = tuple[int, int, str]
 # an edge into an item (i, j, A): the split k and the children's symbols; None for A -> word
 Edge = tuple[int, str, str] | None
 
-_BARE = re.compile(r"[^\s()\"']+")
-_TOKEN = re.compile(r"""\s*(?:(\()|(\))|"((?:[^"\\]|\\.)*)"|([^\s()"']+))""")
+# a token of the bracketed form: a double-quoted word or label (which may hold whitespace and
+# brackets, with \" and \\ inside), a bracket, or a bare token (anything up to whitespace or
+# a bracket, as the Penn Treebank, evalb and NLTK read them)
+_TOKEN = re.compile(r"""[()]|"((?:[^"\\]|\\.)*)"(?=[\s()]|\Z)|[^\s()]+""", re.S)
+_NEEDS_QUOTES = re.compile(r"[\s()]")
+_UNESCAPE = re.compile(r"\\(.)", re.S)
 
 
-def _leaf_text(word: str) -> str:
-    if _BARE.fullmatch(word):
-        return word
-    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def _token_text(text: str) -> str:
+    """A word or label as the bracketed form writes it: bare (as the Penn Treebank writes
+    ``'s``, ``n't``, ``''``, ``-LRB-``), or in double quotes when it could not be read back
+    bare (it is empty, holds whitespace or a bracket, or starts with a double quote)."""
+    if text and not text.startswith('"') and not _NEEDS_QUOTES.search(text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class Tree:
@@ -147,62 +154,52 @@ class Tree:
     # -- text ------------------------------------------------------------------------------
 
     def __str__(self) -> str:
-        parts = [
-            k if isinstance(k, Tree) else _leaf_text(k)
-            for k in self.children  # type: ignore[misc]
-        ]
-        return "(" + " ".join([_leaf_text(self.label), *map(str, parts)]) + ")"
+        kids = (str(k) if isinstance(k, Tree) else _token_text(k) for k in self.children)
+        return "(" + " ".join([_token_text(self.label), *kids]) + ")"
 
     def __repr__(self) -> str:
         return f"Tree.fromstring({str(self)!r})"
 
     @classmethod
     def fromstring(cls, text: str) -> Tree:
-        """Read the bracketed form that ``str(tree)`` writes (and NLTK's, for plain words).
+        """Read one bracketed tree: the form ``str(tree)`` writes, the Penn Treebank's
+        (``.mrg`` files, evalb's input) and NLTK's.
 
-        Words and labels with spaces, brackets or quotes (the Penn Treebank's quote tags
-        among them) are written in double quotes, with ``\\"`` and ``\\\\`` inside.
+        Words and labels are written bare, as the Penn Treebank writes them (``(VBZ 's)``,
+        ``('' '')``, ``(-LRB- -LRB-)``); one that could not be read back bare (empty,
+        holding whitespace or a bracket, or starting with a double quote) is written in
+        double quotes, with ``\\"`` and ``\\\\`` inside. The treebank's outer bracket without
+        a label, ``( (S ...) )``, is read as the tree it holds. Many trees:
+        :func:`fastdcyk.cfg.treebank.read_trees`.
 
         Raises
         ------
+        TypeError
+            When ``text`` is not a str.
         ValueError
-            When the text is not one bracketed tree.
+            When the text is not one bracketed tree (the character is named).
+
+        Examples
+        --------
+        >>> t = Tree.fromstring("( (S (NP (PRP It)) (VP (VBZ 's) (RB n't))) )")
+        >>> print(t)
+        (S (NP (PRP It)) (VP (VBZ 's) (RB n't)))
+        >>> t.leaves()
+        ('It', "'s", "n't")
+        >>> print(Tree("W", ["two words", "(", '"']))
+        (W "two words" "(" "\\"")
         """
         if not isinstance(text, str):
             raise TypeError(f"Tree.fromstring reads a str, got {type(text).__name__}")
-        stack: list[tuple[str | None, list[Tree | str]]] = []
-        done: Tree | None = None
-        pos = 0
-        while pos < len(text.rstrip()):
-            m = _TOKEN.match(text, pos)
-            if m is None:
-                raise ValueError(f"cannot read a tree at character {pos}: {text[pos : pos + 20]!r}")
-            pos = m.end()
-            if done is not None:
-                raise ValueError(f"text after the tree at character {m.start()}")
-            opening, closing, quoted, bare = m.groups()
-            if opening:
-                stack.append((None, []))
-            elif closing:
-                if not stack or stack[-1][0] is None:
-                    raise ValueError(f"')' without a label or '(' at character {m.start()}")
-                label, kids = stack.pop()
-                node = cls(label, kids)  # type: ignore[arg-type]
-                if stack:
-                    stack[-1][1].append(node)
-                else:
-                    done = node
-            else:
-                if not stack:
-                    raise ValueError("a tree starts with '('")
-                word = bare if bare is not None else re.sub(r"\\(.)", r"\1", quoted)
-                if stack[-1][0] is None:  # a label with quotes or spaces is quoted too
-                    stack[-1] = (word, stack[-1][1])
-                else:
-                    stack[-1][1].append(word)
-        if done is None:
-            raise ValueError("the text holds no complete tree (unbalanced brackets?)")
-        return done
+        trees = read_bracketed(text)
+        if not trees:
+            raise ValueError("the text holds no tree: give one in brackets, as '(S (D a) (E b))'")
+        if len(trees) > 1:
+            raise ValueError(
+                f"text after the tree at character {trees[1][0]}: give one tree (text of "
+                "several: fastdcyk.cfg.treebank.read_trees)"
+            )
+        return trees[0][1]
 
     def pretty(self, *, ascii: bool = False) -> str:
         """A drawing for the terminal, one constituent per line.
@@ -228,9 +225,9 @@ class Tree:
 
         def head(node: Tree | str) -> str:
             if isinstance(node, str):
-                return _leaf_text(node)
+                return _token_text(node)
             if node.children and all(isinstance(k, str) for k in node.children):
-                return node.label + "  " + " ".join(_leaf_text(k) for k in node.children)  # type: ignore[arg-type]
+                return node.label + "  " + " ".join(_token_text(k) for k in node.children)  # type: ignore[arg-type]
             return node.label if node.children else node.label + "  ()"
 
         def walk(node: Tree | str, prefix: str) -> None:
@@ -289,6 +286,84 @@ class Tree:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Tree, (self.label, self.children))
+
+
+# -- the bracketed form --------------------------------------------------------------------
+
+
+def read_bracketed(text: str, where: str = "") -> list[tuple[int, Tree]]:
+    """The trees of bracketed text, in order, each with the character it starts at.
+
+    The reader of :meth:`Tree.fromstring` and :func:`fastdcyk.cfg.treebank.read_trees`.
+    Tokens are separated by whitespace and brackets, as the Penn Treebank, evalb and NLTK
+    separate them; a token in double quotes (as ``str(tree)`` writes a word with
+    whitespace or a bracket) is read without them, ``\\"`` and ``\\\\`` inside standing for
+    a quote and a backslash. A bracket without a label around one tree (the Penn
+    Treebank's outer ``( ... )``) is that tree.
+
+    Parameters
+    ----------
+    text : str
+    where : str, default ""
+        Put before each error message (a file's name and a colon).
+
+    Returns
+    -------
+    list of (int, Tree)
+
+    Raises
+    ------
+    ValueError
+        When the brackets do not balance, text stands outside them, or a bracket without
+        a label holds anything but one tree; the character is named.
+    """
+    trees: list[tuple[int, Tree]] = []
+    stack: list[tuple[int, list[Any]]] = []  # per open bracket: where, [label, *children]
+    for m in _TOKEN.finditer(text):
+        token = m.group()
+        if token == "(":
+            stack.append((m.start(), [None]))
+        elif token == ")":
+            if not stack:
+                raise ValueError(f"{where}')' without '(' at character {m.start()}")
+            start, items = stack.pop()
+            node = _bracket_node(items, where, start)
+            if stack:
+                stack[-1][1].append(node)
+            else:
+                trees.append((start, node))
+        elif not stack:
+            raise ValueError(f"{where}text outside brackets at character {m.start()}")
+        else:
+            if m.group(1) is not None:  # a quoted token
+                token = _UNESCAPE.sub(r"\1", m.group(1))
+            items = stack[-1][1]
+            if items[0] is None and len(items) == 1:  # the first token of a bracket
+                items[0] = token
+            else:
+                items.append(token)
+    if stack:
+        raise ValueError(
+            f"{where}{len(stack)} bracket(s) not closed (the first at character {stack[0][0]})"
+        )
+    return trees
+
+
+def _bracket_node(items: list[Any], where: str, start: int) -> Tree:
+    """The tree of one bracket, ``items`` its label (None: none) and children; a bracket
+    without a label is the one tree it holds."""
+    label, *kids = items
+    if label is None:
+        if len(kids) != 1 or not isinstance(kids[0], Tree):
+            raise ValueError(
+                f"{where}the bracket at character {start} has no label and holds "
+                f"{len(kids)} item(s): a bracket without a label may only wrap one tree, as "
+                "the Penn Treebank's outer '( ... )' does"
+            )
+        return kids[0]
+    if not label:
+        raise ValueError(f'{where}the bracket at character {start} has the empty label ""')
+    return Tree(label, kids)
 
 
 def check_tree(name: str, tree: Any) -> Tree:

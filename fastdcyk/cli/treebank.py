@@ -36,6 +36,17 @@ def _trees(paths: list[str], what: str) -> list:
     return trees
 
 
+def _save(tb: TreebankGrammar, path: Path) -> None:
+    """Write the induced PCFG (before CNF) in fastdcyk's grammar format, and say so."""
+    path.write_text(tb.grammar.origin.grammar.to_string() + "\n", encoding="utf-8")
+    print(
+        f"grammar written to {path.resolve()} (before CNF), in fastdcyk's grammar format: "
+        "NLTK's PCFG format with a backslash before each character NLTK's names cannot hold "
+        "(\\$, NP\\|<DT>), which nltk.PCFG.fromstring refuses; read it back with "
+        "fastdcyk.Grammar.from_file"
+    )
+
+
 def _cmd_treebank(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_out_file("--out", Path(args.out))
@@ -52,8 +63,7 @@ def _cmd_treebank(args: argparse.Namespace) -> int:
         raise UsageError(f"--train: {exc}") from None
     print(f"{tb} ({time.perf_counter() - t0:.1f} s)")
     if args.save is not None:
-        Path(args.save).write_text(tb.grammar.origin.grammar.to_string() + "\n", encoding="utf-8")
-        print(f"grammar written to {Path(args.save).resolve()} (NLTK's PCFG format, before CNF)")
+        _save(tb, Path(args.save))
     if not args.test:
         return 0
     gold = [g for g in (clean(t) for t in _trees(args.test, "--test")) if g is not None]
@@ -85,7 +95,7 @@ def _cmd_treebank(args: argparse.Namespace) -> int:
     )
     for row in rows:
         d = "" if row["d"] is None else str(row["d"])
-        same = "" if row["d"] is None else f"{row['same']}/{row['sentences']}"
+        same = "" if row["d"] is None else f"{row['same']}/{row['both']}"
         s = row["scores"]
         print(
             f"{row['parser']:<18} {d:>5} {row['parsed']:>4}/{row['sentences']:<3} "
@@ -93,17 +103,19 @@ def _cmd_treebank(args: argparse.Namespace) -> int:
         )
     print(
         "(labelled brackets as evalb counts them: punctuation and the root left out; "
-        "'= Viterbi': the best tree has symbolic Viterbi's log probability)"
+        "'= Viterbi': of the sentences both it and symbolic Viterbi parsed, those whose best "
+        "tree has symbolic Viterbi's log probability)"
     )
     return 0
 
 
 def _evaluate(tb, gold, name, d, args, show, out, reference) -> dict[str, Any]:
     """One parser over the test trees: its scores, and (``reference``: symbolic Viterbi's
-    log probabilities) how often its tree has Viterbi's log probability."""
+    log probabilities) of the sentences both parsed, how many (``same``, of ``both``) its
+    tree has Viterbi's log probability."""
     from fastdcyk.engine import dcyk
 
-    total, parsed, same, seconds = Scores(0, 0, 0), 0, 0, 0.0
+    total, parsed, same, both, seconds = Scores(0, 0, 0), 0, 0, 0, 0.0
     known = tb.grammar.terminal_set
     log_probs = []
     label = name if d is None else f"{name} d={d}"
@@ -124,7 +136,8 @@ def _evaluate(tb, gold, name, d, args, show, out, reference) -> dict[str, Any]:
         total = total + scores
         parsed += tree is not None
         log_probs.append(best.log_prob)
-        if reference is not None:
+        if reference is not None and tree is not None and reference[k] > -math.inf:
+            both += 1
             same += best.log_prob == reference[k]
         if out is not None:
             out.write(
@@ -149,6 +162,7 @@ def _evaluate(tb, gold, name, d, args, show, out, reference) -> dict[str, Any]:
         "sentences": len(gold),
         "parsed": parsed,
         "same": same,
+        "both": both,
         "scores": total,
         "seconds": seconds / len(gold),
     }

@@ -72,3 +72,49 @@ def test_treebank_bad_input_is_a_message_not_a_traceback(tmp_path, capsys):
     assert "not closed" in capsys.readouterr().err
     assert main(["treebank", "--train", str(BANK), "--test", str(BANK), "--max-length", "1"]) == 2
     assert "no sentence" in capsys.readouterr().err
+
+
+def test_treebank_agreement_counts_only_sentences_both_parsers_parsed(tmp_path, capsys):
+    dog = "(S (NP (DT the) (NN dog)) (VP (VBZ barks)))"
+    cat = "(S (NP (DT a) (NN cat)) (VP (VBZ sleeps)))"
+    train, test = tmp_path / "train.mrg", tmp_path / "test.mrg"
+    train.write_text(f"{dog}\n{cat}\n")
+    # two sentences with a word never seen (--rare 0): no tree for either parser
+    test.write_text("\n".join([dog, dog.replace("dog", "cow"), cat, cat.replace("cat", "yak")]))
+    argv = ["treebank", "--train", str(train), "--test", str(test), "--rare", "0"]
+    assert main([*argv, "--dim", "256", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if line.startswith("D-CYK")]
+    assert row.split()[2:3] == ["2/4"] and " 2/2 " in row and "4/4" not in row
+    assert "of the sentences both it and symbolic Viterbi parsed" in out
+
+
+def test_treebank_writes_trees_as_the_penn_treebank_does(tmp_path, capsys):
+    nltk = pytest.importorskip("nltk")
+    bank = tmp_path / "bank.mrg"
+    sentence = "( (S (NP (PRP It)) (VP (VBZ 's) (RB n't) (ADJP (JJ big))) (. .)) )\n"
+    bank.write_text(sentence + sentence.replace("big", "small"))
+    records = tmp_path / "out.jsonl"
+    argv = ["treebank", "--train", str(bank), "--test", str(bank), "--rare", "0"]
+    assert main([*argv, "--out", str(records), "--no-progress"]) == 0
+    capsys.readouterr()
+    trees = [json.loads(line)["tree"] for line in records.read_text().splitlines()]
+    assert trees[0] == "(ROOT (S (NP (PRP It)) (VP (VBZ 's) (RB n't) (ADJP (JJ big))) (. .)))"
+    for text in trees:  # as NLTK (and evalb) read them: the same words, no quotes added
+        words = tuple(nltk.Tree.fromstring(text).leaves())
+        assert words[:3] == ("It", "'s", "n't") and fd.Tree.fromstring(text).leaves() == words
+
+
+def test_treebank_save_says_which_format_and_reads_back(tmp_path, capsys):
+    grammar = tmp_path / "g.pcfg"
+    assert main(["treebank", "--train", str(BANK), "--rare", "0", "--save", str(grammar)]) == 0
+    out = capsys.readouterr().out
+    assert "fastdcyk's grammar format" in out and "fastdcyk.Grammar.from_file" in out
+    assert "(NLTK's PCFG format" not in out  # not claimed to be NLTK's alone
+    tb = fd.TreebankGrammar.from_trees(BANK, rare=0)
+    assert fd.Grammar.from_file(grammar, cnf="allow") == tb.grammar.origin.grammar
+    text = grammar.read_text()
+    assert "\\." in text  # the tag '.' is escaped, as the message says
+    nltk = pytest.importorskip("nltk")
+    with pytest.raises(ValueError):
+        nltk.PCFG.fromstring(text)

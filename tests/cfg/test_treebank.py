@@ -174,3 +174,36 @@ def test_random_sentences_of_the_grammar_parse_to_trees_of_their_words():
 def test_a_missing_file_is_an_os_error():
     with pytest.raises(FileNotFoundError):
         read_trees("no/such/treebank.mrg")
+
+
+def test_evalb_names_the_empty_elements_of_a_tree_not_cleaned():
+    raw = read_trees(BANK)[1]  # Mary wanted to see the dog: one empty subject (-NONE- *-1)
+    cleaned = clean(raw)
+    assert evalb(cleaned, cleaned).f1 == 1.0
+    hint = r"remove them first with fastdcyk\.cfg\.treebank\.clean\(tree\)"
+    with pytest.raises(ValueError, match=rf"gold 8 words, test 7.*gold tree holds 1 empty.*{hint}"):
+        evalb(raw, cleaned)
+    with pytest.raises(ValueError, match=rf"gold 7 words, test 8.*test tree holds 1 empty.*{hint}"):
+        evalb(cleaned, raw)
+    # words that differ, without empty elements: the other way out
+    other = Tree.fromstring(str(cleaned).replace("Mary", "John"))
+    with pytest.raises(ValueError, match="Words unmatch'\\): score a tree against the gold"):
+        evalb(cleaned, other)
+    nltk = pytest.importorskip("nltk")
+    with pytest.raises(ValueError, match="gold tree holds 1 empty"):
+        evalb(raw.to_nltk(), nltk.Tree.fromstring(str(cleaned)))
+
+
+def test_read_trees_and_tree_fromstring_read_the_same_trees(tmp_path):
+    text = BANK.read_text()
+    trees = read_trees(text)
+    assert [Tree.fromstring(str(t)) for t in trees] == trees
+    # each top-level bracket of the file, the outer one without a label included
+    starts = [k for k, line in enumerate(text.splitlines()) if line.startswith("(")]
+    lines = text.splitlines() + [""]
+    blocks = ["\n".join(lines[a:b]) for a, b in zip(starts, [*starts[1:], len(lines)], strict=True)]
+    assert [Tree.fromstring(b) for b in blocks] == trees
+    bad = tmp_path / "bad.mrg"
+    bad.write_text("(S a)\n((S a) (S b))\n")
+    with pytest.raises(ValueError, match=r"bad.mrg: the bracket at character 6 has no label"):
+        read_trees(bad)

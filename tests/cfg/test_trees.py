@@ -96,22 +96,104 @@ def test_tree_text_round_trip_and_reading():
     assert pickle.loads(pickle.dumps(t)) == t
 
 
-def test_tree_quotes_words_that_need_it():
-    odd = ["two words", "(", ")", 'say "hi"', "back\\slash", "'"]
+def test_tree_quotes_only_words_that_cannot_be_read_back_bare():
+    odd = ["two words", "(", ")", 'say "hi"', "back\\slash", "'", '"', '"hi"', "", "a\tb"]
     t = Tree("S", [Tree("W", [w]) for w in odd])
     assert Tree.fromstring(str(t)) == t
     assert t.leaves() == tuple(odd)
-    # labels too: the Penn Treebank's quote tags (`` and '') did not read back before
+    assert str(t) == (
+        '(S (W "two words") (W "(") (W ")") (W "say \\"hi\\"") (W back\\slash) (W \') '
+        '(W "\\"") (W "\\"hi\\"") (W "") (W "a\tb"))'
+    )
+    # labels too: the Penn Treebank's quote tags (`` and '') are written bare
     quotes = Tree("S", [Tree("``", ["``"]), Tree("''", ["''"]), Tree("two words", ["x"])])
+    assert str(quotes) == "(S (`` ``) ('' '') (\"two words\" x))"
     assert Tree.fromstring(str(quotes)) == quotes
 
 
-@pytest.mark.parametrize(
-    "text",
-    ["", "S", "(S a", "(S a))", "((S a))", "(S a) (S b)", "(S a) x", "a (S b)"],
+#: A sentence as the Penn Treebank writes it: words and tags with quotes, $, escaped slashes
+PTB = (
+    "(S (NP (PRP It)) (VP (VBZ 's) (RB n't) (NP (QP ($ $) (CD 3\\/4)) (POS ')) (`` ``) "
+    "('' '') (-LRB- -LRB-) (-NONE- *T*-1)) (. .))"
 )
-def test_tree_fromstring_rejects_what_is_not_one_tree(text):
-    with pytest.raises(ValueError):
+
+
+def test_trees_are_written_as_the_penn_treebank_writes_them():
+    t = Tree.fromstring(PTB)
+    assert str(t) == PTB  # every word and label bare, as in the treebank's files
+    assert t.leaves() == ("It", "'s", "n't", "$", "3\\/4", "'", "``", "''", "-LRB-", "*T*-1", ".")
+    assert Tree.fromstring(f"( {PTB} )") == t  # the treebank's outer bracket without a label
+    assert Tree.fromstring("(S (NP (PRP It)) (VP (VBZ 's)))").leaves() == ("It", "'s")
+    assert Tree.fromstring("((S a))") == Tree("S", ["a"])
+
+
+def test_trees_read_by_nltk_have_the_same_words():
+    nltk = pytest.importorskip("nltk")
+    t = Tree.fromstring(PTB)
+    read = nltk.Tree.fromstring(str(t))
+    assert tuple(read.leaves()) == t.leaves() and Tree.from_nltk(read) == t
+    assert Tree.fromstring(str(read)) == t  # and NLTK's text reads back here
+
+
+def test_fromstring_reads_what_read_trees_reads():
+    from fastdcyk.cfg.treebank import read_trees
+
+    texts = [PTB, f"( {PTB} )", "(S a)", "((S (NP (DT the) (NN dog's))))", "(S 'quoted' x\"y)"]
+    for text in texts:
+        (tree,) = read_trees(text)
+        assert Tree.fromstring(text) == tree
+        assert Tree.fromstring(str(tree)) == tree
+
+
+def test_random_trees_round_trip_exactly():
+    rng = np.random.default_rng(0)
+    alphabet = list("ab'\"\\() \t-$`/")
+    words = ["".join(rng.choice(alphabet, size=rng.integers(0, 5))) for _ in range(300)]
+    labels = [w for w in words if w] + ["NP", "-NONE-", "''"]
+    for k in range(100):
+        kids = [Tree(str(rng.choice(labels)), [w]) for w in rng.choice(words, size=5)]
+        tree = Tree(str(rng.choice(labels)), [*kids[:2], Tree("X", kids[2:])])
+        assert Tree.fromstring(str(tree)) == tree, (k, str(tree))
+
+
+def test_the_treebank_sample_reads_back_and_nltk_reads_the_same_words():
+    """Trees of NLTK's Penn Treebank sample: ``str(tree)`` is read back exactly, and NLTK
+    reads the same tree from it (skipped where NLTK's data lacks the sample)."""
+    from pathlib import Path
+
+    from fastdcyk.cfg.treebank import read_trees
+
+    nltk = pytest.importorskip("nltk")
+    try:
+        sample = Path(nltk.data.find("corpora/treebank/combined"))
+    except LookupError:
+        pytest.skip("needs NLTK's Penn Treebank sample: nltk.download('treebank')")
+    trees = read_trees(sample / "wsj_0001.mrg") + read_trees(sample / "wsj_0037.mrg")
+    assert any("n't" in t.leaves() for t in trees) and any("'s" in t.leaves() for t in trees)
+    for tree in trees:
+        text = str(tree)
+        assert Tree.fromstring(text) == tree
+        assert Tree.from_nltk(nltk.Tree.fromstring(text)) == tree
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "holds no tree"),
+        ("S", "text outside brackets at character 0"),
+        ("(S a", r"1 bracket\(s\) not closed"),
+        ("(S a))", r"'\)' without '\(' at character 5"),
+        ("(S a) (S b)", "text after the tree at character 6"),
+        ("(S a) x", "text outside brackets at character 6"),
+        ("a (S b)", "text outside brackets at character 0"),
+        ("()", "no label and holds 0 item"),
+        ("((S a) (S b))", "no label and holds 2 item"),
+        ("((S a) x)", "no label and holds 2 item"),
+        ('("" a)', "empty label"),
+    ],
+)
+def test_tree_fromstring_rejects_what_is_not_one_tree(text, message):
+    with pytest.raises(ValueError, match=message):
         Tree.fromstring(text)
 
 
