@@ -41,6 +41,7 @@ __all__ = [
     "FIGURE_FORMATS",
     "FIGURE_NAMES",
     "FigureWriteError",
+    "check_figures_folder",
     "figure_parse",
     "figure_study",
     "plot_studies",
@@ -338,14 +339,42 @@ def _save(fig: Any, fmt: str, path: Path, dpi: int) -> None:
         os.fsync(fh.fileno())
 
 
+def check_figures_folder(out_dir: str | os.PathLike[str]) -> Path:
+    """Refuse a figures folder that is a file, or lies under one, before anything is drawn.
+
+    Returns
+    -------
+    Path
+        ``out_dir``.
+
+    Raises
+    ------
+    FigureWriteError
+        When ``out_dir``, or a folder above it, is a file (errno ``ENOTDIR``).
+    TypeError
+        When ``out_dir`` is not a path.
+    """
+    out = check_path("out_dir", out_dir)
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                where = (
+                    f"cannot write figures into {str(out)!r}: it"
+                    if folder == out
+                    else f"cannot create the figures folder {str(out)!r}: {str(folder)!r}"
+                )
+                raise FigureWriteError(
+                    errno.ENOTDIR,
+                    f"{where} is a file, not a folder; choose a folder (it is created if "
+                    "absent, and figures in it are replaced)",
+                )
+            break
+    return out
+
+
 def _make_folder(out: Path) -> list[Path]:
     """Create ``out`` and its missing parents; returns those created, deepest last."""
-    if out.exists() and not out.is_dir():
-        raise FigureWriteError(
-            errno.ENOTDIR,
-            f"cannot write figures into {str(out)!r}: it is a file, not a folder; choose a "
-            "folder (it is created if absent, and figures in it are replaced)",
-        )
+    check_figures_folder(out)
     created = []
     for folder in (*reversed(out.parents), out):
         if not folder.exists():
@@ -412,7 +441,8 @@ def plot_studies(
     FigureWriteError
         When ``out_dir`` is a file or cannot be created, or a figure cannot be written (a
         full disk): the message names the path and the cause. No figure was written then,
-        and the folder holds what it held before (a folder created here is removed).
+        and the folder holds what it held before (a folder created here is removed). A
+        file in place of the folder is refused before any figure is drawn.
     ValueError
         On an unknown format or average, or ``dpi`` or ``max_len`` not an integer >= 1.
     TypeError
@@ -424,6 +454,7 @@ def plot_studies(
     out = check_path("out_dir", out_dir)
     dpi = check_int("dpi", dpi, 1)
     max_len = check_int("max_len", max_len, 1)
+    check_figures_folder(out)  # before anything is drawn
     figures = []
     for study in studies:
         if study == "c":

@@ -19,10 +19,11 @@ from fastdcyk.cli.common import (
     run_grid,
     run_options,
 )
+from fastdcyk.cli.plot import load_records_noting
 from fastdcyk.experiments import (
     PAPER_GRID_CORE_HOURS,
     ExperimentConfig,
-    load_records,
+    ResultsFileError,
     summary_table,
 )
 
@@ -84,8 +85,15 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     except (GrammarError, OSError) as exc:
         raise UsageError(f"cannot load a grammar: {exc}") from exc
     out = Path(args.out) if args.out else Path("fastdcyk-results") / f"{config_hash[:12]}.jsonl"
-    run_grid(config, out, args)
-    records = load_records(out)
+    try:
+        run_grid(config, out, args)
+    except UsageError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, ResultsFileError) and cause.cli_message != str(cause):
+            # the message in this command's options (--out), not run_experiment's arguments
+            raise UsageError(cause.cli_message) from cause
+        raise
+    records = load_records_noting([out], "experiment")
     print()
     print(summary_table(records))
     print("(micro P/R/F1: pooled counts, 95% bootstrap CI; macro F1: mean, 95% t CI)")

@@ -3,33 +3,53 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fastdcyk.cli.common import (
     UsageError,
     beta,
+    check_out_folder,
     dimension,
     draw,
     positive_int,
 )
 from fastdcyk.experiments import (
     ResultsFileError,
+    ResultsWarning,
     format_table,
     load_records,
     study_rows,
 )
-from fastdcyk.plots import FIGURE_FORMATS
+from fastdcyk.plots import FIGURE_FORMATS, FigureWriteError, check_figures_folder
+
+
+def load_records_noting(paths: Sequence[str | Path], command: str = "plot") -> list[dict]:
+    """:func:`load_records`, each record outside its file's grid left out with a note on
+    stderr ("fastdcyk plot: note: ..."), not a Python warning; other warnings pass on."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResultsWarning)
+        records = load_records(list(paths))
+    for w in caught:
+        if issubclass(w.category, ResultsWarning):
+            print(f"fastdcyk {command}: note: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return records
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
     try:
-        records = load_records(args.results)
+        records = load_records_noting(args.results)
     except ResultsFileError as exc:
         raise UsageError(str(exc)) from exc
     if not records:
         raise UsageError(f"no records in {', '.join(args.results)}: nothing to plot")
     _check_plot_choices(args, records)
+    _check_figures_folder(Path(args.out))  # before any table is computed
     kw = {"grammar": args.grammar, "max_len": args.max_len, "beta": args.beta}
     tables = (
         ("a", True, ("grammar", "variant", "d"), f"scores against d, length <= {args.max_len}"),
@@ -37,9 +57,15 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         ("c", False, ("d", "variant", "grammar"), "scores per grammar, all lengths"),
         ("c", True, ("d", "variant", "grammar", "length"), "scores per grammar and length"),
     )
+    computed = []
     for study, per_length, keys, what in tables:
         d = args.dim if study == "c" else None
-        rows = study_rows(records, study, d=d, per_length=per_length, **kw)
+        computed.append(
+            (study, keys, what, study_rows(records, study, d=d, per_length=per_length, **kw))
+        )
+    if not computed[0][3]:  # study (a): nothing (study (b) has every length of its records)
+        _no_sentence_that_short(args, sorted({r["length"] for r in computed[1][3]}))
+    for study, keys, what, rows in computed:
         if study == "c" and len({r["grammar"] for r in rows}) < 2:
             continue
         print(f"\nstudy ({study}): {what}")
@@ -54,6 +80,34 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         **kw,
     )
     return 0
+
+
+def _check_figures_folder(out: Path) -> None:
+    """A usage error unless the figures can be written into ``out`` (a file in its place,
+    or a folder that cannot be written): checked before any table is computed."""
+    try:
+        check_figures_folder(out)
+    except FigureWriteError as exc:
+        raise UsageError(exc.strerror) from exc
+    check_out_folder("--out", out)
+
+
+def _no_sentence_that_short(args: argparse.Namespace, lengths: list[int]) -> None:
+    """Study (a) is empty: no sentence of its grammar (at its beta) is as short as
+    --max-len (a UsageError naming the ``lengths`` there are)."""
+    if not lengths:
+        raise UsageError(
+            f"--grammar {args.grammar}: the results hold no records of it at the beta drawn; "
+            "name one of its betas with --beta"
+        )
+    shown = ", ".join(map(str, lengths))
+    if len(lengths) > 2 and lengths == list(range(lengths[0], lengths[-1] + 1)):
+        shown = f"{lengths[0]} to {lengths[-1]}"
+    raise UsageError(
+        f"--max-len {args.max_len}: no sentence of {args.grammar} in the results is that "
+        f"short, so study (a) would be empty (its sentences are of length {shown}): give "
+        f"--max-len {lengths[0]} or more"
+    )
 
 
 def _check_plot_choices(args: argparse.Namespace, records: list) -> None:

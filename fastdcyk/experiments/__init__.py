@@ -10,15 +10,22 @@ time.
 
 Results file
     JSON Lines. The first line is a header holding the configuration and its hash (sha256 of
-    the canonical JSON of the configuration and of the text of every grammar it names);
-    every other line is one record. Records are appended as their task finishes, then
+    the canonical JSON of the configuration and of the text of every grammar it names),
+    and the sha256 of each grammar's text (``grammar_sha256``; headers of older files lack
+    it); every other line is one record. Records are appended as their task finishes, then
     flushed and fsync'ed, so an interrupted run (Ctrl-C, kill -9, a full disk) loses only
     the tasks that had not finished. Rerunning the same configuration on the same file
     resumes: finished records are skipped, and a torn last line (no newline, or invalid
     JSON) is cut off first. A file written for another configuration is refused
-    (:class:`ConfigMismatchError`): records of two grids are never mixed. The header names
-    its results format version: a file of a newer version than this code knows (written by
-    a newer fastdcyk) is refused, for reading and for resuming (:class:`ResultsFileError`).
+    (:class:`ConfigMismatchError`, whose message names what differs: fields of the
+    configuration, or the grammar whose text changed): records of two grids are never
+    mixed. Records in the file that are not of its grid (a duplicate, or a record edited or
+    joined in by hand) are ignored, counted and left in place: a resumed run counts only
+    the grid's records, and :func:`load_records` leaves out (with a
+    :class:`ResultsWarning`) records outside the grid of their file's configuration. The
+    header names its results format version: a file of a newer version than this code
+    knows (written by a newer fastdcyk) is refused, for reading and for resuming
+    (:class:`ResultsFileError`).
     Every record names the order it was parsed in (:data:`fastdcyk.options.ORDERS`); a record
     of an older file, written before records had one, is read as ``"sequential"``: every
     variant was then parsed in the paper's order. One run at a time writes a file: a run
@@ -84,7 +91,9 @@ from fastdcyk.experiments.store import (
     ConfigMismatchError,
     ResultsFileError,
     ResultsLockedError,
+    ResultsWarning,
     ResultsWriteError,
+    grid_mismatch,
     load_records,
     open_results,
     read_results,
@@ -92,6 +101,7 @@ from fastdcyk.experiments.store import (
     record_encoding,
     record_key,
     record_order,
+    record_readback,
 )
 from fastdcyk.experiments.tasks import Task, plan_tasks, run_task
 from fastdcyk.options import CODEBOOKS, EXECUTORS
@@ -111,12 +121,14 @@ __all__ = [
     "ExperimentConfig",
     "ResultsFileError",
     "ResultsLockedError",
+    "ResultsWarning",
     "ResultsWriteError",
     "RunSummary",
     "Task",
     "aggregate",
     "default_study_c_dim",
     "format_table",
+    "grid_mismatch",
     "load_records",
     "open_results",
     "plan_tasks",
@@ -125,6 +137,7 @@ __all__ = [
     "record_encoding",
     "record_key",
     "record_order",
+    "record_readback",
     "run_experiment",
     "run_task",
     "study_rows",

@@ -12,7 +12,7 @@ from fastdcyk.experiments.store import (
     _SETTINGS,
     BACKEND_FIELD,
     TREE_FIELDS,
-    _setting_default,
+    _record_setting,
     record_backend,
     record_encoding,
     record_order,
@@ -72,17 +72,31 @@ def _after_variant(keys: Sequence[str], name: str) -> tuple[str, ...]:
 
 
 def _varying_settings(records: Sequence[dict[str, Any]]) -> list[str]:
-    """The settings (threshold, dtype, codebooks, sentence sample) and the backend that
-    differ between ``records``: records of results files of other settings
+    """The settings (threshold, dtype, codebooks, sentence sample, read-back) and the
+    backend that differ between ``records``: records of results files of other settings
     (:func:`read_results` gives each record its file's) or of the other backend, which
-    are not pooled."""
+    are not pooled. The read-back is each record's own
+    (:func:`~fastdcyk.experiments.store.record_readback`), and varies when one variant was
+    read back in more than one way (the cleanup variant's ``"cancel"`` beside the trace
+    variant's ``"matched"`` is no reason to split: rows by variant keep them apart)."""
     names = (*_SETTINGS, BACKEND_FIELD)
-    return [name for name in names if len({_field(r, name) for r in records}) > 1]
+    return [name for name in names if _varies(records, name)]
+
+
+def _varies(records: Sequence[dict[str, Any]], name: str) -> bool:
+    if name != "readback":
+        return len({_field(r, name) for r in records}) > 1
+    seen: dict[str, set[Any]] = {}
+    for r in records:
+        seen.setdefault(r["variant"], set()).add(_field(r, name))
+    return any(len(values) > 1 for values in seen.values())
 
 
 def _field(record: dict[str, Any], name: str) -> Any:
     if name in _SETTINGS:  # normalised; a record without it has the default configuration's
-        return settings_key(lambda k: record.get(k, _setting_default(k)))[_SETTINGS.index(name)]
+        # (and its own read-back: record_readback)
+        get = lambda k: _record_setting(record, k, None)  # noqa: E731
+        return settings_key(get)[_SETTINGS.index(name)]
     if name == BACKEND_FIELD:
         return record_backend(record)
     if name == "order":
@@ -120,10 +134,13 @@ def aggregate(
         than one order (or in another than its own: ``VARIANTS[v]["order"]``), "order" is
         added after "variant", so that two orders are never pooled; otherwise (one order
         per variant, its own) the rows are as without orders. Likewise for "encoding".
-        Records of results files with other settings (threshold, dtype, codebooks, or
-        sentence sample: source, min_len, max_len, sentence_seed), or of the other backend
-        ("backend"), are never pooled either: each of these that differs between
-        ``records`` is added at the end of ``by``.
+        Records of results files with other settings (threshold, dtype, codebooks,
+        sentence sample: source, min_len, max_len, sentence_seed, or read-back), or of the
+        other backend ("backend"), are never pooled either: each of these that differs between
+        ``records`` is added at the end of ``by``. The read-back is each record's own
+        (:func:`~fastdcyk.experiments.store.record_readback`: ``"matched"`` for the paper
+        and trace variants, whatever their file's configuration names), and is added when
+        a variant was read back in more than one way.
     level : float
         Confidence level (default 0.95).
     n_boot : int

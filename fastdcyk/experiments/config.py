@@ -318,9 +318,17 @@ class ExperimentConfig:
         Hashing the text, not just the name, means that editing a grammar file (or a
         builtin grammar changing between releases) gives another configuration.
         """
-        grammars = self.load_grammars() if grammars is None else grammars
-        texts = {spec: _sha256(grammars[spec].to_string()) for spec in sorted(grammars)}
+        texts = self.grammar_hashes(grammars)
         return _sha256(_canonical({"config": self.to_dict(), "grammar_sha256": texts}))
+
+    def grammar_hashes(self, grammars: dict[str, Grammar] | None = None) -> dict[str, str]:
+        """sha256 of the text of each grammar of the grid (and of the source), by its spec.
+
+        A results file's header keeps them (``grammar_sha256``), so that a run refused
+        after a grammar was edited can say which grammar changed.
+        """
+        grammars = self.load_grammars() if grammars is None else grammars
+        return {spec: _sha256(grammars[spec].to_string()) for spec in sorted(grammars)}
 
     def sample(self, grammars: dict[str, Grammar] | None = None) -> list[tuple[str, ...]]:
         """The generated sentences, in index order."""

@@ -20,6 +20,7 @@ from fastdcyk.experiments.store import (
     ResultsFileError,
     _Appender,
     _ResultsLock,
+    grid_mismatch,
     open_results,
     record_key,
     refuse_compressed,
@@ -120,7 +121,7 @@ class RunSummary:
     total : int
         Records of the whole grid.
     resumed : int
-        Records found in the file at the start (skipped).
+        Records of the grid found in the file at the start (skipped).
     written : int
         Records written by this run.
     seconds : float
@@ -136,6 +137,13 @@ class RunSummary:
         The backend that parsed (``"numpy"`` or ``"torch"``).
     device : str or None
         The torch backend's device (``"cpu"``, ``"cuda"``, ...); None for numpy.
+    duplicates : int
+        Records found in the file at the start that repeat one before them (the same grid
+        cell and sentence): counted once, in ``resumed``.
+    outside : int
+        Records found in the file at the start that are not of the grid (edited or joined
+        in by hand: a d that the configuration does not have, say): not counted.
+        Duplicates and records outside the grid are left in the file.
     """
 
     path: Path
@@ -150,6 +158,8 @@ class RunSummary:
     workers: int = 1
     backend: str = "numpy"
     device: str | None = None
+    duplicates: int = 0
+    outside: int = 0
 
     @property
     def complete(self) -> bool:
@@ -339,8 +349,9 @@ def _run_locked(
     device: Any = None,
 ) -> RunSummary:
     """:func:`run_experiment` once the results file's lock is held."""
-    results = open_results(path, config, config_hash)
-    done = {record_key(r) for r in results.records}
+    results = open_results(path, config, config_hash, grammars)
+    keys = [record_key(r) for r in results.records]
+    done = set(keys)
     tasks = plan_tasks(
         config,
         done,
@@ -355,6 +366,11 @@ def _run_locked(
         cells = {(t.d, t.variant, t.order, max(len(w) for w, _ in t.items)) for t in tasks}
         need, avail = _check_grid_memory(cells, config.dtype, config.readback)
     total = config.grid_size()
+    # what the file holds of the grid: every grid record not to do (a record of the file
+    # that repeats another, or lies outside the grid, is not one of them)
+    resumed = total - sum(t.n_records for t in tasks)
+    duplicates = len(keys) - len(done)
+    outside = len(done) - resumed
     n_workers = 1
     if executor == "process":
         n_workers = max(1, min(workers or threads.cores(), len(tasks)))
@@ -370,7 +386,7 @@ def _run_locked(
         results.path,
         config_hash,
         total,
-        len(done),
+        resumed,
         0,
         0.0,
         results.torn_bytes,
@@ -379,14 +395,17 @@ def _run_locked(
         n_workers,
         backend,
         None if device is None else str(device),
+        duplicates,
+        outside,
     )
     note = f", cut a torn last line of {results.torn_bytes} bytes" if results.torn_bytes else ""
     how = f"{executor}, {n_workers} workers" if executor == "process" else executor
     how += f", torch on {device}" if backend == "torch" else ""
     say(
         f"results: {results.path} (config {config_hash[:12]}): {total} records in the grid, "
-        f"{len(done)} already written{note}, {total - len(done)} to do"
+        f"{resumed} already written{note}, {total - resumed} to do"
         + (f" in {len(tasks)} tasks ({how})" if tasks else "")
+        + _ignored_note(results.records, config, duplicates, outside)
     )
     if not tasks:
         summary.seconds = time.perf_counter() - t0
@@ -409,7 +428,7 @@ def _run_locked(
             bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]",
             file=sys.stderr,
         )
-        bar.set_postfix_str(f"{len(done)}/{total} records")
+        bar.set_postfix_str(f"{resumed}/{total} records")
     appender = _Appender(results.path)
     try:
         for task, records in stream:
@@ -417,7 +436,7 @@ def _run_locked(
             summary.written += len(records)
             if bar is not None:
                 bar.update(task.cost)
-                bar.set_postfix_str(f"{len(done) + summary.written}/{total} records")
+                bar.set_postfix_str(f"{resumed + summary.written}/{total} records")
     finally:
         stream.close()
         appender.close()
@@ -425,3 +444,24 @@ def _run_locked(
             bar.close()
         summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _ignored_note(
+    records: list[dict[str, Any]], config: ExperimentConfig, duplicates: int, outside: int
+) -> str:
+    """What a resumed file holds besides the grid's records, and why it is not counted."""
+    parts = []
+    if duplicates:
+        parts.append(f"{duplicates} {'repeat' if duplicates > 1 else 'repeats'} an earlier one")
+    if outside:
+        why = next((w for r in records if (w := grid_mismatch(r, config))), None)
+        why = why or "its sentence, order or encoding is not the grid's"
+        parts.append(f"{outside} {'lie' if outside > 1 else 'lies'} outside the grid ({why})")
+    if not parts:
+        return ""
+    n = duplicates + outside
+    return (
+        f"; {n} record{'s' if n > 1 else ''} of the file not counted: "
+        + " and ".join(parts)
+        + f" ({'they are' if n > 1 else 'it is'} left in the file)"
+    )

@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fastdcyk.engine import modes
 from fastdcyk.experiments.config import _FIRST_OWN_ORDERS, ExperimentConfig, _canonical
-from fastdcyk.options import check_path
+from fastdcyk.options import VARIANTS, check_path
 
 RESULTS_FORMAT = "fastdcyk-results"
 #: The tree fields of a record (after ``seconds``): whether the decoded chart gave a tree that
@@ -93,11 +94,27 @@ _SETTINGS_BEFORE = {"codebooks": "plain", "readback": "matched"}
 
 
 class ResultsFileError(ValueError):
-    """A results file that cannot be read or used (not a results file, corrupt)."""
+    """A results file that cannot be read or used (not a results file, corrupt).
+
+    Attributes
+    ----------
+    cli_message : str
+        The message as ``fastdcyk experiment`` words it (its options, such as ``--out``,
+        in place of the arguments of :func:`~fastdcyk.experiments.run_experiment`); the
+        same as ``str(error)`` for most errors.
+    """
+
+    def __init__(self, message: str = "", *, cli_message: str | None = None) -> None:
+        super().__init__(message)
+        self.cli_message = message if cli_message is None else cli_message
 
 
 class ConfigMismatchError(ResultsFileError):
-    """A results file written for another configuration than the one being run."""
+    """A results file written for another configuration than the one being run.
+
+    The message names what differs (the fields of the configuration, or the grammar whose
+    text changed) and what to do.
+    """
 
 
 class ResultsLockedError(ResultsFileError):
@@ -106,6 +123,11 @@ class ResultsLockedError(ResultsFileError):
 
 class ResultsWriteError(OSError):
     """Writing records failed (a full disk, for instance); what was written is kept."""
+
+
+class ResultsWarning(UserWarning):
+    """Records of a results file that were left out as it was read: records outside the
+    grid of the file's own configuration (:func:`load_records`). The file is not changed."""
 
 
 def record_order(record: dict[str, Any]) -> str | None:
@@ -121,6 +143,53 @@ def record_encoding(record: dict[str, Any]) -> str:
     """The encoding a record was parsed with: ``"paper"`` for a record of a file written
     before records named it (every variant then used the paper's encoding)."""
     return record.get("encoding") or "paper"
+
+
+def record_readback(record: dict[str, Any], config: ExperimentConfig | None = None) -> str:
+    """The read-back a record was parsed with: its variant's own.
+
+    A results file's header holds one read-back, the configuration's (the cleanup variant's
+    choice); it applies to the variants whose mode has a choice of read-back only. The
+    others (paper, trace) always read with their matched filters, so their records are
+    ``"matched"`` whatever their file's configuration says.
+
+    Parameters
+    ----------
+    record : dict
+        A record: its ``"readback"`` (:func:`read_results` gives it its file's), else that
+        of ``config``, else ``"matched"``.
+    config : ExperimentConfig, optional
+        The configuration the record was produced with, for a record that does not hold it.
+
+    Returns
+    -------
+    str
+    """
+    if "readback" in record:
+        value = record["readback"]
+    else:
+        value = _setting_default("readback") if config is None else config.readback
+    value = str(value or "matched")
+    spec = VARIANTS.get(record.get("variant"))  # type: ignore[arg-type]
+    if spec is None:
+        return value
+    return modes.own_readback(spec["gate"], value) or modes.select(spec["gate"]).readbacks[0]
+
+
+def _record_setting(record: dict[str, Any], name: str, config: ExperimentConfig | None) -> Any:
+    """A setting (:data:`_SETTINGS`) of a record: its own, else ``config``'s, else the
+    default configuration's; the read-back is its variant's own (:func:`record_readback`)."""
+    if name == "readback":
+        return record_readback(record, config)
+    if name in record:
+        return record[name]
+    return _setting_default(name) if config is None else getattr(config, name)
+
+
+def cell_settings(config: ExperimentConfig, variant: str) -> tuple:
+    """The settings of the records of ``variant`` in the grid of ``config``
+    (:func:`settings_key`), as :func:`record_key` gives them."""
+    return settings_key(lambda name: _record_setting({"variant": variant}, name, config))
 
 
 def settings_key(get: Callable[[str], Any]) -> tuple:
@@ -145,7 +214,8 @@ def record_key(record: dict[str, Any], config: ExperimentConfig | None = None) -
     codebooks, source, min_len, max_len, sentence_seed, readback, index, words): the grid
     cell, the configuration's settings that change a record (the decoder threshold, the
     precision, how unitary codebooks are built, the sentence sample: its source, lengths and
-    seed, and the cleanup variant's read-back) and the sentence. Records read from a
+    seed, and the read-back: the cleanup variant's choice, ``"matched"`` for the variants
+    that have no other, :func:`record_readback`) and the sentence. Records read from a
     results file hold their file's settings (:func:`read_results`), so the records of two
     files of other settings never share a key.
 
@@ -165,9 +235,7 @@ def record_key(record: dict[str, Any], config: ExperimentConfig | None = None) -
     """
 
     def setting(name: str) -> Any:
-        if name in record:
-            return record[name]
-        return _setting_default(name) if config is None else getattr(config, name)
+        return _record_setting(record, name, config)
 
     return (
         record["grammar"],
@@ -186,17 +254,25 @@ def record_key(record: dict[str, Any], config: ExperimentConfig | None = None) -
 # -- the results file -----------------------------------------------------------------------
 
 
-def _header(config: ExperimentConfig, config_hash: str) -> dict[str, Any]:
+def _header(
+    config: ExperimentConfig, config_hash: str, grammar_sha256: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A new file's header; ``grammar_sha256``: the sha256 of each grammar's text
+    (:meth:`ExperimentConfig.grammar_hashes`), so that a refusal can name a grammar that
+    changed (headers of older files lack it)."""
     from fastdcyk import __version__
 
-    return {
+    header = {
         "format": RESULTS_FORMAT,
         "format_version": RESULTS_VERSION,
         "config_hash": config_hash,
         "config": config.to_dict(),
-        "fastdcyk": __version__,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    if grammar_sha256 is not None:
+        header["grammar_sha256"] = dict(grammar_sha256)
+    header["fastdcyk"] = __version__
+    header["created"] = datetime.now(UTC).isoformat(timespec="seconds")
+    return header
 
 
 def _fsync_write(path: Path, data: bytes, mode: str) -> None:
@@ -489,29 +565,44 @@ class _ResultsLock:
 
 
 def open_results(
-    path: str | os.PathLike[str], config: ExperimentConfig, config_hash: str
+    path: str | os.PathLike[str],
+    config: ExperimentConfig,
+    config_hash: str,
+    grammars: dict[str, Any] | None = None,
 ) -> ResultsFile:
     """Create the results file of ``config``, or open it to resume.
 
-    A missing or empty file (or one holding only a torn header) gets a new header. An
-    existing one must carry ``config_hash``; a torn last line is cut off (truncated) so
-    that appending continues on a clean line. The file's lock is held meanwhile (see
+    A missing or empty file (or one holding only a torn header) gets a new header, which
+    keeps the sha256 of each grammar's text beside the configuration's hash. An existing
+    one must carry ``config_hash``; a torn last line is cut off (truncated) so that
+    appending continues on a clean line. The file's lock is held meanwhile (see
     :func:`run_experiment`), so a file that another run is writing is left alone.
+
+    Parameters
+    ----------
+    path : path
+    config : ExperimentConfig
+    config_hash : str
+        ``config.hash()``.
+    grammars : dict, optional
+        The grammars of ``config`` (:meth:`ExperimentConfig.load_grammars`; loaded when
+        omitted), whose text the header's grammar hashes are of.
 
     Raises
     ------
     ResultsLockedError
         When another run is writing the file.
     ConfigMismatchError
-        When the file was written for another configuration (the message names the file
-        and both hashes).
+        When the file was written for another configuration: the message names the file,
+        both hashes, what differs (the fields of the configuration, or the grammar whose
+        text changed) and what to do.
     ResultsFileError
         When the file is not a results file or is corrupt.
     """
     path = Path(path)
     refuse_compressed(path)
     with _ResultsLock(path):
-        return _open_results(path, config, config_hash)
+        return _open_results(path, config, config_hash, grammars)
 
 
 def refuse_compressed(path: Path) -> None:
@@ -531,18 +622,33 @@ def refuse_compressed(path: Path) -> None:
         )
 
 
-def _open_results(path: Path, config: ExperimentConfig, config_hash: str) -> ResultsFile:
+def _grammar_hashes(
+    config: ExperimentConfig, grammars: dict[str, Any] | None
+) -> dict[str, str] | None:
+    """The sha256 of each grammar's text (None when a grammar cannot be loaded)."""
+    try:
+        return config.grammar_hashes(grammars)
+    except (ValueError, OSError, KeyError):  # GrammarError is a ValueError
+        return None
+
+
+def _open_results(
+    path: Path,
+    config: ExperimentConfig,
+    config_hash: str,
+    grammars: dict[str, Any] | None = None,
+) -> ResultsFile:
     if path.exists() and path.stat().st_size > 0:
         parsed = _parse_file(path)
         if parsed.header is not None:
             found = parsed.header.get("config_hash")
             if found != config_hash:
-                raise ConfigMismatchError(
-                    f"{str(path)!r} holds results of another configuration (hash {found}) "
-                    f"than this run's (hash {config_hash}); records of two configurations "
-                    "are never mixed: write to a new file (--out) or rerun with the "
-                    "file's own configuration" + _moved_orders(parsed.header, config)
+                hashes = _grammar_hashes(config, grammars)
+                api, cli = (
+                    _mismatch_message(path, parsed.header, config, config_hash, hashes, flag)
+                    for flag in (False, True)
                 )
+                raise ConfigMismatchError(api, cli_message=cli)
             if _canonical(parsed.header["config"]) != _canonical(config.to_dict()):
                 # the hash is this run's, the configuration is not: the header was edited
                 # by hand, and records of the file's real configuration would be mixed
@@ -551,11 +657,14 @@ def _open_results(path: Path, config: ExperimentConfig, config_hash: str) -> Res
                     for k in {*parsed.header["config"], *config.to_dict()}
                     if parsed.header["config"].get(k) != config.to_dict().get(k)
                 )
-                raise ResultsFileError(
+                message = (
                     f"{str(path)!r}: its header's configuration does not match its hash "
                     f"(it differs from the configuration of that hash in {changed}): the "
                     "header was edited. Its records cannot be trusted to belong to either "
-                    "configuration; restore the header or write to a new file (--out)"
+                    "configuration; restore the header or write to a new file "
+                )
+                raise ResultsFileError(
+                    message + f"({_API_OUT})", cli_message=message + f"({_CLI_OUT})"
                 )
             torn = 0
             if parsed.torn:
@@ -566,14 +675,119 @@ def _open_results(path: Path, config: ExperimentConfig, config_hash: str) -> Res
                     os.fsync(fh.fileno())
             return ResultsFile(path, parsed.header, parsed.records, torn)
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = _header(config, config_hash)
+    header = _header(config, config_hash, _grammar_hashes(config, grammars))
     _fsync_write(path, (_canonical(header) + "\n").encode("ascii"), "wb")
     return ResultsFile(path, header, [])
 
 
-def _moved_orders(header: dict[str, Any], config: ExperimentConfig) -> str:
+#: How a message names the output path: the argument of run_experiment, the option of
+#: ``fastdcyk experiment``.
+_API_OUT = "the out argument of run_experiment"
+_CLI_OUT = "--out"
+
+
+def _option(name: str, cli: bool) -> str:
+    """A configuration field as a message names it: the argument of
+    :class:`ExperimentConfig`, or the option of ``fastdcyk experiment``."""
+    if name == "own_orders":
+        return "the variants' own orders"
+    return f"--{name.replace('_', '-')}" if cli else name
+
+
+#: The fields that :meth:`ExperimentConfig.to_dict` leaves out at these values.
+_LEFT_OUT = {"grammar_encoding": "utf-8", "to_cnf": False, "readback": "matched"}
+
+
+def _show(config: dict[str, Any], name: str) -> str:
+    """A field of a configuration (as :meth:`ExperimentConfig.to_dict` gives it), shown."""
+    value = config.get(name, _LEFT_OUT.get(name))
+    if value is None:
+        return "unset"
+    if isinstance(value, list):  # orders: None is each variant's own
+        return " ".join("own" if v is None else str(v) for v in value) or "none"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _mismatch_message(
+    path: Path,
+    header: dict[str, Any],
+    config: ExperimentConfig,
+    config_hash: str,
+    hashes: dict[str, str] | None,
+    cli: bool,
+) -> str:
+    """Why a results file of another configuration is refused, and what to do: the fields
+    of the configuration that differ (the file's value and this run's), else the grammars
+    whose text changed since the file was written (named when its header keeps their
+    hashes). ``cli``: name the options of ``fastdcyk experiment`` (else the arguments)."""
+    out = _CLI_OUT if cli else _API_OUT
+    head = (
+        f"{str(path)!r} holds results of another configuration (hash "
+        f"{header.get('config_hash')}) than this run's (hash {config_hash})"
+    )
+    moved = _moved_orders(header, config, cli)
+    if moved:
+        return head + moved
+    theirs = header.get("config") if isinstance(header.get("config"), dict) else {}
+    mine = config.to_dict()
+    fields = sorted(k for k in {*theirs, *mine} if theirs.get(k) != mine.get(k))
+    kept = header.get("grammar_sha256")
+    kept = kept if isinstance(kept, dict) else None
+    changed = []
+    if kept is not None and hashes is not None:
+        changed = [g for g in sorted(kept) if g in hashes and kept[g] != hashes[g]]
+    why = []
+    if fields:
+        why.append(
+            "its configuration differs from this run's in "
+            + "; ".join(
+                f"{_option(k, cli)} (the file's {_show(theirs, k)}, this run's {_show(mine, k)})"
+                for k in fields
+            )
+        )
+    for g in changed:
+        why.append(
+            f"grammar {g} changed since these results were written (the sha256 of its text "
+            f"was {kept[g][:12]}, is now {hashes[g][:12]})"  # type: ignore[index]
+        )
+    resume = []
+    if fields:
+        named = [_option(k, cli) for k in fields if k != "own_orders"]
+        resume.append(f"rerun with the file's own {', '.join(named) or 'configuration'}")
+    if changed:
+        resume.append("restore the grammar" + ("s" if len(changed) > 1 else "") + " as it was")
+    if not why and kept is not None and hashes is not None:  # all the same but the hash
+        why.append(
+            "its configuration and the text of its grammars are this run's, so the hash in "
+            "its header was edited"
+        )
+        resume.append("restore the header's hash")
+    elif not why:  # the same configuration: the text of a grammar changed
+        resume.append("restore the grammar as it was")
+        specs = list(dict.fromkeys((*config.grammars, config.source)))
+        if len(specs) == 1:
+            why.append(
+                f"grammar {specs[0]} changed since these results were written (the "
+                "configuration is the same, and its hash covers the grammar's text)"
+            )
+        else:
+            why.append(
+                f"the text of one of its grammars ({', '.join(specs)}) changed since these "
+                "results were written (the configuration is the same, and its hash covers "
+                "the grammars' text; this file's header is too old to say which grammar)"
+            )
+    return (
+        f"{head}: "
+        + "; ".join(why)
+        + f". Records of two configurations are never mixed: write to a new file ({out}), "
+        + f"or {' and '.join(resume)} to resume this one"
+    )
+
+
+def _moved_orders(header: dict[str, Any], config: ExperimentConfig, cli: bool = True) -> str:
     """Where a file differs from a run only in the variants' own orders (a default that
-    moved since the file was written: ``own_orders``), what to do about it."""
+    moved since the file was written: ``own_orders``), what to do about it (``cli``: in
+    the options of ``fastdcyk experiment``, else in the arguments)."""
     mine = config.to_dict()
     moved = mine.get("own_orders")
     theirs = header.get("config")
@@ -582,10 +796,14 @@ def _moved_orders(header: dict[str, Any], config: ExperimentConfig) -> str:
     if {k: v for k, v in mine.items() if k != "own_orders"} != theirs:
         return ""
     changes = ", ".join(f"the {v} variant's own order became {o!r}" for v, o in moved.items())
-    earlier = " ".join(dict.fromkeys(_FIRST_OWN_ORDERS[v] for v in moved))
+    earlier = tuple(dict.fromkeys(_FIRST_OWN_ORDERS[v] for v in moved))
+    if cli:
+        how, out = f"--orders {' '.join(earlier)}", _CLI_OUT
+    else:
+        how, out = f"ExperimentConfig(orders={earlier!r}, ...)", _API_OUT
     return (
         f". The file was written before {changes} (its records name the order each was "
-        f"parsed in): --orders {earlier} runs the earlier order, into a new file (--out)"
+        f"parsed in): {how} runs the earlier order, into a new file ({out})"
     )
 
 
@@ -622,19 +840,67 @@ class _Appender:
             pass
 
 
+def grid_mismatch(record: dict[str, Any], config: ExperimentConfig) -> str | None:
+    """Why ``record`` lies outside the grid of ``config``, or None when it lies in it.
+
+    Checked: its grammar, variant, beta, d and codebook seed are among the configuration's,
+    and its index is one of the sample's (0 to ``sentences - 1``). Its order, encoding and
+    sentence are not: records of older files name orders and encodings that the
+    configuration of today resolves otherwise, and the sentences need the grammars.
+
+    Parameters
+    ----------
+    record : dict
+    config : ExperimentConfig
+        The configuration of the record's results file (:attr:`ResultsFile.config`).
+
+    Returns
+    -------
+    str or None
+        Such as ``"d = 999 is not among its dims (16, 32)"``.
+    """
+
+    def listed(values: Sequence[Any]) -> str:
+        return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+
+    cells = (
+        ("grammar", record["grammar"], config.grammars, "grammars"),
+        ("variant", record["variant"], config.variants, "variants"),
+        ("beta", float(record["beta"]), config.betas, "betas"),
+        ("d", int(record["d"]), config.dims, "dims"),
+        ("seed", int(record["seed"]), config.seeds, "seeds"),
+    )
+    for field, value, values, name in cells:
+        if value not in values:
+            shown = f"{value:g}" if isinstance(value, float) else value
+            return f"{field} = {shown} is not among its {name} ({listed(values)})"
+    index = int(record["index"])
+    if not 0 <= index < config.sentences:
+        return f"index {index} is not one of its sample of {config.sentences} sentences"
+    return None
+
+
 def load_records(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    grid_only: bool = True,
 ) -> list[dict[str, Any]]:
     """The records of one or more results files, each key once (the first one wins).
 
     Records of files of other configurations (another threshold, dtype, codebooks or
     sentence sample: see :func:`record_key`) have other keys and are all kept; a record
     that two files share (the same grid cell, settings and sentence: a resumed or copied
-    run) is kept once.
+    run) is kept once. A record outside the grid of its own file's configuration (a d,
+    grammar, variant, beta or seed that the header does not name, or an index beyond its
+    sample: :func:`grid_mismatch`; a file edited or joined by hand) is left out, with a
+    :class:`ResultsWarning` that names the file, how many records and why; the file is
+    not changed.
 
     Parameters
     ----------
     paths : path or sequence of paths
+    grid_only : bool, default True
+        Leave out the records outside their file's grid (False: keep them, unwarned).
 
     Returns
     -------
@@ -647,6 +913,11 @@ def load_records(
         As :func:`read_results`.
     TypeError
         When ``paths`` is not a path or a sequence of paths.
+
+    Warns
+    -----
+    ResultsWarning
+        Once per file that holds records outside its grid (``grid_only``).
     """
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
@@ -657,9 +928,41 @@ def load_records(
     seen: set[tuple] = set()
     out = []
     for p in paths:
-        for r in read_results(p).records:
+        results = read_results(p)
+        records = results.records
+        if grid_only:
+            records = _in_grid(results)
+        for r in records:
             k = record_key(r)
             if k not in seen:
                 seen.add(k)
                 out.append(r)
     return out
+
+
+def _in_grid(results: ResultsFile) -> list[dict[str, Any]]:
+    """The records of ``results`` in its configuration's grid; warns of the others."""
+    import warnings
+
+    config = results.config
+    kept, reasons = [], []
+    for r in results.records:
+        why = grid_mismatch(r, config)
+        if why is None:
+            kept.append(r)
+        else:
+            reasons.append(why)
+    if reasons:
+        n = len(reasons)
+        first = reasons[0]
+        more = "" if all(why == first for why in reasons) else ", among others"
+        warnings.warn(
+            f"{str(results.path)!r}: {n} record{'s' if n > 1 else ''} outside the grid of "
+            f"the file's configuration left out ({first}{more}): no run of that "
+            "configuration wrote them (was the file edited, or joined with another, by "
+            "hand?). The file is unchanged; to draw those records, move them to a results "
+            "file of their own configuration",
+            ResultsWarning,
+            stacklevel=3,
+        )
+    return kept

@@ -26,7 +26,7 @@ from fastdcyk.cfg.trees import is_parse
 from fastdcyk.engine import dcyk, default_codebook, modes
 from fastdcyk.engine.decode import item_scores
 from fastdcyk.experiments.config import ExperimentConfig
-from fastdcyk.experiments.store import BACKEND_FIELD, settings_key
+from fastdcyk.experiments.store import BACKEND_FIELD, cell_settings
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import BACKENDS, CODEBOOKS, VARIANTS, check_backend, check_choice, resolve
 
@@ -176,13 +176,13 @@ def plan_tasks(
     for index, s in enumerate(sentences):
         positions.setdefault(s, []).append(index)
     distinct = sorted(positions, key=lambda s: (len(s), s))
-    settings = settings_key(lambda name: getattr(config, name))
     tasks = []
     for d in config.dims:
         for spec in config.grammars:
             text = grammars[spec].to_string()
             for variant, order in config.variant_orders():
                 encoding = config.encoding or VARIANTS[variant]["encoding"]
+                settings = cell_settings(config, variant)  # as record_key reads them
                 for beta in config.betas:
                     for seed in config.seeds:
                         items = []

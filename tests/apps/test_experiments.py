@@ -177,8 +177,11 @@ def test_a_grid_in_the_trace_variants_own_order_names_it_in_its_hash(tmp_path):
     )
     assert earlier_hash != cfg.hash()
     _assert_old_file_refused(tmp_path, cfg, earlier, earlier_hash)
-    with pytest.raises(ex.ConfigMismatchError, match="own order became 'width'.*--orders cell"):
+    with pytest.raises(ex.ConfigMismatchError, match="own order became 'width'") as err:
         ex.open_results(tmp_path / "old.jsonl", cfg, cfg.hash())  # says why, and what to do
+    # in the API's words (orders=, out), and in the command's (--orders, --out)
+    assert "orders=('cell',)" in str(err.value) and "--" not in str(err.value)
+    assert "--orders cell" in err.value.cli_message and "(--out)" in err.value.cli_message
     with pytest.raises(ValueError, match=r"own orders of then, \{'trace': 'cell'\}"):
         ex.ExperimentConfig.from_dict({**cfg.to_dict(), "own_orders": {"trace": "cell"}})
 
@@ -367,7 +370,12 @@ def test_a_results_file_of_another_configuration_is_refused(tmp_path):
     with pytest.raises(ex.ConfigMismatchError) as err:
         ex.run_experiment(other, path, executor="serial", progress=False)
     msg = str(err.value)
-    assert str(path) in msg and small.hash() in msg and other.hash() in msg and "--out" in msg
+    assert str(path) in msg and small.hash() in msg and other.hash() in msg
+    # what differs, and what to do, in the API's words (the out argument, not --out)
+    assert "differs from this run's in dims (the file's 16, this run's 16 32)" in msg
+    assert "out argument of run_experiment" in msg and "--" not in msg
+    assert "--dims (the file's 16, this run's 16 32)" in err.value.cli_message
+    assert "(--out)" in err.value.cli_message
     assert path.read_bytes() == content  # untouched
 
 
@@ -1286,3 +1294,153 @@ def test_the_task_planner_knows_every_order_of_the_variants():
     cell, width = (ex_tasks._parse_cost(7, 1000, "trace", o) for o in ("cell", "width"))
     assert width == cell == ex_tasks._parse_cost(7, 1000, "trace")
     assert width < ex_tasks._parse_cost(7, 1000, "paper") / 10
+
+
+# -- each record's own read-back; records outside the grid; what a refusal names ------------
+
+
+def _tiny(path: Path, grammars: tuple[str, ...], variants: tuple[str, ...], **kw):
+    """A grid of G0's 3 sentences of up to 4 words at d = 16, run serially into ``path``."""
+    cfg = ex.ExperimentConfig(
+        grammars=grammars, variants=variants, dims=(16,), sentences=3, max_len=4, **kw
+    )
+    return ex.run_experiment(cfg, path, executor="serial", progress=False)
+
+
+def test_a_variant_without_a_choice_of_read_back_is_labelled_matched_in_every_file(tmp_path):
+    """The header's read-back is the cleanup variant's choice: the trace variant of a grid
+    with cleanup reads with matched filters as in any other grid, so its rows say
+    "matched", whichever file they come from, and one parse is one record."""
+    both, g1 = tmp_path / "both.jsonl", tmp_path / "g1.jsonl"
+    _tiny(both, ("G0",), ("trace", "cleanup"))
+    _tiny(g1, ("G1",), ("trace",))
+    records = ex.load_records([both, g1])
+    rows = ex.study_rows(records, "c", d=16, per_length=False)
+    assert sorted((r["variant"], r["grammar"]) for r in rows) == [
+        ("cleanup", "G0"),
+        ("trace", "G0"),
+        ("trace", "G1"),
+    ]
+    # no row of the trace variant says "cancel": each variant has one read-back here
+    assert all(r.get("readback", "matched") == "matched" for r in rows if r["variant"] == "trace")
+    table = ex.format_table(rows, ("d", "variant", "grammar"))
+    assert "cancel" not in table and "readback" not in table
+    assert {(r["variant"], ex.record_readback(r)) for r in records} == {
+        ("trace", "matched"),
+        ("cleanup", "cancel"),
+    }
+    # a cleanup variant read back two ways splits its rows; the trace rows say "matched"
+    lstsq = tmp_path / "lstsq.jsonl"
+    _tiny(lstsq, ("G0",), ("cleanup",), readback="lstsq")
+    rows = ex.aggregate(ex.load_records([both, lstsq]), ("variant",))
+    assert sorted((r["variant"], r["readback"]) for r in rows) == [
+        ("cleanup", "cancel"),
+        ("cleanup", "lstsq"),
+        ("trace", "matched"),
+    ]
+    # the trace records of a trace-only file of the same sample are the same parses: kept once
+    g0 = tmp_path / "g0.jsonl"
+    _tiny(g0, ("G0",), ("trace",))
+    assert len(ex.load_records([both, g0])) == len(ex.load_records(both))
+    # and the grid with cleanup still resumes its own file: nothing to do
+    again = _tiny(both, ("G0",), ("trace", "cleanup"))
+    assert (again.resumed, again.tasks) == (again.total, 0)
+
+
+def _with_strays(path: Path, d: int = 999) -> bytes:
+    """Append to ``path`` a copy of its last record and one at dimension ``d``."""
+    last = path.read_text().splitlines()[-1]
+    stray = json.dumps({**json.loads(last), "d": d})
+    with open(path, "a") as fh:
+        fh.write(last + "\n" + stray + "\n")
+    return path.read_bytes()
+
+
+def test_a_resumed_file_counts_only_the_records_of_its_grid(tmp_path):
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16, 32), sentences=3, max_len=4)
+    path = tmp_path / "r.jsonl"
+    ex.run_experiment(cfg, path, executor="serial", progress=False)
+    content = _with_strays(path)
+    said = []
+    summary = ex.run_experiment(cfg, path, executor="serial", progress=False, echo=said.append)
+    total = cfg.grid_size()
+    assert (summary.total, summary.resumed, summary.written, summary.tasks) == (total, total, 0, 0)
+    assert (summary.duplicates, summary.outside) == (1, 1) and summary.complete
+    assert f"{total} already written, 0 to do" in said[0] and "-1" not in said[0]
+    assert "2 records of the file not counted: 1 repeats an earlier one" in said[0]
+    assert "1 lies outside the grid (d = 999 is not among its dims (16, 32))" in said[0]
+    assert path.read_bytes() == content  # nothing of the user's file is rewritten
+    # a record missing besides: only it is to do, and the strays are still not counted
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:1] + lines[2:]) + "\n")
+    summary = ex.run_experiment(cfg, path, executor="serial", progress=False)
+    assert (summary.resumed, summary.written) == (total - 1, 1) and summary.complete
+
+
+def test_load_records_leaves_out_records_outside_their_files_grid_with_a_warning(tmp_path):
+    cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16, 32), sentences=3, max_len=4)
+    path = tmp_path / "r.jsonl"
+    ex.run_experiment(cfg, path, executor="serial", progress=False)
+    content = _with_strays(path)
+    with pytest.warns(ex.ResultsWarning, match=r"1 record outside the grid.*d = 999 is not"):
+        records = ex.load_records(path)
+    assert len(records) == cfg.grid_size() and {r["d"] for r in records} == {16, 32}
+    assert 999 in {r["d"] for r in ex.load_records(path, grid_only=False)}
+    assert path.read_bytes() == content
+    assert all(ex.grid_mismatch(r, cfg) is None for r in records)
+    bad = {**records[0], "index": 3}
+    assert ex.grid_mismatch(bad, cfg) == "index 3 is not one of its sample of 3 sentences"
+    other = {**records[0], "variant": "cleanup"}
+    assert (
+        ex.grid_mismatch(other, cfg) == "variant = cleanup is not among its variants (paper, trace)"
+    )
+    assert ex.grid_mismatch({**records[0], "beta": 7.0}, cfg) == (
+        "beta = 7 is not among its betas (50)"
+    )
+
+
+def test_a_grammar_edited_since_the_results_is_named_with_what_to_do(tmp_path, capsys):
+    from fastdcyk.cli import main
+
+    grammar = tmp_path / "G.cfg"
+    grammar.write_text(Grammar.builtin("G0").to_string())
+    path = tmp_path / "r.jsonl"
+    cfg = ex.ExperimentConfig(
+        grammars=(str(grammar),), source=str(grammar), dims=(16,), sentences=3, max_len=4
+    )
+    ex.run_experiment(cfg, path, executor="serial", progress=False)
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["grammar_sha256"] == cfg.grammar_hashes()
+    grammar.write_text(grammar.read_text() + "\nVP -> 'runs'\n")
+    content = path.read_bytes()
+    with pytest.raises(ex.ConfigMismatchError) as err:
+        ex.run_experiment(cfg, path, executor="serial", progress=False)
+    msg = str(err.value)
+    assert f"grammar {grammar} changed since these results were written" in msg
+    assert "restore the grammar as it was" in msg and "out argument of run_experiment" in msg
+    assert "--" not in msg  # the API's words, not the command's
+    assert "(--out)" in err.value.cli_message
+    # a header written before it kept the grammars' hashes: the single grammar is named
+    lines = path.read_text().splitlines()
+    del header["grammar_sha256"]
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    with pytest.raises(ex.ConfigMismatchError, match=f"grammar {grammar} changed since"):
+        ex.run_experiment(cfg, old, executor="serial", progress=False)
+
+    # the command: the same, in its options
+    def argv(*dims: str) -> list[str]:
+        return [
+            "experiment",
+            *("--grammars", str(grammar), "--source", str(grammar), "--dims", *dims),
+            *("--sentences", "3", "--max-len", "4", "--out", str(path)),
+            *("--executor", "serial", "--no-progress"),
+        ]
+
+    assert main(argv("16")) == 2
+    err_text = capsys.readouterr().err
+    assert f"grammar {grammar} changed since these results were written" in err_text
+    assert "(--out)" in err_text and "run_experiment" not in err_text
+    assert "Traceback" not in err_text and path.read_bytes() == content
+    assert main(argv("16", "32")) == 2  # and a field besides: named as its option
+    assert "--dims (the file's 16, this run's 16 32)" in capsys.readouterr().err

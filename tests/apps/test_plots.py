@@ -282,3 +282,73 @@ def test_parse_plot_writes_the_figure_and_checks_the_path_first(tmp_path, capsys
     assert main([*argv, str(tmp_path / "parse.gif"), "fish", "swim"]) == 2
     got = capsys.readouterr()
     assert "give a file ending in .png, .svg or .pdf" in got.err and "symbolic CYK" not in got.out
+
+
+# -- fastdcyk plot: its checks before any table, and records outside a file's grid -----------
+
+
+@pytest.fixture
+def results_file(tmp_path):
+    """G0 and G1 at d = 16, 3 sentences of 2 to 4 words."""
+    path = tmp_path / "r.jsonl"
+    cfg = ex.ExperimentConfig(grammars=("G0", "G1"), dims=(16,), sentences=3, max_len=4)
+    ex.run_experiment(cfg, path, executor="serial", progress=False)
+    return path
+
+
+def test_plot_of_a_max_len_shorter_than_every_sentence_exits_2_naming_the_lengths(
+    results_file, tmp_path, capsys
+):
+    from fastdcyk.cli import main
+
+    lengths = sorted({r["length"] for r in ex.load_records(results_file) if r["grammar"] == "G0"})
+    figs = tmp_path / "figs"
+    assert main(["plot", str(results_file), "--out", str(figs), "--max-len", "1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("fastdcyk plot: error: --max-len 1: no sentence of G0")
+    assert str(lengths[0]) in captured.err and f"--max-len {lengths[0]} or more" in captured.err
+    assert captured.out == "" and not figs.exists()  # no empty table, no figure
+
+
+def test_plot_into_a_file_fails_before_any_table_or_figure_is_computed(
+    results_file, records, tmp_path, monkeypatch, capsys
+):
+    import fastdcyk.cli.plot as cli_plot
+    import fastdcyk.plots as plots
+    from fastdcyk.cli import main
+    from fastdcyk.plots import FigureWriteError
+
+    def never(*args, **kwargs):
+        raise AssertionError("computed before the output folder was checked")
+
+    monkeypatch.setattr(cli_plot, "study_rows", never)
+    monkeypatch.setattr(plots, "figure_study", never)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("mine")
+    assert main(["plot", str(results_file), "--out", str(a_file)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fastdcyk plot: error: ") and "it is a file, not a folder" in err
+    with pytest.raises(FigureWriteError, match="it is a file, not a folder"):
+        plot_studies(records, a_file)  # the API checks first too
+    with pytest.raises(FigureWriteError, match="a-file' is a file, not a folder"):
+        plot_studies(records, a_file / "sub")
+    assert a_file.read_text() == "mine"
+
+
+def test_plot_leaves_out_records_outside_the_files_grid_with_a_note(results_file, tmp_path, capsys):
+    import json
+
+    from fastdcyk.cli import main
+
+    last = results_file.read_text().splitlines()[-1]
+    with open(results_file, "a") as fh:  # a record of a d the file's grid does not have
+        fh.write(json.dumps({**json.loads(last), "d": 999}) + "\n")
+    content = results_file.read_bytes()
+    figs = tmp_path / "figs"
+    assert main(["plot", str(results_file), "--out", str(figs), "--formats", "svg"]) == 0
+    captured = capsys.readouterr()
+    assert "fastdcyk plot: note: " in captured.err and "1 record outside the grid" in captured.err
+    assert "d = 999 is not among its dims (16)" in captured.err
+    assert "999" not in captured.out  # no table row of it
+    assert ">999<" not in (figs / f"{FIGURE_NAMES['a']}.svg").read_text()  # no tick of it
+    assert results_file.read_bytes() == content  # the user's file is never rewritten
