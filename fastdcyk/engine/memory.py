@@ -19,7 +19,14 @@ from fastdcyk.hrr.blocks import block_bytes
 from fastdcyk.hrr.buffers import Buffer, g_cache_slots, g_kept_slots
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import get_fft
-from fastdcyk.options import DCYKOptions, check_int, resolve, takes_options
+from fastdcyk.options import (
+    DCYKOptions,
+    check_dim,
+    check_dtype,
+    check_int,
+    resolve,
+    takes_options,
+)
 
 __all__ = [
     "Held",
@@ -106,9 +113,8 @@ def estimate_memory(
         Bytes; the larger of the figure during the parse and at its end.
     """
     opt = resolve(variant, **options)
-    return parse_bytes(
-        d, dtype, get_fft(fft, threads), opt, check_int("the sentence length n", n, 1)
-    )
+    n = check_int("the sentence length n", n, 1)
+    return parse_bytes(check_dim(d), check_dtype(dtype), get_fft(fft, threads), opt, n)
 
 
 def parse_bytes(d: int, dtype: Any, fft: Any, opt: DCYKOptions, n: int) -> int:
@@ -204,7 +210,7 @@ def check_parse_memory(
         f"D-CYK at d = {d} in {dtype} needs about {system_memory.format_bytes(need)}"
         f"{' more' if held else ''} for its accumulators and work buffers, but only "
         f"{system_memory.format_bytes(avail)} of memory is available: {hint}. (From Python, "
-        "dcyk(..., check_memory=False) tries anyway.)"
+        "check_memory=False, an argument of dcyk and dcyk_batch, tries anyway.)"
     )
 
 

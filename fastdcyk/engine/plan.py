@@ -236,11 +236,22 @@ def resolve_codebook(
     return codebook
 
 
-def check_given_codebook(codebook: Any, seed: int | None, unitary: bool | None) -> None:
-    """A ``seed`` or ``unitary`` given with a codebook must be the codebook's own: its
-    vectors are drawn already, and a parse cannot change them."""
+def check_given_codebook(
+    codebook: Any, seed: int | None, unitary: bool | None, fft: Any = "auto"
+) -> None:
+    """A ``seed``, ``unitary`` or ``fft`` (other than ``"auto"``) given with a codebook
+    must be the codebook's own: its vectors are drawn and its FFT library chosen already,
+    and a parse cannot change them."""
     if not isinstance(codebook, Codebook):
         return
+    if not (isinstance(fft, str) and fft == "auto"):
+        name = get_fft(fft).name
+        if name != codebook.fft.name:
+            raise ValueError(
+                f"fft={fft!r} disagrees with the codebook's FFT library {codebook.fft.name!r}: "
+                "leave fft out when passing a codebook, or build the codebook with "
+                f"fft={name!r}"
+            )
     if seed is not None and seed != codebook.seed:
         has = "vectors given, not drawn" if codebook.seed < 0 else f"seed {codebook.seed}"
         raise ValueError(
@@ -347,7 +358,7 @@ def prepare(
         torch_backend.check_device(device)  # one message for every entry point
     grammar = cnf_grammar(grammar)
     all_words = [words_of(grammar, s) for s in sentences]
-    check_given_codebook(codebook, seed, unitary)
+    check_given_codebook(codebook, seed, unitary, fft)
     opt_dtype = codebook.dtype if isinstance(codebook, Codebook) else check_dtype(dtype)
     opt = resolve(dtype=opt_dtype, **options)
     if unitary is None:  # the variant's codebook

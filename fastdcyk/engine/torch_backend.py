@@ -15,8 +15,8 @@ the row spectra of the accumulators, with P_A = sigma(M) a dense matrix (or a di
 
 This module holds the entry points. Every option of :func:`fastdcyk.dcyk` is supported
 for the modes that have a torch parser (all but ``weights="table"``), and in float64 the
-numbers equal the numpy backend's to rounding (the paper variant's to about 1e-4 relative:
-its steep gates on non-unitary vectors amplify rounding from cell to cell). The rule
+numbers equal the numpy backend's to rounding (not the paper variant's: its steep gates on
+non-unitary vectors amplify rounding from cell to cell until its charts can differ). The rule
 spectra are built from the symbol vectors with ``torch.fft`` (docs/method.md, section
 4.1), so that gradients reach the vectors (and the optional per-rule weights):
 :func:`parse` is the differentiable core, and

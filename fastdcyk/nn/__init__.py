@@ -49,7 +49,9 @@ from fastdcyk.engine.api import choose_dimension
 from fastdcyk.engine.decode import decision_boundary
 from fastdcyk.engine.plan import cnf_grammar, default_codebook, words_of
 from fastdcyk.engine.soft import SUM_SLACK, lexical_scores
+from fastdcyk.engine.torch_common import free_bytes
 from fastdcyk.hrr.codebook import Codebook
+from fastdcyk.hrr.memory import format_bytes
 from fastdcyk.nn.inputs import TAG_FLOOR, dcyk_input
 from fastdcyk.nn.output import DCYKOutput
 from fastdcyk.options import (
@@ -412,6 +414,7 @@ class DCYK(torch.nn.Module):
                 f"{self.max_length}: build the module with a larger max_length"
             )
         self._check_tensors()
+        self._check_memory(len(words))
         if soft is None:
             ids = [self.structure.terminal_ids(w) for w in words]
         else:
@@ -558,6 +561,20 @@ class DCYK(torch.nn.Module):
                     f"the layer's {n} holds NaN or infinite values (a diverged optimisation "
                     "step?): lower the learning rate, clip the gradients, or reload a codebook"
                 )
+
+    def _check_memory(self, batch: int) -> None:
+        """Refuse a batch whose tables alone (two half spectra of d x d per sentence) do not
+        fit in the memory free on the layer's device, before anything of that size is
+        allocated (the memory free unknown: no check)."""
+        device, itemsize = self.nonterminal.device, self.nonterminal.dtype.itemsize
+        need = batch * 2 * (self.d // 2 + 1) * self.d * 2 * itemsize
+        free = free_bytes(device)
+        if free and need > free:
+            raise MemoryError(
+                f"{batch} sentence(s) at d = {self.d} need at least {format_bytes(need)} on "
+                f"{device} for their tables alone, and {format_bytes(free)} is free: parse "
+                "fewer sentences at a time, or build the layer with a smaller d"
+            )
 
     def codebook(self) -> Codebook:
         """The module's vectors as a :class:`~fastdcyk.Codebook` (copies), for

@@ -690,6 +690,20 @@ def test_estimate_memory_checks_its_options(kwargs, message):
         fd.estimate_memory(6000, **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((0,), "d must be an integer >= 2, got 0"),  # a ZeroDivisionError before
+        ((-64,), "d must be an integer >= 2"),
+        ((64.5,), "d must be an integer >= 2"),  # a float of bytes before
+        ((64, "int8"), "dtype must be 'float32' or 'float64'"),  # accepted before
+    ],
+)
+def test_estimate_memory_checks_d_and_dtype_as_a_parse_does(args, message):
+    with pytest.raises(ValueError, match=message):
+        fd.estimate_memory(*args)
+
+
 def test_trace_default_codebook_shifts_the_grammars_symbols():
     g = fd.Grammar.builtin("G1")
     words = "fish swim near fish"
@@ -851,3 +865,22 @@ def test_a_codebook_of_vectors_too_few_indices_for_the_sentence_says_so():
     fd.dcyk(g, "fish swim fish", cb, variant="paper")
     with pytest.raises(ValueError, match=r"a sentence of 4 words needs the span indices 0 to 4"):
         fd.dcyk(g, "fish swim fish fish", cb, variant="paper")
+
+
+def test_what_a_codebook_fixes_cannot_be_asked_otherwise():
+    """A codebook's seed, vectors and FFT library are chosen already: a seed, unitary or
+    fft that disagrees is refused (each was silently ignored), one that agrees is fine."""
+    g = fd.Grammar.builtin("G0")
+    cb = fd.Codebook.for_grammar(g, 64, 0)
+    assert cb.seed == 0 and cb.unitary and cb.fft.name == "scipy"
+    for agrees in ({"seed": 0}, {"unitary": True}, {"fft": "scipy"}, {"fft": "auto"}):
+        fd.dcyk(g, "fish swim", cb, **agrees)
+    for bad, message in (
+        ({"seed": 3}, "seed=3 disagrees with the codebook's seed 0"),
+        ({"unitary": False}, "unitary=False disagrees with the codebook"),
+        ({"fft": "numpy"}, "fft='numpy' disagrees with the codebook's FFT library 'scipy'"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            fd.dcyk(g, "fish swim", cb, **bad)
+        with pytest.raises(ValueError, match=message):
+            fd.dcyk_batch(g, ["fish swim"], cb, backend="numpy", **bad)
