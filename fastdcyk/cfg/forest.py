@@ -150,7 +150,12 @@ class Forest:
             raise ValueError("a Forest needs a grammar in Chomsky normal form: grammar.to_cnf()")
         self.grammar = grammar
         self.words = Grammar.normalize_words(words)
-        check_chart("chart", chart)
+        if not self.words:
+            raise ValueError(
+                "empty sentence: a CNF grammar derives no empty string, so a Forest needs at "
+                "least one word (as cyk does)"
+            )
+        check_chart("chart", chart, len(self.words))
         self._scores = _checked_scores(scores)
         self._weights = grammar._log_prob_of if grammar.is_weighted else None
         n = len(self.words)

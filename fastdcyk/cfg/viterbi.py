@@ -145,9 +145,9 @@ def _fill(
     its parents are computed."""
     grammar = as_grammar(grammar)  # or a built-in name or file
     t = _tables(grammar)
-    check_chart("chart", chart)
     tokens = Grammar.normalize_words(_words(words))
     n = len(tokens)
+    check_chart("chart", chart, n)
     lexical = check_lexical(grammar, lexical, n)
     index = grammar.nonterminal_index
     score: dict[tuple[int, int], np.ndarray] = {}

@@ -141,10 +141,11 @@ def check_lexical(
     return lexical
 
 
-def check_chart(name: str, chart: Any) -> None:
+def check_chart(name: str, chart: Any, n: int | None = None) -> None:
     """Refuse what is not a chart ``{(i, j): nonterminals}`` (None passes: no chart),
-    naming ``name``: a mapping whose keys are pairs of ints and whose cells are
-    collections of nonterminals (not one str, which would be read letter by letter)."""
+    naming ``name``: a mapping whose keys are spans, pairs of ints 0 <= i < j (j <= ``n``,
+    the sentence's length, when given), and whose cells are collections of nonterminals
+    (not one str, which would be read letter by letter)."""
     if chart is None:
         return
     if not isinstance(chart, Mapping):
@@ -155,6 +156,16 @@ def check_chart(name: str, chart: Any) -> None:
     for key, cell in chart.items():
         if not (isinstance(key, tuple) and len(key) == 2 and all(_is_int(k) for k in key)):
             raise TypeError(f"{name} has the key {key!r}: a chart's keys are spans (i, j)")
+        if not 0 <= key[0] < key[1]:
+            raise ValueError(
+                f"{name} has the key {key!r}, which is no span: a span (i, j) covers words i "
+                "to j - 1, 0 <= i < j"
+            )
+        if n is not None and key[1] > n:
+            raise ValueError(
+                f"{name} has the span {key!r}, beyond the sentence's {n} words: the chart of "
+                "another sentence?"
+            )
         if isinstance(cell, str) or not isinstance(cell, Iterable):
             raise TypeError(
                 f"{name}[{key}] is {cell!r}: a cell is a set of nonterminals (one: {{{cell!r}}})"

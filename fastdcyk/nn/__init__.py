@@ -100,6 +100,7 @@ class DCYK(torch.nn.Module):
         nonterminals, right-child roles), the span index vectors 0..``max_length``, one
         weight per rule (all 1 at the start). The rest is held as buffers.
     dtype : torch.float32 or torch.float64, default torch.float32
+        Or its name, ``"float32"`` or ``"float64"``, as :func:`fastdcyk.dcyk` takes it.
     device : torch.device or str, optional
     codebook : Codebook, optional
         The initial vectors and the permutation; default the codebook :func:`fastdcyk.dcyk`
@@ -171,8 +172,13 @@ class DCYK(torch.nn.Module):
     ) -> None:
         super().__init__()
         grammar = cnf_grammar(grammar)
+        if isinstance(dtype, str) and dtype in _DTYPES.values():  # as dcyk names it
+            dtype = getattr(torch, dtype)
         if dtype not in _DTYPES:
-            raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+            raise ValueError(
+                f"dtype must be torch.float32 or torch.float64 ('float32' or 'float64'), got "
+                f"{dtype!r}"
+            )
         if auto.is_auto(d):
             if sample is None:
                 raise ValueError(

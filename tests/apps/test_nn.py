@@ -270,3 +270,10 @@ def test_a_batch_whose_tables_do_not_fit_is_refused_before_it_allocates(monkeypa
     layer(["fish swim", "fish"])  # two sentences' tables fit
     with pytest.raises(MemoryError, match=r"3 sentence\(s\) at d = 64 need at least .*fewer"):
         layer(["fish swim", "fish", "swim"])
+
+
+def test_the_layer_takes_a_dtype_by_name_as_dcyk_does():
+    g = fd.Grammar.builtin("G0")
+    assert DCYK(g, 32, dtype="float64").nonterminal.dtype == torch.float64
+    with pytest.raises(ValueError, match=r"torch.float64 \('float32' or 'float64'\), got 'int8'"):
+        DCYK(g, 32, dtype="int8")

@@ -425,3 +425,19 @@ def test_is_parse_checks_root_leaves_and_rules():
     assert not is_parse(good, g, "a a")
     assert not is_parse(Tree.fromstring("(D (D a) (E b))"), g, "a b")
     assert not is_parse(Tree.fromstring("(S (D a) (S b))"), g, "a b")
+
+
+def test_a_chart_of_another_sentence_or_no_sentence_is_refused():
+    """A reversed span, a chart longer than the sentence, and an empty sentence: each was
+    accepted (scored, or a forest of no tree) and each is now an error that says why."""
+    from fastdcyk.cfg.metrics import cell_scores
+
+    g = Grammar.builtin("G0")
+    with pytest.raises(ValueError, match=r"the key \(1, 0\), which is no span"):
+        cell_scores({(1, 0): {"S"}}, {(1, 0): {"S"}})
+    three = cyk(g, "fish swim fish")
+    with pytest.raises(ValueError, match=r"span \(0, 3\), beyond the sentence's 2 words"):
+        Forest(g, "fish swim", chart=three)
+    with pytest.raises(ValueError, match="empty sentence"):
+        Forest(g, "")
+    assert Forest(g, "fish swim fish", chart=three).count == Forest(g, "fish swim fish").count
