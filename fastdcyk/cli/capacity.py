@@ -93,6 +93,14 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     top = max(args.dims) if args.max_dim is None else args.max_dim
+    if top < capacity.DIM_GRID[0]:  # the search runs on its grid, from 64
+        print(
+            f"(no search for the d needed: it runs over d = {capacity.DIM_GRID[0]} * "
+            f"2^(k/4), and would stop at d = {top} (--max-dim, or the largest of --dims): "
+            f"give --max-dim {capacity.DIM_GRID[0]} or more for it)"
+        )
+        print(f"({time.perf_counter() - t0:.1f} s, no D-CYK run)")
+        return 0
     try:
         need = capacity.required_dim(
             grammar, args.length, args.target_f1, predictions=made, max_dim=top, **kw
@@ -112,9 +120,12 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
                 "grows with the grammar: --variant cleanup, docs/method.md section 6)"
             )
     else:
+        there = f"predicted F1 {made[need].f1:.4f} there, " if need in made else ""
         print(
-            f"d needed for F1 >= {args.target_f1:g}: {need} (the smallest of the grid "
-            "64 * 2^(k/4) predicted to reach it)"
+            f"d needed for F1 >= {args.target_f1:g}: {need} ({there}the smallest of the "
+            "grid 64 * 2^(k/4) predicted to reach it"
+            + ("" if need in dims else "; not among --dims, so not in the table above")
+            + ")"
         )
     print(f"({time.perf_counter() - t0:.1f} s, no D-CYK run)")
     return 0

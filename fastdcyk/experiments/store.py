@@ -528,12 +528,17 @@ class _ResultsLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise ResultsLockedError(
-                f"{str(self.path)!r} is being written by another run (it holds the file's "
-                "lock); two runs on one file would both do every task and write every "
-                "record twice: wait for that run to end (or stop it), or write to another "
-                "file (--out). The file was not changed"
-            ) from None
+            path = str(self.path)
+
+            def locked(out: str) -> str:
+                return (
+                    f"{path!r} is being written by another run (it holds the file's lock); "
+                    "two runs on one file would both do every task and write every record "
+                    "twice: wait for that run to end (or stop it), or write to another file "
+                    f"({out}). The file was not changed"
+                )
+
+            raise ResultsLockedError(locked(_API_OUT), cli_message=locked(_CLI_OUT)) from None
         except OSError as exc:  # a file system without locks: go on unlocked
             os.close(fd)
             import warnings
@@ -615,11 +620,16 @@ def refuse_compressed(path: Path) -> None:
         Saying how to resume from a compressed file.
     """
     if path.suffix == ".gz" or _is_gzip(path):
-        raise ResultsFileError(
-            f"{str(path)!r} is (or is named as) a gzip file: a run appends to a plain "
-            "results file. Write to a .jsonl (to resume a compressed file, 'gunzip -k' it "
-            "and name the .jsonl with --out); fastdcyk plot reads compressed files as they are"
-        )
+
+        def compressed(out: str) -> str:
+            return (
+                f"{str(path)!r} is (or is named as) a gzip file: a run appends to a plain "
+                "results file. Write to a .jsonl (to resume a compressed file, 'gunzip -k' "
+                f"it and name the .jsonl with {out}); fastdcyk plot reads compressed files as "
+                "they are"
+            )
+
+        raise ResultsFileError(compressed(_API_OUT), cli_message=compressed(_CLI_OUT))
 
 
 def _grammar_hashes(

@@ -454,6 +454,17 @@ def test_capacity_prints_the_table_and_the_dimension_needed(capsys):
     ]
     assert [r[0] for r in rows] == ["64", "256"] and all(len(r) == 5 for r in rows)
     assert "d needed for F1 >= 0.99:" in out and "no D-CYK run" in out
+    assert "predicted F1 " in out  # the d found, with its prediction
+
+
+def test_capacity_below_the_search_grid_prints_the_table_and_says_why_no_search(capsys):
+    """--dims all below 64, where the search for the d needed starts: the table, then why
+    there is no search (it failed with max_dim's error after the table before)."""
+    argv = ["capacity", "--grammar", "example", "--length", "3", "--dims", "16", "32"]
+    assert main([*argv, "--sentences", "5", "--samples", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n    16 ") + out.count("\n    32 ") == 2
+    assert "no search for the d needed" in out and "--max-dim 64 or more" in out
 
 
 def test_capacity_usage_errors(capsys):

@@ -442,8 +442,10 @@ def test_a_compressed_results_file_is_read_as_it_is_and_never_appended_to(tmp_pa
     for target in (packed, tmp_path / "new.jsonl.gz", tmp_path / "named-plainly"):
         if target.name == "named-plainly":
             target.write_bytes(content)  # compressed, whatever its name
-        with pytest.raises(ex.ResultsFileError, match="gzip.*plain results file.*gunzip -k"):
+        with pytest.raises(ex.ResultsFileError, match="gzip.*plain results file.*gunzip -k") as e:
             ex.run_experiment(SMALL, target, executor="serial", progress=False)
+        assert "the out argument of run_experiment" in str(e.value)  # the API's own words
+        assert "--out" in e.value.cli_message and "--out" not in str(e.value)
     assert packed.read_bytes() == content and not (tmp_path / "new.jsonl.gz").exists()
     (tmp_path / "bad.gz").write_bytes(content[:40])
     with pytest.raises(ex.ResultsFileError, match="damaged gzip"):
