@@ -30,21 +30,41 @@ Item = tuple[int, int, str]
 # an edge into an item (i, j, A): the split k and the children's symbols; None for A -> word
 Edge = tuple[int, str, str] | None
 
-# a token of the bracketed form: a double-quoted word or label (which may hold whitespace and
-# brackets, with \" and \\ inside), a bracket, or a bare token (anything up to whitespace or
-# a bracket, as the Penn Treebank, evalb and NLTK read them)
-_TOKEN = re.compile(r"""[()]|"((?:[^"\\]|\\.)*)"(?=[\s()]|\Z)|[^\s()]+""", re.S)
+# a token of the bracketed form: a bracket, a double-quoted word or label (brackets, quotes,
+# backslashes and whitespace inside escaped by a backslash, so that a quoted token is never
+# split by whitespace nor begun inside a bare one), or a bare token
+# (anything up to whitespace or a bracket, as the Penn Treebank, evalb and NLTK read them)
+_TOKEN = re.compile(r"""[()]|"((?:[^"\\()\s]|\\.)*)"(?=[\s()]|\Z)|[^\s()]+""", re.S)
 _NEEDS_QUOTES = re.compile(r"[\s()]")
 _UNESCAPE = re.compile(r"\\(.)", re.S)
+_ESCAPE = re.compile(r'([\\"()\s])')
+
+
+def _bare(text: str) -> bool:
+    """Whether a token's text can stand unquoted: not empty, without whitespace or a
+    bracket, not ending in a backslash (NLTK reads ``\\)`` as an escaped bracket), and
+    not read as a quoted token (``""``, ``"(a)"``: a quoted text that could not be bare)."""
+    if not text or _NEEDS_QUOTES.search(text) or text.endswith("\\"):
+        return False
+    m = _TOKEN.fullmatch(text)
+    return m is None or m.group(1) is None or _bare(_UNESCAPE.sub(r"\1", m.group(1)))
 
 
 def _token_text(text: str) -> str:
     """A word or label as the bracketed form writes it: bare (as the Penn Treebank writes
-    ``'s``, ``n't``, ``''``, ``-LRB-``), or in double quotes when it could not be read back
-    bare (it is empty, holds whitespace or a bracket, or starts with a double quote)."""
-    if text and not text.startswith('"') and not _NEEDS_QUOTES.search(text):
-        return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    ``'s``, ``n't``, ``''``, ``"``, ``-LRB-``), or in double quotes when it could not be
+    read back bare (:func:`_bare`), each backslash, quote, bracket and whitespace character
+    inside escaped by a backslash."""
+    return text if _bare(text) else '"' + _ESCAPE.sub(r"\\\1", text) + '"'
+
+
+def _token_read(match: re.Match) -> str:
+    """The word or label of a token of :data:`_TOKEN`: a quoted one without its quotes
+    where its text could not stand bare (else, as the Penn Treebank's ``"hi"``, as written)."""
+    if match.group(1) is None:
+        return match.group()
+    text = _UNESCAPE.sub(r"\1", match.group(1))
+    return match.group() if _bare(text) else text
 
 
 class Tree:
@@ -166,10 +186,11 @@ class Tree:
         (``.mrg`` files, evalb's input) and NLTK's.
 
         Words and labels are written bare, as the Penn Treebank writes them (``(VBZ 's)``,
-        ``('' '')``, ``(-LRB- -LRB-)``); one that could not be read back bare (empty,
-        holding whitespace or a bracket, or starting with a double quote) is written in
-        double quotes, with ``\\"`` and ``\\\\`` inside. The treebank's outer bracket without
-        a label, ``( (S ...) )``, is read as the tree it holds. Many trees:
+        ``('' '')``, ``(-LRB- -LRB-)``, ``"``); one that could not be read back bare
+        (empty, holding whitespace or a bracket, ending in a backslash, or itself a quoted
+        token's text, as ``""``) is written in double quotes, a backslash before each
+        backslash, quote, bracket and whitespace character inside. The treebank's outer
+        bracket without a label, ``( (S ...) )``, is read as the tree it holds. Many trees:
         :func:`fastdcyk.cfg.treebank.read_trees`.
 
         Raises
@@ -187,7 +208,7 @@ class Tree:
         >>> t.leaves()
         ('It', "'s", "n't")
         >>> print(Tree("W", ["two words", "(", '"']))
-        (W "two words" "(" "\\"")
+        (W "two\\ words" "\\(" ")
         """
         if not isinstance(text, str):
             raise TypeError(f"Tree.fromstring reads a str, got {type(text).__name__}")
@@ -335,8 +356,7 @@ def read_bracketed(text: str, where: str = "") -> list[tuple[int, Tree]]:
         elif not stack:
             raise ValueError(f"{where}text outside brackets at character {m.start()}")
         else:
-            if m.group(1) is not None:  # a quoted token
-                token = _UNESCAPE.sub(r"\1", m.group(1))
+            token = _token_read(m)
             items = stack[-1][1]
             if items[0] is None and len(items) == 1:  # the first token of a bracket
                 items[0] = token

@@ -352,25 +352,43 @@ def unsupported_cells(structure: RuleStructure, chart: dict) -> list[tuple[int, 
     return [(i, i + w) for w in range(2, n + 1) for i in range(n - w + 1) if bad[i, i + w]]
 
 
+#: A soft word's item A is detected with the gate sigma(m_A), m_A the weight of its
+#: terminals with a rule A -> a (sigma centred on 0.5, docs/method.md, section 3): an item
+#: of weight at least 0.5 + SOFT_BAND belongs in the word's cell, one of weight at most
+#: 0.5 - SOFT_BAND does not; between, the chart may decide either way.
+SOFT_BAND = 0.1
+
+
 def wrong_word_cells(
-    lexicon: Mapping[str, frozenset[str]], words: Sequence[Any], chart: dict
+    lexicon: Mapping[str, frozenset[str]],
+    words: Sequence[Any],
+    chart: dict,
+    *,
+    complete: bool = True,
 ) -> list[tuple[int, int]]:
     """The word cells (i, i + 1) of a decoded ``chart`` that are not what CYK puts there:
     in a CNF grammar a word's cell holds exactly the A with a rule A -> word (``lexicon``,
     :attr:`fastdcyk.cfg.grammar.Grammar.lexicon`), so an item beyond those was detected
     wrongly and written, and one of those missing was lost; the reads' bounds see neither
     (docs/method.md, section 7, "A certificate per cell", (3)). A soft word (a mixture of
-    terminals, :class:`~fastdcyk.engine.soft.SoftWord`) may hold any A of its terminals'
-    rules, and which of them clear the decision boundary depends on the weights: only an
-    item beyond them all counts."""
+    terminals, :class:`~fastdcyk.engine.soft.SoftWord`) must hold the items its weights
+    put well above sigma's centre and none well below it (:data:`SOFT_BAND`).
+    ``complete=False``: a cell may lack some of its word's items (the weighted table
+    leaves out those beyond its beam), and only an item beyond them counts."""
     bad = []
     for i, w in enumerate(words):
         cell = chart.get((i, i + 1), frozenset())
-        if isinstance(w, SoftWord):  # any A of its terminals' rules
-            allowed = frozenset().union(*(lexicon.get(t, frozenset()) for t, _ in w.weights))
-            if not cell <= allowed:
-                bad.append((i, i + 1))
-        elif cell != lexicon.get(w, frozenset()):
+        if isinstance(w, SoftWord):
+            mass: dict[str, float] = {}
+            for t, p in w.weights:
+                for a in lexicon.get(t, ()):
+                    mass[a] = mass.get(a, 0.0) + p
+            need = {a for a, m in mass.items() if m >= 0.5 + SOFT_BAND} if complete else set()
+            allowed = {a for a, m in mass.items() if m > (0.5 - SOFT_BAND if complete else 0)}
+        else:
+            allowed = lexicon.get(w, frozenset())
+            need = allowed if complete else frozenset()
+        if not need <= cell <= allowed:
             bad.append((i, i + 1))
     return bad
 

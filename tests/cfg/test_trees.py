@@ -101,13 +101,15 @@ def test_tree_quotes_only_words_that_cannot_be_read_back_bare():
     t = Tree("S", [Tree("W", [w]) for w in odd])
     assert Tree.fromstring(str(t)) == t
     assert t.leaves() == tuple(odd)
+    # quoted where it could not stand bare, with a backslash before each backslash, quote,
+    # bracket and whitespace character inside; '"' and '"hi"' bare, as NLTK reads them
     assert str(t) == (
-        '(S (W "two words") (W "(") (W ")") (W "say \\"hi\\"") (W back\\slash) (W \') '
-        '(W "\\"") (W "\\"hi\\"") (W "") (W "a\tb"))'
+        '(S (W "two\\ words") (W "\\(") (W "\\)") (W "say\\ \\"hi\\"") (W back\\slash) '
+        '(W \') (W ") (W "hi") (W "") (W "a\\\tb"))'
     )
     # labels too: the Penn Treebank's quote tags (`` and '') are written bare
     quotes = Tree("S", [Tree("``", ["``"]), Tree("''", ["''"]), Tree("two words", ["x"])])
-    assert str(quotes) == "(S (`` ``) ('' '') (\"two words\" x))"
+    assert str(quotes) == "(S (`` ``) ('' '') (\"two\\ words\" x))"
     assert Tree.fromstring(str(quotes)) == quotes
 
 
@@ -441,3 +443,15 @@ def test_a_chart_of_another_sentence_or_no_sentence_is_refused():
     with pytest.raises(ValueError, match="empty sentence"):
         Forest(g, "")
     assert Forest(g, "fish swim fish", chart=three).count == Forest(g, "fish swim fish").count
+
+
+def test_bare_double_quotes_read_as_nltk_reads_them():
+    """A bare '"' (a word of some treebanks) is a word, not the start of a quoted token
+    that runs on to the next '"' across brackets; '"hi"' stays '"hi"', as in NLTK; a word
+    ending in a backslash is quoted (NLTK reads '\\)' as an escaped bracket)."""
+    assert Tree.fromstring('(S (X ") (Y "))').leaves() == ('"', '"')
+    assert Tree.fromstring('(S (X "hi") (Y b))').leaves() == ('"hi"', "b")
+    assert str(Tree("X", ["a\\"])) == '(X "a\\\\")'
+    assert Tree.fromstring(str(Tree("X", ["a\\"]))).leaves() == ("a\\",)
+    odd = Tree("\"'", [" "])  # a bare label that starts with '"', then a quoted word
+    assert Tree.fromstring(str(odd)) == odd

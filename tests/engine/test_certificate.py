@@ -239,3 +239,31 @@ def test_a_parse_without_a_certificate_says_none():
         assert r.sure is None and r.confidence is None and r.suspect_cells() is None
     r = fd.dcyk(g, "fish swim fish", d=64)
     assert r.sure is True and r.suspect_cells() == [] and 0.999 <= r.confidence <= 1
+
+
+def test_the_word_checks_hold_for_the_weighted_table_soft_words_and_no_decoding():
+    """The weighted table leaves a word's items beyond its beam out of the cell: that is
+    no error (d="auto" climbed to max_d on it); a soft word must hold the items its
+    weights put well above sigma's centre; and a parse not decoded gets the same checks
+    (its own reads decoded), hence the same verdict."""
+    from fastdcyk.engine.certificate import wrong_word_cells
+    from fastdcyk.engine.soft import soft_word
+
+    pcfg = fd.Grammar.from_string(
+        "S -> A B [0.5] | D B [0.5]\nA -> 'x' [0.999999] | 'y' [0.000001]\n"
+        "D -> 'y' [1.0]\nB -> 'z' [1.0]"
+    )
+    r = fd.dcyk(pcfg, "y z", weights="table")
+    assert r.codebook.d == 128 and r.sure and r.chart[(0, 1)] == {"D"}  # A cut by the beam
+    g = fd.Grammar.builtin("G1")  # fish: NP VP; swim: VP
+    half = soft_word({"fish": 0.5, "swim": 0.5}, g.terminals, 1)  # VP 1.0, NP 0.5
+    words = ("fish", half)
+    gold = {(0, 1): g.lexicon["fish"]}
+    assert wrong_word_cells(g.lexicon, words, {**gold, (1, 2): frozenset()}) == [(1, 2)]
+    for either in ({"VP"}, {"NP", "VP"}):  # NP at 0.5: either way
+        assert wrong_word_cells(g.lexicon, words, {**gold, (1, 2): either}) == []
+    s = "flies flies boats time watch fish time fish".split()
+    g2 = fd.Grammar.builtin("G2")
+    decoded, bare = fd.dcyk(g2, s, d=24), fd.dcyk(g2, s, d=24, decode=False)
+    assert decoded.chart != fd.cyk(g2, s)  # a wrong chart: called sure before, not decoded
+    assert decoded.sure is False and bare.sure is False

@@ -23,7 +23,7 @@ from fastdcyk.engine.certificate import (
     unsupported_cells,
     wrong_word_cells,
 )
-from fastdcyk.engine.decode import Statistics, decision_boundary
+from fastdcyk.engine.decode import Statistics, chart_from_statistics, decision_boundary
 from fastdcyk.engine.modes.cleanup import columns
 from fastdcyk.engine.numpy_backend import mixture
 from fastdcyk.engine.numpy_spectral import SpectralParser, left_spectrum_of
@@ -110,6 +110,11 @@ class CleanupParser(SpectralParser):
     With ``p_left`` the parser reads a given P_left instead of filling one: nothing is
     written, and the unary cells take the words as read (:func:`readback_statistics`).
     """
+
+    #: Whether a word's cell holds every item of the word's rules (the weighted table's
+    #: leaves out those more than its beam below the cell's best: only the items beyond
+    #: the word's rules are then wrong; :func:`~fastdcyk.engine.certificate.wrong_word_cells`).
+    complete_words = True
 
     def __init__(
         self,
@@ -616,9 +621,14 @@ class CleanupParser(SpectralParser):
         cell that is not its rules' (:func:`~fastdcyk.engine.certificate.wrong_word_cells`)."""
         if self._certify is None:
             return None
-        if chart is not None:
-            words = wrong_word_cells(self.grammar.lexicon, self.words, chart)
-            self._certify.refuse(words + unsupported_cells(self.structure, chart))
+        if chart is None:  # not decoded (decode=False): the same checks, of its own reads
+            chart = chart_from_statistics(
+                self.statistics(), len(self.words), beta=self.opt.beta,
+                threshold=self.opt.threshold,
+            )  # fmt: skip
+        lexicon = self.grammar.lexicon
+        words = wrong_word_cells(lexicon, self.words, chart, complete=self.complete_words)
+        self._certify.refuse(words + unsupported_cells(self.structure, chart))
         return self._certify.certificate()
 
     def suspect(self) -> bool:

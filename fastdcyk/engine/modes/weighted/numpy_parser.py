@@ -103,6 +103,8 @@ class WeightedParser(CleanupParser):
     scales M(i, j).
     """
 
+    complete_words = False  # a word's cell holds its rules' items within the beam
+
     #: its reads are scores, not clean scores: no compiled column (:meth:`run_column`)
     fills_columns = False
 
