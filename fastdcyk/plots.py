@@ -373,8 +373,8 @@ def check_figures_folder(out_dir: str | os.PathLike[str]) -> Path:
 
 
 def _make_folder(out: Path) -> list[Path]:
-    """Create ``out`` and its missing parents; returns those created, deepest last."""
-    check_figures_folder(out)
+    """Create ``out`` and its missing parents (:func:`check_figures_folder` has passed);
+    returns those created, deepest last."""
     created = []
     for folder in (*reversed(out.parents), out):
         if not folder.exists():

@@ -200,7 +200,8 @@ def resolve_codebook(
     grammar: Grammar,
     before_build: Any = None,
 ) -> Codebook:
-    """The codebook of a parse: ``codebook`` checked against ``d`` and ``dtype``, or the one
+    """The codebook of a parse: ``codebook`` (a Codebook; :func:`check_given_codebook`
+    checks ``d``, ``dtype`` and the rest against it), or the one
     :func:`default_codebook` builds (kept for the next parse with the same grammar, d, seed
     (None: 0), dtype, vectors and FFT library: :data:`_CODEBOOKS`). ``before_build(d,
     dtype, fft)`` runs before a codebook is built (the memory check), with the FFT it will
@@ -223,6 +224,23 @@ def resolve_codebook(
         return cb
     if not isinstance(codebook, Codebook):
         raise TypeError(f"codebook must be a fastdcyk.Codebook, got {type(codebook).__name__}")
+    return codebook  # what was asked of it: checked in prepare (check_given_codebook)
+
+
+def check_given_codebook(
+    codebook: Any,
+    d: int | None,
+    dtype: Any,
+    seed: int | None,
+    unitary: bool | None,
+    fft: Any = "auto",
+) -> None:
+    """A ``d``, ``dtype``, ``seed``, ``unitary`` or ``fft`` (None, or ``"auto"`` for
+    ``fft``: not given) given with a codebook must be the codebook's own: its dimension
+    and dtype are fixed, its vectors drawn and its FFT library chosen already, and a parse
+    cannot change them."""
+    if not isinstance(codebook, Codebook):
+        return
     if d is not None and d != codebook.d:
         raise ValueError(
             f"d = {d} disagrees with the codebook's dimension {codebook.d}: "
@@ -233,17 +251,6 @@ def resolve_codebook(
             f"dtype {np.dtype(dtype)} disagrees with the codebook's dtype {codebook.dtype}: "
             "leave dtype out when passing a codebook"
         )
-    return codebook
-
-
-def check_given_codebook(
-    codebook: Any, seed: int | None, unitary: bool | None, fft: Any = "auto"
-) -> None:
-    """A ``seed``, ``unitary`` or ``fft`` (other than ``"auto"``) given with a codebook
-    must be the codebook's own: its vectors are drawn and its FFT library chosen already,
-    and a parse cannot change them."""
-    if not isinstance(codebook, Codebook):
-        return
     if not (isinstance(fft, str) and fft == "auto"):
         name = get_fft(fft).name
         if name != codebook.fft.name:
@@ -358,7 +365,7 @@ def prepare(
         torch_backend.check_device(device)  # one message for every entry point
     grammar = cnf_grammar(grammar)
     all_words = [words_of(grammar, s) for s in sentences]
-    check_given_codebook(codebook, seed, unitary, fft)
+    check_given_codebook(codebook, d, dtype, seed, unitary, fft)
     opt_dtype = codebook.dtype if isinstance(codebook, Codebook) else check_dtype(dtype)
     opt = resolve(dtype=opt_dtype, **options)
     if unitary is None:  # the variant's codebook
