@@ -326,6 +326,7 @@ class TorchParser(schedule.CellParser):
         self.lengths = lengths
         self.batch, self.n = len(lengths), max(lengths)
         self.lengths_tensor = torch.as_tensor(lengths, device=self.device)
+        self._active_by_end: torch.Tensor | None = None
         self.grad = torch.is_grad_enabled() and any(
             t is not None and t.requires_grad
             for t in (
@@ -408,8 +409,17 @@ class TorchParser(schedule.CellParser):
         return got
 
     def active(self, j: int) -> torch.Tensor:
-        """(B,) bool: the sentences that have the cells (i, j)."""
-        return self.lengths_tensor >= j
+        """(B,) bool: the sentences that have the cells (i, j) (a view of
+        :meth:`ends_active`)."""
+        return self.ends_active()[:, j]
+
+    def ends_active(self) -> torch.Tensor:
+        """(B, n + 1) bool: whether each sentence has the cells ending at each j, made once a
+        parse on the device (a view of it per cell or width: no operation each)."""
+        if self._active_by_end is None:
+            ends = torch.arange(self.n + 1, device=self.device)
+            self._active_by_end = self.lengths_tensor[:, None] >= ends[None, :]
+        return self._active_by_end
 
     def sigmoid(self, x: torch.Tensor) -> torch.Tensor:
         """sigma with the options' beta (:func:`fastdcyk.engine.arrays.sigmoid`)."""

@@ -229,8 +229,7 @@ class SpectralParser(TorchParser):
             rows = tspec[self.words]
         else:
             rows = self.soft.to(tspec.dtype) @ tspec
-        has = self.lengths_tensor[:, None] > torch.arange(self.n, device=self.device)
-        lefts = torch.conj(rows) * has[..., None]
+        lefts = torch.conj(rows) * self.ends_active()[:, 1:, None]  # word i ends cell i
         return [((i - 1, i), lefts[:, i - 1]) for i in range(1, self.n + 1)]
 
     def update(

@@ -26,7 +26,6 @@ class TraceParser(SpectralParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._active_by_end: torch.Tensor | None = None
         self._by_step: dict[Step, torch.Tensor] = {}
 
     def read(self, i: int, j: int, step: Step) -> None:
@@ -99,7 +98,7 @@ class TraceParser(SpectralParser):
             q = (lr @ dg).transpose(1, 2)  # (B, C, h)
         tvals = (q @ spectra_w.T).real  # (B, C, k)
         gates = self.sigmoid(tvals)
-        active = self._ends_active()[:, j_idx]  # (B, C): the sentences that have each cell
+        active = self.ends_active()[:, j_idx]  # (B, C): the sentences that have each cell
         det = Detections(tvals, gates, gates, gates)
         keep, any_kept = ledger.decide_cells(cells, self.rows(step), det, active)
         if on_progress is not None:
@@ -121,14 +120,6 @@ class TraceParser(SpectralParser):
             m = self.index_outers([(j, i) for i, j in part])  # G_i (.) j^
             self.add_outers("right_spectrum", rights[:, :, sl], m)
         return True
-
-    def _ends_active(self) -> torch.Tensor:
-        """(B, n + 1) bool: whether each sentence has the cells ending at each j (made once
-        a parse, on the device)."""
-        if self._active_by_end is None:
-            ends = torch.arange(self.n + 1, device=self.device)
-            self._active_by_end = self.lengths_tensor[:, None] >= ends[None, :]
-        return self._active_by_end
 
     def _step_spectra(self, step: Step) -> torch.Tensor:
         """(k, 2h): the left and the right spectra of the step's nonterminals side by side
