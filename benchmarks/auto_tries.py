@@ -34,7 +34,8 @@ def main() -> None:
     from bench_readback import commandtalk
 
     import fastdcyk as fd
-    from fastdcyk.engine import auto, certificate
+    from fastdcyk.engine import auto
+    from fastdcyk.engine.core import certificate
 
     fd.threads.set_threads(1)
     if args.path:

@@ -1,4 +1,4 @@
-"""The torch backend (fastdcyk.engine.torch_backend) on the CPU against the numpy backend.
+"""The torch backend (fastdcyk.engine.backends.torch.driver) on the CPU against the numpy backend.
 
 Targets, each a ratio measured in the same run:
 

@@ -27,7 +27,7 @@ import pytest
 
 import fastdcyk as fd
 from fastdcyk.cfg.forest import Forest
-from fastdcyk.engine.decode import item_scores
+from fastdcyk.engine.core.decode import item_scores
 
 TREE_TARGET_S = 0.050
 

@@ -13,7 +13,7 @@ import warnings
 from pathlib import Path
 
 import fastdcyk as fd
-from fastdcyk.engine import readback
+from fastdcyk.engine.core import readback
 
 fd.threads.set_threads(1)
 d = int(sys.argv[1]) if len(sys.argv) > 1 else 256

@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 
 import fastdcyk as fd
-from fastdcyk.engine.certificate import CertificateBuilder
+from fastdcyk.engine.core.certificate import CertificateBuilder
 
 fd.threads.set_threads(1)
 d = int(sys.argv[1]) if len(sys.argv) > 1 else 512

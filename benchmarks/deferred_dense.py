@@ -3,7 +3,7 @@ of docs/performance.md, "The sweep in the table's precision".
 
 - the numpy backend, one 5-word sentence at a time at d = 256 (the random grammar of 20
   nonterminals of benchmarks/bench_peer.py, 12 sentences, best of 5 passes), with the dense
-  P_left made by the parse (``SpectralParser.defers_dense = False``, as before) and made on
+  P_left made by the parse (``NumpySpectralParser.defers_dense = False``, as before) and made on
   access (the default);
 - the torch backend's batch of 32 on the CPU at 5 and 10 words, d = 256, the same two ways;
 - one sweep of the column kernel (write, previous subtraction and readout) and one
@@ -25,7 +25,7 @@ from bench_peer import best, peer_grammar, sentences  # noqa: E402
 
 import fastdcyk as fd  # noqa: E402
 from fastdcyk import threads  # noqa: E402
-from fastdcyk.engine import numpy_spectral  # noqa: E402
+from fastdcyk.engine.backends.numpy import spectral as numpy_spectral  # noqa: E402
 from fastdcyk.engine.modes.cleanup import columns  # noqa: E402
 from fastdcyk.hrr import kernels  # noqa: E402
 
@@ -41,20 +41,20 @@ def main() -> None:
     print(f"fastdcyk {fd.__version__} from {Path(fd.__file__).parent}")
     sents = sentences(g, 5, 12)
     for eager in (True, False):
-        made_by_parse(numpy_spectral.SpectralParser, eager)
+        made_by_parse(numpy_spectral.NumpySpectralParser, eager)
         s = best(lambda: [fd.dcyk(g, w, cb) for w in sents], 5) / len(sents)
         how = "by the parse" if eager else "on access"
         print(f"numpy, 5 words, d = 256, P_left made {how}: {s * 1e3:.2f} ms a sentence")
-    made_by_parse(numpy_spectral.SpectralParser, False)
+    made_by_parse(numpy_spectral.NumpySpectralParser, False)
     try:
-        from fastdcyk.engine import torch_spectral
+        from fastdcyk.engine.backends.torch import spectral as torch_spectral
     except ImportError:  # no torch
         torch_spectral = None
     if torch_spectral is not None:
         for length in (5, 10):
             batch = sentences(g, length, 32)
             for eager in (True, False):
-                made_by_parse(torch_spectral.SpectralParser, eager)
+                made_by_parse(torch_spectral.TorchSpectralParser, eager)
 
                 def parse(batch=batch):
                     return fd.dcyk_batch(g, batch, cb, backend="torch", batch_size=32)
@@ -62,7 +62,7 @@ def main() -> None:
                 s = best(parse, 5)
                 how = "by the parse" if eager else "on access"
                 print(f"torch, batch 32, {length} words, made {how}: {s * 1e3:.1f} ms a batch")
-        made_by_parse(torch_spectral.SpectralParser, False)
+        made_by_parse(torch_spectral.TorchSpectralParser, False)
     d, h = 1024, 513
     rng = np.random.default_rng(0)
 

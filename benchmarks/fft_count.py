@@ -14,7 +14,7 @@ import collections
 import traceback
 
 import fastdcyk as fd
-from fastdcyk.engine.plan import default_codebook
+from fastdcyk.engine.prepare import default_codebook
 from fastdcyk.options import VARIANTS
 
 

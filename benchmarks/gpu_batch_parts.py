@@ -7,10 +7,11 @@ or ``--order``), float32, on ``--device``: per d and length, after a warm-up, th
 three of
 
 - ``full``: :func:`fastdcyk.dcyk_batch` as a user calls it (results made, charts decoded);
-- ``charts_only``: :func:`fastdcyk.engine.torch_backend.parse_sentences` with
+- ``charts_only``: :func:`fastdcyk.engine.backends.torch.driver.parse` (the driver) with
   ``dense=False``;
-- ``core``, ``core_decode``, ``core_dense``: :func:`fastdcyk.engine.torch_backend.parse`
-  alone, without the decoder statistics, with them, and with the dense matrices too;
+- ``core``, ``core_decode``, ``core_dense``:
+  :func:`fastdcyk.engine.backends.torch.driver.parse_tensors` alone, without the decoder
+  statistics, with them, and with the dense matrices too;
 
 with the charts of the ``full`` run checked against symbolic CYK (``exact``). With
 ``--profile`` a torch profile of one ``dcyk_batch`` call at the first d and length is
@@ -32,8 +33,9 @@ import torch
 
 import fastdcyk as fd
 from fastdcyk.engine import default_codebook
-from fastdcyk.engine import torch_backend as tb
-from fastdcyk.engine.plan import prepare
+from fastdcyk.engine.backends.torch import driver as tb
+from fastdcyk.engine.prepare import prepare
+from fastdcyk.registry import backends
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_peer import best, sentences  # noqa: E402 - the benchmarks' folder first
@@ -109,7 +111,7 @@ def _parts(g, st, cb, sents, options, kw, dev, timed) -> dict:
         check_memory=False, backend="torch", device=dev, options=options,
     )  # fmt: skip
     row["charts_only"] = timed(
-        lambda: tb.parse_sentences(g, plan.sentences, cb, plan.options, device=dev, dense=False)
+        lambda: tb.parse(plan, backends.get("torch"), device=dev, dense=False)
     )
     n = max(len(s) for s in plan.sentences)
     vec = tb.symbol_vectors(cb, st, n, encoding=plan.options.encoding, device=dev)
@@ -122,7 +124,7 @@ def _parts(g, st, cb, sents, options, kw, dev, timed) -> dict:
             ("core_dense", {"dense": True}),
         ):
             row[name] = timed(
-                lambda e=extra: tb.parse(vec, st, ids, plan.options, g_cache=cache, **e)
+                lambda e=extra: tb.parse_tensors(vec, st, ids, plan.options, g_cache=cache, **e)
             )
     return row
 

@@ -8,7 +8,7 @@ engine's accuracy tests, codebook seed 0).
 from __future__ import annotations
 
 import fastdcyk as fd
-from fastdcyk.engine.decode import decision_boundary
+from fastdcyk.engine.core.decode import decision_boundary
 from fastdcyk.options import VARIANTS
 
 g = fd.Grammar.builtin("G0")

@@ -24,7 +24,7 @@ from fastdcyk.engine import DCYKOptions, DCYKResult, dcyk, estimate_memory
 from fastdcyk.engine.api import choose_dimension, clear_caches, decode
 from fastdcyk.engine.auto import DimensionWarning
 from fastdcyk.engine.batch import dcyk_batch
-from fastdcyk.engine.decode import decode_statistics
+from fastdcyk.engine.core.decode import decode_statistics
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import available_ffts, get_fft
 from fastdcyk.hrr.fft import renamed as _renamed

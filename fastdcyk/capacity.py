@@ -1,11 +1,11 @@
 """A capacity model: the fidelity D-CYK will reach, predicted without any d x d work.
 
-:func:`predict` runs symbolic CYK over modelled readouts (the simulation of the options'
-detection mode, :mod:`fastdcyk.engine.modes`, on :mod:`fastdcyk.engine.simulation`: the exact
-part of each readout from the codebook's own symbol spectra, the rest as noise of the
-variance the algebra gives), with the variant's gate, order and decoder, and scores the
-simulated charts against symbolic CYK; :func:`required_dim` searches the smallest d that
-reaches a target; :func:`estimate_memory` is the model's own memory.
+:func:`predict` runs symbolic CYK over modelled readouts (the simulation of the options' detection
+mode, :mod:`fastdcyk.registry.modes`, on :mod:`fastdcyk.engine.backends.simulation.parser`: the
+exact part of each readout from the codebook's own symbol spectra, the rest as noise of the variance
+the algebra gives), with the variant's gate, order and decoder, and scores the simulated charts
+against symbolic CYK; :func:`required_dim` searches the smallest d that reaches a target;
+:func:`estimate_memory` is the model's own memory.
 
 See docs/method.md, section 5, for the derivation and docs/results.md for the validation
 against measurement.
@@ -24,11 +24,10 @@ from fastdcyk.cfg.cyk import UnknownWordError, cyk
 from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar, as_grammar
 from fastdcyk.cfg.metrics import Scores, cell_scores
-from fastdcyk.engine import modes
-from fastdcyk.engine.plan import default_codebook
+from fastdcyk.engine.backends.simulation.parser import Simulation
+from fastdcyk.engine.core.rules import rule_structure
+from fastdcyk.engine.prepare import default_codebook
 from fastdcyk.engine.progress import check_progress, progress_bar
-from fastdcyk.engine.rules import rule_structure
-from fastdcyk.engine.simulation import Simulation
 from fastdcyk.hrr import memory as system_memory
 from fastdcyk.options import (
     DEFAULT_VARIANT,
@@ -137,8 +136,8 @@ _NOTES = {
 
 def _simulation(opt: DCYKOptions) -> Any:
     """The simulation of ``opt``'s mode, if it models its read-back (the registry's facts:
-    :mod:`fastdcyk.engine.modes`)."""
-    mode = modes.select(opt.gate, opt.weights)
+    :mod:`fastdcyk.registry.modes`)."""
+    mode = opt.mode
     if mode.simulation is None:
         raise ValueError(
             f"the capacity model has no simulation of {mode.describe()}: measure it with "
@@ -215,15 +214,14 @@ def estimate_memory(
 ) -> int:
     """Peak bytes the capacity model needs for sentences of ``length`` words at ``d``.
 
-    The model's arrays grow with the sentence length n: every simulation keeps a weight per
-    (cell, nonterminal) and the spectra of the span sums, and each mode's its own
-    (:meth:`Simulation.memory <fastdcyk.engine.simulation.Simulation.memory>`): the trace
-    model draws, for each cell, a value for every (i1, k1, k2, j2) of spans, (n + 1)^4 of
-    them, and gathers the rules' pairs over (n + 1)^2 spans; the paper variant's model keeps
-    a length-d mask per (cell, nonterminal); the clean-up model with the matched read-back a
-    nonterminal x nonterminal matrix of overlaps, with the least-squares read-back
-    (``readback``, the cleanup variant's default) the symbol vectors in float64. Its time
-    grows likewise: about (n + 1)^6 for the trace model.
+    The model's arrays grow with the sentence length n: every simulation keeps a weight per (cell,
+    nonterminal) and the spectra of the span sums, and each mode's its own (:meth:`Simulation.memory
+    <fastdcyk.engine.backends.simulation.parser.Simulation.memory>`): the trace model draws, for
+    each cell, a value for every (i1, k1, k2, j2) of spans, (n + 1)^4 of them, and gathers the
+    rules' pairs over (n + 1)^2 spans; the paper variant's model keeps a length-d mask per (cell,
+    nonterminal); the clean-up model with the matched read-back a nonterminal x nonterminal matrix
+    of overlaps, with the least-squares read-back (``readback``, the cleanup variant's default) the
+    symbol vectors in float64. Its time grows likewise: about (n + 1)^6 for the trace model.
 
     Parameters
     ----------
@@ -306,15 +304,14 @@ def estimate_seconds(
 ) -> float:
     """Seconds :func:`predict` with the same arguments will take on this machine.
 
-    The model is timed on two short sentences of the grammar (with the first codebook, at
-    this d: 12 and 48 words for the clean-up model, 5 and 10 for the trace model, fewer when
-    the sentences asked for are shorter) and scaled by what its time grows with (its cells
-    and the splits of a cell for the clean-up model: a cell costs a read and a solve, a
-    split the rules of its children's candidates;
-    :meth:`Simulation.cost_terms <fastdcyk.engine.simulation.Simulation.cost_terms>`), as
-    is symbolic CYK's time for the gold charts. An order of magnitude, not a bound: it costs
-    a few tenths of a second, and it assumes that longer sentences fill their cells as the
-    short ones do.
+    The model is timed on two short sentences of the grammar (with the first codebook, at this d: 12
+    and 48 words for the clean-up model, 5 and 10 for the trace model, fewer when the sentences
+    asked for are shorter) and scaled by what its time grows with (its cells and the splits of a
+    cell for the clean-up model: a cell costs a read and a solve, a split the rules of its
+    children's candidates; :meth:`Simulation.cost_terms
+    <fastdcyk.engine.backends.simulation.parser.Simulation.cost_terms>`), as is symbolic CYK's time
+    for the gold charts. An order of magnitude, not a bound: it costs a few tenths of a second, and
+    it assumes that longer sentences fill their cells as the short ones do.
 
     Parameters
     ----------

@@ -10,7 +10,7 @@ documentation: :func:`takes_options`) and the command line's options
 refused and documented the same way wherever it is given.
 
 Which gates, read-backs and weights exist and combine is not declared here but in the
-registry of detection modes (:mod:`fastdcyk.engine.modes`), which :func:`resolve` consults;
+registry of detection modes (:mod:`fastdcyk.registry.modes`), which :func:`resolve` consults;
 that registry imports nothing of the package, and this module imports nothing else of it.
 
 Examples
@@ -40,8 +40,11 @@ from typing import Any
 
 import numpy as np
 
+from fastdcyk.registry import backends, modes
+from fastdcyk.registry.backends import Backend
+from fastdcyk.registry.modes import Mode
+
 __all__ = [
-    "BACKENDS",
     "CODEBOOKS",
     "DECODERS",
     "AUTO_BEAM",
@@ -75,7 +78,6 @@ __all__ = [
     "check_threshold",
     "choices",
     "declaration",
-    "default_readback",
     "documentation",
     "documented",
     "refuses_renamed",
@@ -128,7 +130,7 @@ DECODERS = ("entry", "trace")
 #: least squares, every other nonterminal reading 0, and ``"cancel"`` (its default) is
 #: ``"lstsq"`` reading each cell from the table less what was read before it (successive
 #: interference cancellation). A read-back other than ``"matched"`` reads the chart
-#: itself: the decoder does not apply. Which mode has which: :mod:`fastdcyk.engine.modes`.
+#: itself: the decoder does not apply. Which mode has which: :mod:`fastdcyk.registry.modes`.
 READBACKS = ("lstsq", "cancel", "matched")
 #: The detection t_A above which a nonterminal is a candidate of its cell under the
 #: least-squares read-back (written, and solved for): a quarter of one derivation whose
@@ -153,9 +155,6 @@ ORDERS = ("sequential", "cell", "width")
 #: ``"paper"``: [X]+ [i]+ [j]+ in P_right and R_b^A = sum [B]+ [C]-, as in the paper;
 #: ``"roles"``: the right child under its own vector X', [X']+ [i]+ [j]+ and [B]+ [C']-.
 ENCODINGS = ("paper", "roles")
-#: ``"numpy"``: the numpy backend (:mod:`fastdcyk.engine.numpy_backend`); ``"torch"``: the
-#: same algorithm in PyTorch, batched and differentiable (:mod:`fastdcyk.engine.torch_backend`).
-BACKENDS = ("numpy", "torch")
 #: Where the tasks of an experiment grid run.
 EXECUTORS = ("serial", "process", "dask")
 #: The codebooks of an experiment grid: ``"grammar"`` (:meth:`Codebook.for_grammar` for the
@@ -185,13 +184,15 @@ def check_choice(name: str, value: Any, allowed: Any, *, none: str | None = None
     raise ValueError(f"unknown {name} {value!r}: choose one of {tuple(allowed)}{also}")
 
 
-def check_backend(backend: Any, device: Any = None) -> str:
-    """``backend`` when it is one of :data:`BACKENDS` and ``device`` (where to compute) is
-    None unless the backend is ``"torch"``."""
-    check_choice("backend", backend, BACKENDS)
-    if device is not None and backend != "torch":
-        raise ValueError(f"device={device!r} needs backend='torch'")
-    return backend
+def check_backend(backend: Any, device: Any = None) -> Backend:
+    """The record of ``backend`` (:mod:`fastdcyk.registry.backends`: ``"numpy"``,
+    ``"torch"`` or one registered), with a ``device`` (where to compute) only for a backend
+    that takes one; the device itself is checked by the backend when a parse is prepared
+    (:meth:`~fastdcyk.registry.backends.Backend.check_device`)."""
+    record = backends.get(check_choice("backend", backend, backends.names()))
+    if device is not None and not record.takes_device:
+        record.check_device(device)  # refused, naming the backends that take one
+    return record
 
 
 def check_int(name: str, value: Any, low: int) -> int:
@@ -295,25 +296,17 @@ def check_flag(name: str, value: Any) -> bool:
     return bool(value)
 
 
-def _modes() -> Any:
-    """The registry of detection modes, :mod:`fastdcyk.engine.modes` (it imports nothing of
-    the package; imported here when first needed, once the package is loaded)."""
-    from fastdcyk.engine import modes
-
-    return modes
-
-
 def _gates() -> tuple[str, ...]:
-    return _modes().gates()
+    return modes.gates()
 
 
 def _weights() -> tuple[str, ...]:
-    found = (m.weights for m in _modes().MODES.values())
+    found = (m.weights for m in modes.MODES.values())
     return tuple(dict.fromkeys((*WEIGHTS, *found)))
 
 
 def _readbacks() -> tuple[str, ...]:
-    found = (r for m in _modes().MODES.values() for r in m.readbacks)
+    found = (r for m in modes.MODES.values() for r in m.readbacks)
     return tuple(dict.fromkeys((*READBACKS, *found)))
 
 
@@ -369,8 +362,8 @@ class DCYKOptions:
     Examples
     --------
     >>> opts = resolve("trace", beta=20)
-    >>> opts.gate, opts.beta, opts.readback
-    ('trace', 20.0, 'matched')
+    >>> opts.gate, opts.beta, opts.readback, opts.mode.name
+    ('trace', 20.0, 'matched', 'trace')
     """
 
     variant: str = declaration(
@@ -391,11 +384,11 @@ class DCYKOptions:
     )
     gate: str = declaration(
         '{"entrywise", "trace", "cleanup"}',
-        """The detection mode (:mod:`fastdcyk.engine.modes`): ``"entrywise"`` (the paper:
+        """The detection mode (:mod:`fastdcyk.registry.modes`): ``"entrywise"`` (the paper:
         P_A = sigma(M), masked to the diagonal in the binary step), ``"trace"``
         (P_A = sigma(tr(M) / d) I) or ``"cleanup"`` (the grammar's rules over the children's
         read-back scores, docs/method.md, section 6), or the gate of a mode added with
-        :func:`fastdcyk.engine.modes.register`. Default: the variant's.""",
+        :func:`fastdcyk.registry.modes.register`. Default: the variant's.""",
         choices=_gates,
         cli="override the variant's gate",
     )
@@ -475,7 +468,7 @@ class DCYKOptions:
     readback: str | None = declaration(
         '{"lstsq", "cancel", "matched"}',
         """How a completed cell is read, both for its parents and for the chart
-        (docs/method.md, section 7; which gate has which: :mod:`fastdcyk.engine.modes`).
+        (docs/method.md, section 7; which gate has which: :mod:`fastdcyk.registry.modes`).
         ``"lstsq"``: the cell's candidates (the nonterminals whose detection t_A exceeds
         ``candidate_level``, the only updates written) are read together by least squares
         over their vectors, so that the symbols of a cell no longer blur each other; every
@@ -548,7 +541,14 @@ class DCYKOptions:
 
     def __post_init__(self) -> None:
         if self.readback is None:  # as resolve gives it
-            object.__setattr__(self, "readback", default_readback(self.gate, self.weights))
+            object.__setattr__(self, "readback", self.mode.readbacks[0])
+
+    @property
+    def mode(self) -> Mode:
+        """The detection mode the options select (their ``gate`` and ``weights``): the
+        :class:`~fastdcyk.registry.modes.Mode` record that says which parser each backend
+        has, its read-backs, buffers, cost model and what it supports."""
+        return modes.select(self.gate, self.weights)
 
 
 #: The options, in declaration order: the fields of :class:`DCYKOptions`.
@@ -692,13 +692,6 @@ def documented(doc: str, names: Sequence[str], notes: Mapping[str, str] | None =
     return "\n".join(lines)
 
 
-def default_readback(gate: str, weights: str) -> str:
-    """The read-back a parse gets when none is given: the first of its mode's
-    (:mod:`fastdcyk.engine.modes`; ``"cancel"`` for the clean-up gate and the weighted
-    table, ``"matched"`` for the others)."""
-    return _modes().select(gate, weights).readbacks[0]
-
-
 @takes_options(exclude=("variant",))
 def resolve(variant: str | None = None, *, dtype: Any = "float32", **options: Any) -> DCYKOptions:
     """The options of a parse: the variant's preset (:data:`VARIANTS`) where None, each
@@ -722,7 +715,6 @@ def resolve(variant: str | None = None, *, dtype: Any = "float32", **options: An
         For an unknown choice or a value out of range, or options that no registered mode
         combines; the message names what is allowed.
     """
-    modes = _modes()
     variant = DEFAULT_VARIANT if variant is None else variant
     preset = VARIANTS[check_choice("variant", variant, VARIANTS)]
     given = {name: options.get(name) for name in NAMES if name != "variant"}

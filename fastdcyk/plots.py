@@ -563,8 +563,8 @@ def figure_parse(
 
     from fastdcyk.cfg.cyk import cyk
     from fastdcyk.cfg.weights import check_chart
-    from fastdcyk.engine.decode import decision_boundary
-    from fastdcyk.engine.result import DCYKResult
+    from fastdcyk.engine.core.decode import decision_boundary
+    from fastdcyk.engine.core.result import DCYKResult
 
     if not isinstance(result, DCYKResult):
         raise TypeError(

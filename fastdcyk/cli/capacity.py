@@ -20,10 +20,10 @@ from fastdcyk.cli.common import (
     option_values,
     positive_int,
 )
-from fastdcyk.engine import modes
 from fastdcyk.engine.cost import duration
 from fastdcyk.hrr.memory import format_bytes
 from fastdcyk.options import DEFAULT_VARIANT, resolve
+from fastdcyk.registry import modes
 
 
 def _probability_or_one(text: str) -> float:
@@ -58,7 +58,7 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     drawn = capacity.sentences_drawn(args.length, args.sentences, args.samples, max_cells)
-    mode = modes.select(opt.gate, opt.weights)
+    mode = opt.mode
     how = f"encoding={opt.encoding}"
     if mode.chooses_readback:
         how += f", readback={opt.readback}"
@@ -114,7 +114,7 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
             else ""
         )
         print(f"no d up to {top} is predicted to reach F1 >= {args.target_f1:g}{further}")
-        if mode is not modes.select(resolve(DEFAULT_VARIANT).gate):
+        if mode is not resolve(DEFAULT_VARIANT).mode:
             print(
                 "(on a grammar of many rules per nonterminal the trace detection's noise "
                 "grows with the grammar: --variant cleanup, docs/method.md section 6)"

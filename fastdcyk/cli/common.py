@@ -18,7 +18,6 @@ from fastdcyk.cfg.cyk import cyk
 from fastdcyk.cfg.grammar import Grammar, GrammarError
 from fastdcyk.cfg.metrics import cell_scores
 from fastdcyk.display import format_chart, format_chart_compact
-from fastdcyk.engine import modes
 from fastdcyk.experiments import (
     ExperimentConfig,
     ResultsFileError,
@@ -27,7 +26,6 @@ from fastdcyk.experiments import (
     run_experiment,
 )
 from fastdcyk.options import (
-    BACKENDS,
     CODEBOOKS,
     DEFAULT_VARIANT,
     ENCODINGS,
@@ -36,6 +34,7 @@ from fastdcyk.options import (
     ORDERS,
     VARIANTS,
 )
+from fastdcyk.registry import backends, modes
 
 #: Each variant's own order, for the help: "paper sequential, trace cell".
 VARIANT_ORDERS = ", ".join(f"{v} {VARIANTS[v]['order']}" for v in VARIANTS)
@@ -328,7 +327,7 @@ def add_run_options(p: argparse.ArgumentParser, *, default_executor: str = "proc
     r.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler, e.g. tcp://host:8786")
     r.add_argument(
         "--backend",
-        choices=BACKENDS,
+        choices=backends.names(),
         default="numpy",
         help="'numpy': the numpy backend, one sentence at a time per worker (default); "
         "'torch': each task's sentences in batches with PyTorch, on --device, from this "
@@ -420,7 +419,7 @@ def report(
     o = result.options
     sc = cell_scores(gold, result.chart)
     t = sum(result.timings.values())
-    mode = modes.select(o.gate, o.weights)
+    mode = o.mode
     print(
         f"D-CYK, variant={o.variant} (gate={o.gate}, "
         + (f"readback={o.readback}, " if mode.chooses_readback else "")
@@ -471,19 +470,23 @@ def run_options(args: argparse.Namespace) -> dict:
     backend = getattr(args, "backend", "numpy")
     device = getattr(args, "device", None)
     executor = getattr(args, "executor", None)
-    if device is not None and backend != "torch":
-        raise UsageError(
-            f"--device {device} is only used with --backend torch (the numpy backend "
-            "computes on the CPU): add --backend torch, or leave out --device"
+    record = backends.get(backend)
+    if device is not None and not record.takes_device:
+        able = " or ".join(
+            f"--backend {b.name}" for b in backends.BACKENDS.values() if b.takes_device
         )
-    if backend == "torch" and executor not in (None, "serial"):
         raise UsageError(
-            f"--backend torch runs with --executor serial only, not {executor}: its batches "
-            "run on one device from this process (one process per GPU); leave out "
+            f"--device {device} is only used with {able} (the {backend} backend computes on "
+            f"the CPU): add {able}, or leave out --device"
+        )
+    if record.batched and executor not in (None, "serial"):
+        raise UsageError(
+            f"--backend {backend} runs with --executor serial only, not {executor}: its "
+            "batches run on one device from this process (one process per GPU); leave out "
             "--executor (or give --executor serial)"
         )
     if executor is None:
-        executor = "serial" if backend == "torch" else getattr(args, "default_executor", "process")
+        executor = "serial" if record.batched else getattr(args, "default_executor", "process")
     return {"executor": executor, "backend": backend, "device": device}
 
 
@@ -523,9 +526,9 @@ def run_grid(
         raise UsageError(str(exc)) from exc
     except (ValueError, GrammarError, ResultsFileError) as exc:
         raise UsageError(str(exc)) from exc
-    torch = f" by the torch backend on {summary.device}" if summary.backend == "torch" else ""
+    where = f" by the {summary.backend} backend on {summary.device}" if summary.device else ""
     print(
-        f"{summary.written} records written{torch} in {summary.seconds:.1f} s "
+        f"{summary.written} records written{where} in {summary.seconds:.1f} s "
         f"({summary.resumed} were already there); {out}: "
         f"{summary.resumed + summary.written}/{summary.total} records"
     )

@@ -27,12 +27,12 @@ from fastdcyk.cli.common import (
     report,
 )
 from fastdcyk.display import CHART_STYLES, chart_width, format_chart, format_chart_compact
-from fastdcyk.engine import dcyk, modes
+from fastdcyk.engine import dcyk
 from fastdcyk.engine.auto import START_D, DimensionWarning, certified
 from fastdcyk.engine.beam import BeamWarning
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.memory import check_parse_memory
-from fastdcyk.engine.plan import UNKNOWN, map_unknown
+from fastdcyk.engine.prepare import UNKNOWN, map_unknown
 from fastdcyk.engine.progress import AUTO_DELAY, stderr_is_terminal
 from fastdcyk.options import resolve
 
@@ -78,7 +78,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         opt = resolve(dtype=args.dtype, **option_values(args))
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    table = modes.select(opt.gate, opt.weights).writes_probabilities  # the weights' table
+    table = opt.mode.writes_probabilities  # the weights' table
     if table and args.k is not None:
         raise UsageError(
             "--k lists the decoded chart's trees; --weights table prints the tree read from "

@@ -26,9 +26,9 @@ docs/architecture.md shows how they fit together.
 from __future__ import annotations
 
 from fastdcyk.engine.api import dcyk, parse_plan
+from fastdcyk.engine.core.result import DCYKResult
 from fastdcyk.engine.memory import estimate_memory
-from fastdcyk.engine.plan import default_codebook
-from fastdcyk.engine.result import DCYKResult
+from fastdcyk.engine.prepare import default_codebook
 from fastdcyk.options import (
     DEFAULT_BETA,
     DEFAULT_THRESHOLD,

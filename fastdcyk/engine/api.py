@@ -1,5 +1,5 @@
 """The front doors of D-CYK: :func:`dcyk` parses a sentence, :func:`decode` reads a table
-back, :func:`parse_plan` is the one place a backend is chosen.
+back, :func:`parse_plan` parses a prepared plan with a backend's driver.
 
 The table P is kept as two dense matrices (docs/method.md, section 1),
 
@@ -16,7 +16,7 @@ codebook and reused from one parse to the next.
 
 The options (``variant="cleanup"``, the default, parses real grammars; ``variant="paper"``
 is the faithful algorithm, ``variant="trace"`` its improved form) are declared in
-:mod:`fastdcyk.options`; the detection modes they select, in :mod:`fastdcyk.engine.modes`.
+:mod:`fastdcyk.options`; the detection modes they select, in :mod:`fastdcyk.registry.modes`.
 """
 
 from __future__ import annotations
@@ -30,13 +30,14 @@ import numpy as np
 
 from fastdcyk.cfg.generate import clear_cache as clear_generate_cache
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import auto, beam, modes, schedule
+from fastdcyk.engine import auto, beam
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.decode import chart_from_statistics, check_matrix, decode_statistics
+from fastdcyk.engine.core.plan import Plan
+from fastdcyk.engine.core.result import DCYKResult
+from fastdcyk.engine.core.schedule import detections
 from fastdcyk.engine.cost import slow_parse_note
-from fastdcyk.engine.decode import chart_from_statistics, check_matrix, decode_statistics
-from fastdcyk.engine.numpy_backend import parse_sentence
-from fastdcyk.engine.numpy_spectral import release_kept
-from fastdcyk.engine.plan import (
-    Plan,
+from fastdcyk.engine.prepare import (
     clear_codebooks,
     cnf_grammar,
     map_unknown,
@@ -46,12 +47,11 @@ from fastdcyk.engine.plan import (
     words_of,
 )
 from fastdcyk.engine.progress import check_progress, progress_bar
-from fastdcyk.engine.result import DCYKResult
-from fastdcyk.engine.schedule import detections
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import (
     DEFAULT_VARIANT,
     DCYKOptions,
+    check_backend,
     check_beta_threshold,
     check_choice,
     check_dtype,
@@ -60,6 +60,8 @@ from fastdcyk.options import (
     resolve,
     takes_options,
 )
+from fastdcyk.registry import backends, modes
+from fastdcyk.registry.backends import Backend
 
 __all__ = [
     "choose_dimension",
@@ -87,10 +89,9 @@ def clear_caches() -> None:
     """
     clear_codebooks()
     auto.clear()  # the d that worked per grammar and length
-    release_kept()  # the numpy backend's index matrices
     clear_generate_cache()
-    if "fastdcyk.engine.torch_backend" in sys.modules:  # never import torch for this
-        sys.modules["fastdcyk.engine.torch_backend"].release_caches()
+    for record in backends.BACKENDS.values():  # what each keeps per codebook (no import)
+        record.release_caches()
 
 
 def parse_plan(
@@ -99,33 +100,31 @@ def parse_plan(
     *,
     device: Any = None,
     decode: bool = True,
+    dense: bool = True,
     record: bool = False,
     on_progress: Callable[[int], None] | None = None,
 ) -> list[DCYKResult]:
-    """Parse every sentence of a prepared plan with a backend, in one batch for torch.
+    """Parse every sentence of a prepared plan with a backend: one result per sentence.
 
-    The one place where a backend is chosen: ``"numpy"`` parses the sentences one at a time
-    (:func:`fastdcyk.engine.numpy_backend.parse_sentence`), ``"torch"`` as one batch
-    (:func:`fastdcyk.engine.torch_backend.parse_sentences`). ``on_progress`` is called
-    with the number of detections made, as they are made (a progress bar).
+    The backend's record (:mod:`fastdcyk.registry.backends`) names its driver: the numpy
+    backend parses the sentences one at a time, the torch backend as one batch. A
+    weighted table with ``beam="auto"`` widens each sentence's beam until the parse shows
+    that it cut nothing that mattered (:mod:`fastdcyk.engine.beam`). ``dense=False`` leaves
+    P_left and P_right out of the results. ``on_progress`` is called with the number of
+    detections made, as they are made (a progress bar).
     """
-    if backend == "torch":
-        from fastdcyk.engine import torch_backend
-
-        kw = {"device": device, "decode": decode, "record": record, "on_progress": on_progress}
-        fields = torch_backend.parse_sentences(
-            plan.grammar, plan.sentences, plan.codebook, plan.options, **kw
-        )
-        return [DCYKResult(**f) for f in fields]
-    kw = {"decode": decode, "record": record, "on_progress": on_progress}
+    driver = check_backend(backend)
+    kw = {"device": device, "decode": decode, "dense": dense, "record": record}
+    kw["on_progress"] = on_progress
     opt = plan.options
-    if not (beam.is_auto(opt.beam) and modes.select(opt.gate, opt.weights).writes_probabilities):
-        return [parse_sentence(plan.grammar, ws, plan.codebook, opt, **kw) for ws in plan.sentences]
+    if not (beam.is_auto(opt.beam) and opt.mode.writes_probabilities):
+        return driver.parse(plan, **kw)
     out = []
     for ws in plan.sentences:  # beam="auto": each sentence widens its own beam
 
         def parse_at(b: float, ws: tuple[str, ...] = ws) -> DCYKResult:
-            return parse_sentence(plan.grammar, ws, plan.codebook, replace(opt, beam=b), **kw)
+            one = Plan(plan.grammar, [ws], replace(opt, beam=b), plan.codebook)
+            return driver.parse(one, **kw)[0]
 
         # every beam's parse to its end: a wider beam's chart may be sure where the first
         # beam's has a suspect cell (d="auto" stops its tries at one otherwise)
@@ -166,7 +165,7 @@ def dcyk(
     words : str or sequence of (str or mapping)
         The sentence (a str is split on whitespace). A position may be a mapping
         ``{terminal: weight}`` instead of a word: soft terminals, whose mixture the unary
-        step writes (docs/method.md, section 11; :mod:`fastdcyk.engine.soft`).
+        step writes (docs/method.md, section 11; :mod:`fastdcyk.engine.core.soft`).
     codebook : Codebook, optional
         Symbol vectors and permutation. Default: :func:`default_codebook` (for unitary
         vectors, ``Codebook.for_grammar(grammar, d, seed, dtype=dtype, fft=fft)``,
@@ -221,8 +220,8 @@ def dcyk(
         largest entry and whether the update was applied or pruned.
     backend : {"numpy", "torch"}, default "numpy"
         ``"torch"``: the same algorithm, options and codebook in PyTorch
-        (:mod:`fastdcyk.engine.torch_backend`; needs ``pip install torch``), for
-        the modes that have a torch parser (:mod:`fastdcyk.engine.modes`). In float64 its
+        (:mod:`fastdcyk.engine.backends.torch.driver`; needs ``pip install torch``), for
+        the modes that have a torch parser (:mod:`fastdcyk.registry.modes`). In float64 its
         accumulators equal the numpy backend's to rounding; the result is the same type.
     device : torch.device or str, optional
         Where the torch backend computes (default the CPU); only with ``backend="torch"``.
@@ -275,7 +274,8 @@ def dcyk(
     if unknown != "refuse":  # the grammar read once, for the mapping and the parse
         grammar = cnf_grammar(grammar)
         words = map_unknown(grammar, words, unknown)
-    opt = _chosen_d_options(d, codebook, backend, dtype, max_d, option_keywords(options, keywords))
+    driver = check_backend(backend, device)
+    opt = _chosen_d_options(d, codebook, driver, dtype, max_d, option_keywords(options, keywords))
     if opt is not None:
         g = cnf_grammar(grammar)
         ws = words_of(g, words)
@@ -300,6 +300,8 @@ def dcyk(
                 check_memory=check_memory,
                 progress=progress,
                 record=record,
+                backend=backend,
+                device=device,
                 options=opt,
             )
 
@@ -321,14 +323,13 @@ def dcyk(
         options=option_keywords(options, keywords),
     )
     (ws,) = plan.sentences
-    where = " (torch)" if backend == "torch" else ""
     if progress is True or (progress is None and delay is not None):  # asked, or a terminal
         note = slow_parse_note(plan.grammar, len(ws), plan.codebook.d, plan.options)
         if note is not None:
             print(f"fastdcyk: {note}", file=sys.stderr, flush=True)
     st = plan.structure
     total = detections(len(ws), len(st.unary), len(st.binary))
-    bar = progress_bar(delay, total, f"D-CYK d={plan.codebook.d}{where}", "detection")
+    bar = progress_bar(delay, total, f"D-CYK d={plan.codebook.d} ({backend})", "detection")
     try:
         on_progress = None if bar is None else bar.update
         kw = {"device": device, "decode": decode, "record": record, "on_progress": on_progress}
@@ -422,13 +423,13 @@ def sample_dimension(
 
 
 def _chosen_d_options(
-    d: Any, codebook: Any, backend: str, dtype: Any, max_d: Any, opts: dict[str, Any]
+    d: Any, codebook: Any, backend: Backend, dtype: Any, max_d: Any, opts: dict[str, Any]
 ) -> DCYKOptions | None:
     """The parse's options, resolved, when d is chosen by :mod:`fastdcyk.engine.auto`
     (``d="auto"``, or d left out where the parse gives a certificate); None otherwise."""
     asked = auto.is_auto(d)
     opt = None
-    if asked or (d is None and codebook is None and backend == "numpy"):
+    if asked or (d is None and codebook is None and backend.certificate):
         opt = resolve(dtype=check_dtype(dtype), **opts)
         if asked:
             auto.check_auto(codebook, backend, opt)
@@ -518,7 +519,7 @@ def decode(
         words = Grammar.normalize_words(words.split() if isinstance(words, str) else words)
         if n is not None and n != len(words):
             raise ValueError(f"n = {n} but the sentence has {len(words)} words: give one")
-    # a result's p_left may be made on access (engine/deferred.py): not asked of it here
+    # a result's p_left may be made on access (engine/core/deferred.py): not asked of it here
     if isinstance(result_or_p_left, DCYKResult) or (
         hasattr(result_or_p_left, "options") and hasattr(result_or_p_left, "p_left")
     ):

@@ -2,7 +2,7 @@
 
 A parse at d = :data:`START_D` costs a small part of one at the d a long sentence of a real
 grammar needs, and the certificate of the least-squares read-backs
-(:mod:`fastdcyk.engine.certificate`) says whether its chart can be trusted. ``d="auto"``
+(:mod:`fastdcyk.engine.core.certificate`) says whether its chart can be trusted. ``d="auto"``
 parses at a small d and doubles d while the certificate flags a cell, up to a largest d
 (:data:`MAX_D` by default) that is checked against the memory before the first parse. A
 parse's cost grows at least as fast as d, so the tries below the last cost at most about as
@@ -29,14 +29,16 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 from typing import Any
 
-from fastdcyk.engine import modes, schedule
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.result import DimensionChoice
 from fastdcyk.engine.memory import largest_fitting_d, parse_bytes
 from fastdcyk.hrr import memory as system_memory
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions, check_int
+from fastdcyk.registry import backends
+from fastdcyk.registry.backends import Backend
 
 __all__ = [
     "AUTO",
@@ -77,36 +79,6 @@ class DimensionWarning(UserWarning):
     """``d="auto"`` reached its largest d with cells the certificate still flags."""
 
 
-@dataclass(frozen=True)
-class DimensionChoice:
-    """How ``d="auto"`` chose a parse's d (``DCYKResult.dimension``).
-
-    Attributes
-    ----------
-    d : int
-        The d of the result.
-    tried : tuple of int
-        Every d parsed at, in order (the last is ``d``).
-    sure : bool
-        Whether the certificate is sure of the chart at ``d``; False only when ``d`` is
-        ``max_d`` (a :class:`DimensionWarning` said so).
-    max_d : int
-        The largest d it could try: the ``max_d`` asked for, or the largest power of two
-        below it that fits in the memory available.
-    reason : str
-        Why ``d``, in a sentence.
-    seconds : float
-        The time of all the tries together.
-    """
-
-    d: int
-    tried: tuple[int, ...]
-    sure: bool
-    max_d: int
-    reason: str
-    seconds: float
-
-
 def is_auto(d: Any) -> bool:
     """Whether ``d`` asks for d to be chosen (``"auto"``); any other str is refused."""
     if isinstance(d, str):
@@ -116,10 +88,12 @@ def is_auto(d: Any) -> bool:
     return False
 
 
-def certified(opt: DCYKOptions) -> bool:
-    """Whether a (numpy) parse with the options ``opt`` gives a certificate, which
-    ``d="auto"`` needs (:attr:`fastdcyk.engine.modes.Mode.certified_readbacks`)."""
-    return opt.readback in modes.select(opt.gate, opt.weights).certified_readbacks
+def certified(opt: DCYKOptions, backend: Backend | None = None) -> bool:
+    """Whether a parse with the options ``opt`` gives a certificate, which ``d="auto"``
+    needs: a read-back of the mode's that has one
+    (:attr:`fastdcyk.registry.modes.Mode.certified_readbacks`), on a backend that gives
+    it (:attr:`fastdcyk.registry.backends.Backend.certificate`; None: any that does)."""
+    return opt.readback in opt.mode.certified_readbacks and (backend is None or backend.certificate)
 
 
 def refuse_codebook(codebook: Codebook | None) -> None:
@@ -131,24 +105,26 @@ def refuse_codebook(codebook: Codebook | None) -> None:
         )
 
 
-def check_auto(codebook: Codebook | None, backend: str, opt: DCYKOptions) -> None:
+def check_auto(codebook: Codebook | None, backend: Backend, opt: DCYKOptions) -> None:
     """Refuse ``d="auto"`` where it cannot work, saying what to pass instead.
 
     Raises
     ------
     ValueError
-        With a codebook (it fixes d), with the torch backend, or with options whose parse
-        gives no certificate (the entrywise and trace gates, ``readback="matched"``).
+        With a codebook (it fixes d), with a backend whose parses give no certificate (the
+        torch backend), or with options whose parse gives none (the entrywise and trace
+        gates, ``readback="matched"``).
     """
     refuse_codebook(codebook)
-    if backend != "numpy":
+    if not backend.certificate:
+        able = " or ".join(repr(b.name) for b in backends.BACKENDS.values() if b.certificate)
         raise ValueError(
-            "d='auto' parses with the numpy backend, whose reads give the certificate it "
-            "doubles d by: choose d for the torch backend with "
+            f"d='auto' parses with a backend whose reads give the certificate it doubles d "
+            f"by ({able}), not {backend.name!r}: choose d for the {backend.name} backend with "
             "fastdcyk.choose_dimension(grammar, sentences) and pass it as d"
         )
     if not certified(opt):
-        mode = modes.select(opt.gate, opt.weights)
+        mode = opt.mode
         raise ValueError(
             f"d='auto' doubles d while the certificate of the least-squares read-backs flags "
             f"a cell, and {mode.describe()} with readback={opt.readback!r} gives none: use "
@@ -229,7 +205,7 @@ def choose(
 
     Notes
     -----
-    Below ``cap`` a parse runs within :func:`fastdcyk.engine.schedule.stopping_at_suspect`:
+    Below ``cap`` a parse runs within :func:`fastdcyk.engine.core.schedule.stopping_at_suspect`:
     it stops at the first cell whose own bound makes it suspect, after which its chart
     could not be sure, so d doubles at once. The d chosen, the tries and the result are
     those of parses run to the end; only the time of the tries that fail is less.

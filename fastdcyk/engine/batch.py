@@ -1,13 +1,12 @@
 """Parsing many sentences at once: :func:`dcyk_batch`.
 
 With ``backend="torch"`` the sentences are parsed in batches by
-:mod:`fastdcyk.engine.torch_backend` (the numpy backend's algorithm in PyTorch, docs/method.md,
-sections 2-4): sentences of similar
-length go into one batch, the cells they share are computed together, and a cell beyond a
-sentence's length is masked out of its updates. With ``backend="numpy"`` the numpy backend
-parses them one at a time, as :func:`fastdcyk.dcyk` does. Either way every sentence gets the
-:class:`~fastdcyk.engine.DCYKResult` that ``dcyk`` would return for it with the same codebook
-and options.
+:mod:`fastdcyk.engine.backends.torch.driver` (the numpy backend's algorithm in PyTorch,
+docs/method.md, sections 2-4): sentences of similar length go into one batch, the cells they share
+are computed together, and a cell beyond a sentence's length is masked out of its updates. With
+``backend="numpy"`` the numpy backend parses them one at a time, as :func:`fastdcyk.dcyk` does.
+Either way every sentence gets the :class:`~fastdcyk.engine.DCYKResult` that ``dcyk`` would return
+for it with the same codebook and options.
 """
 
 from __future__ import annotations
@@ -16,79 +15,44 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-import numpy as np
-
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import auto
 from fastdcyk.engine.api import dcyk, parse_plan, sample_dimension
-from fastdcyk.engine.plan import (
-    Plan,
+from fastdcyk.engine.core.plan import Plan
+from fastdcyk.engine.core.result import DCYKResult, DimensionChoice
+from fastdcyk.engine.prepare import (
     cnf_grammar,
     map_unknown,
     option_keywords,
     prepare,
     words_of,
 )
-from fastdcyk.engine.result import DCYKResult
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import DCYKOptions, check_int, takes_options
+from fastdcyk.options import DCYKOptions, check_backend, check_int, takes_options
+from fastdcyk.registry.backends import Backend
 
-__all__ = ["dcyk_batch", "default_batch_size", "in_batches"]
+__all__ = ["dcyk_batch", "in_batches"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-#: Bytes of accumulator spectra (two per sentence) a default torch batch holds: on a CPU
-#: about a cache's worth (measured at d = 1024, float32, one thread: 9.7 sentences per
-#: second in batches of 1 to 4, 6 in batches of 8 or 16), on a GPU far more.
-CPU_BATCH_BYTES = 32 << 20
-GPU_BATCH_BYTES = 1 << 30
-#: The most sentences of a default torch batch.
-MAX_BATCH = 64
-
-
-def default_batch_size(d: int, dtype: Any, device: Any = None) -> int:
-    """Sentences per torch batch by default, at dimension ``d``.
-
-    As many as keep the accumulator spectra (two half spectra of d x d per sentence) within
-    :data:`CPU_BATCH_BYTES` on a CPU or :data:`GPU_BATCH_BYTES` on a CUDA device, at least
-    1 and at most :data:`MAX_BATCH`.
-
-    Parameters
-    ----------
-    d : int
-    dtype : {"float32", "float64"} or numpy dtype
-    device : torch.device or str, optional
-        None: the CPU.
-
-    Returns
-    -------
-    int
-
-    Examples
-    --------
-    >>> default_batch_size(1024, "float32"), default_batch_size(1024, "float32", "cuda")
-    (3, 64)
-    """
-    gpu = device is not None and "cuda" in str(device)
-    spectra = 2 * (d // 2 + 1) * d * 2 * np.dtype(dtype).itemsize
-    return max(1, min(MAX_BATCH, (GPU_BATCH_BYTES if gpu else CPU_BATCH_BYTES) // spectra))
 
 
 def in_batches(
     items: Sequence[T],
     size: int,
     parse: Callable[[list[T]], list[R]],
+    backend: Backend,
     device: Any,
     too_large: Callable[[T], str],
 ) -> Iterator[tuple[list[T], list[R], float]]:
     """``(chunk, parse(chunk), seconds)`` over ``items``, in order, in chunks of at most
-    ``size``: the torch backend's batches.
+    ``size``: a batched backend's batches (the torch backend's).
 
-    When the torch device runs out of memory on a chunk, the tables that earlier results
-    keep on it are moved to the host (:func:`fastdcyk.engine.torch_backend.spill_deferred`)
-    and the chunk is tried again at its size; when there are none to move, the free blocks
-    of its caching allocator are given back and the chunk is tried again at half the size.
+    When a torch device runs out of memory on a chunk, the tables that earlier results
+    keep on it are moved to the host (the backend's ``spill``:
+    :func:`fastdcyk.engine.backends.torch.driver.spill_deferred`) and the chunk is tried
+    again at its size; when there are none to move, the free blocks of its caching
+    allocator are given back and the chunk is tried again at half the size.
 
     Raises
     ------
@@ -99,7 +63,7 @@ def in_batches(
 
     spill: Callable[[Any], int] | None = None
     if device is not None and torch.device(device).type != "cpu":
-        from fastdcyk.engine.torch_backend import spill_deferred as spill
+        spill = backend.part("spill")
     start = 0
     while start < len(items):
         chunk = list(items[start : start + size])
@@ -162,7 +126,7 @@ def dcyk_batch(
         backend: 1024.
     {options}
     backend : {"torch", "numpy"}, default "torch"
-        ``"torch"``: :mod:`fastdcyk.engine.torch_backend` on batches of sentences (the
+        ``"torch"``: :mod:`fastdcyk.engine.backends.torch.driver` on batches of sentences (the
         reason to call this function, hence a default other than :func:`fastdcyk.dcyk`'s);
         ``"numpy"``: the numpy backend, one sentence at a time (every check made once for
         all of them).
@@ -171,9 +135,9 @@ def dcyk_batch(
     batch_size : int, optional
         Sentences per torch batch (the sentences are sorted by length first, so that a
         batch wastes little work on the cells of its longer sentences). Default
-        (:func:`default_batch_size`): as many as keep the accumulators within
-        :data:`CPU_BATCH_BYTES` on a CPU (batching does not pay once they leave the caches)
-        or :data:`GPU_BATCH_BYTES` on a GPU, at most :data:`MAX_BATCH`.
+        (:func:`fastdcyk.engine.backends.torch.driver.default_batch_size`): as many as keep
+        the accumulators within a cache's worth on a CPU (batching does not pay once they
+        leave the caches) or 1 GB on a GPU, at most 64.
     options : DCYKOptions, optional
         As for :func:`fastdcyk.dcyk`.
 
@@ -212,7 +176,8 @@ def dcyk_batch(
         sentences = [map_unknown(grammar, s, unknown) for s in sentences]
     opts = option_keywords(options, keywords)
     kw = {"seed": seed, "dtype": dtype, "unitary": unitary, "fft": fft}
-    if backend == "numpy" and codebook is None and (d is None or auto.is_auto(d)):
+    driver = check_backend(backend, device)
+    if driver.certificate and codebook is None and (d is None or auto.is_auto(d)):
         g = cnf_grammar(grammar)
         every = [words_of(g, s) for s in sentences]  # every sentence checked first
         return [
@@ -235,7 +200,7 @@ def dcyk_batch(
         t0 = time.perf_counter()
         given = kw | {"max_d": max_d, "seed": 0 if seed is None else seed}
         d, sure = sample_dimension(grammar, sentences, False, opts, given)
-        chosen = auto.DimensionChoice(
+        chosen = DimensionChoice(
             d,
             (d,),
             sure,
@@ -280,10 +245,11 @@ def _parse_batch(
         options=opts,
         **kw,
     )
-    if backend == "numpy":
+    driver = check_backend(backend)
+    if not driver.batched:  # one sentence at a time: nothing to group
         return parse_plan(plan, backend, decode=decode)
     if batch_size is None:
-        batch_size = default_batch_size(plan.codebook.d, plan.codebook.dtype, device)
+        batch_size = driver.part("batch_size")(plan.codebook.d, plan.codebook.dtype, device)
     words = plan.sentences
     order_by_length = sorted(range(len(words)), key=lambda k: len(words[k]))
     results: list[DCYKResult | None] = [None] * len(words)
@@ -299,7 +265,8 @@ def _parse_batch(
             "smaller d, float32, or a device with more memory"
         )
 
-    for chunk, got, _ in in_batches(order_by_length, batch_size, parse, device, too_large):
+    batches = in_batches(order_by_length, batch_size, parse, driver, device, too_large)
+    for chunk, got, _ in batches:
         for k, r in zip(chunk, got, strict=True):
             results[k] = r
     return results  # type: ignore[return-value]

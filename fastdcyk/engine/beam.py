@@ -26,9 +26,9 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from fastdcyk.engine.core.result import BeamChoice
 from fastdcyk.options import AUTO_BEAM, DEFAULT_BEAM
 
 __all__ = [
@@ -58,33 +58,6 @@ MARGIN = 0.2
 
 class BeamWarning(UserWarning):
     """The widest beam (``MAX_BEAM``) still showed the signs of a cut that mattered."""
-
-
-@dataclass(frozen=True)
-class BeamChoice:
-    """What ``beam="auto"`` did (``DCYKResult.beam``).
-
-    Attributes
-    ----------
-    beam : float
-        The beam of the parse returned (nats).
-    tried : tuple of float
-        Every beam parsed at, in order.
-    capped : bool
-        The last beam still showed a sign of a cut that mattered (a :class:`BeamWarning`
-        was given): the tree may not be the most probable, or a parseable sentence may
-        read as not recognized.
-    reason : str
-        Why the last beam was kept (or, when capped, what it still showed).
-    seconds : float
-        Time of all the parses.
-    """
-
-    beam: float
-    tried: tuple[float, ...]
-    capped: bool
-    reason: str
-    seconds: float
 
 
 def widen(result: Any, beam: float) -> str | None:

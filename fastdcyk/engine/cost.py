@@ -3,10 +3,10 @@
 The unit is one FFT pair (an rfft and an irfft along one axis of a d x d float32 matrix, one
 thread), whose time grows as d^2 log2 d once the matrix leaves the caches; the model times
 three pairs at d = 1024 once per process and scales. Each detection mode has its own model
-(:attr:`Mode.cost <fastdcyk.engine.modes.Mode>`; docs/performance.md gives the measurements
+(:attr:`Mode.cost <fastdcyk.registry.modes.Mode>`; docs/performance.md gives the measurements
 behind the factors): the entrywise gate costs a few pairs per detection, the scalar gates
 (trace, clean-up) a few passes over the 2-D spectra per cell and the readouts of
-nonterminals (:func:`scalar_gate_seconds`).
+nonterminals (:func:`fastdcyk.engine.backends.numpy.accounting.scalar_gate_seconds`).
 
 Order of magnitude is the aim: the estimate decides whether a parse warrants a note and
 which faster variant to name (:func:`slow_parse_note`).
@@ -20,9 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fastdcyk.engine import modes
-from fastdcyk.engine.rules import rule_structure
-from fastdcyk.hrr import buffers
+from fastdcyk.engine.core.rules import rule_structure
 from fastdcyk.hrr.fft import get_fft
 from fastdcyk.options import DEFAULT_VARIANT, DCYKOptions, resolve
 
@@ -30,21 +28,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from fastdcyk.cfg.grammar import Grammar
 
 __all__ = [
-    "MAC_SECONDS",
-    "PAIRS_PER_SCALAR_CELL",
     "SLOW_SECONDS",
     "duration",
-    "index_pairs",
     "parse_seconds",
-    "scalar_gate_seconds",
     "slow_parse_note",
 ]
 
-#: FFT pairs per cell of the scalar gates (passes over the 2-D spectra: a read and a write;
-#: measured: a 20-word ATIS sentence, cleanup, d = 1024, 210 cells in 0.23 s).
-PAIRS_PER_SCALAR_CELL = 0.2
-#: Seconds of one complex multiply-add of a readout (a matrix-vector product in BLAS).
-MAC_SECONDS = 2.5e-10
 #: A parse predicted to take longer than this gets a note naming a faster variant.
 SLOW_SECONDS = 30.0
 
@@ -67,29 +56,6 @@ def _pair_seconds(d: int) -> float:
     return _PAIR[0] * d * d * math.log2(max(d, 2))
 
 
-def index_pairs(n: int, d: int) -> tuple[int, bool]:
-    """The index matrices G_k an n-word parse at d computes (one FFT pair each), its
-    codebook having parsed before (it keeps those :func:`~fastdcyk.hrr.buffers.g_kept_slots`
-    allows from one parse to the next), and whether the parse holds all n + 1 at once."""
-    slots = buffers.g_cache_slots(d, np.float32, n)
-    return n + 1 - buffers.g_kept_slots(d, np.float32, slots), slots >= n + 1
-
-
-def scalar_gate_seconds(
-    n: int, d: int, pair: float, reads: int, *, passes: int = 1, extra_pairs: int = 0
-) -> float:
-    """The cost of a parse whose table is kept as 2-D spectra (the trace and clean-up
-    gates): ``passes`` times :data:`PAIRS_PER_SCALAR_CELL` per cell, one pair per index
-    matrix the codebook does not keep (:func:`index_pairs`) and ``extra_pairs``, and
-    ``reads`` readouts of a nonterminal or terminal (one complex multiply-add per
-    frequency each). A codebook's first parse also computes the kept index matrices, n + 1
-    pairs at most."""
-    cells = n * (n + 1) // 2
-    computed, _ = index_pairs(n, d)
-    seconds = (passes * PAIRS_PER_SCALAR_CELL * cells + computed + extra_pairs) * pair
-    return seconds + reads * (d // 2 + 1) * MAC_SECONDS
-
-
 def parse_seconds(grammar: Grammar, n: int, d: int, options: DCYKOptions) -> float:
     """The model's time of one parse of an n-word sentence at d (one thread, float32), by
     the cost model of the options' mode (nan for a mode that has none).
@@ -108,7 +74,7 @@ def parse_seconds(grammar: Grammar, n: int, d: int, options: DCYKOptions) -> flo
     float
         Seconds, to an order of magnitude.
     """
-    model = modes.select(options.gate, options.weights).part("cost")
+    model = options.mode.part("cost")
     if model is None:
         return math.nan
     return float(model(rule_structure(grammar), n, d, options, _pair_seconds(d)))
@@ -126,7 +92,7 @@ def slow_parse_note(grammar: Grammar, n: int, d: int, options: DCYKOptions) -> s
         f"{duration(seconds)} predicted"
     )
     default = resolve(DEFAULT_VARIANT)
-    if modes.select(options.gate, options.weights) is not modes.select(default.gate):
+    if options.mode is not default.mode:
         fast = parse_seconds(grammar, n, d, default)
         line += f"; variant={DEFAULT_VARIANT!r} (the default) takes about {duration(fast)}"
     return line

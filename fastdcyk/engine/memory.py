@@ -7,17 +7,15 @@ available (:mod:`fastdcyk.hrr.memory`) before anything of size d is allocated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from fastdcyk.engine import modes
+from fastdcyk.engine.backends.numpy.accounting import Held
 from fastdcyk.hrr import buffers
 from fastdcyk.hrr import memory as system_memory
 from fastdcyk.hrr.blocks import block_bytes
-from fastdcyk.hrr.buffers import Buffer, g_cache_slots, g_kept_slots
-from fastdcyk.hrr.codebook import Codebook
+from fastdcyk.hrr.buffers import g_cache_slots, g_kept_slots
 from fastdcyk.hrr.fft import get_fft
 from fastdcyk.options import (
     DCYKOptions,
@@ -27,10 +25,10 @@ from fastdcyk.options import (
     resolve,
     takes_options,
 )
+from fastdcyk.registry.backends import Backend
 
 __all__ = [
-    "Held",
-    "check_codebook_memory",
+    "check_memory",
     "check_parse_memory",
     "estimate_memory",
     "largest_fitting_d",
@@ -39,29 +37,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Held:
-    """The d x d arrays (:mod:`fastdcyk.hrr.buffers`) a numpy parse holds.
-
-    Attributes
-    ----------
-    during : list of Buffer
-        During the parse.
-    end : list of Buffer
-        At its end, while the dense results are formed.
-    chains : {"during", "end"} or None
-        When the parse applies operator chains to d x d matrices (whose blocks
-        :mod:`fastdcyk.hrr.blocks` holds when the FFT library works block by block).
-    """
-
-    during: list[Buffer]
-    end: list[Buffer]
-    chains: str | None = None
-
-
 def work_buffers(opt: DCYKOptions, blockwise: bool, slots: int, kept: int = 0) -> Held:
     """The d x d arrays a numpy parse with options ``opt`` holds, as its mode lists them
-    (:attr:`Mode.buffers <fastdcyk.engine.modes.Mode>`; a mode that lists none holds the
+    (:attr:`Mode.buffers <fastdcyk.registry.modes.Mode>`; a mode that lists none holds the
     dense results only).
 
     Parameters
@@ -75,7 +53,7 @@ def work_buffers(opt: DCYKOptions, blockwise: bool, slots: int, kept: int = 0) -
     kept : int, default 0
         Those the codebook keeps for its next parse (:func:`~fastdcyk.hrr.buffers.g_kept_slots`).
     """
-    held = modes.select(opt.gate, opt.weights).part("buffers")
+    held = opt.mode.part("buffers")
     if held is None:
         return Held([], [buffers.P_LEFT, buffers.P_RIGHT])
     return held(opt, blockwise, slots, kept)
@@ -185,10 +163,59 @@ def largest_fitting_d(
     return lo
 
 
-def check_parse_memory(
-    d: int, dtype: Any, fft: Any, opt: DCYKOptions, n: int, held: int = 0
+def check_memory(
+    backend: Backend,
+    d: int,
+    dtype: Any,
+    fft: Any,
+    opt: DCYKOptions,
+    n: int,
+    *,
+    sentences: int = 1,
+    device: Any = None,
+    held: int = 0,
 ) -> None:
-    """Raise MemoryError, before anything of size d is allocated, when a parse cannot fit.
+    """Raise MemoryError, before anything of size d is allocated, when a parse with
+    ``backend`` cannot fit where it computes: the check its record names
+    (:attr:`fastdcyk.registry.backends.Backend.memory`; the numpy backend's
+    :func:`check_parse_memory`, the torch backend's the batch's tables on its device). The
+    check of :func:`fastdcyk.engine.prepare.prepare` and of :class:`fastdcyk.nn.DCYK`'s
+    batches.
+
+    Parameters
+    ----------
+    backend : Backend
+    d : int
+    dtype : numpy dtype
+    fft : FFT library
+    opt : DCYKOptions
+    n : int
+        The longest sentence's length.
+    sentences : int, default 1
+        The sentences parsed together.
+    device : optional
+        Where the backend computes.
+    held : int, default 0
+        Bytes of work buffers a given codebook already holds (they are reused).
+    """
+    check = backend.part("memory")
+    if check is not None:
+        check(d, dtype, fft, opt, n, sentences=sentences, device=device, held=held)
+
+
+def check_parse_memory(
+    d: int,
+    dtype: Any,
+    fft: Any,
+    opt: DCYKOptions,
+    n: int,
+    held: int = 0,
+    *,
+    sentences: int = 1,
+    device: Any = None,
+) -> None:
+    """Raise MemoryError, before anything of size d is allocated, when a numpy parse cannot
+    fit (the numpy backend's check: its sentences are parsed one at a time, on the host).
 
     ``held``: bytes of work buffers the codebook already holds (they are reused).
     """
@@ -212,8 +239,3 @@ def check_parse_memory(
         f"{system_memory.format_bytes(avail)} of memory is available: {hint}. (From Python, "
         "check_memory=False, an argument of dcyk and dcyk_batch, tries anyway.)"
     )
-
-
-def check_codebook_memory(cb: Codebook, opt: DCYKOptions, n: int) -> None:
-    """:func:`check_parse_memory` for a parse with ``cb`` (its work buffers are reused)."""
-    check_parse_memory(cb.d, cb.dtype, cb.fft, opt, n, held=cb.buffer_bytes())

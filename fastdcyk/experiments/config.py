@@ -14,7 +14,6 @@ import numpy as np
 
 from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar, GrammarError
-from fastdcyk.engine import modes
 from fastdcyk.options import (
     CODEBOOKS,
     DEFAULT_BETA,
@@ -27,6 +26,7 @@ from fastdcyk.options import (
     check_choice,
     check_dtype,
     check_threshold,
+    resolve,
 )
 
 #: The paper's dimensions (its experiments section; docs/results.md).
@@ -220,12 +220,12 @@ class ExperimentConfig:
         put("to_cnf", bool(self.to_cnf))
         check_choice("readback", self.readback, READBACKS, none="the cleanup variant's own")
         # the read-back applies to the variants whose mode has a choice of one
-        own = [modes.select(VARIANTS[v]["gate"]) for v in self.variants]
+        own = [resolve(v).mode for v in self.variants]
         choosing = [mode.readbacks for mode in own if mode.chooses_readback]
         if choosing:
             put("readback", self.readback or choosing[0][0])
         elif self.readback not in (None, own[0].readbacks[0]):
-            able = [v for v in VARIANTS if modes.select(VARIANTS[v]["gate"]).chooses_readback]
+            able = [v for v in VARIANTS if resolve(v).mode.chooses_readback]
             raise ValueError(
                 f"readback={self.readback!r} applies to the {' and '.join(able)} variant only: "
                 "add it to the variants, or leave readback out"

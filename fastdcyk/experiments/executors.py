@@ -51,12 +51,10 @@ def _init_worker(parent: int | None = None) -> None:
 def run_serial(
     tasks: list[Task], backend: str = "numpy", device: Any = None
 ) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
-    """Run the tasks in this process, one after the other (the only executor of the torch
-    backend: its batches run on one device, from this process). The numpy backend's tasks
-    are run as the pool and dask run them: ``run_task(task)``."""
-    torch = {"backend": backend, "device": device} if backend == "torch" else {}
+    """Run the tasks in this process, one after the other (the only executor of a batched
+    backend, torch: its batches run on one device, from this process)."""
     for task in tasks:
-        yield task, run_task(task, **torch)
+        yield task, run_task(task, backend=backend, device=device)
 
 
 def run_pool(tasks: list[Task], workers: int) -> Iterator[tuple[Task, list[dict[str, Any]]]]:

@@ -12,7 +12,6 @@ from typing import Any
 
 from fastdcyk import threads
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import modes
 from fastdcyk.engine.memory import estimate_memory, largest_fitting_d
 from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.executors import run_dask, run_pool, run_serial
@@ -35,6 +34,7 @@ from fastdcyk.options import (
     check_int,
     check_path,
 )
+from fastdcyk.registry import modes
 
 # -- memory ---------------------------------------------------------------------------------
 
@@ -231,8 +231,8 @@ def run_experiment(
         own pool of threads). Its memory is not checked in advance: a batch that does not
         fit on the device is halved, down to one sentence.
     device : torch.device or str, optional
-        Where the torch backend computes (default the CPU): ``"cuda"``, ``"cuda:1"``, ...
-        Only with ``backend="torch"``; checked (:func:`fastdcyk.engine.torch_backend.check_device`)
+        Where the torch backend computes (default the CPU): ``"cuda"``, ``"cuda:1"``, ... Only with
+        ``backend="torch"``; checked (:func:`fastdcyk.engine.backends.torch.driver.check_device`)
         before the results file is created or opened.
 
     Returns
@@ -283,9 +283,9 @@ def run_experiment(
     sentences = config.sample(grammars)
     check_sample(config, grammars, sentences)  # before the results file is created
     path = Path(out)
-    # numpy parses running here: their memory can be checked here (the torch backend's is
-    # not estimated: it halves a batch that does not fit on its device)
-    local = executor != "dask" and backend == "numpy"
+    # parses one at a time running here: their memory can be checked here (a batched
+    # backend's, torch's, is not estimated: it halves a batch that does not fit on its device)
+    local = executor != "dask" and not check_backend(backend).batched
     fresh = not path.exists() or (path.is_file() and path.stat().st_size == 0)
     if local and fresh:  # every task is to do: check before the file is created
         longest = max(len(s) for s in sentences)
@@ -315,19 +315,16 @@ def run_experiment(
 
 
 def _check_backend(backend: str, device: Any, executor: str) -> Any:
-    """The device to run on (a torch.device; None for numpy), once the backend, the device
-    and the executor are checked together: before any file is touched."""
-    if check_backend(backend, device) != "torch":
-        return None
-    if executor != "serial":
+    """The device to run on (a torch.device; None for a backend that takes none), once the
+    backend, the device and the executor are checked together: before any file is touched."""
+    record = check_backend(backend, device)
+    if record.batched and executor != "serial":
         raise ValueError(
-            f"the torch backend runs with the serial executor only, not {executor!r}: its "
-            "batches run on one device from this process (one process per GPU); use "
+            f"the {record.name} backend runs with the serial executor only, not {executor!r}: "
+            "its batches run on one device from this process (one process per GPU); use "
             "executor='serial' (fastdcyk experiment --executor serial)"
         )
-    from fastdcyk.engine import torch_backend as _torch  # ImportError with the install hint
-
-    return _torch.check_device(device)
+    return record.check_device(device)  # ImportError with the install hint
 
 
 def _run_locked(
@@ -361,7 +358,7 @@ def _run_locked(
         backend=backend,
     )
     need = avail = None
-    local = executor != "dask" and backend == "numpy"
+    local = executor != "dask" and not check_backend(backend).batched
     if local and tasks:  # what is left to do (a resumed file: maybe less)
         cells = {(t.d, t.variant, t.order, max(len(w) for w, _ in t.items)) for t in tasks}
         need, avail = _check_grid_memory(cells, config.dtype, config.readback)
@@ -400,7 +397,7 @@ def _run_locked(
     )
     note = f", cut a torn last line of {results.torn_bytes} bytes" if results.torn_bytes else ""
     how = f"{executor}, {n_workers} workers" if executor == "process" else executor
-    how += f", torch on {device}" if backend == "torch" else ""
+    how += f", {backend} on {device}" if device is not None else ""
     say(
         f"results: {results.path} (config {config_hash[:12]}): {total} records in the grid, "
         f"{resumed} already written{note}, {total - resumed} to do"

@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fastdcyk.engine import modes
 from fastdcyk.experiments.config import ExperimentConfig, _canonical
 from fastdcyk.experiments.mismatch import API_OUT as _API_OUT
 from fastdcyk.experiments.mismatch import CLI_OUT as _CLI_OUT
 from fastdcyk.experiments.mismatch import mismatch_message as _mismatch_message
 from fastdcyk.options import VARIANTS, check_path
+from fastdcyk.registry import modes
 
 RESULTS_FORMAT = "fastdcyk-results"
 #: The tree fields of a record (after ``seconds``): whether the decoded chart gave a tree that

@@ -1,11 +1,10 @@
 """Tasks: the units of work of a grid, how they are planned, and how one is run.
 
 A task is one (grammar, variant, order, beta, d, codebook seed, batch of sentences) unit;
-:func:`run_task` needs nothing else, so it runs the same in any process. It parses with the
-numpy backend, one sentence at a time, or with the torch backend
-(:mod:`fastdcyk.engine.torch_backend`), the task's sentences in batches on one device; the records
-have the same fields either way,
-and in float64 the same values (the parse time aside).
+:func:`run_task` needs nothing else, so it runs the same in any process. It parses with a
+backend's driver (:mod:`fastdcyk.registry.backends`): the numpy backend one sentence at a
+time, the torch backend the task's sentences in batches on one device; the records have the
+same fields either way, and in float64 the same values (the parse time aside).
 """
 
 from __future__ import annotations
@@ -23,12 +22,18 @@ from fastdcyk.cfg.forest import Forest, bracket_scores
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.metrics import cell_scores
 from fastdcyk.cfg.trees import is_parse
-from fastdcyk.engine import dcyk, default_codebook, modes
-from fastdcyk.engine.decode import item_scores
+from fastdcyk.engine.api import parse_plan
+from fastdcyk.engine.batch import in_batches
+from fastdcyk.engine.core.decode import item_scores
+from fastdcyk.engine.core.plan import Plan
+from fastdcyk.engine.core.result import DCYKResult
+from fastdcyk.engine.prepare import default_codebook, prepare
 from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.store import BACKEND_FIELD, cell_settings
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import BACKENDS, CODEBOOKS, VARIANTS, check_backend, check_choice, resolve
+from fastdcyk.options import CODEBOOKS, VARIANTS, check_backend, check_choice, resolve
+from fastdcyk.registry import backends, modes
+from fastdcyk.registry.backends import Backend
 
 #: Rough seconds per parse on one core: c * n (n + 1) / 2 * (d^2 log2 d + c0), times a
 #: factor per variant and order, from the d = 3000 times of docs/results.md ("Cost"): the
@@ -46,11 +51,11 @@ _COST_FACTOR = {
 }
 _TASK_SECONDS = 4.0
 _TASK_MAX_SENTENCES = 256
-#: The cut of tasks for the torch backend: about an hour of one core's work by the model
-#: above (far less on a GPU), at most 256 distinct sentences, so that a task holds batches
-#: large enough to keep a GPU busy (a paper parse of 6 words at d = 3000 costs some 13 s by
-#: the model: numpy's cut gives one sentence per task there).
-_TORCH_TASK_SECONDS = 3600.0
+#: The cut of tasks for a batched backend (torch): about an hour of one core's work by the
+#: model above (far less on a GPU), at most 256 distinct sentences, so that a task holds
+#: batches large enough to keep a GPU busy (a paper parse of 6 words at d = 3000 costs some
+#: 13 s by the model: numpy's cut gives one sentence per task there).
+_BATCHED_TASK_SECONDS = 3600.0
 
 # -- tasks ----------------------------------------------------------------------------------
 
@@ -145,8 +150,8 @@ def plan_tasks(
     batch_size : int, optional
         Distinct sentences per task. Default: as many as fit in about four seconds of work
         by a rough cost model (at most 256), so that tasks stay short whatever d is; for
-        the torch backend, about an hour of one core's work (at most 256), so that a task's
-        batches keep a GPU busy.
+        a batched backend (torch), about an hour of one core's work (at most 256), so that a
+        task's batches keep a GPU busy.
     grammars, sentences : optional
         Already loaded grammars and generated sample (computed when omitted).
     backend : {"numpy", "torch"}, default "numpy"
@@ -166,8 +171,7 @@ def plan_tasks(
     """
     if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    check_choice("backend", backend, BACKENDS)
-    seconds = _TORCH_TASK_SECONDS if backend == "torch" else _TASK_SECONDS
+    seconds = _BATCHED_TASK_SECONDS if check_backend(backend).batched else _TASK_SECONDS
     grammars = config.load_grammars() if grammars is None else grammars
     sentences = config.sample(grammars) if sentences is None else sentences
     check_sample(config, grammars, sentences)
@@ -292,26 +296,26 @@ def run_task(task: Task, *, backend: str = "numpy", device: Any = None) -> list[
     variant). The task runs on one thread (:func:`fastdcyk.threads.limit`: its FFTs and
     kernels), whatever the process's setting, which it leaves as it was. A new codebook
     is warmed up first on a two-word prefix of the first sentence, outside the timing, in
-    the task's order. Every record names the order (``task.order``, resolved).
+    the task's order. Every record names the order (``task.order``, resolved). The charts
+    alone are made (no P_left or P_right).
 
     Parameters
     ----------
     task : Task
     backend : {"numpy", "torch"}, default "numpy"
-        ``"numpy"``: :func:`fastdcyk.dcyk`, one sentence at a time; ``seconds`` is each
-        parse's time. ``"torch"``: :func:`fastdcyk.engine.torch_backend.parse_sentences`
-        on batches of the task's sentences (by length,
-        :func:`fastdcyk.engine.batch.default_batch_size` per batch,
-        halved while the device runs out of memory), with torch's own threads (which
-        :mod:`fastdcyk.threads` leaves alone); ``seconds`` is then the batch's time divided
-        evenly among its sentences. In float64 the charts, and so every other field, are
-        those of the numpy backend (the statistics agree to rounding). In float32 the
-        trace variant's agree too as a rule, but the paper variant's entrywise gate
-        amplifies rounding (up to beta / 4 per gate, docs/method.md, section 4): at
+        The backend's driver parses the sentences (:func:`fastdcyk.engine.api.parse_plan`).
+        One that parses a sentence at a time (numpy): ``seconds`` is each parse's time. A
+        batched one (torch): the task's sentences by length, in batches of its default
+        size (halved while the device runs out of memory), with torch's own threads
+        (which :mod:`fastdcyk.threads` leaves alone); ``seconds`` is then the batch's time
+        divided evenly among its sentences. In float64 the charts, and so every other
+        field, are those of the numpy backend (the statistics agree to rounding). In
+        float32 the trace variant's agree too as a rule, but the paper variant's entrywise
+        gate amplifies rounding (up to beta / 4 per gate, docs/method.md, section 4): at
         beta = 50 its statistics, and so its charts, can differ between the backends
         sentence by sentence, as two float32 computations of a chaotic map do.
     device : torch.device or str, optional
-        Where the torch backend computes (default the CPU); only with ``backend="torch"``.
+        Where a backend that takes a device computes (default its own: the CPU).
 
     Returns
     -------
@@ -323,51 +327,72 @@ def run_task(task: Task, *, backend: str = "numpy", device: Any = None) -> list[
     MemoryError
         When the torch device runs out of memory on a batch of one sentence.
     ValueError
-        On an unknown backend, or a device without ``backend="torch"``.
+        On an unknown backend, or a device given to a backend that takes none.
     """
-    check_backend(backend, device)
+    record = check_backend(backend, device)
     with threads.limit(1):
-        if backend == "torch":
-            return _run_task_torch(task, device)
-        return _run_task(task)
+        return _run_task(task, record, device)
 
 
-def _run_task(task: Task) -> list[dict[str, Any]]:
+def _run_task(task: Task, backend: Backend, device: Any) -> list[dict[str, Any]]:
     grammar = _worker_grammar(task.grammar_text)
     cb, fresh = _worker_codebook(task)
-    if fresh and task.items:
-        # Untimed warm-up on a short prefix: loads the Numba kernels and plans the FFTs of
-        # this d, so that ``seconds`` measures parsing only.
-        dcyk(
-            grammar,
-            task.items[0][0][:2],
-            cb,
-            variant=task.variant,
-            beta=task.beta,
-            order=task.order,
-            encoding=task.encoding,
-            readback=task.readback,
-            progress=False,  # the grid has its own bar
+    items = sorted(task.items, key=lambda item: len(item[0]))  # similar lengths per batch
+    opts = {"variant": task.variant, "beta": task.beta, "threshold": task.threshold}
+    opts |= {"order": task.order, "encoding": task.encoding, "readback": task.readback}
+    plan = prepare(
+        grammar,
+        [words for words, _ in items],
+        cb,
+        d=None,
+        seed=None,
+        dtype=None,
+        unitary=None,
+        fft="auto",
+        check_memory=True,
+        backend=backend.name,
+        device=device,
+        options={k: v for k, v in opts.items() if v is not None},
+    )
+
+    def charts(sentences: list[tuple[str, ...]]) -> list[DCYKResult]:
+        part = Plan(plan.grammar, sentences, plan.options, plan.codebook)
+        return parse_plan(part, backend.name, device=device, dense=False)
+
+    if fresh and items:
+        # Untimed warm-up on a short prefix: loads the kernels and plans the FFTs of this d
+        # (on a device, its caches), so that ``seconds`` measures parsing only.
+        charts([items[0][0][:2]])
+
+    def too_large(item: tuple[tuple[str, ...], Any]) -> str:
+        return (
+            f"the torch device {str(device)!r} ran out of memory parsing one sentence "
+            f"of {len(item[0])} words at d = {task.d} ({task.variant}, {task.dtype}): run "
+            "the smaller dimensions (--dims), or use a device with more memory"
         )
-    records = []
-    for words, indices in task.items:
-        t0 = time.perf_counter()
-        result = dcyk(
-            grammar,
-            words,
-            cb,
-            variant=task.variant,
-            beta=task.beta,
-            threshold=task.threshold,
-            order=task.order,
-            encoding=task.encoding,
-            readback=task.readback,
-            progress=False,
-        )
-        seconds = time.perf_counter() - t0
-        records += _records(task, grammar, words, indices, result.chart, result.statistics, seconds)
+
+    def parse(chunk: list[tuple[tuple[str, ...], Any]]) -> list[DCYKResult]:
+        return charts([words for words, _ in chunk])
+
+    records: list[dict[str, Any]] = []
+    if backend.batched:
+        size = backend.part("batch_size")(task.d, task.dtype, device)
+        batches = in_batches(items, size, parse, backend, device, too_large)
+    else:  # one sentence at a time: each parse timed on its own
+        batches = ((chunk, *_timed(parse, chunk)) for chunk in ([item] for item in items))
+    for chunk, got, seconds in batches:
+        for (words, indices), r in zip(chunk, got, strict=True):
+            records += _records(
+                task, grammar, words, indices, r.chart, r.statistics, seconds / len(chunk), backend
+            )
     records.sort(key=lambda r: r["index"])
     return records
+
+
+def _timed(parse: Any, chunk: list) -> tuple[list[DCYKResult], float]:
+    t0 = time.perf_counter()
+    got = parse(chunk)
+    return got, time.perf_counter() - t0
 
 
 def _records(
@@ -378,14 +403,15 @@ def _records(
     chart: dict[tuple[int, int], frozenset[str]],
     statistics: Mapping[tuple[int, int, str], float],
     seconds: float,
-    backend: str = "numpy",
+    backend: Backend,
 ) -> list[dict[str, Any]]:
     """The records of one distinct sentence: its decoded chart scored against CYK's, and
-    its best tree (:func:`tree_fields`), once per index it has in the sample (those of the
-    torch backend say so: :data:`~fastdcyk.experiments.store.BACKEND_FIELD`)."""
+    its best tree (:func:`tree_fields`), once per index it has in the sample (those of a
+    backend other than the default say so: :data:`~fastdcyk.experiments.store.BACKEND_FIELD`,
+    so that the default's records are those written before backends were recorded)."""
     scores = cell_scores(cyk(grammar, words), chart)
     trees = tree_fields(grammar, words, chart, item_scores(statistics, chart, beta=task.beta))
-    extra = {} if backend == "numpy" else {BACKEND_FIELD: backend}
+    extra = {} if backend.name == backends.DEFAULT else {BACKEND_FIELD: backend.name}
     return [
         {
             "grammar": task.grammar,
@@ -421,7 +447,7 @@ def tree_fields(
     """A record's tree fields (:data:`~fastdcyk.experiments.store.TREE_FIELDS`).
 
     ``tree``: 1 when the decoded chart admits a tree and its best tree under ``scores``
-    (:func:`~fastdcyk.engine.decode.item_scores`; what :meth:`DCYKResult.tree
+    (:func:`~fastdcyk.engine.core.decode.item_scores`; what :meth:`DCYKResult.tree
     <fastdcyk.engine.DCYKResult.tree>` returns) is a parse of the sentence, else 0. Every
     tree of a decoded chart is built from rules of the grammar over the words, so it is 1
     exactly when the chart admits a tree; :func:`~fastdcyk.cfg.trees.is_parse` checks it
@@ -437,58 +463,3 @@ def tree_fields(
         "bracket_gold": brackets.gold,
         "bracket_predicted": brackets.predicted,
     }
-
-
-def _run_task_torch(task: Task, device: Any) -> list[dict[str, Any]]:
-    """:func:`run_task` with the torch backend: the task's sentences by length, in batches
-    on ``device``, charts only (no P_left or P_right is copied back)."""
-
-    from fastdcyk.engine import torch_backend as _torch
-    from fastdcyk.engine.batch import default_batch_size, in_batches
-
-    grammar = _worker_grammar(task.grammar_text)
-    cb, fresh = _worker_codebook(task)
-    opt = resolve(
-        task.variant,
-        beta=task.beta,
-        threshold=task.threshold,
-        order=task.order,
-        encoding=task.encoding,
-        readback=task.readback,
-        dtype=cb.dtype,
-    )
-
-    def charts(sentences: list[tuple[str, ...]]) -> list[dict[str, Any]]:
-        return _torch.parse_sentences(grammar, sentences, cb, opt, device=device, dense=False)
-
-    items = sorted(task.items, key=lambda item: len(item[0]))  # similar lengths per batch
-    if fresh and items:
-        charts([items[0][0][:2]])  # untimed warm-up: kernels, FFT plans, the device's caches
-
-    def too_large(item: tuple[tuple[str, ...], Any]) -> str:
-        return (
-            f"the torch device {str(device)!r} ran out of memory parsing one sentence "
-            f"of {len(item[0])} words at d = {task.d} ({task.variant}, {task.dtype}): run "
-            "the smaller dimensions (--dims), or use a device with more memory"
-        )
-
-    size = default_batch_size(task.d, task.dtype, device)
-    records: list[dict[str, Any]] = []
-
-    def parse(chunk: list[tuple[tuple[str, ...], Any]]) -> list[dict[str, Any]]:
-        return charts([words for words, _ in chunk])
-
-    for chunk, got, seconds in in_batches(items, size, parse, device, too_large):
-        for (words, indices), f in zip(chunk, got, strict=True):
-            records += _records(
-                task,
-                grammar,
-                words,
-                indices,
-                f["chart"],
-                f["statistics"],
-                seconds / len(chunk),
-                "torch",
-            )
-    records.sort(key=lambda r: r["index"])
-    return records

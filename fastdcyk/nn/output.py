@@ -13,7 +13,7 @@ import torch
 from fastdcyk.cfg.forest import Forest
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
-from fastdcyk.engine.decode import item_scores
+from fastdcyk.engine.core.decode import item_scores
 from fastdcyk.nn.loss import chart_loss, gold_targets
 from fastdcyk.options import check_int
 
@@ -86,7 +86,7 @@ class DCYKOutput:
         as :meth:`fastdcyk.engine.DCYKResult.tree` scores them: on a weighted grammar a
         tree's log probability (its lexical part from :attr:`lexical` with soft inputs),
         otherwise the sum of its items' log decoder gate values
-        (:func:`~fastdcyk.engine.decode.item_scores`; plus the lexical scores with soft
+        (:func:`~fastdcyk.engine.core.decode.item_scores`; plus the lexical scores with soft
         inputs). Computed from the detached scores on each call."""
         scores = self.scores.detach().cpu().numpy()
         pos = {a: k for k, a in enumerate(self.nonterminals)}

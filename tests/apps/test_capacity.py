@@ -185,7 +185,7 @@ def test_the_time_estimate_fits_the_probes():
     """estimate_seconds scales the probes' times by the model's cost terms: through two
     probes of a time that follows those terms it recovers the time of any length; where
     the fit gives a term a negative weight, the other term alone."""
-    from fastdcyk.engine.simulation import Simulation
+    from fastdcyk.engine.backends.simulation.parser import Simulation
 
     terms = Simulation.cost_terms
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import fastdcyk as fd
 import fastdcyk.experiments as ex
 from fastdcyk import Codebook, Grammar, GrammarError, Scores, cell_scores, cyk, dcyk
 from fastdcyk.cfg.forest import Forest, bracket_scores
@@ -491,11 +492,11 @@ def test_ctrl_c_keeps_finished_tasks(tmp_path, monkeypatch, reference):
     real = ex.run_task
     calls = {"n": 0}
 
-    def run_task(task):
+    def run_task(task, **how):
         calls["n"] += 1
         if calls["n"] == 3:
             raise KeyboardInterrupt
-        return real(task)
+        return real(task, **how)
 
     monkeypatch.setattr(ex_exec, "run_task", run_task)
     with pytest.raises(KeyboardInterrupt):
@@ -615,15 +616,15 @@ def test_bad_executor_arguments():
 
 
 def test_run_task_parses_in_the_task_order(monkeypatch):
-    """The order reaches dcyk, in the warm-up too, and is written into every record."""
+    """The order reaches the parse, in the warm-up too, and is written into every record."""
     calls = []
-    real = ex_tasks.dcyk
+    real = ex_tasks.parse_plan
 
-    def spy(*args, **kwargs):
-        calls.append(kwargs.get("order"))
-        return real(*args, **kwargs)
+    def spy(plan, *args, **kwargs):
+        calls.append(plan.options.order)
+        return real(plan, *args, **kwargs)
 
-    monkeypatch.setattr(ex_tasks, "dcyk", spy)
+    monkeypatch.setattr(ex_tasks, "parse_plan", spy)
     g = Grammar.builtin("G1")
     words = ("fish", "swim", "fish")
     for order in ("cell", "sequential"):
@@ -636,7 +637,7 @@ def test_run_task_parses_in_the_task_order(monkeypatch):
         assert calls == [order, order]  # the warm-up, then the parse
         assert rec["order"] == order and list(rec) == list(ex.RECORD_FIELDS)
         cb = Codebook(24, seed=5, unitary=VARIANTS["paper"]["unitary"])
-        chart = real(g, words, cb, variant="paper", order=order).chart
+        chart = fd.dcyk(g, words, cb, variant="paper", order=order).chart
         expected = cell_scores(cyk(g, words), chart)
         assert (rec["tp"], rec["predicted"]) == (expected.tp, expected.predicted)
     with pytest.raises(ValueError, match="unknown order 'fast'"):
@@ -846,13 +847,13 @@ def test_config_encoding_is_checked_and_always_in_the_hash():
 
 def test_tasks_and_records_carry_the_encoding(monkeypatch):
     calls = []
-    real = ex_tasks.dcyk
+    real = ex_tasks.parse_plan
 
-    def spy(*args, **kwargs):
-        calls.append(kwargs.get("encoding"))
-        return real(*args, **kwargs)
+    def spy(plan, *args, **kwargs):
+        calls.append(plan.options.encoding)
+        return real(plan, *args, **kwargs)
 
-    monkeypatch.setattr(ex_tasks, "dcyk", spy)
+    monkeypatch.setattr(ex_tasks, "parse_plan", spy)
     cfg = ex.ExperimentConfig(grammars=("G2",), dims=(32,), sentences=3, max_len=4)
     tasks = ex.plan_tasks(cfg)
     assert {(t.variant, t.encoding) for t in tasks} == {("paper", "paper"), ("trace", "roles")}
@@ -917,13 +918,13 @@ def test_config_readback_in_the_hash_only_for_the_least_squares_read_back(tmp_pa
 
 def test_tasks_parse_with_the_configured_read_back(monkeypatch):
     calls = []
-    real = ex_tasks.dcyk
+    real = ex_tasks.parse_plan
 
-    def spy(*args, **kwargs):
-        calls.append((kwargs.get("variant"), kwargs.get("readback")))
-        return real(*args, **kwargs)
+    def spy(plan, *args, **kwargs):
+        calls.append((plan.options.variant, plan.options.readback))
+        return real(plan, *args, **kwargs)
 
-    monkeypatch.setattr(ex_tasks, "dcyk", spy)
+    monkeypatch.setattr(ex_tasks, "parse_plan", spy)
     monkeypatch.setattr(ex_tasks, "_local", threading.local())
     cfg = ex.ExperimentConfig(grammars=("G1",), dims=(32,), sentences=2, max_len=3,
                               variants=("paper", "cleanup"), readback="matched")  # fmt: skip
@@ -1193,22 +1194,22 @@ def test_torch_tasks_are_larger_and_cover_the_same_sentences():
 
 
 def test_torch_tasks_halve_their_batches_when_the_device_is_full(monkeypatch, torch_one_thread):
-    from fastdcyk.engine import torch_backend as _torch
+    from fastdcyk.engine.backends.torch import driver as _torch
 
     torch = torch_one_thread
     task = ex.plan_tasks(TORCH_GRID, backend="torch")[0]
     assert len(task.items) > 1
     expected = [{k: v for k, v in r.items() if k != "seconds"} for r in ex.run_task(task)]
-    parse = _torch.parse_sentences
+    parse = _torch.parse
     sizes = []
 
-    def small_device(grammar, sentences, *args, **kwargs):
-        sizes.append(len(sentences))
-        if len(sentences) > 1:
+    def small_device(plan, *args, **kwargs):
+        sizes.append(len(plan.sentences))
+        if len(plan.sentences) > 1:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (a test)")
-        return parse(grammar, sentences, *args, **kwargs)
+        return parse(plan, *args, **kwargs)
 
-    monkeypatch.setattr(_torch, "parse_sentences", small_device)
+    monkeypatch.setattr(_torch, "parse", small_device)
     got = ex.run_task(task, backend="torch")
     assert [{k: v for k, v in r.items() if k != "seconds"} for r in got] == [
         r | {ex.BACKEND_FIELD: "torch"} for r in expected
@@ -1218,13 +1219,13 @@ def test_torch_tasks_halve_their_batches_when_the_device_is_full(monkeypatch, to
     def full_device(*args, **kwargs):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory (a test)")
 
-    monkeypatch.setattr(_torch, "parse_sentences", full_device)
+    monkeypatch.setattr(_torch, "parse", full_device)
     with pytest.raises(MemoryError, match=r"ran out of memory parsing one sentence .* d = 16"):
         ex.run_task(task, backend="torch")
 
 
 def test_torch_backend_errors_touch_no_file(tmp_path, monkeypatch, torch_one_thread):
-    from fastdcyk.engine import torch_backend as _torch
+    from fastdcyk.engine.backends.torch import driver as _torch
 
     torch = torch_one_thread
     out = tmp_path / "r.jsonl"
@@ -1368,7 +1369,7 @@ def test_a_resumed_file_counts_only_the_records_of_its_grid(tmp_path):
     total = cfg.grid_size()
     assert (summary.total, summary.resumed, summary.written, summary.tasks) == (total, total, 0, 0)
     assert (summary.duplicates, summary.outside) == (1, 1) and summary.complete
-    assert f"{total} already written, 0 to do" in said[0] and "-1" not in said[0]
+    assert f"{total} already written, 0 to do" in said[0] and "-1 to do" not in said[0]
     assert "2 records of the file not counted: 1 repeats an earlier one" in said[0]
     assert "1 lies outside the grid (d = 999 is not among its dims (16, 32))" in said[0]
     assert path.read_bytes() == content  # nothing of the user's file is rewritten

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-import fastdcyk.engine.plan as engine_plan
+import fastdcyk.engine.prepare as engine_plan
 import fastdcyk.experiments as ex
 import fastdcyk.hrr.memory as memory_module
 from fastdcyk import cli
@@ -297,7 +297,7 @@ def test_a_file_being_written_is_refused_and_left_alone(tmp_path, capsys):
 def test_the_lock_is_released_when_the_run_fails(tmp_path, monkeypatch):
     path = tmp_path / "r.jsonl"
 
-    def boom(task):
+    def boom(task, **how):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(ex_exec, "run_task", boom)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine.soft import SoftWord
+from fastdcyk.engine.core.soft import SoftWord
 
 torch = pytest.importorskip("torch")
 from fastdcyk.nn import DCYK  # noqa: E402

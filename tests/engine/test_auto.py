@@ -53,7 +53,7 @@ def test_a_try_below_the_largest_d_stops_at_its_first_suspect_cell(commandtalk, 
     are those of tries run to the end, and the stopped try read fewer cells."""
     from contextlib import contextmanager
 
-    from fastdcyk.engine import certificate, schedule
+    from fastdcyk.engine.core import certificate, schedule
 
     read_when_stopped = []
     suspect = certificate.CertificateBuilder.suspect

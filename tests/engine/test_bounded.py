@@ -1,5 +1,5 @@
 """The bounded read of a cell of more regressors than dimensions (docs/method.md, section 7,
-"Beyond d: the bounded read"): :func:`~fastdcyk.engine.readback.bounded_solve` and the
+"Beyond d: the bounded read"): :func:`~fastdcyk.engine.core.readback.bounded_solve` and the
 parses that use it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine.certificate import bounded_read_errors, decision_bound
-from fastdcyk.engine.readback import (
+from fastdcyk.engine.core.certificate import bounded_read_errors, decision_bound
+from fastdcyk.engine.core.readback import (
     RIDGE,
     bounded_read,
     bounded_solve,
@@ -153,7 +153,7 @@ def test_torch_equals_numpy_and_gradcheck_beyond_d(torch_one_thread):
     and the gradient through the bounded read is its own (gradcheck: the symbol vectors
     and the rule weights; amplitudes held at a bound have none)."""
     torch = torch_one_thread
-    from fastdcyk.engine import torch_backend
+    from fastdcyk.engine.backends.torch import driver as torch_backend
     from fastdcyk.options import resolve
 
     g = _wide_grammar(45)
@@ -172,7 +172,7 @@ def test_torch_equals_numpy_and_gradcheck_beyond_d(torch_one_thread):
     def statistics(nonterminal, right, terminal, unary_weights, binary_weights):
         vec = torch_backend.SymbolVectors(terminal, nonterminal, right, base.index, base.perm)
         kw = {"unary_weights": unary_weights, "binary_weights": binary_weights}
-        return torch_backend.parse(vec, st, sents, opt, **kw).statistics
+        return torch_backend.parse_tensors(vec, st, sents, opt, **kw).statistics
 
     inputs = (
         base.nonterminal.clone().requires_grad_(),

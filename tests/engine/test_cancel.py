@@ -13,10 +13,10 @@ import pytest
 import fastdcyk as fd
 from fastdcyk.cfg.treebank import TreebankGrammar, clean, read_trees
 from fastdcyk.cfg.viterbi import item_scores
+from fastdcyk.engine.core.readback import RIDGE, gram, solve
 from fastdcyk.engine.memory import estimate_memory, work_buffers
 from fastdcyk.engine.modes.cleanup import numpy_parser as cleanup_parser
 from fastdcyk.engine.modes.weighted.numpy_parser import FLOOR
-from fastdcyk.engine.readback import RIDGE, gram, solve
 from fastdcyk.hrr import buffers
 
 DATA = Path(__file__).parent.parent / "data"
@@ -169,14 +169,14 @@ def test_soft_words_leave_the_residual_table():
         left[len(left)] = np.linalg.norm(self.residual) / np.linalg.norm(self.left_spectrum)
         return original(self, *args, **kwargs)
 
-    original = cleanup_parser.CleanupParser.dense
+    original = cleanup_parser.NumpyCleanupParser.dense
     words = ["fish", {"swim": 0.6, "fish": 0.4}, "fish"]
     try:
-        cleanup_parser.CleanupParser.dense = spy
+        cleanup_parser.NumpyCleanupParser.dense = spy
         fd.dcyk(g, words, d=512, variant="cleanup", readback="cancel")
         fd.dcyk(g, ["fish", "swim", "fish"], d=512, variant="cleanup", readback="cancel")
     finally:
-        cleanup_parser.CleanupParser.dense = original
+        cleanup_parser.NumpyCleanupParser.dense = original
     assert left[1] < 10 * RIDGE  # plain words
     assert left[0] < 10 * RIDGE  # a mixture's 0.4 part subtracted too
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine.certificate import ALPHA, Certificate, read_errors
+from fastdcyk.engine.backends.numpy.spectral import left_spectrum_of
+from fastdcyk.engine.core.certificate import ALPHA, Certificate, read_errors
+from fastdcyk.engine.core.readback import gram, solve
 from fastdcyk.engine.modes.cleanup import numpy_parser as cleanup_parser
-from fastdcyk.engine.numpy_spectral import left_spectrum_of
-from fastdcyk.engine.readback import gram, solve
 
 # -- the standard errors -------------------------------------------------------------------
 
@@ -59,7 +59,7 @@ def test_the_norm_of_a_cells_vector_is_read_from_its_readout():
     p_left = np.random.default_rng(1).standard_normal((d, d))
     words = ("fish", "swim", "fish")
     opt = fd.options.resolve("cleanup")
-    parser = cleanup_parser.CleanupParser(g, words, cb, opt)
+    parser = cleanup_parser.NumpyCleanupParser(g, words, cb, opt)
     try:
         spectrum = left_spectrum_of(p_left, cb)
         q = parser.cell_readout(0, 2, spectrum)
@@ -116,13 +116,13 @@ def test_a_forced_misread_is_flagged_with_every_cell_above_it(monkeypatch):
     rng = np.random.default_rng(0)
     noise = np.conj(np.fft.rfft(rng.standard_normal(d)))  # q of an isotropic vector
 
-    readout = cleanup_parser.CleanupParser.readout
+    readout = cleanup_parser.NumpyCleanupParser.readout
 
     def noisy(self, i, j):
         q = readout(self, i, j)
         return q + noise if (i, j) == cell else q
 
-    monkeypatch.setattr(cleanup_parser.CleanupParser, "readout", noisy)
+    monkeypatch.setattr(cleanup_parser.NumpyCleanupParser, "readout", noisy)
     # the cells one by one, through the readout patched (a compiled column reads the
     # table itself)
     monkeypatch.setattr(cleanup_parser, "COLUMNS", False)
@@ -139,8 +139,8 @@ def test_a_forced_misread_is_flagged_with_every_cell_above_it(monkeypatch):
 
 @pytest.mark.parametrize("name", ["G0", "G1", "G2", "G3", "G4"])
 def test_every_cyk_chart_supports_its_items(name):
-    from fastdcyk.engine.certificate import unsupported_cells
-    from fastdcyk.engine.rules import rule_structure
+    from fastdcyk.engine.core.certificate import unsupported_cells
+    from fastdcyk.engine.core.rules import rule_structure
 
     g = fd.Grammar.builtin(name)
     st = rule_structure(g)
@@ -153,8 +153,8 @@ def test_an_item_no_split_supports_is_refused():
     (a detection from children's clean scores below the decision boundary) is read back
     faithfully: the reads cannot see it, the chart's own rules can. Its cell's bound is 1,
     and it and every cell above it are suspect."""
-    from fastdcyk.engine.certificate import CertificateBuilder, unsupported_cells
-    from fastdcyk.engine.rules import rule_structure
+    from fastdcyk.engine.core.certificate import CertificateBuilder, unsupported_cells
+    from fastdcyk.engine.core.rules import rule_structure
 
     g = fd.Grammar.builtin("G0")
     st = rule_structure(g)
@@ -192,8 +192,8 @@ def test_a_word_cell_is_its_words_rules():
     """In CNF a word's cell holds exactly the A with A -> word: an item beyond them (a
     detection that crosstalk made) and one of them lost are both refused; a soft word's
     cell may hold any A of its terminals' rules, and only an item beyond them counts."""
-    from fastdcyk.engine.certificate import wrong_word_cells
-    from fastdcyk.engine.soft import soft_word
+    from fastdcyk.engine.core.certificate import wrong_word_cells
+    from fastdcyk.engine.core.soft import soft_word
 
     g = fd.Grammar.builtin("G1")
     words = ("people", "sail", "fish")
@@ -246,8 +246,8 @@ def test_the_word_checks_hold_for_the_weighted_table_soft_words_and_no_decoding(
     no error (d="auto" climbed to max_d on it); a soft word must hold the items its
     weights put well above sigma's centre; and a parse not decoded gets the same checks
     (its own reads decoded), hence the same verdict."""
-    from fastdcyk.engine.certificate import wrong_word_cells
-    from fastdcyk.engine.soft import soft_word
+    from fastdcyk.engine.core.certificate import wrong_word_cells
+    from fastdcyk.engine.core.soft import soft_word
 
     pcfg = fd.Grammar.from_string(
         "S -> A B [0.5] | D B [0.5]\nA -> 'x' [0.999999] | 'y' [0.000001]\n"

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine import schedule
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.readback import SMALL_SOLVE
 from fastdcyk.engine.modes.cleanup import columns
 from fastdcyk.engine.modes.cleanup import numpy_parser as cleanup_parser
-from fastdcyk.engine.readback import SMALL_SOLVE
 
 COMMANDTALK = Path(__file__).parents[1] / "data" / "commandtalk.cfg.gz"
 
@@ -117,8 +117,8 @@ def test_the_compiled_path_is_taken_and_counts_its_detections(monkeypatch):
     r = fd.dcyk(g, words, d=64)
     assert calls == {"word": 6, "column": 5}
     st = r.counts
-    rows = len(fd.engine.rules.rule_structure(g).binary)  # every binary cell detects each
-    unary = len(fd.engine.rules.rule_structure(g).unary)
+    rows = len(fd.engine.core.rules.rule_structure(g).binary)  # every binary cell detects each
+    unary = len(fd.engine.core.rules.rule_structure(g).unary)
     assert st["detections"] == schedule.detections(6, unary, rows)
     assert st["updates"] + st["pruned"] == st["detections"]
 
@@ -141,8 +141,8 @@ def test_a_non_finite_detection_is_reported_from_a_compiled_column():
 def test_the_certificate_bound_of_a_compiled_read_is_the_builders():
     """One read, its margin and bound through the compiled certificate and through
     CertificateBuilder.add, exact path (a bound above NEGLIGIBLE) and coarse path."""
-    from fastdcyk.engine.certificate import CertificateBuilder
-    from fastdcyk.engine.readback import solve
+    from fastdcyk.engine.core.certificate import CertificateBuilder
+    from fastdcyk.engine.core.readback import solve
 
     rng = np.random.default_rng(1)
     d, k, m = 64, 4, 2
@@ -156,7 +156,7 @@ def test_the_certificate_bound_of_a_compiled_read_is_the_builders():
         low = np.zeros((k + m, k + m))
         out = np.zeros(k + m)
         assert cleanup_parser.SMALL_SOLVE >= k + m
-        from fastdcyk.engine.readback import RIDGE, _small_solve
+        from fastdcyk.engine.core.readback import RIDGE, _small_solve
 
         assert _small_solve(g, x, RIDGE, 0, low, out)
         # q: a half spectrum whose Parseval sum is ||r||^2 (r's own)

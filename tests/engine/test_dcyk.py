@@ -7,7 +7,7 @@ import pytest
 import scipy.linalg
 
 import fastdcyk as fd
-from fastdcyk.engine.readback import RIDGE
+from fastdcyk.engine.core.readback import RIDGE
 
 # -- an independent, straightforward dense implementation (materialised operators) ----------
 
@@ -836,7 +836,7 @@ def test_cleanup_counts_and_log(large_grammar):
     w = sents[1]
     r = fd.dcyk(g, w, d=128, variant="cleanup", record=True)
     n = len(w)
-    st = fd.engine.rules.rule_structure(g)
+    st = fd.engine.core.rules.rule_structure(g)
     cells = n * (n - 1) // 2
     assert r.counts["detections"] == n * len(st.unary) + cells * len(st.binary)
     assert r.counts["detections"] == r.counts["updates"] + r.counts["pruned"] == len(r.log)

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine import numpy_spectral, plan
-from fastdcyk.engine.decode import Statistics, chart_from_statistics
+from fastdcyk.engine import prepare as plan
+from fastdcyk.engine.backends.numpy import spectral as numpy_spectral
+from fastdcyk.engine.core.decode import Statistics, chart_from_statistics
 from fastdcyk.options import DEFAULT_VARIANT
 
 SENTENCE = "fish swim fish near fish"

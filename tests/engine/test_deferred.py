@@ -1,4 +1,4 @@
-"""A numpy parse's dense P_left made when first asked for (fastdcyk.engine.deferred).
+"""A numpy parse's dense P_left made when first asked for (fastdcyk.engine.core.deferred).
 
 The trace and clean-up parsers read their charts from the table's spectrum; the result
 keeps the spectrum and makes the dense P_left (and the never-written P_right) on first
@@ -15,21 +15,22 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine import numpy_backend, numpy_spectral
-from fastdcyk.engine.deferred import DeferredArray, resolve
-from fastdcyk.engine.modes.cleanup.numpy_parser import CleanupParser
+from fastdcyk.engine.backends.numpy import driver as numpy_driver
+from fastdcyk.engine.backends.numpy import spectral as numpy_spectral
+from fastdcyk.engine.core.deferred import DeferredArray, resolve
+from fastdcyk.engine.modes.cleanup.numpy_parser import NumpyCleanupParser
 from fastdcyk.hrr import buffers
 
 WORDS = "fish swim near fish"
 
 
 def parse(variant: str, deferred: bool, **options) -> fd.DCYKResult:
-    old = numpy_spectral.SpectralParser.defers_dense
-    numpy_spectral.SpectralParser.defers_dense = deferred
+    old = numpy_spectral.NumpySpectralParser.defers_dense
+    numpy_spectral.NumpySpectralParser.defers_dense = deferred
     try:
         return fd.dcyk(fd.Grammar.builtin("G2"), WORDS, d=128, variant=variant, **options)
     finally:
-        numpy_spectral.SpectralParser.defers_dense = old
+        numpy_spectral.NumpySpectralParser.defers_dense = old
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -68,13 +69,13 @@ def test_the_matrix_decodes_to_the_chart():
 def test_a_non_finite_table_is_the_parse_error(monkeypatch):
     """The spectrum a deferred P_left keeps is checked by the parse, as the dense matrix
     was: an overflow is reported there, not at a later access."""
-    real = CleanupParser.statistics
+    real = NumpyCleanupParser.statistics
 
     def overflowed(self):  # after the cells' checks, before the dense matrices
         self.left_spectrum[0, 0] = np.inf
         return real(self)
 
-    monkeypatch.setattr(CleanupParser, "statistics", overflowed)
+    monkeypatch.setattr(NumpyCleanupParser, "statistics", overflowed)
     with pytest.raises(FloatingPointError, match="P_left after the parse"):
         fd.dcyk(fd.Grammar.builtin("G0"), WORDS, d=64)
 
@@ -159,22 +160,22 @@ def test_an_interrupted_transform_refuses_to_give_a_matrix(monkeypatch):
 
 
 def test_a_parser_whose_own_dense_takes_no_deferred_is_asked_without_it():
-    class Mine(CleanupParser):
+    class Mine(NumpyCleanupParser):
         def dense(self):
             return super().dense()
 
-    assert numpy_backend._defers(CleanupParser) and not numpy_backend._defers(Mine)
+    assert numpy_driver._defers(NumpyCleanupParser) and not numpy_driver._defers(Mine)
 
 
 def _torch_batch(variant: str, deferred: bool, monkeypatch) -> list[fd.DCYKResult]:
     pytest.importorskip("torch")
-    from fastdcyk.engine import torch_spectral
+    from fastdcyk.engine.backends.torch import spectral as torch_spectral
 
     g = fd.Grammar.builtin("G2")
     sents = fd.generate(g, 5, min_len=3, max_len=7, seed=3)
     with monkeypatch.context() as m:
         if not deferred:
-            m.setattr(torch_spectral.SpectralParser, "defers_dense", False)
+            m.setattr(torch_spectral.TorchSpectralParser, "defers_dense", False)
         return fd.dcyk_batch(g, sents, d=128, variant=variant, backend="torch", batch_size=5)
 
 
@@ -203,7 +204,7 @@ def test_a_torch_batch_interrupted_while_making_refuses_after(monkeypatch):
     def interrupted(self):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(torch_parser.CleanupParser, "_write_deferred", interrupted)
+    monkeypatch.setattr(torch_parser.TorchCleanupParser, "_write_deferred", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _ = lazy[0].p_left
     with pytest.raises(RuntimeError, match="parse the sentences again"):

@@ -1,4 +1,4 @@
-"""The registry of detection modes (fastdcyk.engine.modes): its facts, the refusals it
+"""The registry of detection modes (fastdcyk.registry.modes): its facts, the refusals it
 words, and a mode added as docs/architecture.md ("Adding a mode") adds one, without
 touching any other file."""
 
@@ -11,7 +11,7 @@ import pytest
 
 import fastdcyk as fd
 from fastdcyk import options
-from fastdcyk.engine import modes
+from fastdcyk.registry import modes
 
 ARCHITECTURE = Path(__file__).parents[2] / "docs" / "architecture.md"
 
@@ -68,7 +68,7 @@ def test_combinations_that_do_not_exist_are_refused_naming_those_that_do():
         "partly",
         "partly",
         "the clean-up gate, simulated with its least-squares read-back only",
-        {"numpy": ".cleanup.numpy_parser:CleanupParser"},
+        {"numpy": ".cleanup.numpy_parser:NumpyCleanupParser"},
         readbacks=("lstsq", "cancel"),
         simulation=".cleanup.simulation:CleanupSimulation",
         simulated_readbacks=("lstsq",),

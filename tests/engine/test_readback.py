@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine.arrays import sigmoid
+from fastdcyk.engine.core.arrays import sigmoid
+from fastdcyk.engine.core.readback import RIDGE, gram, solve
 from fastdcyk.engine.modes.cleanup import numpy_parser as cleanup_parser
-from fastdcyk.engine.readback import RIDGE, gram, solve
 
 # -- the solve ---------------------------------------------------------------------------------
 
@@ -120,7 +120,7 @@ def test_a_misread_child_proposes_false_candidates_that_read_as_written(monkeypa
     words = "fish swim fish near fish".split()
     false = (0, 1, "P")  # 'fish' is no preposition
     row = g.nonterminals.index(false[2])
-    end = cleanup_parser.CleanupParser.end
+    end = cleanup_parser.NumpyCleanupParser.end
 
     def misread(self, i, j, step):
         end(self, i, j, step)
@@ -128,7 +128,7 @@ def test_a_misread_child_proposes_false_candidates_that_read_as_written(monkeypa
             self.stats[i, j, row] = 1.0
             self.scores[i, j, row] = sigmoid(1.0, self.opt.beta)
 
-    monkeypatch.setattr(cleanup_parser.CleanupParser, "end", misread)
+    monkeypatch.setattr(cleanup_parser.NumpyCleanupParser, "end", misread)
     monkeypatch.setattr(cleanup_parser, "COLUMNS", False)  # the cells one by one, through end
     r = fd.dcyk(g, words, d=512, variant="cleanup")
     expected = _cyk_with(g, words, false)
@@ -186,7 +186,7 @@ def test_the_compiled_small_solve_is_the_batched_solve():
     """solve() of up to SMALL_SOLVE candidates goes through a compiled Cholesky: the same
     amplitudes as ridge_solve (float64 rounding, relative 1e-12), refinement included, and
     a matrix whose factorisation fails still solves (through the eigenvalues)."""
-    from fastdcyk.engine.readback import SMALL_SOLVE, ridge_solve, solve
+    from fastdcyk.engine.core.readback import SMALL_SOLVE, ridge_solve, solve
 
     rng = np.random.default_rng(4)
     for k in (1, 3, 17, SMALL_SOLVE, SMALL_SOLVE + 1):

@@ -1,4 +1,4 @@
-"""The CYK schedule (fastdcyk.engine.schedule) with a recording parser: the order of cells,
+"""The CYK schedule (fastdcyk.engine.core.schedule) with a recording parser: the order of cells,
 when a cell is read again, the bookkeeping, and the layout's compatibility shims."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine import schedule
-from fastdcyk.engine.arrays import NUMPY
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.arrays import NUMPY
 
 
 class Recorder:

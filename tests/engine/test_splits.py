@@ -1,4 +1,4 @@
-"""The compiled rule layer over every split of a cell (fastdcyk.engine.splits) against the
+"""The compiled rule layer over every split of a cell (fastdcyk.engine.core.splits) against the
 split-by-split one it replaces in the numpy engine and the capacity model."""
 
 from __future__ import annotations
@@ -7,8 +7,13 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine.rules import candidate_rule_layer, cell_splits, read_cell, rule_structure
-from fastdcyk.engine.splits import CandidateChart
+from fastdcyk.engine.core.rules import (
+    candidate_rule_layer,
+    cell_candidates,
+    cell_splits,
+    rule_structure,
+)
+from fastdcyk.engine.core.splits import CandidateChart
 
 
 def _random_chart(st, n, rng, share):
@@ -39,7 +44,7 @@ def test_layer_equals_the_split_by_split_layer(grammar, share, weighted):
     read = {}
     for (i, j), (rows, deltas) in _random_chart(st, n, rng, share).items():
         chart.add(i, j, rows, deltas)
-        read[(i, j)] = read_cell(st, rows, deltas)
+        read[(i, j)] = cell_candidates(st, rows, deltas)
     sums = None
     if weighted:
         sums = np.bincount(st.binary_rule_row, weights=weights, minlength=len(st.binary))
@@ -84,8 +89,8 @@ def test_the_chart_grows_past_its_first_size():
     chart.add(0, 1, rows, np.full(len(rows), 0.25))
     chart.add(1, 2, rows, np.full(len(rows), -0.25))
     assert len(chart.rows) >= 2 * len(rows) > size
-    read = {(0, 1): read_cell(st, rows, np.full(len(rows), 0.25))}
-    read[(1, 2)] = read_cell(st, rows, np.full(len(rows), -0.25))
+    read = {(0, 1): cell_candidates(st, rows, np.full(len(rows), 0.25))}
+    read[(1, 2)] = cell_candidates(st, rows, np.full(len(rows), -0.25))
     scratch = np.full(len(st.nonterminals), -1, np.intp)
     want = candidate_rule_layer(st, cell_splits(read, 0, 2), 0.5, scratch)
     np.testing.assert_allclose(chart.layer(0, 2), want, rtol=0, atol=1e-12)

@@ -1,5 +1,5 @@
-"""The torch backend (fastdcyk.engine.torch_backend) against the numpy backend, its gradients
-and batches."""
+"""The torch backend (fastdcyk.engine.backends.torch.driver) against the numpy backend, its
+gradients and batches."""
 
 from __future__ import annotations
 
@@ -14,13 +14,15 @@ import pytest
 import fastdcyk as fd
 from fastdcyk.engine import default_codebook
 from fastdcyk.engine.batch import dcyk_batch
-from fastdcyk.engine.deferred import resolve as resolve_array
+from fastdcyk.engine.core.plan import Plan
 from fastdcyk.hrr import buffers as _buffers
 from fastdcyk.hrr import memory as _memory
 from fastdcyk.options import resolve
+from fastdcyk.registry import backends
 
 torch = pytest.importorskip("torch")
-from fastdcyk.engine import torch_backend, torch_common  # noqa: E402 - needs torch
+from fastdcyk.engine.backends.torch import driver as torch_backend  # noqa: E402 - needs torch
+from fastdcyk.engine.backends.torch import parser as torch_common  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -238,9 +240,9 @@ def test_cancelling_groups_of_any_size_read_as_cell_by_cell(monkeypatch, order, 
     span several of the blocks in which the reads' nets enter the later reads."""
     from fastdcyk.engine.modes.cleanup import torch_parser, turns
 
-    monkeypatch.setattr(torch_parser.CleanupParser, "_reads_whole", lambda p: reads == "grams")
+    monkeypatch.setattr(torch_parser.TorchCleanupParser, "_reads_whole", lambda p: reads == "grams")
     if reads not in ("grams", "table"):
-        monkeypatch.setattr(torch_parser.CleanupParser, "_chunk", lambda self: reads)
+        monkeypatch.setattr(torch_parser.TorchCleanupParser, "_chunk", lambda self: reads)
     g = fd.Grammar.builtin("G4")
     size = torch_parser.TURN_BATCH  # the smallest batch read in groups
     sents = fd.generate(g, size, min_len=3, max_len=9, seed=11)
@@ -285,9 +287,9 @@ def test_cancelling_from_the_gram_matrices_with_soft_inputs(monkeypatch, given):
         kw["preterminal_scores"] = x.to(torch.float64)
     got = {}
     for whole in (True, False):
-        monkeypatch.setattr(torch_parser.CleanupParser, "_reads_whole", lambda p, w=whole: w)
+        monkeypatch.setattr(torch_parser.TorchCleanupParser, "_reads_whole", lambda p, w=whole: w)
         with torch.no_grad():
-            got[whole] = torch_backend.parse(vec, st, ids, opt, dense=True, **kw)
+            got[whole] = torch_backend.parse_tensors(vec, st, ids, opt, dense=True, **kw)
     a, b = got[True], got[False]
     scale = float(b.statistics.abs().max())
     assert scale > 0
@@ -310,7 +312,7 @@ def test_the_gram_matrices_are_read_where_they_cost_less():
         vec = torch_backend.symbol_vectors(cb, st, n, encoding=opt.encoding)
         words = torch.zeros((batch, n), dtype=torch.int64)
         args = (vec, st, opt, words, [n] * batch, None, None, False, None, None)
-        return torch_parser.CleanupParser(*args, g_cache=cache)
+        return torch_parser.TorchCleanupParser(*args, g_cache=cache)
 
     cache = {}
     # 10 words: 55 cells and 10 words' reads; K's entries 10 * 65 + 55^2 / 2 = 2162
@@ -337,7 +339,7 @@ def test_cancelling_groups_under_autograd_give_the_same_values(monkeypatch, lear
     from fastdcyk.engine.modes.cleanup import torch_parser
 
     if chunk is not None:
-        monkeypatch.setattr(torch_parser.CleanupParser, "_chunk", lambda self: chunk)
+        monkeypatch.setattr(torch_parser.TorchCleanupParser, "_chunk", lambda self: chunk)
     g = fd.Grammar.builtin("G4")
     sents = fd.generate(g, torch_parser.TURN_BATCH, min_len=4, max_len=8, seed=13)
     cb = _codebook(g, 48, "cleanup")
@@ -347,7 +349,7 @@ def test_cancelling_groups_under_autograd_give_the_same_values(monkeypatch, lear
     vec.nonterminal.requires_grad_(True)
     vec.index.requires_grad_(learn_index)
     ids = [st.terminal_ids(s) for s in sents]
-    res = torch_backend.parse(vec, st, ids, opt, dense=True)
+    res = torch_backend.parse_tensors(vec, st, ids, opt, dense=True)
     assert res.p_right is None  # the clean-up gate never writes P_right
     (res.statistics.sum() + res.p_left.sum()).backward()  # the graph is whole
     assert vec.nonterminal.grad is not None
@@ -367,25 +369,27 @@ def test_cancelling_without_dense_keeps_no_writes_for_p_left(monkeypatch):
     from fastdcyk.engine.modes.cleanup import torch_parser
 
     kept = []
-    defer = torch_parser.CleanupParser.defer_writes
+    defer = torch_parser.TorchCleanupParser.defer_writes
 
     def spy(self, writes):
         defer(self, writes)
         kept.append((self.wants_dense, len(self._unwritten)))
 
-    monkeypatch.setattr(torch_parser.CleanupParser, "defer_writes", spy)
+    monkeypatch.setattr(torch_parser.TorchCleanupParser, "defer_writes", spy)
     g = fd.Grammar.builtin("G2")
     sents = [
         tuple(s) for s in fd.generate(g, torch_parser.TURN_BATCH, min_len=3, max_len=6, seed=2)
     ]
     cb = _codebook(g, 48, "cleanup")
     opt = resolve("cleanup", readback="cancel", dtype=np.float64)
-    with_p = torch_backend.parse_sentences(g, sents, cb, opt)
-    without = torch_backend.parse_sentences(g, sents, cb, opt, dense=False)
+    plan = Plan(g, sents, opt, cb)
+    torch_record = backends.get("torch")
+    with_p = torch_backend.parse(plan, torch_record)
+    without = torch_backend.parse(plan, torch_record, dense=False)
     for a, b in zip(with_p, without, strict=True):
-        assert b["p_left"] is None and b["p_right"] is None
-        assert a["chart"] == b["chart"] and a["statistics"] == b["statistics"]
-        p_right = resolve_array(a["p_right"])  # made when asked for, on the CPU
+        assert b.p_left is None and b.p_right is None
+        assert a.chart == b.chart and a.statistics == b.statistics
+        p_right = a.p_right  # made when asked for, on the CPU
         assert not p_right.any() and p_right.flags.owndata
     assert {dense for dense, _ in kept} == {True, False}
     assert all(count == 0 for dense, count in kept if not dense)
@@ -399,16 +403,16 @@ def test_parse_core_masks_and_shapes():
     opt = resolve("trace", dtype=np.float64)
     vec = torch_backend.symbol_vectors(cb, st, 4, encoding=opt.encoding)
     sents = [st.terminal_ids(["fish", "swim"]), st.terminal_ids("fish swim fish near".split())]
-    res = torch_backend.parse(vec, st, sents, opt, dense=True)
+    res = torch_backend.parse_tensors(vec, st, sents, opt, dense=True)
     n_nt = len(g.nonterminals)
     assert res.statistics.shape == res.readouts.shape == (2, 4, 5, n_nt)
     assert res.mask[0].sum() == 3 and res.mask[1].sum() == 10
     assert not res.statistics[0][~res.mask[0]].any()
     assert res.p_left.shape == (2, 32, 32) and res.lengths == [2, 4]
-    lean = torch_backend.parse(vec, st, sents, opt, readouts=False)  # not gathered
+    lean = torch_backend.parse_tensors(vec, st, sents, opt, readouts=False)  # not gathered
     assert lean.readouts is None
     torch.testing.assert_close(lean.statistics, res.statistics)
-    one = torch_backend.parse(vec, st, sents[:1], opt, dense=True)
+    one = torch_backend.parse_tensors(vec, st, sents[:1], opt, dense=True)
     torch.testing.assert_close(one.statistics[0, :2, :3], res.statistics[0, :2, :3])
     torch.testing.assert_close(one.p_left[0], res.p_left[0])
 
@@ -501,7 +505,7 @@ def _gradcheck_example(opt, learn_index: bool = True) -> bool:
             terminal, nonterminal, right, index[0] if index else base.index, base.perm
         )
         kw = {"unary_weights": unary_weights, "binary_weights": binary_weights}
-        res = torch_backend.parse(vec, st, sents, opt, **kw)
+        res = torch_backend.parse_tensors(vec, st, sents, opt, **kw)
         return res.statistics, res.readouts
 
     inputs = (
@@ -523,8 +527,8 @@ def test_rule_weights_of_one_change_nothing():
     opt = resolve("trace", dtype=np.float64)
     vec = torch_backend.symbol_vectors(cb, st, 5, encoding="roles")
     ids = [st.terminal_ids(s.split())]
-    plain = torch_backend.parse(vec, st, ids, opt)
-    ones = torch_backend.parse(
+    plain = torch_backend.parse_tensors(vec, st, ids, opt)
+    ones = torch_backend.parse_tensors(
         vec,
         st,
         ids,
@@ -607,16 +611,16 @@ def test_without_torch_installed():
     assert "pip install torch" in out.stdout
 
 
-def test_parse_sentences_without_dense_matrices_gives_the_same_charts():
+def test_the_driver_without_dense_matrices_gives_the_same_charts():
     g, s, _ = CASES["G0"]
     cb = _codebook(g, 32, "paper")
     opt = resolve("paper", dtype=cb.dtype)
-    sentences = [tuple(s.split()), ("fish", "swim")]
-    dense = torch_backend.parse_sentences(g, sentences, cb, opt)
-    lean = torch_backend.parse_sentences(g, sentences, cb, opt, dense=False)
+    plan = Plan(g, [tuple(s.split()), ("fish", "swim")], opt, cb)
+    dense = torch_backend.parse(plan, backends.get("torch"))
+    lean = torch_backend.parse(plan, backends.get("torch"), dense=False)
     for a, b in zip(dense, lean, strict=True):
-        assert b["p_left"] is None and b["p_right"] is None
-        assert a["chart"] == b["chart"] and a["statistics"] == b["statistics"]
+        assert b.p_left is None and b.p_right is None
+        assert a.chart == b.chart and a.statistics == b.statistics
 
 
 def test_dcyk_batch_halves_its_batches_when_the_device_is_full(monkeypatch):
@@ -652,7 +656,7 @@ def test_the_trace_gate_reads_nothing_back_per_cell_on_a_device(monkeypatch, ord
     """On a device the trace gate's cells read no flag back (the ledger's
     ``defer_checks``): the same charts, statistics and counts as with a check per cell,
     and a non-finite detection still names its cell. (Forced here on the CPU.)"""
-    from fastdcyk.engine import schedule
+    from fastdcyk.engine.core import schedule
     from fastdcyk.engine.modes.trace import torch_parser as trace_parser
 
     g = fd.Grammar.builtin("G0")
@@ -674,14 +678,14 @@ def test_the_trace_gate_reads_nothing_back_per_cell_on_a_device(monkeypatch, ord
     for a, b in zip(expected, got, strict=True):
         assert a.chart == b.chart and a.counts == b.counts
         assert a.statistics.array.tobytes() == b.statistics.array.tobytes()
-    initialise = trace_parser.TraceParser.initialise
+    initialise = trace_parser.TorchTraceParser.initialise
 
     def overflowed(self):  # every binary detection of the first rule row reads NaN
         self.binary_w = self.binary_w.clone()
         self.binary_w[0, 0] = float("nan")
         initialise(self)
 
-    monkeypatch.setattr(trace_parser.TraceParser, "initialise", overflowed)
+    monkeypatch.setattr(trace_parser.TorchTraceParser, "initialise", overflowed)
     with pytest.raises(FloatingPointError, match=r"detections in cell \(0, 2\)"):
         dcyk_batch(g, sents, cb, **kw)  # the first binary cell, in either order
 
@@ -706,7 +710,8 @@ def test_dcyk_batch_moves_earlier_tables_to_the_host_before_halving(monkeypatch)
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (a test)")
         return chunk
 
-    got = list(_batch.in_batches([1, 2, 3, 4], 4, parse, "meta", lambda k: "too large"))
+    record = backends.get("torch")
+    got = list(_batch.in_batches([1, 2, 3, 4], 4, parse, record, "meta", lambda k: "too large"))
     assert moved == [("meta", 0), ("meta", 0)]
     assert sizes == [4, 4, 2, 2]  # again at 4 after the move, then halved
     assert [chunk for chunk, _, _ in got] == [[1, 2], [3, 4]]
@@ -768,8 +773,8 @@ def test_a_deferred_batch_keeps_its_tables_alone_and_counts_what_it_keeps(on_dev
     import gc
     import weakref
 
+    from fastdcyk.engine.backends.torch.spectral import HeldTables
     from fastdcyk.engine.modes.cleanup import torch_parser as cleanup_parser
-    from fastdcyk.engine.torch_spectral import HeldTables
 
     g = fd.Grammar.builtin("G4")
     sents = ["fish swim fish near fish", "fish swim", "fish near fish swim", "fish fish swim"]
@@ -785,7 +790,7 @@ def test_a_deferred_batch_keeps_its_tables_alone_and_counts_what_it_keeps(on_dev
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(torch_backend.TorchParser, "__init__", tracked)
             # the cells read in turn, whose writes into P_left wait till it is asked for
-            mp.setattr(cleanup_parser.CleanupParser, "_reads_whole", lambda self: False)
+            mp.setattr(cleanup_parser.TorchCleanupParser, "_reads_whole", lambda self: False)
             got = dcyk_batch(g, sents, cb, variant=variant, batch_size=4)
         batch = on_device[-1]
         gc.collect()
@@ -811,29 +816,29 @@ def test_a_device_out_of_memory_while_making_or_moving_loses_nothing(
     while the clean-up gate writes its deferred updates before a move: the move is not
     made and the tables stay; either way the results' matrices are the ones they would
     have been."""
+    from fastdcyk.engine.backends.torch.spectral import HeldTables
     from fastdcyk.engine.modes.cleanup import torch_parser as cleanup_parser
-    from fastdcyk.engine.torch_spectral import HeldTables
 
     g = fd.Grammar.builtin("G0")
     sents = ["fish swim near fish", "fish swim", "fish near fish swim", "fish swim fish"]
     cb = _codebook(g, 32, variant)
     # the clean-up gate's cells read in turn: its writes into P_left wait till asked for
-    monkeypatch.setattr(cleanup_parser.CleanupParser, "_reads_whole", lambda self: False)
+    monkeypatch.setattr(cleanup_parser.TorchCleanupParser, "_reads_whole", lambda self: False)
     expected = _dense_of(dcyk_batch(g, sents, cb, variant=variant, batch_size=4))
     on_device.clear()  # (the batch above, made)
     got = dcyk_batch(g, sents, cb, variant=variant, batch_size=4)
     (batch,) = on_device
     if variant == "cleanup":
-        write = cleanup_parser.CleanupParser.add_outers
+        write = cleanup_parser.TorchCleanupParser.add_outers
 
         def full(self, *args, **kwargs):
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (a test)")
 
-        monkeypatch.setattr(cleanup_parser.CleanupParser, "add_outers", full)
+        monkeypatch.setattr(cleanup_parser.TorchCleanupParser, "add_outers", full)
         before = batch.device_bytes()
         assert batch.spill() == 0 and batch.device is not None  # not moved
         assert batch.device_bytes() == before  # the writes still there to make
-        monkeypatch.setattr(cleanup_parser.CleanupParser, "add_outers", write)
+        monkeypatch.setattr(cleanup_parser.TorchCleanupParser, "add_outers", write)
     dense, tries = HeldTables.dense, []
 
     def full_once(self):
@@ -920,23 +925,23 @@ def test_non_finite_p_is_reported(monkeypatch, deferred):
     g, s, _ = CASES["G0"]
     cb = _codebook(g, 64, "trace", "float32")
     if deferred:
-        statistics = trace_parser.TraceParser.statistics
+        statistics = trace_parser.TorchTraceParser.statistics
 
         def overflowed(self):  # after the cells' checks, before the tables are checked
             self.left_spectrum[0, 0, 0] = float("inf")
             return statistics(self)
 
-        monkeypatch.setattr(trace_parser.TraceParser, "statistics", overflowed)
+        monkeypatch.setattr(trace_parser.TorchTraceParser, "statistics", overflowed)
     else:
-        monkeypatch.setattr(trace_parser.TraceParser, "defers_dense", False)
-        parse = torch_backend.parse
+        monkeypatch.setattr(trace_parser.TorchTraceParser, "defers_dense", False)
+        parse = torch_backend.parse_tensors
 
         def overflowed(*args, **kwargs):
             res = parse(*args, **kwargs)
             res.p_left[0, 0, 0] = float("inf")
             return res
 
-        monkeypatch.setattr(torch_backend, "parse", overflowed)
+        monkeypatch.setattr(torch_backend, "parse_tensors", overflowed)
     with pytest.raises(FloatingPointError, match=r"\(P_left after the parse\).*float64"):
         fd.dcyk(g, s, cb, variant="trace", backend="torch")
 
@@ -1017,7 +1022,7 @@ def test_the_cells_index_matrices_are_the_same_stacked_or_one_by_one():
     vec = torch_backend.symbol_vectors(cb, st, n, encoding=opt.encoding)
     words = torch.zeros((2, n), dtype=torch.int64)
     args = (vec, st, opt, words, [n, n], None, None, False, None, None)
-    p = torch_parser.TraceParser(*args, g_cache={})
+    p = torch_parser.TorchTraceParser(*args, g_cache={})
     for spans in ([(0, 3), (1, 4), (2, 5)], [(4, 5), (0, 2), (3, 6), (0, 6)]):
         cold = p.index_outers(spans).clone()  # one product a cell, each G_j computed
         assert all(j in p._index_matrices for _, j in spans)

@@ -1,5 +1,5 @@
 """The "width" order: every cell of a span width read from the table as the narrower widths
-left it, its cells read back together (fastdcyk.engine.schedule)."""
+left it, its cells read back together (fastdcyk.engine.core.schedule)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fastdcyk as fd
-from fastdcyk.engine import schedule
+from fastdcyk.engine.core import schedule
 
 
 @pytest.mark.parametrize("name", ["G0", "G1", "G2", "G3", "G4"])
@@ -79,7 +79,7 @@ def test_the_schedule_detects_a_width_before_it_writes_then_ends_cell_by_cell():
     """Within a width every cell is detected before any writes; then each cell writes and
     ends in turn (a read sees the width's cells read before it, as in the cell order)."""
     parser = _Recorder(False)
-    ledger = schedule.Ledger(fd.engine.arrays.NUMPY, ["A", "B"], [3], 0.0)
+    ledger = schedule.Ledger(fd.engine.core.arrays.NUMPY, ["A", "B"], [3], 0.0)
     schedule.run(parser, 3, "width", ledger)
     assert parser.calls == [
         "init",
@@ -100,7 +100,7 @@ def test_the_schedule_detects_a_width_before_it_writes_then_ends_cell_by_cell():
 
 def test_a_parser_may_end_a_whole_width_at_once():
     parser = _Recorder(True)
-    ledger = schedule.Ledger(fd.engine.arrays.NUMPY, ["A", "B"], [2], 0.0)
+    ledger = schedule.Ledger(fd.engine.core.arrays.NUMPY, ["A", "B"], [2], 0.0)
     schedule.run(parser, 2, "width", ledger)
     assert parser.calls == [
         "init",
@@ -166,7 +166,7 @@ def test_the_trace_gates_width_step_takes_a_few_cells_a_product(monkeypatch):
     cb = fd.engine.default_codebook(g, 64, 0, "float64", unitary=True)
     kw = dict(variant="trace", order="width", batch_size=3)
     whole = fd.dcyk_batch(g, sents, cb, **kw)
-    monkeypatch.setattr(torch_parser.TraceParser, "cells_at_once", lambda self, cells: 1)
+    monkeypatch.setattr(torch_parser.TorchTraceParser, "cells_at_once", lambda self, cells: 1)
     parts = fd.dcyk_batch(g, sents, cb, **kw)
     for a, b in zip(whole, parts, strict=True):
         assert a.chart == b.chart and a.counts == b.counts

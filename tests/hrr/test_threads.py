@@ -72,13 +72,13 @@ def test_run_task_runs_on_one_thread_and_leaves_the_setting_alone(monkeypatch):
 
     cfg = ex.ExperimentConfig(grammars=("G0",), dims=(16,), variants=("trace",), sentences=1)
     (task,) = ex.plan_tasks(cfg)
-    real, seen = ex_tasks.dcyk, []
+    real, seen = ex_tasks.parse_plan, []
 
     def spy(*args, **kwargs):
         seen.append(threads.get_threads())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ex_tasks, "dcyk", spy)
+    monkeypatch.setattr(ex_tasks, "parse_plan", spy)
     monkeypatch.setattr(ex_tasks, "_local", threading.local())  # build a fresh codebook
     assert ex.run_task(task)
     assert seen and set(seen) == {1}

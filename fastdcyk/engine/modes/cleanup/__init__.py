@@ -14,10 +14,9 @@ P_left only, kept as 2-D half spectra.
 
 from __future__ import annotations
 
-from fastdcyk.engine.cost import index_pairs, scalar_gate_seconds
-from fastdcyk.engine.memory import Held
-from fastdcyk.engine.numpy_spectral import spectral_buffers
-from fastdcyk.engine.rules import RuleStructure
+from fastdcyk.engine.backends.numpy.accounting import Held, index_pairs, scalar_gate_seconds
+from fastdcyk.engine.backends.numpy.spectral import spectral_buffers
+from fastdcyk.engine.core.rules import RuleStructure
 from fastdcyk.hrr import buffers
 from fastdcyk.options import DCYKOptions
 
@@ -31,8 +30,9 @@ CANCEL_PASSES = 1.4
 
 
 def work_buffers(opt: DCYKOptions, blockwise: bool, slots: int, kept: int) -> Held:
-    """P_left as a 2-D half spectrum (:func:`~fastdcyk.engine.numpy_spectral.spectral_buffers`)
-    and, cancelling, a second one during the parse: the table less what was read."""
+    """P_left as a 2-D half spectrum
+    (:func:`~fastdcyk.engine.backends.numpy.spectral.spectral_buffers`) and, cancelling, a
+    second one during the parse: the table less what was read."""
     held = spectral_buffers(opt, slots, kept, right=False)
     if opt.readback == "cancel":
         held.during.append(buffers.ZR)
@@ -40,9 +40,10 @@ def work_buffers(opt: DCYKOptions, blockwise: bool, slots: int, kept: int) -> He
 
 
 def seconds(st: RuleStructure, n: int, d: int, opt: DCYKOptions, pair: float) -> float:
-    """The scalar gates' passes (:func:`~fastdcyk.engine.cost.scalar_gate_seconds`) and the
-    readouts: of every nonterminal in every cell twice with the matched read-back, of the
-    words' terminals only with the least-squares ones (the candidates are few). Cancelling
+    """The scalar gates' passes
+    (:func:`~fastdcyk.engine.backends.numpy.accounting.scalar_gate_seconds`) and the readouts:
+    of every nonterminal in every cell twice with the matched read-back, of the words'
+    terminals only with the least-squares ones (the candidates are few). Cancelling
     writes each cell twice and subtracts its read, and reads the words before the cells
     (their index matrices again, where not all are kept): :data:`CANCEL_PASSES` times the
     passes. The model counts no candidates: where the plain read-back's leakage makes many

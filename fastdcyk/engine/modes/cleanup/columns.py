@@ -10,15 +10,15 @@ twenty times that. :func:`column` runs all of it for a whole column in one Numba
 that a parse of n words makes n calls instead of n(n + 1)/2 rounds of them
 (docs/performance.md, "A parse in n steps").
 
-It computes what :class:`~fastdcyk.engine.modes.cleanup.numpy_parser.CleanupParser` does
+It computes what :class:`~fastdcyk.engine.modes.cleanup.numpy_parser.NumpyCleanupParser` does
 cell by cell with ``readback="lstsq"`` or ``"cancel"``, to rounding (the sums of the readouts
 in another order; tests/engine/test_columns.py compares the two): the detection of every
-binary nonterminal (:class:`~fastdcyk.engine.splits.CandidateChart`'s rule layer), the
+binary nonterminal (:class:`~fastdcyk.engine.core.splits.CandidateChart`'s rule layer), the
 candidates written into P_left (and the residual table), the cell's readout, the Gram
-matrix and the ridge solve (:func:`~fastdcyk.engine.readback.solve`), the certificate's
-margin and bound (:class:`~fastdcyk.engine.certificate.CertificateBuilder`), the read's
+matrix and the ridge solve (:func:`~fastdcyk.engine.core.readback.solve`), the certificate's
+margin and bound (:class:`~fastdcyk.engine.core.certificate.CertificateBuilder`), the read's
 subtraction when cancelling, and the chart's scores. A cell it cannot finish (more than
-:data:`~fastdcyk.engine.readback.SMALL_SOLVE` candidates, whose Gram matrix numpy's BLAS
+:data:`~fastdcyk.engine.core.readback.SMALL_SOLVE` candidates, whose Gram matrix numpy's BLAS
 forms faster; a Cholesky factorisation that rounding defeats; a non-finite readout) it
 leaves written but unread and returns: the caller ends it the Python way and calls again
 for the rest of the column.
@@ -32,9 +32,9 @@ import types
 import numpy as np
 from numba import njit
 
-from fastdcyk.engine.certificate import NEGLIGIBLE
-from fastdcyk.engine.readback import RIDGE, _small_solve
-from fastdcyk.engine.splits import _layer
+from fastdcyk.engine.core.certificate import NEGLIGIBLE
+from fastdcyk.engine.core.readback import RIDGE, _small_solve
+from fastdcyk.engine.core.splits import _layer
 from fastdcyk.hrr.kernels import ROW_BLOCK, outer_madd, row_dots
 
 __all__ = [
@@ -102,7 +102,7 @@ def _read_spectrum(a, spectra, rows, k, lex_spectra, terms, m, lv_t):  # pragma:
 def _bound(a, se, k, boundary):  # pragma: no cover - compiled
     """The smallest z = abs(a - boundary) / se and the sum of Phi(-z) over the first k
     amplitudes, with standard errors ``se[:k]``
-    (:func:`~fastdcyk.engine.certificate.decision_bound`)."""
+    (:func:`~fastdcyk.engine.core.certificate.decision_bound`)."""
     margin, bound = np.inf, 0.0
     for c in range(k):
         z = abs(a[c] - boundary) / se[c]
@@ -165,7 +165,7 @@ def _items(
 def _certify(
     q, parseval, gram, x, a, k, items, d, low, diag, boundary
 ):  # pragma: no cover - compiled
-    """A read's margin and bound (:meth:`~fastdcyk.engine.certificate.CertificateBuilder.add`):
+    """A read's margin and bound (:meth:`~fastdcyk.engine.core.certificate.CertificateBuilder.add`):
     ``items`` regressors, the first k of them decisions; ``low`` the solve's factor."""
     norm2 = 0.0
     for f in range(q.shape[0]):
@@ -305,7 +305,7 @@ def _pass(
     previous cell's pending subtraction (``take``: ``lv_t``, ``ci_t``) in the same sweep;
     then the cell's readout q from the table the reads see (``idx`` its start index's
     spectrum). ``write_left`` and ``cell_readout`` of
-    :mod:`fastdcyk.engine.numpy_spectral` fused, so that G_j and the tables are read once;
+    :mod:`fastdcyk.engine.backends.numpy.spectral` fused, so that G_j and the tables are read once;
     the arithmetic in the tables' precision, the readout's sums by blocks
     (:func:`_sweeper`)."""
     table = residual if cancel else left
@@ -435,19 +435,18 @@ def column(
     """The binary cells (i, j) of column j for i = ``i_start`` down to 0, in the cell order
     (module notes).
 
-    ``tables`` are (P_left's spectrum, the residual table (P_left's when not cancelling),
-    the index vectors' full spectra and their conjugates, the nonterminals' spectra and
-    vectors), ``chart`` is :meth:`~fastdcyk.engine.splits.CandidateChart.kernel_arrays`, ``lexicon``
-    (spectra, vectors, rows) of the grammar's lexicon (unused here: a binary cell holds no
-    terminal), ``params`` (Parseval weights, beta, candidate level, prune level, decision
-    boundary), ``out`` (the parser's statistics and clean scores, the certificate's
-    (margins, bounds), the ledger's three counts), ``scratch`` the arrays of
-    :meth:`~fastdcyk.engine.modes.cleanup.numpy_parser.CleanupParser.run_column`.
-    Returns ``(status, i, k, size)``: :data:`DONE` (i = -1), or the cell where it stopped:
-    :data:`UNREAD` (written, its k candidates' rows in ``cand[:k]`` of ``scratch``, to be
-    read by the caller; every earlier read subtracted), :data:`NON_FINITE_DETECTION` or
-    :data:`NON_FINITE_READ`; ``size`` the chart's new fill. The counts get the
-    detections, updates and pruned updates.
+    ``tables`` are (P_left's spectrum, the residual table (P_left's when not cancelling), the index
+    vectors' full spectra and their conjugates, the nonterminals' spectra and vectors), ``chart`` is
+    :meth:`~fastdcyk.engine.core.splits.CandidateChart.kernel_arrays`, ``lexicon`` (spectra,
+    vectors, rows) of the grammar's lexicon (unused here: a binary cell holds no terminal),
+    ``params`` (Parseval weights, beta, candidate level, prune level, decision boundary), ``out``
+    (the parser's statistics and clean scores, the certificate's (margins, bounds), the ledger's
+    three counts), ``scratch`` the arrays of
+    :meth:`~fastdcyk.engine.modes.cleanup.numpy_parser.NumpyCleanupParser.run_column`. Returns
+    ``(status, i, k, size)``: :data:`DONE` (i = -1), or the cell where it stopped: :data:`UNREAD`
+    (written, its k candidates' rows in ``cand[:k]`` of ``scratch``, to be read by the caller; every
+    earlier read subtracted), :data:`NON_FINITE_DETECTION` or :data:`NON_FINITE_READ`; ``size`` the
+    chart's new fill. The counts get the detections, updates and pruned updates.
     """
     t, lv, q, lv_t = scratch[0], scratch[2], scratch[3], scratch[10]
     left, residual, index_full, index_conj, spectra, vectors = tables

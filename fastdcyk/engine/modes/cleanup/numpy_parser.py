@@ -1,8 +1,8 @@
 """The clean-up gate in the numpy backend (docs/method.md, sections 6 and 7), and the
 least-squares read-back of a given P_left.
 
-:class:`CleanupParser` keeps P_left as 2-D half spectra
-(:class:`~fastdcyk.engine.numpy_spectral.SpectralParser`) and never touches P_right.
+:class:`NumpyCleanupParser` keeps P_left as 2-D half spectra
+(:class:`~fastdcyk.engine.backends.numpy.spectral.NumpySpectralParser`) and never touches P_right.
 :func:`readback_statistics` runs it over a given P_left without writing: the reader of
 :func:`fastdcyk.decode` with the least-squares read-backs (``readback="lstsq"`` or
 ``"cancel"``).
@@ -15,19 +15,18 @@ from typing import Any
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import schedule
-from fastdcyk.engine.arrays import NUMPY, sigmoid
-from fastdcyk.engine.certificate import (
+from fastdcyk.engine.backends.numpy.parser import mixture
+from fastdcyk.engine.backends.numpy.spectral import NumpySpectralParser, left_spectrum_of
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.arrays import NUMPY, sigmoid
+from fastdcyk.engine.core.certificate import (
     Certificate,
     CertificateBuilder,
     unsupported_cells,
     wrong_word_cells,
 )
-from fastdcyk.engine.decode import Statistics, chart_from_statistics, decision_boundary
-from fastdcyk.engine.modes.cleanup import columns
-from fastdcyk.engine.numpy_backend import mixture
-from fastdcyk.engine.numpy_spectral import SpectralParser, left_spectrum_of
-from fastdcyk.engine.readback import (
+from fastdcyk.engine.core.decode import Statistics, chart_from_statistics, decision_boundary
+from fastdcyk.engine.core.readback import (
     SMALL_SOLVE,
     bounded_read,
     candidates,
@@ -36,13 +35,14 @@ from fastdcyk.engine.readback import (
     read_cell,
     ridge_solve,
 )
-from fastdcyk.engine.rules import (
+from fastdcyk.engine.core.rules import (
     lexical_layer,
     rule_layer,
     rule_structure,
 )
-from fastdcyk.engine.schedule import Detections, Step
-from fastdcyk.engine.splits import CandidateChart
+from fastdcyk.engine.core.schedule import Detections, Step
+from fastdcyk.engine.core.splits import CandidateChart
+from fastdcyk.engine.modes.cleanup import columns
 from fastdcyk.hrr import buffers
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.kernels import runs_parallel
@@ -53,7 +53,7 @@ __all__ = [
     "COLUMNS",
     "DECODE_REFRESHES",
     "DECODE_SWEEPS",
-    "CleanupParser",
+    "NumpyCleanupParser",
     "readback_statistics",
 ]
 
@@ -69,19 +69,19 @@ BATCHED_SOLVE = 32
 COLUMNS = True
 
 #: Decoding a given P_left with ``readback="cancel"``: the sweeps after the bottom-up pass
-#: (:meth:`CleanupParser.sweep`), in which every cell is read again without the cells above it.
+#: (:meth:`NumpyCleanupParser.sweep`), in which every cell is read again without the cells above it.
 DECODE_SWEEPS = 2
 
 #: Decoding with cancelling: after the sweeps, the cells' candidates are found again from
-#: the swept reads (:meth:`CleanupParser.refresh`) at most this many times, each followed
+#: the swept reads (:meth:`NumpyCleanupParser.refresh`) at most this many times, each followed
 #: by :data:`DECODE_SWEEPS` sweeps.
 DECODE_REFRESHES = 2
 
 
-class CleanupParser(SpectralParser):
+class NumpyCleanupParser(NumpySpectralParser):
     """The clean-up detection (docs/method.md, section 6): P_left as 2-D half spectra
-    (:class:`~fastdcyk.engine.numpy_spectral.SpectralParser`), P_right neither read nor
-    written.
+    (:class:`~fastdcyk.engine.backends.numpy.spectral.NumpySpectralParser`), P_right neither
+    read nor written.
 
     When a cell is complete it is read once into a clean score c(i, j, X) = sigma(a_X) of
     every nonterminal X: near 1 or near 0. A binary cell's detection is the grammar's rules
@@ -96,7 +96,7 @@ class CleanupParser(SpectralParser):
 
     The read-back (``opt.readback``, docs/method.md, section 7): ``"lstsq"`` writes only
     the cell's candidates (t_A above ``opt.candidate_level``) and reads their amplitudes a
-    by least squares (:mod:`fastdcyk.engine.readback`), every other nonterminal 0; the
+    by least squares (:mod:`fastdcyk.engine.core.readback`), every other nonterminal 0; the
     same amplitudes are the decoder statistics of the final chart. ``"cancel"`` reads the
     same way from a second copy of the table from which every read is subtracted (each
     cell's candidates with their amplitudes as read, each word's terminals once, before the
@@ -113,7 +113,7 @@ class CleanupParser(SpectralParser):
 
     #: Whether a word's cell holds every item of the word's rules (the weighted table's
     #: leaves out those more than its beam below the cell's best: only the items beyond
-    #: the word's rules are then wrong; :func:`~fastdcyk.engine.certificate.wrong_word_cells`).
+    #: the word's rules are then wrong; :func:`~fastdcyk.engine.core.certificate.wrong_word_cells`).
     complete_words = True
 
     def __init__(
@@ -163,13 +163,13 @@ class CleanupParser(SpectralParser):
             self._certify = CertificateBuilder(n, boundary, cb.d)
 
     def trace(self, spectra: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """:meth:`SpectralParser.trace` in the tables' own precision: a grammar's thousands
+        """:meth:`NumpySpectralParser.trace` in the tables' own precision: a grammar's thousands
         of rows are read for every cell, and a float32 codebook's complex64 tables would
         otherwise be copied to complex128 at each read."""
         return (spectra @ (self.parseval * q).astype(spectra.dtype)).real / self.d
 
     def readout(self, i: int, j: int) -> np.ndarray:
-        """:meth:`~SpectralParser.cell_readout` of the table the reads see (the residual one
+        """:meth:`~NumpySpectralParser.cell_readout` of the table the reads see (the residual one
         when cancelling)."""
         table = self.left_spectrum if self.residual is None else self.residual
         return self.cell_readout(i, j, table)
@@ -615,10 +615,10 @@ class CleanupParser(SpectralParser):
 
     def certificate(self, chart: dict | None = None) -> Certificate | None:
         """How far the parse's least-squares reads can be trusted; None with the matched
-        read-back (:mod:`fastdcyk.engine.certificate`). With the decoded ``chart``, its
+        read-back (:mod:`fastdcyk.engine.core.certificate`). With the decoded ``chart``, its
         cells that cannot be CYK's are refused (bound 1): a binary cell holding an item no
-        split supports (:func:`~fastdcyk.engine.certificate.unsupported_cells`), a word's
-        cell that is not its rules' (:func:`~fastdcyk.engine.certificate.wrong_word_cells`)."""
+        split supports (:func:`~fastdcyk.engine.core.certificate.unsupported_cells`), a word's
+        cell that is not its rules' (:func:`~fastdcyk.engine.core.certificate.wrong_word_cells`)."""
         if self._certify is None:
             return None
         if chart is None:  # not decoded (decode=False): the same checks, of its own reads
@@ -633,13 +633,13 @@ class CleanupParser(SpectralParser):
 
     def suspect(self) -> bool:
         """Whether a cell read so far is suspect by its own bound, so that the parse's
-        certificate cannot be sure (:func:`fastdcyk.engine.schedule.stopping_at_suspect`);
+        certificate cannot be sure (:func:`fastdcyk.engine.core.schedule.stopping_at_suspect`);
         False without a certificate."""
         return self._certify is not None and self._certify.suspect()
 
     def dense(self, deferred: bool = False) -> tuple[Any, Any]:
         """P_left as a new d x d array, and P_right, never written: zeros (each deferred
-        with ``deferred``: :meth:`SpectralParser.dense`)."""
+        with ``deferred``: :meth:`NumpySpectralParser.dense`)."""
         self.residual = None  # the residual table is not part of the result
         return super().dense(deferred)
 
@@ -666,13 +666,13 @@ def readback_statistics(
     the words (with amplitude as read) and then every cell read are subtracted from the
     parser's own spectrum of P_left (the array given is not changed), so that a cell's read
     is not blurred by those read before it; then :data:`DECODE_SWEEPS` sweeps read every
-    cell again without the cells above it (:meth:`CleanupParser.sweep`), and the cells'
-    candidates are found again from the swept reads (:meth:`CleanupParser.refresh`; up to
+    cell again without the cells above it (:meth:`NumpyCleanupParser.sweep`), and the cells'
+    candidates are found again from the swept reads (:meth:`NumpyCleanupParser.refresh`; up to
     :data:`DECODE_REFRESHES` times, each followed by the sweeps).
     ``words`` are terminals of the grammar (checked); ``opt`` has the clean-up gate. The
     caller holds the codebook's lock.
     """
-    parser = CleanupParser(grammar, words, cb, opt, p_left=p_left)
+    parser = NumpyCleanupParser(grammar, words, cb, opt, p_left=p_left)
     n = len(words)
     try:
         ledger = schedule.Ledger(NUMPY, parser.tables.nonterminals, [n], opt.prune)

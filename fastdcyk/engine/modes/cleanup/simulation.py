@@ -1,5 +1,5 @@
 """The capacity model's simulation of the clean-up gate (:mod:`fastdcyk.capacity`; the
-shared part :mod:`fastdcyk.engine.simulation`), without any d x d work.
+shared part :mod:`fastdcyk.engine.backends.simulation.parser`), without any d x d work.
 
 The clean-up variant (the default) reads every completed cell once into clean scores and
 gates each detection with the grammar's rules over its children's scores: its readouts
@@ -19,19 +19,19 @@ import numpy as np
 import scipy.linalg
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import schedule
-from fastdcyk.engine.arrays import NUMPY, sigmoid
-from fastdcyk.engine.readback import (
+from fastdcyk.engine.backends.simulation.parser import Simulation
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.arrays import NUMPY, sigmoid
+from fastdcyk.engine.core.readback import (
     bounded_read,
     bounded_solve,
     candidates,
     read_cell,
     ridge_matrix,
 )
-from fastdcyk.engine.rules import lexical_layer, rule_layer, rule_structure
-from fastdcyk.engine.schedule import Detections, Step
-from fastdcyk.engine.simulation import Simulation
-from fastdcyk.engine.splits import CandidateChart
+from fastdcyk.engine.core.rules import lexical_layer, rule_layer, rule_structure
+from fastdcyk.engine.core.schedule import Detections, Step
+from fastdcyk.engine.core.splits import CandidateChart
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
 
@@ -292,7 +292,7 @@ class CleanupSimulation(Simulation):
 
 
 def _solve_with_noise(g: np.ndarray, x: np.ndarray, scale: np.ndarray, z: np.ndarray, d: int):
-    """:func:`~fastdcyk.engine.readback.read_cell` of ``x`` plus noise ``scale * (L z)``,
+    """:func:`~fastdcyk.engine.core.readback.read_cell` of ``x`` plus noise ``scale * (L z)``,
     with L L^T the regularised Gram matrix (standard normal draws z given the covariance of
     the readouts of vectors of Gram matrix g): one Cholesky factor serves both the noise
     and the ridge solve, or the bounded read where :func:`bounded_read` has it."""

@@ -1,8 +1,8 @@
 """The clean-up gate in the torch backend (docs/method.md, sections 6 and 7): the
 clean-up detection and the least-squares read-back, the systems of a batch solved together
 (differentiable); the numpy backend's
-:class:`~fastdcyk.engine.modes.cleanup.numpy_parser.CleanupParser` in PyTorch, on
-:class:`~fastdcyk.engine.torch_spectral.SpectralParser`."""
+:class:`~fastdcyk.engine.modes.cleanup.numpy_parser.NumpyCleanupParser` in PyTorch, on
+:class:`~fastdcyk.engine.backends.torch.spectral.TorchSpectralParser`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastdcyk.engine import schedule
-from fastdcyk.engine.modes.cleanup.turns import Turns, gram_matrices
-from fastdcyk.engine.readback import (
+from fastdcyk.engine.backends.torch.parser import all_finite
+from fastdcyk.engine.backends.torch.spectral import HeldTables, TorchSpectralParser
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.readback import (
     RIDGE,
     bounded_read,
     bounded_solve,
@@ -21,20 +22,19 @@ from fastdcyk.engine.readback import (
     linear_limit,
     ridge_solve,
 )
-from fastdcyk.engine.rules import (
-    ReadCell,
+from fastdcyk.engine.core.rules import (
+    CellCandidates,
     candidate_rule_layer,
+    cell_candidates,
     cell_splits,
     lexical_layer,
-    read_cell,
     rule_layer,
 )
-from fastdcyk.engine.schedule import Detections, Step
-from fastdcyk.engine.torch_common import all_finite
-from fastdcyk.engine.torch_spectral import HeldTables, SpectralParser
+from fastdcyk.engine.core.schedule import Detections, Step
+from fastdcyk.engine.modes.cleanup.turns import Turns, gram_matrices
 from fastdcyk.hrr.buffers import G_CACHE_BYTES, G_KEEP_BYTES
 
-__all__ = ["SOFT_LEVEL", "TURN_BATCH", "CleanupParser"]
+__all__ = ["SOFT_LEVEL", "TURN_BATCH", "TorchCleanupParser"]
 
 #: Cancelling, the smallest batch whose cells are read in groups (:class:`Turns`): below
 #: it a group's index matrices, each as large as a sentence's table, cost more than the
@@ -50,16 +50,16 @@ TURN_BATCH = 4
 SOFT_LEVEL = 1e-3
 
 
-class CleanupParser(SpectralParser):
+class TorchCleanupParser(TorchSpectralParser):
     """The clean-up gate (docs/method.md, section 6), batched and differentiable: the left
     spectrum for P_left, no P_right; every completed cell read once into clean scores
     c = sigma(a), and a detection t_A = the grammar's rules over the children's scores
     (weighted by the per-rule weights when given), as in
-    :class:`fastdcyk.engine.modes.cleanup.numpy_parser.CleanupParser`.
+    :class:`fastdcyk.engine.modes.cleanup.numpy_parser.NumpyCleanupParser`.
 
     The read-back (docs/method.md, section 7): with ``"lstsq"`` only the candidates are
     written (t_A above the candidate level) and a cell's amplitudes a solve the ridge
-    system of their Gram matrix (:mod:`fastdcyk.engine.readback`), batched over sentences
+    system of their Gram matrix (:mod:`fastdcyk.engine.core.readback`), batched over sentences
     whose candidate sets differ (padded with identity rows); the solve is part of the
     autograd graph, and the amplitudes are the decoder statistics. With ``"cancel"`` the
     same reads are made from a second table, ``residual``, from which every read is
@@ -113,7 +113,7 @@ class CleanupParser(SpectralParser):
             # each read cell's candidates (of any sentence of the batch) and their clean
             # scores less sigma(0), for the rule layer over the candidates' rules
             self.base = float(self.sigmoid(torch.tensor(0.0, dtype=self.rdtype)))
-            self._read_cells: dict[tuple[int, int], ReadCell] = {}
+            self._read_cells: dict[tuple[int, int], CellCandidates] = {}
             self._scratch = np.full(nn, -1, np.intp)  # for candidate_rule_layer
             bw = self.binary_weights
             ones = torch.ones(len(st.binary_rule_row), dtype=self.rdtype, device=dev)
@@ -130,7 +130,7 @@ class CleanupParser(SpectralParser):
         return (q @ spectra_w.T).real
 
     def initialise(self) -> None:
-        """The words into P_left (:meth:`SpectralParser.initialise`); when cancelling, the
+        """The words into P_left (:meth:`TorchSpectralParser.initialise`); when cancelling, the
         residual table made, and every word read from it and subtracted before the first
         cell (the terminals read, and those written for it: a soft word's mixture); or,
         where the whole parse is read from the Gram matrices, :meth:`_initialise_whole`."""
@@ -446,7 +446,7 @@ class CleanupParser(SpectralParser):
         self.scores[(i, j)] = scores = self.sigmoid(a)
         rows = np.flatnonzero(cands[:, : self._nn].any(0).cpu().numpy())
         deltas = self.xp.take(scores - self.base, rows)
-        self._read_cells[(i, j)] = read_cell(self.structure, rows, deltas, self.xp)
+        self._read_cells[(i, j)] = cell_candidates(self.structure, rows, deltas, self.xp)
 
     def _solve(self, cands: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         """The least-squares amplitudes of every regressor, (B, N + T): the candidates'

@@ -1,11 +1,11 @@
 """Cells read and subtracted in turn, the tables swept once for a group of them: the torch
 backend's cancelling read-back (docs/method.md, section 4.6, "Reads in turn, in one sweep").
 
-Cancelling, cell by cell, the residual table R gains a cell's write L_c conj(X_c), is read,
-q_c = R X_c (the row dots of :meth:`SpectralParser.row_dots
-<fastdcyk.engine.torch_spectral.SpectralParser.row_dots>`), and loses the read's subtraction
-S_c conj(X_c), where X_c = G_j (.) i^ is the index matrix of cell c = (i, j) and L_c, S_c are
-(batch, d // 2 + 1) left spectra. The reads being linear,
+Cancelling, cell by cell, the residual table R gains a cell's write L_c conj(X_c), is read, q_c = R
+X_c (the row dots of :meth:`TorchSpectralParser.row_dots
+<fastdcyk.engine.backends.torch.spectral.TorchSpectralParser.row_dots>`), and loses the read's
+subtraction S_c conj(X_c), where X_c = G_j (.) i^ is the index matrix of cell c = (i, j) and L_c,
+S_c are (batch, d // 2 + 1) left spectra. The reads being linear,
 
     q_c = R_0 X_c + sum_{c' <= c} L_c' K_c'c - sum_{c' < c} S_c' K_c'c,
     K_c'c[f] = sum_g conj(X_c'[f, g]) X_c[f, g],
@@ -18,7 +18,7 @@ residual table per group instead of four sweeps of two tables per cell. Between 
 cell's detection, read and solve work on (batch, d // 2 + 1) vectors, in the group's order,
 so that a detection may depend on the reads of the cells before it. No read sees P_left
 while cancelling: the parser writes the L_c into it only when the parse's P_left is asked
-for (``CleanupParser.defer_writes``).
+for (``TorchCleanupParser.defer_writes``).
 
 With R_0 = 0 the whole parse is one group whose reads need K alone, given to the group
 with the reads of the words' writes (``grams``): no residual table at all
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 if TYPE_CHECKING:
-    from fastdcyk.engine.torch_spectral import SpectralParser
+    from fastdcyk.engine.backends.torch.spectral import TorchSpectralParser
 
 __all__ = ["BLOCK", "Turns", "gram_matrices"]
 
@@ -60,7 +60,7 @@ class Turns:
 
     Parameters
     ----------
-    parser : SpectralParser
+    parser : TorchSpectralParser
         The clean-up parser whose ``residual`` table the group reads (from its index
         matrices and full index spectra); kept by no attribute, so that a parse stopped by
         an error mid-group leaves no reference cycle holding its tensors.
@@ -74,7 +74,7 @@ class Turns:
 
     def __init__(
         self,
-        parser: SpectralParser,
+        parser: TorchSpectralParser,
         spans: list[tuple[int, int]],
         grams: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> None:
@@ -148,7 +148,7 @@ class Turns:
 
     def flush(self, parser: Any) -> None:
         """Every cell's write less its read into ``parser``'s residual table (one batched
-        product, :meth:`SpectralParser.add_outers`), and the writes handed to
+        product, :meth:`TorchSpectralParser.add_outers`), and the writes handed to
         ``parser.defer_writes`` for P_left, which no read sees while cancelling."""
         if self.xc is not None:
             nets = torch.stack(self.nets, 2).transpose(0, 1)  # (h, B, C)

@@ -11,8 +11,8 @@ both written and read.
 
 from __future__ import annotations
 
-from fastdcyk.engine.memory import Held
-from fastdcyk.engine.rules import RuleStructure
+from fastdcyk.engine.backends.numpy.accounting import Held
+from fastdcyk.engine.core.rules import RuleStructure
 from fastdcyk.hrr import buffers
 from fastdcyk.options import DCYKOptions
 

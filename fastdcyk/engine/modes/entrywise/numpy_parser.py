@@ -9,20 +9,20 @@ from typing import Any
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import schedule
-from fastdcyk.engine.arrays import sigmoid
-from fastdcyk.engine.decode import Statistics, statistics_from_spectrum
-from fastdcyk.engine.numpy_backend import NumpyParser, mixture
-from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.engine.backends.numpy.parser import NumpyParser, mixture
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.arrays import sigmoid
+from fastdcyk.engine.core.decode import Statistics, statistics_from_spectrum
+from fastdcyk.engine.core.schedule import Detections, Step
 from fastdcyk.hrr import buffers, kernels
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.operators import Operator
 from fastdcyk.options import DCYKOptions
 
-__all__ = ["EntrywiseParser", "row_block"]
+__all__ = ["NumpyEntrywiseParser", "row_block"]
 
 
-class EntrywiseParser(NumpyParser):
+class NumpyEntrywiseParser(NumpyParser):
     """The entrywise gate's parse: the accumulators (kept as row spectra), the rule tables,
     the work buffers.
 
@@ -45,7 +45,7 @@ class EntrywiseParser(NumpyParser):
        (a trailing ``t`` in the comments).
     3. Cells (``order="cell"``). The detections of a cell share everything but their rule
        operator, so the cell's shared matrix is computed once and every nonterminal is read
-       from it with a matrix product over the rule tables (:mod:`fastdcyk.engine.rules`);
+       from it with a matrix product over the rule tables (:mod:`fastdcyk.engine.core.rules`);
        the updates of a cell differ only in their nonterminal's circulant, so they are
        summed first and the shared chain is applied once (docs/method.md, section 4).
     """

@@ -1,6 +1,6 @@
 """The capacity model's simulation of the entrywise gate and entry decoder (the paper
-variant; :mod:`fastdcyk.capacity`, the shared part :mod:`fastdcyk.engine.simulation`),
-without any d x d work.
+variant; :mod:`fastdcyk.capacity`, the shared part
+:mod:`fastdcyk.engine.backends.simulation.parser`), without any d x d work.
 
 The paper variant (entrywise gate, entry decoder, Gaussian vectors) is modelled by the
 trace model's exact part with per-entry noise: its readouts are single matrix entries, to
@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import schedule
-from fastdcyk.engine.arrays import NUMPY, sigmoid
-from fastdcyk.engine.schedule import Detections, Step
-from fastdcyk.engine.simulation import Simulation
+from fastdcyk.engine.backends.simulation.parser import Simulation
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.arrays import NUMPY, sigmoid
+from fastdcyk.engine.core.schedule import Detections, Step
 from fastdcyk.options import DCYKOptions
 
 __all__ = ["EntrywiseSimulation"]

@@ -1,6 +1,6 @@
 """The entrywise gate in the torch backend (docs/method.md, section 4.3, the paper's
 variant): the accumulators as row spectra, P_A a dense matrix or a diagonal; the numpy
-backend's :class:`~fastdcyk.engine.modes.entrywise.numpy_parser.EntrywiseParser` in
+backend's :class:`~fastdcyk.engine.modes.entrywise.numpy_parser.NumpyEntrywiseParser` in
 PyTorch, batched and differentiable."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from typing import Any
 
 import torch
 
-from fastdcyk.engine import schedule
-from fastdcyk.engine.schedule import Detections, Step
-from fastdcyk.engine.torch_common import TorchParser
+from fastdcyk.engine.backends.torch.parser import TorchParser
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.schedule import Detections, Step
 
-__all__ = ["EntrywiseParser"]
+__all__ = ["TorchEntrywiseParser"]
 
 
-class EntrywiseParser(TorchParser):
+class TorchEntrywiseParser(TorchParser):
     """The entrywise-gate parser of docs/method.md, section 4.3, batched.
 
     The accumulators are kept as ``left_spectrum = rfft((Phi P_left)^T, axis=-1)`` and

@@ -3,7 +3,8 @@ is a multiple of an operator and the table is kept as 2-D half spectra; P_left a
 both written and read.
 
 - :mod:`.numpy_parser`: the numpy backend's parser (on
-  :class:`fastdcyk.engine.numpy_spectral.SpectralParser`, docs/method.md, section 4.4);
+  :class:`fastdcyk.engine.backends.numpy.spectral.NumpySpectralParser`, docs/method.md,
+  section 4.4);
 - :mod:`.torch_parser`: the torch backend's, batched and differentiable;
 - :mod:`.simulation`: the capacity model's simulation;
 - :func:`work_buffers` and :func:`seconds`: its d x d arrays and its cost model.
@@ -11,10 +12,9 @@ both written and read.
 
 from __future__ import annotations
 
-from fastdcyk.engine.cost import scalar_gate_seconds
-from fastdcyk.engine.memory import Held
-from fastdcyk.engine.numpy_spectral import spectral_buffers
-from fastdcyk.engine.rules import RuleStructure
+from fastdcyk.engine.backends.numpy.accounting import Held, scalar_gate_seconds
+from fastdcyk.engine.backends.numpy.spectral import spectral_buffers
+from fastdcyk.engine.core.rules import RuleStructure
 from fastdcyk.options import DCYKOptions
 
 __all__ = ["seconds", "work_buffers"]
@@ -22,12 +22,13 @@ __all__ = ["seconds", "work_buffers"]
 
 def work_buffers(opt: DCYKOptions, blockwise: bool, slots: int, kept: int) -> Held:
     """Both accumulators as 2-D half spectra
-    (:func:`~fastdcyk.engine.numpy_spectral.spectral_buffers`)."""
+    (:func:`~fastdcyk.engine.backends.numpy.spectral.spectral_buffers`)."""
     return spectral_buffers(opt, slots, kept, right=True)
 
 
 def seconds(st: RuleStructure, n: int, d: int, opt: DCYKOptions, pair: float) -> float:
-    """The scalar gates' passes (:func:`~fastdcyk.engine.cost.scalar_gate_seconds`) and,
+    """The scalar gates' passes
+    (:func:`~fastdcyk.engine.backends.numpy.accounting.scalar_gate_seconds`) and,
     in every cell, the readouts of the nonterminals it detects and of every nonterminal
     for the decoder."""
     cells, nn = n * (n + 1) // 2, len(st.nonterminals)

@@ -1,6 +1,6 @@
 """The trace gate in the numpy backend (docs/method.md, section 4.4): both accumulators as
-2-D half spectra (:class:`~fastdcyk.engine.numpy_spectral.SpectralParser`), every cell in
-O(d^2) without an FFT."""
+2-D half spectra (:class:`~fastdcyk.engine.backends.numpy.spectral.NumpySpectralParser`),
+every cell in O(d^2) without an FFT."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ from typing import Any
 
 import numpy as np
 
-from fastdcyk.engine import schedule
-from fastdcyk.engine.arrays import sigmoid
-from fastdcyk.engine.decode import Statistics
-from fastdcyk.engine.numpy_spectral import SpectralParser
-from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.engine.backends.numpy.spectral import NumpySpectralParser
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.arrays import sigmoid
+from fastdcyk.engine.core.decode import Statistics
+from fastdcyk.engine.core.schedule import Detections, Step
 
-__all__ = ["TraceParser"]
+__all__ = ["NumpyTraceParser"]
 
 
-class TraceParser(SpectralParser):
+class NumpyTraceParser(NumpySpectralParser):
     """A parse with the trace gate: P_A = sigma(tr(M) / d) I, every detection a readout of
-    the 2-D spectra (:meth:`~SpectralParser.cell_readout` in a unary cell,
-    :meth:`~SpectralParser.pair_readout` in a binary one) against the rule spectra, every
+    the 2-D spectra (:meth:`~NumpySpectralParser.cell_readout` in a unary cell,
+    :meth:`~NumpySpectralParser.pair_readout` in a binary one) against the rule spectra, every
     update one operator, C_S^T with S^ = sum_A g_A A^, on both accumulators."""
 
     def update(self, i: int, j: int, gates: np.ndarray, rows: np.ndarray) -> None:

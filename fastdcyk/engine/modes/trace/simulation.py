@@ -1,5 +1,5 @@
 """The capacity model's simulation of the trace gate (:mod:`fastdcyk.capacity`; the shared
-part: :mod:`fastdcyk.engine.simulation`), without any d x d work.
+part: :mod:`fastdcyk.engine.backends.simulation.parser`), without any d x d work.
 
 A readout of the trace variant splits into two parts:
 
@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import schedule
-from fastdcyk.engine.arrays import NUMPY
-from fastdcyk.engine.schedule import Detections, Step
-from fastdcyk.engine.simulation import Simulation
+from fastdcyk.engine.backends.simulation.parser import Simulation
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.arrays import NUMPY
+from fastdcyk.engine.core.schedule import Detections, Step
 from fastdcyk.options import DCYKOptions
 
 __all__ = ["TraceSimulation"]

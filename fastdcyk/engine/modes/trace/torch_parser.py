@@ -1,6 +1,7 @@
 """The trace gate in the torch backend (docs/method.md, section 4.4): the numpy backend's
-:class:`~fastdcyk.engine.modes.trace.numpy_parser.TraceParser` in PyTorch, batched over
-sentences and differentiable, on :class:`~fastdcyk.engine.torch_spectral.SpectralParser`."""
+:class:`~fastdcyk.engine.modes.trace.numpy_parser.NumpyTraceParser` in PyTorch, batched over
+sentences and differentiable, on
+:class:`~fastdcyk.engine.backends.torch.spectral.TorchSpectralParser`."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from typing import Any
 
 import torch
 
-from fastdcyk.engine import schedule
-from fastdcyk.engine.schedule import Detections, Ledger, Step
-from fastdcyk.engine.torch_spectral import SpectralParser
+from fastdcyk.engine.backends.torch.spectral import TorchSpectralParser
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.schedule import Detections, Ledger, Step
 
-__all__ = ["TraceParser"]
+__all__ = ["TorchTraceParser"]
 
 
-class TraceParser(SpectralParser):
+class TorchTraceParser(TorchSpectralParser):
     """The trace gate's parser, batched: each detection a readout of the 2-D spectra
     against the rule spectra, each update one operator on both accumulators. Nothing is
     read back from the device during the parse (:attr:`defers_checks`). In the
@@ -68,7 +69,7 @@ class TraceParser(SpectralParser):
         - unary: q[b, f, c] = sum_g ZT[b, f, g] (G_j (.) i^)_c[f, g], one batched product;
         - the detections of every cell and nonterminal in one product with the rule
           spectra, the ledger's decisions for the width at once
-          (:meth:`~fastdcyk.engine.schedule.Ledger.decide_cells`), and the updates of the
+          (:meth:`~fastdcyk.engine.core.schedule.Ledger.decide_cells`), and the updates of the
           cells in batched products (:meth:`add_outers`), a few cells at a time.
         """
         rows = self.unary_rows if step == schedule.UNARY else self.binary_rows

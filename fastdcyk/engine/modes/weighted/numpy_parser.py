@@ -1,7 +1,7 @@
 """The numpy backend's weighted table (docs/method.md, section 10, "Through the table"): a
 PCFG's Viterbi scores written into P_left as amplitudes and read back by least squares.
 
-:class:`WeightedParser` is the clean-up parser with one change of what a detection writes:
+:class:`NumpyWeightedParser` is the clean-up parser with one change of what a detection writes:
 instead of a gate near 1, each item (i, j, A) is written with an amplitude that carries its
 Viterbi score v(i, j, A) (the log probability of its best subtree) relative to the cell's
 best, M(i, j) = max_A v(i, j, A), kept outside the table as one number per cell:
@@ -9,7 +9,7 @@ best, M(i, j) = max_A v(i, j, A), kept outside the table as one number per cell:
     w = 1 - (1 - f) (M - v) / beam,        items with M - v > beam not written,
 
 so that the written amplitudes lie in [f, 1], f = :data:`FLOOR` = 1/8. A completed cell is
-read by least squares over its candidates (:mod:`fastdcyk.engine.readback`), which gives
+read by least squares over its candidates (:mod:`fastdcyk.engine.core.readback`), which gives
 amplitudes a; the decoder's statistic is a / f (1 to 8 for a written item, so that the
 clean-up variant's decision boundary, about 0.59, falls between absent items and the
 smallest written amplitude), an item is present when a / f is above that boundary, and its
@@ -29,14 +29,14 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.symbols import Rule, Symbol
-from fastdcyk.engine import schedule
-from fastdcyk.engine.decode import decision_boundary
-from fastdcyk.engine.modes.cleanup.numpy_parser import CleanupParser
-from fastdcyk.engine.rules import RuleStructure, rule_structure, rules_of
-from fastdcyk.engine.schedule import Detections, Step
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.decode import decision_boundary
+from fastdcyk.engine.core.rules import RuleStructure, rule_structure, rules_of
+from fastdcyk.engine.core.schedule import Detections, Step
+from fastdcyk.engine.modes.cleanup.numpy_parser import NumpyCleanupParser
 from fastdcyk.options import DEFAULT_BEAM
 
-__all__ = ["WeightedParser", "amplitude", "score_of"]
+__all__ = ["NumpyWeightedParser", "amplitude", "score_of"]
 
 
 @lru_cache(maxsize=8)
@@ -75,7 +75,7 @@ FLOOR = 0.125
 
 
 #: Steps of iterative refinement of each cell's least-squares read
-#: (:func:`fastdcyk.engine.readback.solve`): the ridge shrinks an amplitude by about 0.1%,
+#: (:func:`fastdcyk.engine.core.readback.solve`): the ridge shrinks an amplitude by about 0.1%,
 #: 0.011 nats at the default beam, and the parents' scores add up what their children's
 #: reads lost; one step leaves about 1e-6 of it.
 REFINE = 1
@@ -93,7 +93,7 @@ def score_of(a: np.ndarray, best: float, beam: float) -> np.ndarray:
     return best - beam * (1.0 - a) / (1.0 - FLOOR)
 
 
-class WeightedParser(CleanupParser):
+class NumpyWeightedParser(NumpyCleanupParser):
     """The clean-up parser writing a PCFG's Viterbi scores as amplitudes (module docstring).
 
     Its decoder statistics are a / :data:`FLOOR` (a the least-squares amplitudes): present

@@ -20,21 +20,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fastdcyk.engine.arrays import NUMPY, ArrayNamespace
+from fastdcyk.engine.core.arrays import NUMPY, ArrayNamespace
 
 if TYPE_CHECKING:  # pragma: no cover
     from fastdcyk.cfg.grammar import Grammar
     from fastdcyk.hrr.codebook import Codebook
 
 __all__ = [
-    "ReadCell",
+    "CellCandidates",
     "RuleStructure",
     "RuleTables",
     "candidate_rule_layer",
     "cell_splits",
     "lexical_layer",
     "parseval_weights",
-    "read_cell",
+    "cell_candidates",
     "rule_layer",
     "rule_structure",
     "rules_of",
@@ -303,9 +303,9 @@ def rule_layer(
 
 
 @dataclass(frozen=True, eq=False)
-class ReadCell:
+class CellCandidates:
     """A cell read by the least-squares read-back, as :func:`candidate_rule_layer` takes it
-    (:func:`read_cell` makes one): its candidates, their scores, and their rules, found
+    (:func:`cell_candidates` makes one): its candidates, their scores, and their rules, found
     once for every split the cell is a child of.
 
     Attributes
@@ -339,15 +339,15 @@ class ReadCell:
     positions: np.ndarray
 
 
-def read_cell(
+def cell_candidates(
     st: RuleStructure, rows: np.ndarray, deltas: Any, xp: ArrayNamespace = NUMPY
-) -> ReadCell:
-    """The :class:`ReadCell` of a cell whose candidates ``rows`` read ``deltas`` (their
+) -> CellCandidates:
+    """The :class:`CellCandidates` of a cell whose candidates ``rows`` read ``deltas`` (their
     clean scores less the base, (..., len(rows)))."""
     rows = np.asarray(rows)
     left_rules, left_at = rules_of(st.rules_by_left, rows, positions=True)
     right_rules, right_at = rules_of(st.rules_by_right, rows, positions=True)
-    return ReadCell(
+    return CellCandidates(
         rows=rows,
         deltas=xp.pad_zero(deltas),
         left_rules=left_rules,
@@ -363,7 +363,7 @@ def read_cell(
 
 def candidate_rule_layer(
     st: RuleStructure,
-    splits: Iterable[tuple[ReadCell, ReadCell]],
+    splits: Iterable[tuple[CellCandidates, CellCandidates]],
     base: float,
     scratch: np.ndarray,
     *,
@@ -375,7 +375,7 @@ def candidate_rule_layer(
     candidates, without a pass over every rule.
 
     ``splits`` gives, for each split k of cell (i, j), the read cells (i, k) and (k, j)
-    (:class:`ReadCell`). With s = base + delta, a rule's product is base^2 + base delta_B +
+    (:class:`CellCandidates`). With s = base + delta, a rule's product is base^2 + base delta_B +
     base delta_C + delta_B delta_C: the first term is the same for every rule, and the
     others are non-zero only for the rules whose left or right child is a candidate (those
     each read cell found once, through :attr:`RuleStructure.rules_by_left` and
@@ -426,8 +426,8 @@ def candidate_rule_layer(
 
 
 def cell_splits(
-    cells: Mapping[tuple[int, int], ReadCell], i: int, j: int
-) -> list[tuple[ReadCell, ReadCell]]:
+    cells: Mapping[tuple[int, int], CellCandidates], i: int, j: int
+) -> list[tuple[CellCandidates, CellCandidates]]:
     """The splits of cell (i, j) for :func:`candidate_rule_layer`: the pairs of read
     ``cells`` (i, k) and (k, j)."""
     return [(cells[(i, k)], cells[(k, j)]) for k in range(i + 1, j)]

@@ -1,17 +1,18 @@
 """The torch backend: the same algorithm as the numpy backend, batched and differentiable.
 
-Each detection mode's torch parser (:mod:`fastdcyk.engine.modes`: its folder's
-``torch_parser``) mirrors its numpy parser (docs/method.md, section 4) with torch tensors,
-for a batch of sentences at once (sentences of different lengths share every cell (i, j)
-that exists in them; a cell beyond a sentence's length is masked out of its updates). The
-scalar gates' parsers keep the table as 2-D half spectra
-(:class:`fastdcyk.engine.torch_spectral.SpectralParser`: every cell costs a few
+Each detection mode's torch parser (``fastdcyk/engine/modes/<mode>/torch_parser.py``)
+mirrors its numpy parser (docs/method.md, section 4) with torch tensors, for a batch of
+sentences at once (sentences of different lengths share every cell (i, j) that exists in
+them; a cell beyond a sentence's length is masked out of its updates). The scalar gates'
+parsers keep the table as 2-D half spectra
+(:class:`fastdcyk.engine.backends.torch.spectral.TorchSpectralParser`: every cell costs a few
 element-wise passes and one product with a rule table, and the only FFTs are those of the
 index matrices G_k = (Phi C_k Phi)~, shared by the batch and kept per codebook across
-parses by :func:`parse_sentences`, and of the dense results); the entrywise gate's keeps
-the row spectra of the accumulators, with P_A = sigma(M) a dense matrix (or a diagonal).
-:mod:`fastdcyk.engine.torch_common` holds what they share: the symbol vectors as tensors
-(:class:`SymbolVectors`), the rule spectra, the torch array namespace and their base class.
+parses by :func:`parse`, and of the dense results); the entrywise gate's keeps the row
+spectra of the accumulators, with P_A = sigma(M) a dense matrix (or a diagonal).
+:mod:`fastdcyk.engine.backends.torch.parser` holds what they share: the symbol vectors as
+tensors (:class:`SymbolVectors`), the rule spectra, the torch array namespace and their base
+class.
 
 This module holds the entry points. Every option of :func:`fastdcyk.dcyk` is supported
 for the modes that have a torch parser (all but ``weights="table"``), and in float64 the
@@ -19,9 +20,10 @@ numbers equal the numpy backend's to rounding (not the paper variant's: its stee
 non-unitary vectors amplify rounding from cell to cell until its charts can differ). The rule
 spectra are built from the symbol vectors with ``torch.fft`` (docs/method.md, section
 4.1), so that gradients reach the vectors (and the optional per-rule weights):
-:func:`parse` is the differentiable core, and
-:func:`parse_sentences` runs it on a :class:`~fastdcyk.hrr.codebook.Codebook` and returns
-the fields of :class:`fastdcyk.engine.DCYKResult` (``dcyk(..., backend="torch")`` and
+:func:`parse_tensors` is the differentiable core (:class:`fastdcyk.nn.DCYK` runs it), and
+:func:`parse`, the driver of the ``"torch"`` record (:mod:`fastdcyk.registry.backends`),
+runs it on a prepared plan's codebook and sentences and returns their
+:class:`~fastdcyk.engine.core.result.DCYKResult` (``dcyk(..., backend="torch")`` and
 :func:`fastdcyk.engine.batch.dcyk_batch` call it). ``prune`` makes the computation
 piecewise: an update whose gate is at most ``prune`` is skipped, as in the numpy backend
 (use ``prune=0`` for gradient checks).
@@ -47,35 +49,79 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("the torch backend of fastdcyk needs PyTorch: pip install torch") from exc
 
-from fastdcyk.engine import modes, schedule
-from fastdcyk.engine.decode import Statistics, chart_from_statistics
-from fastdcyk.engine.deferred import DeferredArray
-from fastdcyk.engine.rules import RuleStructure, rule_structure
-from fastdcyk.engine.soft import has_soft, terminal_weights
-from fastdcyk.engine.torch_common import (
+from fastdcyk.engine.backends.torch.parser import (
     SymbolVectors,
     TorchParse,
     TorchParser,
     all_finite,
+    free_bytes,
     symbol_vectors,
 )
-from fastdcyk.engine.torch_spectral import HeldTables
+from fastdcyk.engine.backends.torch.spectral import HeldTables
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.decode import Statistics, chart_from_statistics
+from fastdcyk.engine.core.deferred import DeferredArray
+from fastdcyk.engine.core.result import DCYKResult
+from fastdcyk.engine.core.rules import RuleStructure, rule_structure
+from fastdcyk.engine.core.soft import has_soft, terminal_weights
+from fastdcyk.hrr.memory import format_bytes
 from fastdcyk.options import DCYKOptions
+from fastdcyk.registry import modes
 
 if TYPE_CHECKING:  # pragma: no cover
-    from fastdcyk.cfg.grammar import Grammar
+    from fastdcyk.engine.core.plan import Plan
     from fastdcyk.hrr.codebook import Codebook
+    from fastdcyk.registry.backends import Backend
 
 __all__ = [
     "SymbolVectors",
     "TorchParse",
     "check_device",
+    "check_memory",
+    "default_batch_size",
     "parse",
-    "parse_sentences",
+    "parse_tensors",
     "release_caches",
     "spill_deferred",
     "symbol_vectors",
 ]
+
+
+#: Bytes of accumulator spectra (two per sentence) a default torch batch holds: on a CPU
+#: about a cache's worth (measured at d = 1024, float32, one thread: 9.7 sentences per
+#: second in batches of 1 to 4, 6 in batches of 8 or 16), on a GPU far more.
+CPU_BATCH_BYTES = 32 << 20
+GPU_BATCH_BYTES = 1 << 30
+#: The most sentences of a default torch batch.
+MAX_BATCH = 64
+
+
+def default_batch_size(d: int, dtype: Any, device: Any = None) -> int:
+    """Sentences per torch batch by default, at dimension ``d``.
+
+    As many as keep the accumulator spectra (two half spectra of d x d per sentence) within
+    :data:`CPU_BATCH_BYTES` on a CPU or :data:`GPU_BATCH_BYTES` on a CUDA device, at least
+    1 and at most :data:`MAX_BATCH`.
+
+    Parameters
+    ----------
+    d : int
+    dtype : {"float32", "float64"} or numpy dtype
+    device : torch.device or str, optional
+        None: the CPU.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> default_batch_size(1024, "float32"), default_batch_size(1024, "float32", "cuda")
+    (3, 64)
+    """
+    gpu = device is not None and "cuda" in str(device)
+    spectra = 2 * (d // 2 + 1) * d * 2 * np.dtype(dtype).itemsize
+    return max(1, min(MAX_BATCH, (GPU_BATCH_BYTES if gpu else CPU_BATCH_BYTES) // spectra))
 
 
 def check_device(device: Any) -> torch.device:
@@ -139,7 +185,40 @@ def check_device(device: Any) -> torch.device:
     return dev
 
 
-def parse(
+def check_memory(
+    d: int,
+    dtype: Any,
+    fft: Any,
+    options: DCYKOptions,
+    n: int,
+    *,
+    sentences: int = 1,
+    device: Any = None,
+    held: int = 0,
+) -> None:
+    """The torch backend's memory check (:func:`fastdcyk.engine.memory.check_memory`):
+    refuse a batch whose tables alone (two half spectra of d x d per sentence) do not fit in
+    the memory free on ``device`` (the CPU: what the OS has left), before anything of that
+    size is allocated. The memory free unknown: no check. ``fft`` and ``held`` (the numpy
+    backend's FFT library and work buffers) do not apply.
+
+    Raises
+    ------
+    MemoryError
+        Naming the bytes needed and free, and what to do.
+    """
+    dev = check_device(device)
+    need = sentences * 2 * (d // 2 + 1) * d * 2 * np.dtype(dtype).itemsize
+    free = free_bytes(dev)
+    if free and need > free:
+        raise MemoryError(
+            f"{sentences} sentence(s) at d = {d} need at least {format_bytes(need)} on {dev} "
+            f"for their tables alone, and {format_bytes(free)} is free: parse fewer sentences "
+            "at a time, or use a smaller d"
+        )
+
+
+def parse_tensors(
     vectors: SymbolVectors,
     structure: RuleStructure,
     sentences: Sequence[Sequence[int]],
@@ -245,7 +324,7 @@ def parse(
     )
     if soft is not None and pre is not None:
         raise ValueError("give terminal_weights or preterminal_scores, not both")
-    mode = modes.select(options.gate, options.weights)
+    mode = options.mode
     parser_class = mode.parser("torch")
     if pre is not None and not mode.soft_preterminals:
         able = " or ".join(m.describe() for m in modes.MODES.values() if m.soft_preterminals)
@@ -318,7 +397,7 @@ def _soft_input(
 
 
 def statistics_of(stats: np.ndarray, n: int, nonterminals: Sequence[str]) -> Statistics:
-    """The :class:`~fastdcyk.engine.decode.Statistics` of one sentence of n words from its
+    """The :class:`~fastdcyk.engine.core.decode.Statistics` of one sentence of n words from its
     (n_max, n_max + 1, N) float64 statistics on the host (its own copy)."""
     return Statistics(np.array(stats[:n, : n + 1]), nonterminals)
 
@@ -345,54 +424,59 @@ def release_caches(codebook: Codebook | None = None) -> None:
         _G_CACHES.pop(codebook, None)
 
 
-def parse_sentences(
-    grammar: Grammar,
-    sentences: Sequence[tuple[str, ...]],
-    codebook: Codebook,
-    options: DCYKOptions,
+def parse(
+    plan: Plan,
+    backend: Backend,
     *,
     device: Any = None,
     decode: bool = True,
     dense: bool = True,
     record: bool = False,
     on_progress: Callable[[int], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Parse checked sentences with a codebook in one batch; the fields of each result.
+) -> list[DCYKResult]:
+    """The torch backend's driver: a prepared plan's sentences parsed in one batch.
 
-    The backend of ``dcyk(..., backend="torch")`` and :func:`fastdcyk.engine.batch.dcyk_batch`:
-    the sentences (tuples of terminals of the grammar, checked as :func:`fastdcyk.dcyk`
-    checks them) and the options are already resolved. Runs without autograd.
+    The driver of the ``"torch"`` record (:mod:`fastdcyk.registry.backends`), behind
+    ``dcyk(..., backend="torch")`` and :func:`fastdcyk.engine.batch.dcyk_batch`: the
+    sentences (tuples of terminals of the grammar, checked as :func:`fastdcyk.dcyk`
+    checks them) and the options are resolved by :func:`fastdcyk.engine.prepare.prepare`. The
+    codebook's vectors and permutation are copied to ``device`` in its dtype; the parse runs
+    without autograd (:func:`parse_tensors` is the differentiable core).
 
     Parameters
     ----------
-    grammar : Grammar
-    sentences : sequence of tuple of str
-    codebook : Codebook
-        Its vectors and permutation, copied to ``device`` in its dtype.
-    options : DCYKOptions
+    plan : Plan
+        Its grammar, sentences, options and codebook.
+    backend : Backend
+        This backend's record (or that of a backend that runs on this driver with parsers
+        of its own).
     device : torch.device or str, optional
         Default: the CPU.
     decode, record, on_progress
-        As for :func:`parse`.
+        As for :func:`parse_tensors`.
     dense : bool, default True
         Compute P_left and P_right (two d x d matrices per sentence, copied to the host;
-        with the spectral parsers as :class:`~fastdcyk.engine.deferred.DeferredArray`:
+        with the spectral parsers as :class:`~fastdcyk.engine.core.deferred.DeferredArray`:
         the whole batch's made when the first of them is asked for, its tables checked
         finite now and, on a device, kept there till then within
         :func:`deferral_budget`, the oldest moved to the host beyond it:
         :func:`spill_deferred`). ``dense=False`` leaves
-        them out (None in the fields, which then make no
-        :class:`~fastdcyk.engine.DCYKResult`): for callers that need the charts only, such as
-        the experiment grid (:mod:`fastdcyk.experiments`). Non-finite values are then
-        caught in the decoder statistics only (``decode=True``).
+        them out (None in the results): for callers that need the charts only, such as the
+        experiment grid (:mod:`fastdcyk.experiments`). Non-finite values are then caught in
+        the decoder statistics only (``decode=True``).
 
     Returns
     -------
-    list of dict
-        Per sentence, the keyword arguments of :class:`fastdcyk.engine.DCYKResult`
-        (``p_left`` and ``p_right`` as numpy arrays of the codebook's dtype, or None when
-        ``dense`` is False).
+    list of DCYKResult
+        In the plan's order (``p_left`` and ``p_right`` numpy arrays of the codebook's
+        dtype, or None when ``dense`` is False).
     """
+    grammar, sentences, codebook, options = (
+        plan.grammar,
+        plan.sentences,
+        plan.codebook,
+        plan.options,
+    )
     st = rule_structure(grammar)
     n = max(len(s) for s in sentences)
     with torch.no_grad():
@@ -415,7 +499,7 @@ def parse_sentences(
         else:
             ids = [st.terminal_ids(s) for s in sentences]
         cache = _codebook_g_cache(codebook, vec)
-        res = parse(vec, st, ids, options, g_cache=cache, readouts=False, **kw)
+        res = parse_tensors(vec, st, ids, options, g_cache=cache, readouts=False, **kw)
         t0 = time.perf_counter()
         p_left = p_right = [None] * len(sentences)
         if res.later is not None:
@@ -444,19 +528,19 @@ def parse_sentences(
         timings = dict(res.timings)
         timings["decode"] += time.perf_counter() - t0
         out.append(
-            {
-                "words": tuple(words),
-                "grammar": grammar,
-                "codebook": codebook,
-                "options": options,
-                "p_left": p_left[b],
-                "p_right": p_right[b],
-                "statistics": stats,
-                "chart": chart,
-                "counts": res.counts[b],
-                "timings": timings,
-                "log": None if res.log is None else res.log[b],
-            }
+            DCYKResult(
+                words=tuple(words),
+                grammar=grammar,
+                codebook=codebook,
+                options=options,
+                p_left=p_left[b],
+                p_right=p_right[b],
+                statistics=stats,
+                chart=chart,
+                counts=res.counts[b],
+                timings=timings,
+                log=None if res.log is None else res.log[b],
+            )
         )
     return out
 
@@ -465,7 +549,7 @@ class _LaterDense:
     """The dense matrices of a batch parsed with ``dense="later"``, made all at once (one
     batched transform) when the first sentence's are asked for, each handed out once.
 
-    The batch keeps its tables (:class:`~fastdcyk.engine.torch_spectral.HeldTables`) and
+    The batch keeps its tables (:class:`~fastdcyk.engine.backends.torch.spectral.HeldTables`) and
     lets the rest of the parse go at once, unless the tables have work to do on the device
     first (the clean-up gate's deferred writes: the parser is kept till then). On a device
     they can be moved to the host (:meth:`spill`). A device out of memory while the
@@ -556,7 +640,7 @@ _ON_DEVICE_LOCK = threading.Lock()
 
 
 def deferral_budget(device: torch.device) -> int:
-    """The bytes of deferred tables (:func:`parse_sentences`' results whose P_left has not
+    """The bytes of deferred tables (:func:`parse`'s results whose P_left has not
     been asked for yet) that a device keeps before the oldest move to the host: a quarter
     of a CUDA device's memory; none on other devices (whose batches' tables move to the
     host as soon as they are parsed, their matrices then made on the CPU)."""
@@ -579,7 +663,7 @@ def spill_deferred(device: Any = None, keep: int = 0) -> int:
 
     A result of the torch backend on a device keeps its batch's tables there until its
     P_left or P_right is first asked for (then all the batch's matrices are made and
-    copied to the host at once); :func:`parse_sentences` keeps their total within
+    copied to the host at once); :func:`parse` keeps their total within
     :func:`deferral_budget`, and :func:`fastdcyk.engine.batch.dcyk_batch` moves them all
     when the device runs out of memory. Moved tables make their matrices on the CPU.
 

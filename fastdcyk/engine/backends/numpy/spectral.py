@@ -4,7 +4,7 @@ With the trace and clean-up gates every P_A is a scalar times I, so every update
 operator, and in the 2-D spectral domain (M~ = F M F^-1, F the DFT matrix, so that
 F C_v F^-1 = diag(fft(v))) an operator Phi^a C Phi^b is diagonal up to the fixed matrix
 G_k = (Phi C_k Phi)~ of a span index k (docs/method.md, section 4.4). A
-:class:`SpectralParser` keeps
+:class:`NumpySpectralParser` keeps
 
     left_spectrum = rows f <= d/2 of (Phi P_left)~^T,
     right_spectrum = rows f <= d/2 of (P_right Phi^T)~,
@@ -14,12 +14,12 @@ full spectra of vectors:
 
 - an update of cell (i, j) with summed spectrum S adds diag(conj S) conj(G_j) diag(conj i)
   to the left spectrum and diag(S) G_i diag(j) to the right one (element-wise, no FFT:
-  :meth:`~SpectralParser.write_left`, :meth:`~SpectralParser.write_right`);
+  :meth:`~NumpySpectralParser.write_left`, :meth:`~NumpySpectralParser.write_right`);
 - the binary detection tr([j]- [i]+ P_left R P_right) is sum_f R[f] q[f] with
-  q[f] = sum_g conj(j[g]) i[g] ZT[f, g] PR[f, g] (:meth:`~SpectralParser.pair_readout`);
+  q[f] = sum_g conj(j[g]) i[g] ZT[f, g] PR[f, g] (:meth:`~NumpySpectralParser.pair_readout`);
 - the unary detection tr(R_u Phi [i]+ [i-1]+ P_left) and the trace decoder's
   tr([A]+ [j]+ [i]+ P_left) are sum_f R[f] q[f] with q[f] = sum_g G_j[f, g] i[g] ZT[f, g]
-  (:meth:`~SpectralParser.cell_readout`).
+  (:meth:`~NumpySpectralParser.cell_readout`).
 
 Each G_k costs one forward real FFT and one complex FFT of a d x d matrix; they are kept in
 a cache of at most :data:`~fastdcyk.hrr.buffers.G_CACHE_BYTES` (at least two), and those of
@@ -36,18 +36,18 @@ from typing import Any
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine.decode import Statistics
-from fastdcyk.engine.deferred import DeferredArray
-from fastdcyk.engine.memory import Held
-from fastdcyk.engine.numpy_backend import NumpyParser
-from fastdcyk.engine.soft import SoftWord
+from fastdcyk.engine.backends.numpy.accounting import Held
+from fastdcyk.engine.backends.numpy.parser import NumpyParser
+from fastdcyk.engine.core.decode import Statistics
+from fastdcyk.engine.core.deferred import DeferredArray
+from fastdcyk.engine.core.soft import SoftWord
 from fastdcyk.hrr import buffers, kernels
 from fastdcyk.hrr.buffers import g_cache_slots, g_kept_slots
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
 
 __all__ = [
-    "SpectralParser",
+    "NumpySpectralParser",
     "kept_spectra",
     "left_spectrum_of",
     "release_kept",
@@ -56,13 +56,13 @@ __all__ = [
 ]
 
 
-class SpectralParser(NumpyParser):
+class NumpySpectralParser(NumpyParser):
     """A numpy parser whose table is kept as 2-D half spectra (the module's notes).
 
     Parameters
     ----------
     grammar, words, cb, opt, rules
-        As :class:`~fastdcyk.engine.numpy_backend.NumpyParser`.
+        As :class:`~fastdcyk.engine.backends.numpy.parser.NumpyParser`.
     right : bool, default True
         Keep P_right too (the clean-up gate neither reads nor writes it).
     left : ndarray, optional
@@ -180,7 +180,7 @@ class SpectralParser(NumpyParser):
     def dense(self, deferred: bool = False) -> tuple[Any, Any]:
         """P_left and P_right as new d x d arrays (P_right zeros when the parser keeps none);
         the spectra and the G cache are released. With ``deferred``, P_left (and P_right
-        where never written) as :class:`~fastdcyk.engine.deferred.DeferredArray`: made when
+        where never written) as :class:`~fastdcyk.engine.core.deferred.DeferredArray`: made when
         the result's array is first asked for, from the spectrum the result keeps till then
         (the same memory as the array), under the codebook's lock."""
         cb, d = self.cb, self.d
@@ -260,7 +260,7 @@ def left_spectrum_of(p_left: np.ndarray, cb: Codebook) -> np.ndarray:
 
 
 def spectral_buffers(opt: DCYKOptions, slots: int, kept: int, *, right: bool) -> Held:
-    """The d x d arrays of a :class:`SpectralParser`'s parse: the left spectrum (and the
+    """The d x d arrays of a :class:`NumpySpectralParser`'s parse: the left spectrum (and the
     right one, with ``right``), one real work buffer and ``slots`` G_k matrices during it;
     at its end one spectrum is still held while the dense results are formed, beside the
     ``kept`` G_k matrices the codebook keeps for its next parse. Decoding with the entry

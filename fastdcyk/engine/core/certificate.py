@@ -1,7 +1,7 @@
 """A certificate per cell: how far the least-squares read of a chart can be trusted
 (docs/method.md, section 7, "A certificate per cell").
 
-The least-squares read-back (:mod:`fastdcyk.engine.readback`) reads a completed cell (i, j)
+The least-squares read-back (:mod:`fastdcyk.engine.core.readback`) reads a completed cell (i, j)
 by regressing its unbound vector r (the d numbers whose inner product with a vector v is
 the readout tr([v]+ [j]+ [i]+ P_left) / d) on the k vectors of its candidates:
 x = V r, a = (G + lambda I)^-1 x with G = V V^T. What the candidates do not explain,
@@ -41,9 +41,9 @@ import numpy as np
 from numba import njit
 from scipy.special import ndtr
 
-from fastdcyk.engine.readback import RIDGE, bounded_read, ridge_matrix
-from fastdcyk.engine.rules import RuleStructure
-from fastdcyk.engine.soft import SoftWord
+from fastdcyk.engine.core.readback import RIDGE, bounded_read, ridge_matrix
+from fastdcyk.engine.core.rules import RuleStructure
+from fastdcyk.engine.core.soft import SoftWord
 
 __all__ = [
     "ALPHA",
@@ -81,7 +81,7 @@ def read_errors(
         ||r||^2, the squared norm of the cell's unbound vector.
     d : int
         The dimension.
-    ridge : float, default :data:`~fastdcyk.engine.readback.RIDGE`
+    ridge : float, default :data:`~fastdcyk.engine.core.readback.RIDGE`
         The solve's ridge (relative to the mean diagonal of ``g``).
 
     Returns
@@ -131,7 +131,7 @@ def bounded_read_errors(
     g: np.ndarray, x: np.ndarray, a: np.ndarray, norm2: float, d: int, ridge: float = RIDGE
 ) -> tuple[np.ndarray, np.ndarray]:
     """The decision statistics and their standard errors of a bounded read (k > 0.9 d
-    regressors, :func:`~fastdcyk.engine.readback.bounded_solve`; docs/method.md, section 7,
+    regressors, :func:`~fastdcyk.engine.core.readback.bounded_solve`; docs/method.md, section 7,
     "A certificate per cell", (4)).
 
     The read fits its m amplitudes strictly inside [0, 1] (the set F) by least squares with
@@ -371,7 +371,7 @@ def wrong_word_cells(
     :attr:`fastdcyk.cfg.grammar.Grammar.lexicon`), so an item beyond those was detected
     wrongly and written, and one of those missing was lost; the reads' bounds see neither
     (docs/method.md, section 7, "A certificate per cell", (3)). A soft word (a mixture of
-    terminals, :class:`~fastdcyk.engine.soft.SoftWord`) must hold the items its weights
+    terminals, :class:`~fastdcyk.engine.core.soft.SoftWord`) must hold the items its weights
     put well above sigma's centre and none well below it (:data:`SOFT_BAND`).
     ``complete=False``: a cell may lack some of its word's items (the weighted table
     leaves out those beyond its beam), and only an item beyond them counts."""

@@ -1,7 +1,7 @@
-"""What the torch parsers share (:mod:`fastdcyk.engine.torch_backend`): the symbol vectors
+"""What the torch parsers share (:mod:`fastdcyk.engine.backends.torch.driver`): the symbol vectors
 as tensors, the rule spectra built from them, the torch array namespace of the shared code
-(:mod:`fastdcyk.engine.arrays`) and the parsers' base class. Imported through
-:mod:`fastdcyk.engine.torch_backend`, which says how to install PyTorch when it is
+(:mod:`fastdcyk.engine.core.arrays`) and the parsers' base class. Imported through
+:mod:`fastdcyk.engine.backends.torch.driver`, which says how to install PyTorch when it is
 missing."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from fastdcyk.engine import schedule
-from fastdcyk.engine.arrays import ArrayNamespace, sigmoid
-from fastdcyk.engine.rules import RuleStructure, parseval_weights
-from fastdcyk.engine.schedule import Step
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.arrays import ArrayNamespace, sigmoid
+from fastdcyk.engine.core.rules import RuleStructure, parseval_weights
+from fastdcyk.engine.core.schedule import Step
 from fastdcyk.hrr import memory as system_memory
 from fastdcyk.options import DCYKOptions
 
@@ -46,7 +46,7 @@ class SymbolVectors:
     Attributes
     ----------
     terminal : Tensor, (T, d)
-        One row per terminal of the :class:`~fastdcyk.engine.rules.RuleStructure`.
+        One row per terminal of the :class:`~fastdcyk.engine.core.rules.RuleStructure`.
     nonterminal : Tensor, (N, d)
         One row per nonterminal (the vectors of [A]+ and [A]-).
     right : Tensor, (N, d), or None
@@ -124,7 +124,7 @@ def symbol_vectors(
 
 @dataclass
 class TorchParse:
-    """What :func:`~fastdcyk.engine.torch_backend.parse` returns for a batch of B sentences
+    """What :func:`~fastdcyk.engine.backends.torch.driver.parse` returns for a batch of B sentences
     of at most n words.
 
     Attributes
@@ -169,9 +169,9 @@ class TorchParse:
 
 
 class TorchNamespace(ArrayNamespace):
-    """The primitives of the shared code (:mod:`fastdcyk.engine.arrays`) in torch, on one
+    """The primitives of the shared code (:mod:`fastdcyk.engine.core.arrays`) in torch, on one
     device, out of place (autograd sees every step). Index arrays come as numpy arrays;
-    the read-only ones (a grammar's :class:`~fastdcyk.engine.rules.RuleStructure`) are copied
+    the read-only ones (a grammar's :class:`~fastdcyk.engine.core.rules.RuleStructure`) are copied
     to the device once."""
 
     name = "torch"
@@ -294,7 +294,7 @@ class TorchParser(schedule.CellParser):
     defers_dense: bool = False
 
     #: Whether, on a device other than the CPU, the cells' finiteness checks may be read
-    #: at the end of the parse (:class:`fastdcyk.engine.schedule.Ledger`'s
+    #: at the end of the parse (:class:`fastdcyk.engine.core.schedule.Ledger`'s
     #: ``defer_checks``): a parser whose cells read nothing back from the device, and
     #: whose updates of 0 change nothing.
     defers_checks: bool = False
@@ -422,7 +422,7 @@ class TorchParser(schedule.CellParser):
         return self._active_by_end
 
     def sigmoid(self, x: torch.Tensor) -> torch.Tensor:
-        """sigma with the options' beta (:func:`fastdcyk.engine.arrays.sigmoid`)."""
+        """sigma with the options' beta (:func:`fastdcyk.engine.core.arrays.sigmoid`)."""
         return sigmoid(x, self.opt.beta, self.xp)
 
     # -- readouts, counts and the log as the caller wants them -----------------------------
@@ -439,7 +439,7 @@ class TorchParser(schedule.CellParser):
             out[:, i, j, self.xp.index(np.asarray(rows))] = vals.to(self.rdtype)
         return out * self.cell_mask()[..., None]
 
-    # -- the schedule's protocol (fastdcyk.engine.schedule.CellParser) -----------------------
+    # -- the schedule's protocol (fastdcyk.engine.core.schedule.CellParser) -----------------------
 
     def rows(self, step: Step) -> np.ndarray:
         return self.structure.unary if step == schedule.UNARY else self.structure.binary

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fastdcyk.engine.rules import rule_tables
+from fastdcyk.engine.core.rules import rule_tables
 from fastdcyk.hrr import buffers, kernels
 from fastdcyk.options import (
     DECODERS,

@@ -11,17 +11,72 @@ from fastdcyk.cfg.forest import Forest
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.trees import Tree, un_cnf
 from fastdcyk.cfg.viterbi import ViterbiParse, tree_from_scores, viterbi
-from fastdcyk.engine import modes
-from fastdcyk.engine.auto import DimensionChoice
-from fastdcyk.engine.beam import BeamChoice
-from fastdcyk.engine.certificate import Certificate
-from fastdcyk.engine.decode import Statistics, chart_from_statistics, item_scores
-from fastdcyk.engine.deferred import DeferredArray
-from fastdcyk.engine.soft import lexical_of
+from fastdcyk.engine.core.certificate import Certificate
+from fastdcyk.engine.core.decode import Statistics, chart_from_statistics, item_scores
+from fastdcyk.engine.core.deferred import DeferredArray
+from fastdcyk.engine.core.soft import lexical_of
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import DCYKOptions
 
-__all__ = ["DCYKResult"]
+__all__ = ["BeamChoice", "DCYKResult", "DimensionChoice"]
+
+
+@dataclass(frozen=True)
+class DimensionChoice:
+    """How a parse's d was chosen (``DCYKResult.dimension``): by ``d="auto"``
+    (:mod:`fastdcyk.engine.auto`), or given.
+
+    Attributes
+    ----------
+    d : int
+        The d of the result.
+    tried : tuple of int
+        Every d parsed at, in order (the last is ``d``).
+    sure : bool
+        Whether the certificate is sure of the chart at ``d``; False only when ``d`` is
+        ``max_d`` (a :class:`~fastdcyk.engine.auto.DimensionWarning` said so).
+    max_d : int
+        The largest d it could try: the ``max_d`` asked for, or the largest power of two
+        below it that fits in the memory available.
+    reason : str
+        Why ``d``, in a sentence.
+    seconds : float
+        The time of all the tries together.
+    """
+
+    d: int
+    tried: tuple[int, ...]
+    sure: bool
+    max_d: int
+    reason: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class BeamChoice:
+    """What ``beam="auto"`` did (``DCYKResult.beam``; :mod:`fastdcyk.engine.beam`).
+
+    Attributes
+    ----------
+    beam : float
+        The beam of the parse returned (nats).
+    tried : tuple of float
+        Every beam parsed at, in order.
+    capped : bool
+        The last beam still showed a sign of a cut that mattered (a
+        :class:`~fastdcyk.engine.beam.BeamWarning` was given): the tree may not be the most
+        probable, or a parseable sentence may read as not recognized.
+    reason : str
+        Why the last beam was kept (or, when capped, what it still showed).
+    seconds : float
+        Time of all the parses.
+    """
+
+    beam: float
+    tried: tuple[float, ...]
+    capped: bool
+    reason: str
+    seconds: float
 
 
 @dataclass
@@ -42,7 +97,7 @@ class DCYKResult:
     statistics : Statistics or None
         The decoder statistic of every (i, j, A) (None when ``decode=False``): a mapping
         ``{(i, j, A): float}`` over an (n, n + 1, N) array (``statistics.array``,
-        ``statistics.cell(i, j)``; :class:`~fastdcyk.engine.decode.Statistics`).
+        ``statistics.cell(i, j)``; :class:`~fastdcyk.engine.core.decode.Statistics`).
     chart : dict or None
         ``{(i, j): frozenset of nonterminals}`` for every 0 <= i < j <= n, as :func:`cyk`.
     counts : dict
@@ -59,16 +114,16 @@ class DCYKResult:
     certificate : Certificate or None
         With the least-squares read-backs (``readback="cancel"`` or ``"lstsq"``, numpy
         backend): how far each cell's read can be trusted
-        (:class:`~fastdcyk.engine.certificate.Certificate`, docs/method.md, section 7);
+        (:class:`~fastdcyk.engine.core.certificate.Certificate`, docs/method.md, section 7);
         :attr:`confidence`, :attr:`sure` and :meth:`suspect_cells` read it. None otherwise.
     dimension : DimensionChoice or None
         When d was chosen (``d="auto"``): the d parsed at, every d tried, why, and the
-        time of all the tries (:class:`~fastdcyk.engine.auto.DimensionChoice`); None for a
+        time of all the tries (:class:`DimensionChoice`); None for a
         d given.
     beam : BeamChoice or None
         With ``weights="table"`` and ``beam="auto"`` (the default): the beam parsed with,
         every beam tried, why, and whether the widest still showed a cut that mattered
-        (:class:`~fastdcyk.engine.beam.BeamChoice`); None otherwise.
+        (:class:`BeamChoice`); None otherwise.
     """
 
     words: tuple[str, ...]
@@ -100,7 +155,7 @@ class DCYKResult:
     @property
     def sure(self) -> bool | None:
         """Whether no cell is suspect: the chart's error bound is within the
-        certificate's alpha (:data:`~fastdcyk.engine.certificate.ALPHA`); None when the
+        certificate's alpha (:data:`~fastdcyk.engine.core.certificate.ALPHA`); None when the
         parse has no :attr:`certificate` (the paper and trace variants, the matched
         read-back, the torch backend): nothing then says whether the chart is right.
 
@@ -138,7 +193,7 @@ class DCYKResult:
 
     def item_scores(self) -> dict[tuple[int, int, str], float]:
         """The score of every item (i, j, A) of the decoded chart
-        (:func:`~fastdcyk.engine.decode.item_scores`): the log of its gate value
+        (:func:`~fastdcyk.engine.core.decode.item_scores`): the log of its gate value
         ``sigma(beta (s - 1/2))``. A tree's score is the sum over its items."""
         if self.statistics is None or self.chart is None:
             raise ValueError("this parse was not decoded (decode=False): it has no trees")
@@ -254,7 +309,7 @@ class DCYKResult:
 
     def __repr__(self) -> str:
         o = self.options
-        mode = modes.select(o.gate, o.weights)
+        mode = o.mode
         beam = self.beam.beam if self.beam is not None else o.beam
         beam_text = f"{beam:g}" if isinstance(beam, float) else repr(beam)
         table = f", weights={o.weights!r}, beam={beam_text}" if mode.writes_probabilities else ""
@@ -268,7 +323,7 @@ class DCYKResult:
 
 def _made_on_access(name: str) -> property:
     """The accumulator ``name`` of a result: the array, made on first access where the parse
-    deferred it (a :class:`~fastdcyk.engine.deferred.DeferredArray`), then kept."""
+    deferred it (a :class:`~fastdcyk.engine.core.deferred.DeferredArray`), then kept."""
     key = "_" + name
 
     def get(self: DCYKResult) -> np.ndarray:

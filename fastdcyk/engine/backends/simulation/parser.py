@@ -1,11 +1,11 @@
 """What the capacity model's simulations of the detection modes share (:mod:`fastdcyk.capacity`;
-each mode's simulation is in its folder, :mod:`fastdcyk.engine.modes`).
+each mode's simulation is in its folder, :mod:`fastdcyk.registry.modes`).
 
 D-CYK's readouts are sums over pairs of superposed terms (docs/method.md, section 3): pairs
 whose span indices cancel leave a circulant of symbol vectors only, whose trace the
 simulations compute exactly from the codebook's own symbol spectra; the other pairs are
 modelled as noise of the variance the algebra gives. A simulation runs the schedule
-(:func:`fastdcyk.engine.schedule.run`) over these readouts as a parser runs it over the
+(:func:`fastdcyk.engine.core.schedule.run`) over these readouts as a parser runs it over the
 accumulators, with no d x d work: :class:`Simulation` holds one codebook draw's rule and
 symbol spectra and what the readouts' models share. See docs/method.md, section 5, for the
 derivation and docs/results.md for the validation against measurement.
@@ -19,11 +19,11 @@ from collections.abc import Callable
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.engine import schedule
-from fastdcyk.engine.arrays import sigmoid
-from fastdcyk.engine.decode import decision_boundary
-from fastdcyk.engine.rules import parseval_weights, rule_structure, rule_tables
-from fastdcyk.engine.schedule import Step
+from fastdcyk.engine.core import schedule
+from fastdcyk.engine.core.arrays import sigmoid
+from fastdcyk.engine.core.decode import decision_boundary
+from fastdcyk.engine.core.rules import parseval_weights, rule_structure, rule_tables
+from fastdcyk.engine.core.schedule import Step
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.sidon import sidon_offsets
 from fastdcyk.options import DCYKOptions
@@ -33,7 +33,7 @@ __all__ = ["Simulation"]
 
 class Simulation:
     """A simulation of one mode for one codebook draw: its rule and symbol spectra, and
-    the schedule's protocol (:class:`~fastdcyk.engine.schedule.CellParser`) over modelled
+    the schedule's protocol (:class:`~fastdcyk.engine.core.schedule.CellParser`) over modelled
     readouts. A mode's simulation implements :meth:`run` (the decoded chart of one
     sentence) and the protocol's steps.
 
@@ -94,7 +94,7 @@ class Simulation:
         g = sigmoid(x, self.beta)
         return np.where(g > self.prune, g, 0.0)
 
-    # -- the schedule's protocol (fastdcyk.engine.schedule.CellParser) -----------------------
+    # -- the schedule's protocol (fastdcyk.engine.core.schedule.CellParser) -----------------------
 
     def rows(self, step: Step) -> np.ndarray:
         return self.tables.unary if step == schedule.UNARY else self.tables.binary

@@ -32,7 +32,7 @@ parse writes lies in [0, 1] (a gate, a word's weight, a weighted item's amplitud
 unique point of the box that fits for k up to about 2d (docs/method.md, section 7,
 "Beyond d: the bounded read").
 
-Written once for every backend (:mod:`fastdcyk.engine.arrays`): :func:`ridge_solve` solves a
+Written once for every backend (:mod:`fastdcyk.engine.core.arrays`): :func:`ridge_solve` solves a
 batch of systems (the torch backend's sentences, padded to the largest candidate set, under
 autograd), :func:`solve` one system in numpy (the numpy backend's clean-up and weighted
 parsers, the capacity model).
@@ -46,7 +46,7 @@ import numpy as np
 import scipy.linalg
 from numba import njit
 
-from fastdcyk.engine.arrays import NUMPY, ArrayNamespace
+from fastdcyk.engine.core.arrays import NUMPY, ArrayNamespace
 
 __all__ = [
     "RIDGE",
@@ -124,7 +124,7 @@ def ridge_solve(
         For systems padded to one size: which rows are candidates. A padded row and
         column of ``g`` (and entry of ``x``) must be 0; it gets 1 on the diagonal and
         solves to 0, and the mean diagonal counts the valid rows only.
-    xp : ArrayNamespace, default :data:`~fastdcyk.engine.arrays.NUMPY`
+    xp : ArrayNamespace, default :data:`~fastdcyk.engine.core.arrays.NUMPY`
 
     Returns
     -------

@@ -4,7 +4,7 @@ A parse's dense P_left is one more transform of the table (an FFT pair at d x d,
 of a 5-word parse at d = 256) that most callers never look at: the chart, the statistics
 and the certificate come from the table's spectrum. The numpy backend's spectral parsers
 hand the result a :class:`DeferredArray` instead, which
-:class:`~fastdcyk.engine.result.DCYKResult` turns into the array on first access.
+:class:`~fastdcyk.engine.core.result.DCYKResult` turns into the array on first access.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""A prepared parse: the grammar, the sentences, the options and the codebook, checked once.
+"""How a parse is prepared: the grammar, the sentences, the options and the codebook,
+checked once.
 
-:func:`prepare` is what :func:`fastdcyk.dcyk` and :func:`fastdcyk.dcyk_batch` do before any
-backend runs: the grammar is loaded and checked to be in CNF, the words checked against its
-terminals, the options resolved (:func:`fastdcyk.options.resolve`) and their mode asked
-whether the backend has it (:mod:`fastdcyk.engine.modes`), the memory checked before
-anything of size d is allocated, and the codebook built or checked. Every backend takes the
-resulting :class:`Plan`; the rule structure of its grammar (:mod:`fastdcyk.engine.rules`) is
-shared by all of them.
+:func:`prepare` is what :func:`fastdcyk.dcyk`, :func:`fastdcyk.dcyk_batch` and
+:class:`fastdcyk.nn.DCYK` do before any backend runs: the grammar is loaded and checked to
+be in CNF, the words checked against its terminals, the options resolved
+(:func:`fastdcyk.options.resolve`) and their mode asked whether the backend has it
+(:mod:`fastdcyk.registry.modes`), the memory checked before anything of size d is allocated,
+and the codebook built or checked. Every backend takes the resulting :class:`Plan`; the rule
+structure of its grammar (:mod:`fastdcyk.engine.core.rules`) is shared by all of them.
 """
 
 from __future__ import annotations
@@ -14,17 +15,15 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar, as_grammar
 from fastdcyk.cfg.treebank import unknown_to_classes
-from fastdcyk.engine import modes
-from fastdcyk.engine.memory import check_codebook_memory, check_parse_memory
-from fastdcyk.engine.rules import RuleStructure, rule_structure
-from fastdcyk.engine.soft import SoftWord, soft_word
+from fastdcyk.engine import memory
+from fastdcyk.engine.core.plan import Plan
+from fastdcyk.engine.core.soft import SoftWord, soft_word
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import get_fft
 from fastdcyk.options import (
@@ -37,9 +36,13 @@ from fastdcyk.options import (
     check_int,
     resolve,
 )
+from fastdcyk.registry import backends
+from fastdcyk.registry.backends import Backend
+from fastdcyk.registry.modes import Mode
 
 __all__ = [
     "Plan",
+    "check_autograd",
     "check_symbols",
     "clear_codebooks",
     "cnf_grammar",
@@ -282,38 +285,6 @@ def cnf_grammar(grammar: Grammar | str) -> Grammar:
     return grammar
 
 
-@dataclass(frozen=True, eq=False)
-class Plan:
-    """A parse prepared for any backend: everything checked, nothing of size d allocated
-    beyond the codebook.
-
-    Attributes
-    ----------
-    grammar : Grammar
-        In CNF.
-    sentences : list of tuple of str
-        Each sentence's words, terminals of the grammar (Unicode NFC).
-    options : DCYKOptions
-        Resolved and checked.
-    codebook : Codebook
-        Holds every symbol the sentences need.
-    """
-
-    grammar: Grammar
-    sentences: list[tuple[str, ...]]
-    options: DCYKOptions
-    codebook: Codebook
-
-    @property
-    def structure(self) -> RuleStructure:
-        """The grammar's rules as index arrays (shared by every backend)."""
-        return rule_structure(self.grammar)
-
-    @property
-    def longest(self) -> int:
-        return max((len(ws) for ws in self.sentences), default=1)
-
-
 def option_keywords(options: DCYKOptions | None, given: Mapping[str, Any]) -> dict[str, Any]:
     """The options of a parse as keywords, from ``options=`` or from the option keywords
     ``given`` (:data:`fastdcyk.options.NAMES`; None where not given).
@@ -349,20 +320,23 @@ def prepare(
     backend: str,
     device: Any,
     options: Mapping[str, Any],
+    autograd: bool = False,
 ) -> Plan:
-    """What :func:`fastdcyk.dcyk` and :func:`fastdcyk.dcyk_batch` check before parsing.
+    """What :func:`fastdcyk.dcyk`, :func:`fastdcyk.dcyk_batch` and :class:`fastdcyk.nn.DCYK`
+    check before parsing.
 
     Everything is checked before the codebook is built (and the memory before anything of
-    size d): the backend and device, the grammar (CNF), the words, the options
-    (``options``: the keyword form, :func:`option_keywords`) and whether their mode has
-    the backend and the grammar it needs (:mod:`fastdcyk.engine.modes`), the memory, the
-    codebook and the symbols it must hold.
+    size d): the backend and device (:mod:`fastdcyk.registry.backends`), the grammar (CNF),
+    the words, the options (``options``: the keyword form, :func:`option_keywords`) and
+    whether their mode has the backend and the grammar it needs
+    (:mod:`fastdcyk.registry.modes`), the memory where the backend computes
+    (:func:`fastdcyk.engine.memory.check_memory`), the codebook and the symbols it must hold.
+    ``autograd``: the parse runs under autograd (the layer), which needs a backend that
+    computes under it and a differentiable mode (:func:`check_autograd`). ``sentences`` may
+    be empty (the layer's, prepared before its batches).
     """
-    check_backend(backend, device)
-    if backend == "torch":
-        from fastdcyk.engine import torch_backend  # ImportError with the hint
-
-        torch_backend.check_device(device)  # one message for every entry point
+    record = check_backend(backend, device)
+    device = record.check_device(device)  # one message for every entry point
     grammar = cnf_grammar(grammar)
     all_words = [words_of(grammar, s) for s in sentences]
     check_given_codebook(codebook, d, dtype, seed, unitary, fft)
@@ -370,7 +344,9 @@ def prepare(
     opt = resolve(dtype=opt_dtype, **options)
     if unitary is None:  # the variant's codebook
         unitary = VARIANTS[opt.variant]["unitary"]
-    mode = modes.select(opt.gate, opt.weights)
+    mode = opt.mode
+    if autograd:
+        check_autograd(record, mode)
     mode.parser(backend)  # a backend that lacks the mode is refused, naming those that have it
     if mode.writes_probabilities and not grammar.is_weighted:
         raise ValueError(
@@ -386,14 +362,39 @@ def prepare(
         # before the codebook draws anything of size d (its permutation, its vectors)
         built.append(True)
         if check_memory:
-            check_parse_memory(d, dtype, fft_library, opt, longest)
+            fit(d, dtype, fft_library)
+
+    def fit(d: int, dtype: np.dtype, fft_library: Any, held: int = 0) -> None:
+        kw = {"sentences": len(all_words), "device": device, "held": held}
+        memory.check_memory(record, d, dtype, fft_library, opt, longest, **kw)
 
     cb = resolve_codebook(codebook, d, seed, dtype, bool(unitary), fft, grammar, before_build)
     if check_memory and not built:  # a codebook given, or kept: its buffers are reused
-        check_codebook_memory(cb, opt, longest)
+        fit(cb.d, cb.dtype, cb.fft, cb.buffer_bytes())
     for ws in all_words:
         check_symbols(cb, grammar, ws, opt.encoding)
     return Plan(grammar, all_words, opt, cb)
+
+
+def check_autograd(backend: Backend, mode: Mode) -> None:
+    """Refuse a parse under autograd (:class:`fastdcyk.nn.DCYK`) with a backend that does
+    not compute under it, or a mode that is not differentiable or has no parser on the
+    backend, saying what the layer can use."""
+    if not backend.autograd:
+        able = " or ".join(repr(b.name) for b in backends.BACKENDS.values() if b.autograd)
+        raise ValueError(
+            f"{backend.describe()} does not compute under autograd: the layer needs a backend "
+            f"that does ({able})"
+        )
+    try:
+        mode.parser(backend.name)
+    except ValueError as exc:
+        raise ValueError(
+            f"{exc} (fastdcyk.dcyk); the layer needs a {backend.name} parser, and a PCFG's "
+            "probabilities rank the trees of its decoded charts (DCYKOutput.best_parses)"
+        ) from None
+    if not mode.differentiable:
+        raise ValueError(f"{mode.describe()} is not differentiable: the layer cannot use it")
 
 
 def check_symbols(

@@ -21,7 +21,7 @@ This module owns that control flow and its bookkeeping: which cells, in which or
 the table is read again, the counts of detections, updates and pruned updates, the pruning
 rule, the detection log, the check for non-finite readouts and its message, the readouts
 kept for a differentiable layer, the progress callback and the step timings. The arithmetic
-belongs to the detection modes (:mod:`fastdcyk.engine.modes`), whose parsers and
+belongs to the detection modes (:mod:`fastdcyk.registry.modes`), whose parsers and
 simulations implement :class:`CellParser`: each mode's numpy and torch parsers and the
 capacity model's simulation of it.
 
@@ -41,7 +41,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from fastdcyk.engine.arrays import ArrayNamespace
+from fastdcyk.engine.core.arrays import ArrayNamespace
 
 __all__ = [
     "BINARY",
@@ -180,7 +180,7 @@ class Ledger:
     Parameters
     ----------
     xp : ArrayNamespace
-        The array library of the backend (:mod:`fastdcyk.engine.arrays`).
+        The array library of the backend (:mod:`fastdcyk.engine.core.arrays`).
     names : sequence of str
         The grammar's nonterminals (the log names them).
     lengths : sequence of int

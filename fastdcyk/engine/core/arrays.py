@@ -3,7 +3,7 @@
 What the numpy and torch backends compute alike over small arrays (the schedule's
 bookkeeping, the read-back's solve, the rule layers, sigma) is written once, as functions
 of an :class:`ArrayNamespace`: :data:`NUMPY` here, and the torch backend's in
-:mod:`fastdcyk.engine.torch_common`. A namespace holds only the primitives whose spelling
+:mod:`fastdcyk.engine.backends.torch.parser`. A namespace holds only the primitives whose spelling
 differs between the libraries (a logistic, a sum by index, a Cholesky factorisation); the
 d x d arithmetic stays in each backend (numpy in place, in pooled buffers, with Numba; torch
 out of place, for autograd).
@@ -108,7 +108,7 @@ class ArrayNamespace:
         """The arrays ``parts`` joined along their last axis."""
         raise NotImplementedError
 
-    # -- the schedule's bookkeeping (fastdcyk.engine.schedule.Ledger) ---------------------
+    # -- the schedule's bookkeeping (fastdcyk.engine.core.schedule.Ledger) ---------------------
 
     def int_counts(self, batch: int) -> Any:
         """Zeros (3, batch) of an integer type: detections, updates, pruned."""

@@ -7,10 +7,10 @@ from typing import Any
 
 import torch
 
-from fastdcyk.engine.torch_common import TorchParser, all_finite, free_bytes
+from fastdcyk.engine.backends.torch.parser import TorchParser, all_finite, free_bytes
 from fastdcyk.hrr.buffers import G_CACHE_BYTES, g_cache_slots
 
-__all__ = ["HeldTables", "SpectralParser"]
+__all__ = ["HeldTables", "TorchSpectralParser"]
 
 
 def _rows(t: torch.Tensor, rows: list[int]) -> torch.Tensor:
@@ -21,10 +21,10 @@ def _rows(t: torch.Tensor, rows: list[int]) -> torch.Tensor:
     return torch.stack([t[r] for r in rows])
 
 
-class SpectralParser(TorchParser):
+class TorchSpectralParser(TorchParser):
     """A torch parser whose table is kept as 2-D half spectra (docs/method.md, section 4.4),
     batched: the trace and clean-up gates' (the numpy backend's
-    :class:`~fastdcyk.engine.numpy_spectral.SpectralParser` in PyTorch).
+    :class:`~fastdcyk.engine.backends.numpy.spectral.NumpySpectralParser` in PyTorch).
 
     ``left_spectrum`` and ``right_spectrum`` are (B, d // 2 + 1, d): rows f <= d/2 of
     (Phi P_left)~^T and of (P_right Phi^T)~ per sentence (ZT and PR), as in the numpy
@@ -292,7 +292,7 @@ class SpectralParser(TorchParser):
         return out
 
     #: Whether :meth:`dense` may be called after the parse has returned (``dense="later"``
-    #: of :func:`~fastdcyk.engine.torch_backend.parse`), :meth:`keep_for_dense` having
+    #: of :func:`~fastdcyk.engine.backends.torch.driver.parse`), :meth:`keep_for_dense` having
     #: dropped what it does not need and :meth:`dense_finite` checked what it reads.
     defers_dense = True
 
@@ -338,7 +338,7 @@ class HeldTables:
     """The accumulators' half spectra of a parse and the permutation: what its dense
     matrices are made from, kept apart from the parser (so that the rest of the parse can
     be let go) where a result's P_left is made later, on the device or moved to the host
-    (:func:`fastdcyk.engine.torch_backend.spill_deferred`)."""
+    (:func:`fastdcyk.engine.backends.torch.driver.spill_deferred`)."""
 
     def __init__(
         self, left: torch.Tensor, right: torch.Tensor | None, inv: torch.Tensor, d: int
@@ -350,12 +350,12 @@ class HeldTables:
         return self.left.device
 
     def held_tables(self) -> HeldTables:
-        """Themselves (as a parser's :meth:`SpectralParser.held_tables` gives them)."""
+        """Themselves (as a parser's :meth:`TorchSpectralParser.held_tables` gives them)."""
         return self
 
     def deferred_bytes(self) -> int:
         """The bytes of the tables, where they are (as a parser's
-        :meth:`SpectralParser.deferred_bytes`)."""
+        :meth:`TorchSpectralParser.deferred_bytes`)."""
         return _nbytes(self.left) + _nbytes(self.right)
 
     def to_host(self) -> HeldTables:

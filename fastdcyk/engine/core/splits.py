@@ -2,7 +2,7 @@
 
 The least-squares read-backs score every nonterminal of a read cell sigma(0) but its
 candidates (docs/method.md, section 7), so a binary cell's detection is a constant plus the
-terms of the rules with a candidate child (:func:`fastdcyk.engine.rules.candidate_rule_layer`,
+terms of the rules with a candidate child (:func:`fastdcyk.engine.core.rules.candidate_rule_layer`,
 which the torch backend uses and which states what this module computes). Visited split by
 split from Python, a cell of width w costs w - 1 rounds of small array calls: at small d and
 for long sentences (the capacity model at hundreds of words) that, not the arithmetic, is
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from fastdcyk.engine.rules import RuleStructure
+from fastdcyk.engine.core.rules import RuleStructure
 
 __all__ = ["CandidateChart"]
 
@@ -149,7 +149,7 @@ class CandidateChart:
         """The clean-score rule layer of binary cell (i, j), float64, one entry per
         nonterminal of ``structure.binary``: the sum over its splits of the rules' products
         of their children's clean scores (equal, to rounding, to
-        :func:`~fastdcyk.engine.rules.candidate_rule_layer`)."""
+        :func:`~fastdcyk.engine.core.rules.candidate_rule_layer`)."""
         t = self.sums * ((j - i - 1) * self.base * self.base)
         start, count, rows, deltas, dense, *rules, weights, _, base = self.kernel_arrays()
         _layer(t, i, j, start, count, rows, deltas, *rules, weights, base, dense)
