@@ -8,7 +8,7 @@ ends at ".", "!" or "?" followed by a space, or at the end of a paragraph or lis
 
 Usage::
 
-    python docs/prose_stats.py README.md docs/tutorials/*.md [--max-mean 22]
+    python docs/lab/prose_stats.py README.md docs/tutorials/*.md [--max-mean 22]
 """
 
 from __future__ import annotations
