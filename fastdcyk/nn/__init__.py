@@ -11,7 +11,7 @@ and optional per-rule weights, so a codebook can be learned by gradient descent 
 random ones fail (docs/learning.md). A network can feed it instead of words: per position,
 weights over the grammar's terminals (``terminals=``) or scores over its preterminals
 (``preterminals=``, a tagger's), whose gradients reach that network (docs/method.md,
-section 11; the worked model docs/treebank_model.py).
+section 11; the worked model docs/lab/treebank_model.py).
 
 PyTorch is needed (``pip install torch``); ``import fastdcyk`` does not import
 this module. The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Satta,
