@@ -5,6 +5,10 @@ Build it with ``pip install '.[docs]'`` and ``sphinx-build -W -b html docs docs/
 docstring docutils cannot read). Cross-references inside docstrings to numpy, the standard
 library or torch are not resolved (intersphinx would fetch their inventories, and CI has no
 network for that), so the build is not run in nitpicky mode.
+
+This is the one script at docs/'s root, because sphinx-build reads its configuration there;
+the studies' scripts and records are under docs/lab/ (its README.md), which the site leaves
+out.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ extensions = [
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "**/*.py", "**/*.json", "records"]
+exclude_patterns = ["_build", "lab"]  # lab/: the studies' scripts and records, not pages
 myst_heading_anchors = 3
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False

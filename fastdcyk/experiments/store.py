@@ -356,7 +356,7 @@ def _parse_file(path: Path) -> _Parsed:
         data = path.read_bytes()
     except OSError as exc:
         raise ResultsFileError(f"cannot read results file {str(path)!r}: {exc}") from exc
-    if data[:2] == _GZIP_MAGIC:  # a results file kept compressed, as docs/records/ keeps them
+    if data[:2] == _GZIP_MAGIC:  # a results file kept compressed, as docs/lab/records/ keeps them
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:

@@ -10,7 +10,8 @@ indices when asked) and optional per-rule weights, so a codebook can be learned 
 descent at a d where random ones fail (docs/learning.md). A network can feed it instead of
 words: per position, weights over the grammar's terminals (``terminals=``) or scores over
 its preterminals (``preterminals=``, a tagger's), whose gradients reach that network
-(docs/method.md, section 11; :func:`dcyk_input` makes them from a network's outputs).
+(docs/method.md, section 11; :func:`dcyk_input` makes them from a network's outputs; the
+worked model docs/lab/treebank_model.py).
 
 - :mod:`.layer`: :class:`DCYK`;
 - :mod:`.output`: :class:`DCYKOutput`, the views of a batch's scores;

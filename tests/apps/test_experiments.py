@@ -426,7 +426,7 @@ def test_a_torn_last_line_is_cut_and_the_run_resumes(tmp_path, reference):
 
 
 def test_a_compressed_results_file_is_read_as_it_is_and_never_appended_to(tmp_path, reference):
-    """docs/records/ keeps results gzip-compressed: they load (a torn last line counted in
+    """docs/lab/records/ keeps results gzip-compressed: they load (a torn last line counted in
     the decompressed bytes), a run refuses to append to one or to write a .gz, and a
     damaged one is a ResultsFileError; nothing is changed."""
     import gzip

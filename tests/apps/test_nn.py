@@ -161,11 +161,11 @@ def test_bad_arguments_are_refused(tmp_path):
 
 
 def test_the_learning_example_runs_and_lowers_the_loss(tmp_path):
-    """docs/learning.py, the worked example, for a few steps at a tiny d."""
+    """docs/lab/learning.py, the worked example, for a few steps at a tiny d."""
     import runpy
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[2] / "docs" / "learning.py"
+    script = Path(__file__).resolve().parents[2] / "docs" / "lab" / "learning.py"
     main = runpy.run_path(str(script))["main"]
     out = main(
         ["--steps", "4", "--every", "1", "--d", "32", "--train", "8", "--test", "4"]

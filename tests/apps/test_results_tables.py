@@ -1,5 +1,5 @@
 """docs/results.md's tables of studies (a) to (c) come from the committed records
-(docs/records/): every number of those tables is what the records give."""
+(docs/lab/records/): every number of those tables is what the records give."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import fastdcyk.experiments as ex
 from fastdcyk.experiments.aggregate import study_rows
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORDS = ROOT / "docs" / "records"
+RECORDS = ROOT / "docs" / "lab" / "records"
 RESULTS = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
 
-pytestmark = pytest.mark.skipif(not RECORDS.is_dir(), reason="docs/records/ not in this tree")
+pytestmark = pytest.mark.skipif(not RECORDS.is_dir(), reason="docs/lab/records/ not in this tree")
 
 
 def _section(title: str) -> str:
@@ -117,10 +117,11 @@ def test_study_c_exact_rows_are_the_records(study_c):
 
 def test_study_j_grid_table_is_the_records():
     """Study (j)'s table of the paper's grids in both orders is what the records give
-    (docs/trace_width_study.py --grids: the cell order's records and docs/records/width/)."""
+    (docs/lab/trace_width_study.py --grids: the cell order's records and
+    docs/lab/records/width/)."""
     import runpy
 
-    lines = runpy.run_path(str(ROOT / "docs" / "trace_width_study.py"))["grid_lines"]()
+    lines = runpy.run_path(str(ROOT / "docs" / "lab" / "trace_width_study.py"))["grid_lines"]()
     section = _section("Study (j)")
     assert len(lines) == 2 + 8 + 4  # G0 at eight d, G1..G4 at four
     for line in lines:

@@ -13,17 +13,17 @@ charts, 1 - 0.05^(1/s), about 3/s).
 
 Usage::
 
-    python docs/certificate_study.py --grammar atis --path PATH/atis.cfg
-    python docs/certificate_study.py --grammar commandtalk
-    python docs/certificate_study.py --grammar ptb --path PATH/ptb_sample.cfg --dims 1024
-    python docs/certificate_study.py --table
+    python docs/lab/certificate_study.py --grammar atis --path PATH/atis.cfg
+    python docs/lab/certificate_study.py --grammar commandtalk
+    python docs/lab/certificate_study.py --grammar ptb --path PATH/ptb_sample.cfg --dims 1024
+    python docs/lab/certificate_study.py --table
 
-Results go to docs/certificate_GRAMMAR.json (a rerun skips the points there, unless
+Results go to docs/lab/certificate_GRAMMAR.json (a rerun skips the points there, unless
 ``--sentences`` asks for more than a point had: the list drawn is the same list extended,
 and the point is run again on it). Where the certificate calls fewer charts sure, more
 sentences are needed to bound its miss rate to 1 in 200 (about 600 sure charts)::
 
-    python docs/certificate_study.py --grammar commandtalk --dims 128 --sentences 2400
+    python docs/lab/certificate_study.py --grammar commandtalk --dims 128 --sentences 2400
 """
 
 from __future__ import annotations

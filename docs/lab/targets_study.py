@@ -1,6 +1,6 @@
 """The trace variant's fidelity targets of docs/results.md ("Fidelity of the trace variant").
 
-Run with ``python docs/targets_study.py [--variant V] [--atis PATH] [d ...]`` (default: the
+Run with ``python docs/lab/targets_study.py [--variant V] [--atis PATH] [d ...]`` (default: the
 trace variant, d in 1024 2048). For every d it parses, with the variant and its defaults
 (for the trace variant: roles encoding, unitary vectors, shifted span indices):
 
@@ -15,7 +15,7 @@ with codebook seeds 0, 1 and 2, and prints micro-averaged P, R, F1 over all (i, 
 triples, the count of exact tables, and the count of sentences whose best tree
 (``DCYKResult.tree``) is a parse of the sentence under the grammar (``is_parse``). With
 ``--atis PATH`` (NLTK's atis.cfg, converted to CNF) it also parses 200 sentences of 3 to 10
-words drawn from ATIS (seed 1, as docs/realgrammar_study.py). Jobs run on a process pool,
+words drawn from ATIS (seed 1, as docs/lab/realgrammar_study.py). Jobs run on a process pool,
 one per core.
 """
 

@@ -1,6 +1,6 @@
 """The cancelling read-back as the default, the certificate, and d chosen by it (study (h)).
 
-Three real grammars, as in docs/readback_study.py: NLTK's ATIS grammar and the rules of
+Three real grammars, as in docs/lab/readback_study.py: NLTK's ATIS grammar and the rules of
 NLTK's Penn Treebank sample (given as paths: their licences keep them out of fastdcyk), and
 SRI's CommandTalk grammar (tests/data/commandtalk.cfg.gz), each read with ``cnf="allow"``
 and converted with ``to_cnf()``. 100 sentences are drawn from each (``generate``, seed 1)
@@ -21,7 +21,7 @@ float32, one thread. Studies:
 - ``cells``: per sentence, the symbols of the largest cell of symbolic CYK's chart and of
   its largest one-word cell, which the table sets against the dims study's wrong charts.
 
-Results go to docs/default_GRAMMAR.json, one entry per point, written as each finishes (a
+Results go to docs/lab/default_GRAMMAR.json, one entry per point, written as each finishes (a
 rerun skips what is there; the points of CommandTalk and the treebank rules parsed before
 the bounded read of cells of more than d regressors are kept as ``linear|KEY``, study (k)
 of docs/results.md); ``--table`` prints the tables of docs/results.md and ``--plot``
@@ -29,12 +29,12 @@ draws docs/figures/default.png.
 
 Usage::
 
-    python docs/default_study.py --grammar atis --path PATH/atis.cfg
-    python docs/default_study.py --grammar commandtalk
-    python docs/default_study.py --grammar ptb --path PATH/ptb_sample.cfg
-    python docs/default_study.py --paper        # G0..G4 at d = 128
-    python docs/default_study.py --table
-    python docs/default_study.py --plot
+    python docs/lab/default_study.py --grammar atis --path PATH/atis.cfg
+    python docs/lab/default_study.py --grammar commandtalk
+    python docs/lab/default_study.py --grammar ptb --path PATH/ptb_sample.cfg
+    python docs/lab/default_study.py --paper        # G0..G4 at d = 128
+    python docs/lab/default_study.py --table
+    python docs/lab/default_study.py --plot
 """
 
 from __future__ import annotations
@@ -363,7 +363,7 @@ def plot() -> None:
         if path.exists():
             data[name] = json.loads(path.read_text())
     if not data:
-        raise SystemExit("no docs/default_*.json yet: run a study first")
+        raise SystemExit("no docs/lab/default_*.json yet: run a study first")
     fig = Figure(figsize=(4.2 * len(data), 6.4), layout="constrained")
     axes = fig.subplots(2, len(data), squeeze=False)
     colours = {"cancel": "tab:green", "lstsq": "tab:blue"}
@@ -395,8 +395,8 @@ def plot() -> None:
     axes[0, 0].set_ylabel("share of the sentences")
     axes[0, 0].legend(loc="lower right", fontsize=8)
     fig.suptitle("The default read-back (cancel) against lstsq, and the d that d='auto' chose")
-    fig.savefig(HERE / "figures" / "default.png", dpi=110)
-    print(f"wrote {HERE / 'figures' / 'default.png'}")
+    fig.savefig(HERE.parent / "figures" / "default.png", dpi=110)
+    print(f"wrote {HERE.parent / 'figures' / 'default.png'}")
 
 
 def main() -> None:
@@ -408,10 +408,10 @@ def main() -> None:
     ap.add_argument("--readback", nargs="*", help="only these read-backs (dims study)")
     ap.add_argument(
         "--part",
-        help="write to docs/default_GRAMMAR<PART>.json, to run beside the main run (merge "
+        help="write to docs/lab/default_GRAMMAR<PART>.json, to run beside the main run (merge "
         "with --merge PART)",
     )
-    ap.add_argument("--merge", help="merge docs/default_GRAMMAR<PART>.json into the main file")
+    ap.add_argument("--merge", help="merge docs/lab/default_GRAMMAR<PART>.json into the main file")
     ap.add_argument("--table", action="store_true", help="print the tables of docs/results.md")
     ap.add_argument("--plot", action="store_true", help="draw docs/figures/default.png")
     args = ap.parse_args()

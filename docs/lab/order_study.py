@@ -1,6 +1,6 @@
 """The order study of docs/method.md: the paper's order against ``order="cell"``.
 
-Run with ``python docs/order_study.py``; prints micro-averaged P, R, F1 and exact tables for
+Run with ``python docs/lab/order_study.py``; prints micro-averaged P, R, F1 and exact tables for
 each grammar G0..G4, variant and order over the distinct sentences of a sample of 200 G0
 sentences of length 2..7 (every grammar accepts them), at d = 1024, codebook seed 0. The
 jobs run on a process pool, one per core.

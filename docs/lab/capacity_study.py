@@ -1,9 +1,9 @@
 """The capacity model against measurement, and study (d) of docs/results.md.
 
-Run with ``python docs/capacity_study.py`` (about 45 minutes on 2 cores;
+Run with ``python docs/lab/capacity_study.py`` (about 45 minutes on 2 cores;
 ``--predict-only`` recomputes the predictions and keeps the stored measurements, in minutes;
 ``--measure-d 256`` measures the points at d = 256 again and keeps the others'). Writes
-``docs/capacity_study.json`` (every point: predicted and measured P, R, F1, exact) and the
+``docs/lab/capacity_study.json`` (every point: predicted and measured P, R, F1, exact) and the
 figures ``docs/figures/capacity_validation.png`` and ``docs/figures/study_d_random_grammars.png``.
 
 Validation: each point parses ``N`` sentences of one length drawn from the grammar itself
@@ -52,7 +52,7 @@ def seeds(variant: str, d: int) -> tuple[int, ...]:
     return PAPER_SEEDS if variant == "paper" else SEEDS
 
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parent
 
 RANDOM = {
     "R-small": dict(nonterminals=10, terminals=20, binary_rules=25, ambiguity=1.5, seed=1),
@@ -158,7 +158,7 @@ def figures(rows: list[dict]) -> None:
     ax.set_title("Capacity model against measurement\nd 256-4096, lengths 3-10", fontsize=10)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(HERE / "figures" / "capacity_validation.png", dpi=130)
+    fig.savefig(HERE.parent / "figures" / "capacity_validation.png", dpi=130)
     plt.close(fig)
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
@@ -180,7 +180,7 @@ def figures(rows: list[dict]) -> None:
     axes[0].legend(fontsize=7)
     fig.suptitle("Study (d): random grammars, trace variant, d = 1024, length 6", fontsize=10)
     fig.tight_layout()
-    fig.savefig(HERE / "figures" / "study_d_random_grammars.png", dpi=130)
+    fig.savefig(HERE.parent / "figures" / "study_d_random_grammars.png", dpi=130)
     plt.close(fig)
 
 
@@ -188,7 +188,7 @@ KEY = ("study", "grammar", "variant", "encoding", "d", "length")
 
 
 if __name__ == "__main__":
-    # --predict-only: recompute the predictions of docs/capacity_study.json and keep its
+    # --predict-only: recompute the predictions of docs/lab/capacity_study.json and keep its
     # measurements (seconds instead of half an hour; valid only while the codebooks and the
     # engine are those the measurements were taken with). --measure-d D: measure the points
     # of dimension D again (and predict every point), keeping the others' measurements.

@@ -18,12 +18,12 @@ Each sentence is parsed at ``--dim`` with ``beam="auto"`` and with each fixed be
 (one thread), and its table tree compared with symbolic Viterbi's log probability (1e-6);
 the seconds are the parse's and its table tree's.
 The treebank sample may not be copied into the project: give its folder. Writes
-``docs/beam_study.json``; ``--table`` prints the Markdown table of docs/results.md.
+``docs/lab/beam_study.json``; ``--table`` prints the Markdown table of docs/results.md.
 
 Usage::
 
-    python docs/beam_study.py --treebank PATH/treebank --dim 512
-    python docs/beam_study.py --table
+    python docs/lab/beam_study.py --treebank PATH/treebank --dim 512
+    python docs/lab/beam_study.py --table
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The beta study of docs/method.md: how sigma's slope affects D-CYK's accuracy.
 
-Run with ``python docs/beta_study.py``; prints micro-averaged P, R, F1 and exact tables for
+Run with ``python docs/lab/beta_study.py``; prints micro-averaged P, R, F1 and exact tables for
 each variant, d and beta over 20 G0 sentences of length 2..7 (the sentences of the
 engine's accuracy tests, codebook seed 0).
 """

@@ -1,6 +1,6 @@
 """The cost estimate of the paper's whole grid in docs/results.md.
 
-Run with ``python docs/grid_cost.py``: times one G0 sentence of length 7 at d = 3000 with
+Run with ``python docs/lab/grid_cost.py``: times one G0 sentence of length 7 at d = 3000 with
 one thread, for each variant in the orders the grid can use. docs/results.md scales the
 previous estimate (335 core-hours, for the engine of commit 3b1b792) by the ratio of these
 times to those of that engine on the same machine (the same script, without ``order``).

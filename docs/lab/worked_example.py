@@ -1,6 +1,6 @@
 """The worked example of docs/method.md: D-CYK on the running example "a a b".
 
-Run it with ``python docs/worked_example.py``; every number in docs/method.md's example
+Run it with ``python docs/lab/worked_example.py``; every number in docs/method.md's example
 section is printed by this script.
 """
 

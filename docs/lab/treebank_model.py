@@ -32,15 +32,15 @@ The tags are the grammar's preterminals (``TreebankGrammar.preterminals_of``): t
 and the phrase labels whose unary chains end in a word (``NP -> NNP -> 'John'`` is the CNF
 rule ``NP -> 'John'``). The treebank sample may not be copied into the project: give its
 folder. Checkpoints and a log of the training curves go to ``--out``/seed<N>; the results
-to docs/treebank_model.json (run the seeds one after another: each run rewrites it).
+to docs/lab/treebank_model.json (run the seeds one after another: each run rewrites it).
 
 Usage (one seed; docs/learning.md uses seeds 0 to 4)::
 
-    python docs/treebank_model.py train --treebank PATH/treebank --model pipeline --seed 0
-    python docs/treebank_model.py train --treebank PATH/treebank --model continued --seed 0
-    python docs/treebank_model.py train --treebank PATH/treebank --model e2e --seed 0
-    python docs/treebank_model.py evaluate --treebank PATH/treebank --seed 0
-    python docs/treebank_model.py report          # the tables of docs/learning.md, the figure
+    python docs/lab/treebank_model.py train --treebank PATH/treebank --model pipeline --seed 0
+    python docs/lab/treebank_model.py train --treebank PATH/treebank --model continued --seed 0
+    python docs/lab/treebank_model.py train --treebank PATH/treebank --model e2e --seed 0
+    python docs/lab/treebank_model.py evaluate --treebank PATH/treebank --seed 0
+    python docs/lab/treebank_model.py report          # the tables of docs/learning.md, the figure
 
 On a GPU: add ``--device cuda`` to train and evaluate.
 """
@@ -68,7 +68,7 @@ from fastdcyk.nn import dcyk_input as nn_dcyk_input
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "treebank_model.json"
-FIGURE = HERE / "figures" / "treebank_model.png"
+FIGURE = HERE.parent / "figures" / "treebank_model.png"
 MAX_LEN = 25  # the test sentences
 SEED = 0
 #: A tag whose probability exceeds this is written into D-CYK's table (as present:
@@ -319,7 +319,7 @@ def train_tagger(args: argparse.Namespace, data: Data, enc: Encoder) -> list[dic
 
     The rate annealed to 0 over the 20 epochs (cosine) was tried too, and gave the weaker
     tagger: test tag accuracy 0.9361 after 20 epochs (seed 0) against 0.9448, the tag loss
-    still falling (its log: "tried: cosine pipeline, seed 0" in docs/treebank_model.json)."""
+    still falling (its log: "tried: cosine pipeline, seed 0" in docs/lab/treebank_model.json)."""
     opt = torch.optim.Adam(enc.parameters(), lr=2e-3)
     order = list(range(len(data.train)))
     log: list[dict] = []

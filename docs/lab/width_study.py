@@ -1,6 +1,6 @@
 """The "width" order against the "cell" order on real grammars (docs/results.md, study (i)).
 
-The sentences of docs/default_study.py (100 drawn from each grammar, seed 1, on its
+The sentences of docs/lab/default_study.py (100 drawn from each grammar, seed 1, on its
 target's lengths: ATIS 11-30 words, CommandTalk 5-20, the treebank rules 5-15), parsed by
 the cleanup variant with the default read-back (``"cancel"``) and codebook (seed 0),
 float32, one thread, in both orders, at the d of the grammar: per point, micro F1 over the
@@ -9,12 +9,12 @@ the parses (the orders alternate sentence by sentence, so that both see the same
 
 Usage::
 
-    python docs/width_study.py --grammar atis --path PATH/atis.cfg
-    python docs/width_study.py --grammar commandtalk
-    python docs/width_study.py --grammar ptb --path PATH/ptb_sample.cfg
-    python docs/width_study.py --table
+    python docs/lab/width_study.py --grammar atis --path PATH/atis.cfg
+    python docs/lab/width_study.py --grammar commandtalk
+    python docs/lab/width_study.py --grammar ptb --path PATH/ptb_sample.cfg
+    python docs/lab/width_study.py --table
 
-Results go to docs/width_GRAMMAR.json (a rerun skips the points there).
+Results go to docs/lab/width_GRAMMAR.json (a rerun skips the points there).
 """
 
 from __future__ import annotations

@@ -5,16 +5,16 @@ fastdcyk; read with ``cnf="allow"`` and converted with ``to_cnf()``) and a rando
 the same size (``random_grammar(4000, 1000, 10000, ambiguity=2)``). Sentences of 3 to 10
 words are drawn from each grammar (``generate``, seed 1); every variant parses them with its
 default codebook (seeds ``--seeds``) at every d, and the capacity model predicts the same
-points. Results go to docs/realgrammar_GRAMMAR.json, one entry per (grammar, variant, d,
+points. Results go to docs/lab/realgrammar_GRAMMAR.json, one entry per (grammar, variant, d,
 seed), written as each finishes (a rerun skips what is there); ``--plot`` draws the figure
 from both files. Each run computes on one thread, so that the two can run side by side.
 
 Usage (docs/results.md gives the runs behind its tables)::
 
-    python docs/realgrammar_study.py --grammar atis --atis PATH/atis.cfg
-    python docs/realgrammar_study.py --grammar random
-    python docs/realgrammar_study.py --plot
-    python docs/realgrammar_study.py --points --grammar atis --atis PATH/atis.cfg
+    python docs/lab/realgrammar_study.py --grammar atis --atis PATH/atis.cfg
+    python docs/lab/realgrammar_study.py --grammar random
+    python docs/lab/realgrammar_study.py --plot
+    python docs/lab/realgrammar_study.py --points --grammar atis --atis PATH/atis.cfg
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--plot", action="store_true")
     ap.add_argument("--points", action="store_true", help="the capacity model at lengths 5, 8")
-    ap.add_argument("--figure", default=str(HERE / "figures" / "realgrammar.png"))
+    ap.add_argument("--figure", default=str(HERE.parent / "figures" / "realgrammar.png"))
     args = ap.parse_args()
     if args.plot:
         plot(args)

@@ -8,7 +8,7 @@ cleanup variant with its default codebook (seed 0, and 1 for the agreement study
 with each read-back (``readback="lstsq"``, the default when this study ran, and
 ``"matched"``; ``--readback cancel``: the least-squares read-back with cancelling, the
 default since, which the capacity model did not predict then and this script does not ask
-it to; docs/default_study.py measures it with its prediction); the capacity model predicts
+it to; docs/lab/default_study.py measures it with its prediction); the capacity model predicts
 every point on the same sentences with the same codebooks. Studies:
 
 - ``dims``: F1 and exact tables against d in {256, 512, 1024, 2048, 4096}, on the lengths
@@ -20,19 +20,19 @@ every point on the same sentences with the same codebooks. Studies:
 - ``agreement``: the capacity model against measurement at lengths 5, 10 and 20, d = 512
   and 1024, two codebooks (ATIS and CommandTalk).
 
-Results go to docs/readback_GRAMMAR.json, one entry per point, written as each finishes (a
+Results go to docs/lab/readback_GRAMMAR.json, one entry per point, written as each finishes (a
 rerun skips what is there); ``--plot`` draws docs/figures/readback.png from the files
 there. Each run computes on one thread, so that two can run side by side.
 
 Usage (docs/results.md gives the runs behind its tables)::
 
-    python docs/readback_study.py --grammar atis --path PATH/atis.cfg --study dims
-    python docs/readback_study.py --grammar commandtalk --study lengths
-    python docs/readback_study.py --grammar ptb --path PATH/ptb_sample.cfg --study dims
-    python docs/readback_study.py --grammar atis --path PATH/atis.cfg --readback cancel \
+    python docs/lab/readback_study.py --grammar atis --path PATH/atis.cfg --study dims
+    python docs/lab/readback_study.py --grammar commandtalk --study lengths
+    python docs/lab/readback_study.py --grammar ptb --path PATH/ptb_sample.cfg --study dims
+    python docs/lab/readback_study.py --grammar atis --path PATH/atis.cfg --readback cancel \
         --dims 256 512
-    python docs/readback_study.py --plot
-    python docs/readback_study.py --table
+    python docs/lab/readback_study.py --plot
+    python docs/lab/readback_study.py --table
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from tqdm import tqdm
 import fastdcyk as fd
 
 HERE = Path(__file__).resolve().parent
-COMMANDTALK = HERE.parent / "tests" / "data" / "commandtalk.cfg.gz"
+COMMANDTALK = HERE.parents[1] / "tests" / "data" / "commandtalk.cfg.gz"
 GRAMMARS = {
     # name: (encoding, target lengths, d of the length study, sentences per length bin)
     "atis": ("utf-8", (11, 20), 1024, 20),
@@ -81,7 +81,7 @@ def point(g, sents, readback: str, d: int, seed: int) -> dict:
         chart = fd.dcyk(g, w, cb, variant="cleanup", readback=readback, progress=False).chart
         total, exact = total + fd.cell_scores(gold, chart), exact + (chart == gold)
     seconds = (time.perf_counter() - t0) / len(sents)
-    if readback == "cancel":  # not predicted by this study (docs/default_study.py)
+    if readback == "cancel":  # not predicted by this study (docs/lab/default_study.py)
         p = types.SimpleNamespace(f1=None, p_exact=None)
     else:
         p = fd.capacity.predict(
@@ -166,7 +166,7 @@ def plot() -> None:
         if path.exists():
             data[name] = json.loads(path.read_text())
     if not data:
-        raise SystemExit("no docs/readback_*.json yet: run a study first")
+        raise SystemExit("no docs/lab/readback_*.json yet: run a study first")
     fig = Figure(figsize=(4.2 * len(data), 9.6), layout="constrained")
     axes = fig.subplots(4, len(data), squeeze=False)
     colours = {"lstsq": "tab:blue", "matched": "tab:red", "cancel": "tab:green"}
@@ -210,8 +210,8 @@ def plot() -> None:
     fig.suptitle(
         "The cleanup variant's read-backs: least squares, with cancelling, and the matched filter"
     )
-    fig.savefig(HERE / "figures" / "readback.png", dpi=110)
-    print(f"wrote {HERE / 'figures' / 'readback.png'}")
+    fig.savefig(HERE.parent / "figures" / "readback.png", dpi=110)
+    print(f"wrote {HERE.parent / 'figures' / 'readback.png'}")
 
 
 def table() -> None:

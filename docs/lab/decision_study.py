@@ -1,6 +1,6 @@
 """The decision-rule study of docs/method.md (section 3, "The decision rule").
 
-Run with ``python docs/decision_study.py [d ...]`` (default: 256 512): the trace variant with
+Run with ``python docs/lab/decision_study.py [d ...]`` (default: 256 512): the trace variant with
 its defaults (and its own codebooks) on G2 and G4, 100 G0 sentences of length 2..7 (seed 0),
 codebook seeds 0..2; micro F1 for
 beta in {20, 50, 100} (each a parse) and decoder thresholds {0.5, 0.9, 0.99, 0.999} (the

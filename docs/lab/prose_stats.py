@@ -1,6 +1,6 @@
 """How readable a page's prose is: its lines, characters, and words per sentence.
 
-The README and the tutorials are held to limits (tests/test_docs_prose.py runs this in the
+The README and the tutorials are held to limits (tests/test_readme.py runs this in the
 test suite): the README at most 120 lines and 7,000 characters, and both at most 22 words a
 sentence on average. Only prose counts: fenced code blocks, tables, headings, images and
 HTML comments are left out; a link counts as its text, inline code as one word. A sentence
@@ -8,7 +8,7 @@ ends at ".", "!" or "?" followed by a space, or at the end of a paragraph or lis
 
 Usage::
 
-    python docs/prose_stats.py README.md docs/tutorials/*.md [--max-mean 22]
+    python docs/lab/prose_stats.py README.md docs/tutorials/*.md [--max-mean 22]
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ to 14 words, seed 1) at d = 24, 32, 64 and 128; the default variant (clean-up, c
 with its certificate), float32. Per point: the charts that are not CYK's, the charts called
 sure, and those called sure but wrong.
 
-    python docs/word_cell_study.py            # this checkout
-    PYTHONPATH=OTHER python docs/word_cell_study.py   # another checkout of fastdcyk
+    python docs/lab/word_cell_study.py            # this checkout
+    PYTHONPATH=OTHER python docs/lab/word_cell_study.py   # another checkout of fastdcyk
 
 About three minutes on one core.
 """

@@ -11,15 +11,15 @@ differ. The jobs run on a pool of two processes.
 
 Usage::
 
-    python docs/trace_width_study.py          # runs what docs/width_trace.json lacks
-    python docs/trace_width_study.py --table
-    python docs/trace_width_study.py --grids  # the paper's grids in both orders
+    python docs/lab/trace_width_study.py          # runs what docs/lab/width_trace.json lacks
+    python docs/lab/trace_width_study.py --table
+    python docs/lab/trace_width_study.py --grids  # the paper's grids in both orders
 
-``--grids`` compares the records of studies (a) and (c) (docs/records/g0 and grammars:
+``--grids`` compares the records of studies (a) and (c) (docs/lab/records/g0 and grammars:
 the trace variant in the cell order) with the same grids run in the width order
-(docs/records/width/, written by ``fastdcyk experiment --sentences 2000 --max-len 7
+(docs/lab/records/width/, written by ``fastdcyk experiment --sentences 2000 --max-len 7
 --grammars G0 --dims D --variants trace``, and ``--grammars G1 G2 G3 G4``; see
-docs/records/README.md).
+docs/lab/records/README.md).
 """
 
 from __future__ import annotations

@@ -5,18 +5,18 @@ labelled brackets.
 
 Train on files 0001-0179, test on every sentence of files 0180-0199 of at most 25 words
 (unknown words included). Each (parser, d, sentence) is one record of
-``docs/treebank_study.json``, so a run resumes where it stopped. The treebank sample may not
+``docs/lab/treebank_study.json``, so a run resumes where it stopped. The treebank sample may not
 be copied into the project: give its folder.
 
 Usage::
 
-    python docs/treebank_study.py --treebank PATH/treebank --parser viterbi
-    python docs/treebank_study.py --treebank PATH/treebank --parser dcyk --dim 2048
-    python docs/treebank_study.py --treebank PATH/treebank --parser table --dim 1024
-    python docs/treebank_study.py --treebank PATH/treebank --parser table --readback lstsq
-    python docs/treebank_study.py --treebank PATH/treebank --parser beam    # the beam's bound
-    python docs/treebank_study.py --treebank PATH/treebank --parser nltk --length 20
-    python docs/treebank_study.py --table
+    python docs/lab/treebank_study.py --treebank PATH/treebank --parser viterbi
+    python docs/lab/treebank_study.py --treebank PATH/treebank --parser dcyk --dim 2048
+    python docs/lab/treebank_study.py --treebank PATH/treebank --parser table --dim 1024
+    python docs/lab/treebank_study.py --treebank PATH/treebank --parser table --readback lstsq
+    python docs/lab/treebank_study.py --treebank PATH/treebank --parser beam    # the beam's bound
+    python docs/lab/treebank_study.py --treebank PATH/treebank --parser nltk --length 20
+    python docs/lab/treebank_study.py --table
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def _order(name: str) -> tuple:
 
 
 def table() -> None:
-    """The table of docs/results.md from docs/treebank_study.json: per parser its bracket
+    """The table of docs/results.md from docs/lab/treebank_study.json: per parser its bracket
     scores, and symbolic Viterbi's F1 on the same sentences (a run may cover a subset)."""
     done = json.loads(OUT.read_text())
     by: dict[str, list[dict]] = {}

@@ -7,11 +7,11 @@ in the training set). Held-out F1 is measured with the numpy backend on the lear
 (``layer.codebook()``), so the figure also checks that the learned vectors work outside
 torch.
 
-    python docs/learning.py                      # G2 at d = 64, codebook seeds 0 1 2
-    python docs/learning.py --grammar random --d 128 --beta 20 --steps 200 --seeds 0 \\
-        --json docs/learning_random.json --figure docs/figures/learning_random.png
+    python docs/lab/learning.py                      # G2 at d = 64, codebook seeds 0 1 2
+    python docs/lab/learning.py --grammar random --d 128 --beta 20 --steps 200 --seeds 0 \\
+        --json docs/lab/learning_random.json --figure docs/figures/learning_random.png
 
-Writes docs/learning.json and docs/figures/learning.png (loss and held-out F1 per step).
+Writes docs/lab/learning.json and docs/figures/learning.png (loss and held-out F1 per step).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--test", type=int, default=64)
     p.add_argument("--max-len", type=int, default=6)
     p.add_argument("--json", default=str(HERE / "learning.json"))
-    p.add_argument("--figure", default=str(HERE / "figures" / "learning.png"))
+    p.add_argument("--figure", default=str(HERE.parent / "figures" / "learning.png"))
     p.add_argument("--save", default=None, help="save the learned codebooks (PATH.seedK.npz)")
     args = p.parse_args(argv)
     before = torch.get_num_threads()
@@ -159,7 +159,7 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> dict:
     args.train_sentences, args.test_sentences = train, test
     results = [run(args, seed, train, test, grammar) for seed in args.seeds]
     out = {
-        "command": "python docs/learning.py " + " ".join(argv or []),
+        "command": "python docs/lab/learning.py " + " ".join(argv or []),
         "machine": f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
         "one thread",
         "grammar": args.grammar,
