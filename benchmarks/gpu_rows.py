@@ -24,7 +24,8 @@ import torch
 
 import fastdcyk as fd
 from fastdcyk.engine import default_codebook
-from fastdcyk.engine.backends.torch.driver import default_batch_size, release_caches
+from fastdcyk.engine.backends.torch.device import default_batch_size
+from fastdcyk.engine.backends.torch.driver import release_caches
 from fastdcyk.engine.batch import dcyk_batch
 
 

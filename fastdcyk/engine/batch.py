@@ -50,7 +50,7 @@ def in_batches(
 
     When a torch device runs out of memory on a chunk, the tables that earlier results
     keep on it are moved to the host (the backend's ``spill``:
-    :func:`fastdcyk.engine.backends.torch.driver.spill_deferred`) and the chunk is tried
+    :func:`fastdcyk.engine.backends.torch.later.spill_deferred`) and the chunk is tried
     again at its size; when there are none to move, the free blocks of its caching
     allocator are given back and the chunk is tried again at half the size.
 
@@ -135,7 +135,7 @@ def dcyk_batch(
     batch_size : int, optional
         Sentences per torch batch (the sentences are sorted by length first, so that a
         batch wastes little work on the cells of its longer sentences). Default
-        (:func:`fastdcyk.engine.backends.torch.driver.default_batch_size`): as many as keep
+        (:func:`fastdcyk.engine.backends.torch.device.default_batch_size`): as many as keep
         the accumulators within a cache's worth on a CPU (batching does not pay once they
         leave the caches) or 1 GB on a GPU, at most 64.
     options : DCYKOptions, optional

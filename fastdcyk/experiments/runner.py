@@ -232,7 +232,7 @@ def run_experiment(
         fit on the device is halved, down to one sentence.
     device : torch.device or str, optional
         Where the torch backend computes (default the CPU): ``"cuda"``, ``"cuda:1"``, ... Only with
-        ``backend="torch"``; checked (:func:`fastdcyk.engine.backends.torch.driver.check_device`)
+        ``backend="torch"``; checked (:func:`fastdcyk.engine.backends.torch.device.check_device`)
         before the results file is created or opened.
 
     Returns

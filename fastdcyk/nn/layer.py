@@ -25,6 +25,7 @@ from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine import auto, memory
 from fastdcyk.engine.api import choose_dimension
 from fastdcyk.engine.backends.torch import driver as torch_backend
+from fastdcyk.engine.backends.torch.device import check_device
 from fastdcyk.engine.core.decode import decision_boundary
 from fastdcyk.engine.core.soft import SUM_SLACK, lexical_scores
 from fastdcyk.engine.prepare import prepare, words_of
@@ -213,7 +214,7 @@ class DCYK(torch.nn.Module):
         self.options, codebook = plan.options, plan.codebook
         self.grammar = plan.grammar
         self.learn = learn
-        device = torch_backend.check_device(device)
+        device = check_device(device)
         self.structure = plan.structure
         vec = torch_backend.symbol_vectors(
             codebook,

@@ -108,7 +108,8 @@ class Backend:
         Per mode name, a parser this backend brings for a mode whose record does not name
         one for it (a backend added after the modes). A mode's own parsers come first.
     requires : str, optional
-        The package the backend needs; the message of its absence names it.
+        The package the backend needs (its import name, which pip installs by that name);
+        the ImportError of its absence says how to install it.
     """
 
     name: str
@@ -126,8 +127,23 @@ class Backend:
 
     def part(self, name: str) -> Any:
         """The part ``name`` ("driver", "device", "release", "batch_size", "spill", "memory"),
-        its module imported on first use; None for an optional part the backend lacks."""
-        return load(getattr(self, name), PACKAGE)
+        its module imported on first use; None for an optional part the backend lacks.
+
+        Raises
+        ------
+        ImportError
+            When the package the backend needs (:attr:`requires`) is missing: the message
+            says how to install it.
+        """
+        try:
+            return load(getattr(self, name), PACKAGE)
+        except ImportError as exc:
+            if self.requires is None or exc.name != self.requires:
+                raise
+            raise ImportError(
+                f"the {self.name} backend of fastdcyk needs {self.requires}: "
+                f"pip install {self.requires}"
+            ) from exc
 
     def parser(self, mode: str) -> type:
         """The parser this record brings for the mode named ``mode`` (see :attr:`parsers`)."""
@@ -264,11 +280,11 @@ register(
         name="torch",
         summary="PyTorch, batched, on a CPU or a GPU, differentiable",
         driver=".torch.driver:parse",
-        device=".torch.driver:check_device",
+        device=".torch.device:check_device",
         release=".torch.driver:release_caches",
-        batch_size=".torch.driver:default_batch_size",
-        spill=".torch.driver:spill_deferred",
-        memory=".torch.driver:check_memory",
+        batch_size=".torch.device:default_batch_size",
+        spill=".torch.later:spill_deferred",
+        memory=".torch.device:check_memory",
         autograd=True,
         requires="torch",
     )

@@ -1225,7 +1225,7 @@ def test_torch_tasks_halve_their_batches_when_the_device_is_full(monkeypatch, to
 
 
 def test_torch_backend_errors_touch_no_file(tmp_path, monkeypatch, torch_one_thread):
-    from fastdcyk.engine.backends.torch import driver as _torch
+    from fastdcyk.engine.backends.torch import device as _device
 
     torch = torch_one_thread
     out = tmp_path / "r.jsonl"
@@ -1248,13 +1248,13 @@ def test_torch_backend_errors_touch_no_file(tmp_path, monkeypatch, torch_one_thr
     # the other side: CUDA available (as PyTorch says), with one device
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    assert _torch.check_device("cuda") == torch.device("cuda")
-    assert _torch.check_device("cuda:0") == torch.device("cuda:0")
+    assert _device.check_device("cuda") == torch.device("cuda")
+    assert _device.check_device("cuda:0") == torch.device("cuda:0")
     with pytest.raises(ValueError, match=r"'cuda:1': PyTorch sees 1 CUDA device"):
-        _torch.check_device("cuda:1")
-    assert _torch.check_device(None) == torch.device("cpu")
+        _device.check_device("cuda:1")
+    assert _device.check_device(None) == torch.device("cpu")
     with pytest.raises(ValueError, match="meta"):
-        _torch.check_device("meta")
+        _device.check_device("meta")
 
 
 def test_edited_results_files_are_errors_that_name_the_line_and_blank_lines_are_skipped(

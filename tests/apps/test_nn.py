@@ -261,12 +261,12 @@ def test_dcyk_input_marks_likely_tags_with_the_probabilities_gradient():
 def test_a_batch_whose_tables_do_not_fit_is_refused_before_it_allocates(monkeypatch):
     """dcyk and dcyk_batch refuse a d that does not fit before allocating; so does the
     layer, for its batch's tables (it failed in torch's allocator before)."""
-    from fastdcyk.engine.backends.torch import driver as tdriver
+    from fastdcyk.engine.backends.torch import device as tdevice
 
     g = fd.Grammar.builtin("G0")
     layer = DCYK(g, 64, dtype=torch.float64, max_length=4)
     tables = 2 * 33 * 64 * 16  # two half spectra of complex128 per sentence
-    monkeypatch.setattr(tdriver, "free_bytes", lambda device: 3 * tables - 1)
+    monkeypatch.setattr(tdevice, "free_bytes", lambda device: 3 * tables - 1)
     layer(["fish swim", "fish"])  # two sentences' tables fit
     with pytest.raises(MemoryError, match=r"3 sentence\(s\) at d = 64 need at least .*fewer"):
         layer(["fish swim", "fish", "swim"])

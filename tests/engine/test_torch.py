@@ -22,6 +22,7 @@ from fastdcyk.registry import backends
 
 torch = pytest.importorskip("torch")
 from fastdcyk.engine.backends.torch import driver as torch_backend  # noqa: E402 - needs torch
+from fastdcyk.engine.backends.torch import later as torch_later  # noqa: E402
 from fastdcyk.engine.backends.torch import parser as torch_common  # noqa: E402
 
 
@@ -565,10 +566,10 @@ def test_cuda_results_keep_their_tables_on_the_device_till_asked(monkeypatch, va
     cb = _codebook(g, 64, variant)
     ref = [fd.dcyk(g, w, cb, variant=variant) for w in (s, "fish swim")]
     if moved:
-        monkeypatch.setattr(torch_backend, "deferral_budget", lambda device: 0)
-    monkeypatch.setattr(torch_backend, "_ON_DEVICE", [])  # this test's batches alone
+        monkeypatch.setattr(torch_later, "deferral_budget", lambda device: 0)
+    monkeypatch.setattr(torch_later, "_ON_DEVICE", [])  # this test's batches alone
     batch = dcyk_batch(g, [s, "fish swim"], cb, variant=variant, device="cuda")
-    (held,) = [ref() for ref in torch_backend._ON_DEVICE]
+    (held,) = [ref() for ref in torch_later._ON_DEVICE]
     assert held is not None and (held.device is None) == moved
     assert (held.device_bytes() == 0) == moved
     for a, b in zip(ref, batch, strict=True):
@@ -702,7 +703,7 @@ def test_dcyk_batch_moves_earlier_tables_to_the_host_before_halving(monkeypatch)
         moved.append((str(device), keep))
         return 1024 if len(moved) == 1 else 0  # the first move frees some, the next none
 
-    monkeypatch.setattr(torch_backend, "spill_deferred", spill)
+    monkeypatch.setattr(torch_later, "spill_deferred", spill)
 
     def parse(chunk):
         sizes.append(len(chunk))
@@ -722,16 +723,16 @@ def on_device(monkeypatch):
     """The deferred batches of a test alone (an empty registry), each registered as on a
     device although its tables are on the CPU (what a move runs is what a device runs);
     yields the list of the batches made."""
-    monkeypatch.setattr(torch_backend, "_ON_DEVICE", [])
+    monkeypatch.setattr(torch_later, "_ON_DEVICE", [])
     made = []
-    init = torch_backend._LaterDense.__init__
+    init = torch_later.LaterDense.__init__
 
     def as_on_a_device(self, parser, codebook):
         init(self, parser, codebook)
         self.device = torch.device("cpu")
         made.append(self)
 
-    monkeypatch.setattr(torch_backend._LaterDense, "__init__", as_on_a_device)
+    monkeypatch.setattr(torch_later.LaterDense, "__init__", as_on_a_device)
     return made
 
 
@@ -753,13 +754,13 @@ def test_deferred_tables_moved_to_the_host_make_the_same_matrices(monkeypatch, o
     got = dcyk_batch(g, sents, cb, variant=variant, batch_size=1)
     held = [b.device_bytes() for b in made]
     assert len(made) == 2 and all(h > 0 for h in held)
-    monkeypatch.setattr(torch_backend, "deferral_budget", lambda device: held[0])
-    torch_backend._hold_on_device(made[0], torch.device("cpu"))  # within the budget
+    monkeypatch.setattr(torch_later, "deferral_budget", lambda device: held[0])
+    torch_later.hold_on_device(made[0], torch.device("cpu"))  # within the budget
     assert made[0].device is not None
-    torch_backend._hold_on_device(made[1], torch.device("cpu"))  # over it: the oldest moves
+    torch_later.hold_on_device(made[1], torch.device("cpu"))  # over it: the oldest moves
     assert made[0].device is None and made[1].device is not None
-    assert torch_backend.spill_deferred("cuda") == 0  # another device's: none
-    assert torch_backend.spill_deferred() == held[1]
+    assert torch_later.spill_deferred("cuda") == 0  # another device's: none
+    assert torch_later.spill_deferred() == held[1]
     assert [b.device_bytes() for b in made] == [0, 0]
     for (left, right), r in zip(expected, got, strict=True):
         np.testing.assert_array_equal(np.array(r.p_left), left)

@@ -35,7 +35,6 @@ The paper: "CYK Parsing over Distributed Representations" (Zanzotto, Satta, Cris
 
 from __future__ import annotations
 
-import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -49,22 +48,21 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("the torch backend of fastdcyk needs PyTorch: pip install torch") from exc
 
+from fastdcyk.engine.backends.torch.device import check_device
+from fastdcyk.engine.backends.torch.later import LaterDense, hold_on_device, host_matrices
 from fastdcyk.engine.backends.torch.parser import (
     SymbolVectors,
     TorchParse,
     TorchParser,
     all_finite,
-    free_bytes,
     symbol_vectors,
 )
-from fastdcyk.engine.backends.torch.spectral import HeldTables
 from fastdcyk.engine.core import schedule
 from fastdcyk.engine.core.decode import Statistics, chart_from_statistics
 from fastdcyk.engine.core.deferred import DeferredArray
 from fastdcyk.engine.core.result import DCYKResult
 from fastdcyk.engine.core.rules import RuleStructure, rule_structure
 from fastdcyk.engine.core.soft import has_soft, terminal_weights
-from fastdcyk.hrr.memory import format_bytes
 from fastdcyk.options import DCYKOptions
 from fastdcyk.registry import modes
 
@@ -77,145 +75,11 @@ __all__ = [
     "SymbolVectors",
     "TorchParse",
     "check_device",
-    "check_memory",
-    "default_batch_size",
     "parse",
     "parse_tensors",
     "release_caches",
-    "spill_deferred",
     "symbol_vectors",
 ]
-
-
-#: Bytes of accumulator spectra (two per sentence) a default torch batch holds: on a CPU
-#: about a cache's worth (measured at d = 1024, float32, one thread: 9.7 sentences per
-#: second in batches of 1 to 4, 6 in batches of 8 or 16), on a GPU far more.
-CPU_BATCH_BYTES = 32 << 20
-GPU_BATCH_BYTES = 1 << 30
-#: The most sentences of a default torch batch.
-MAX_BATCH = 64
-
-
-def default_batch_size(d: int, dtype: Any, device: Any = None) -> int:
-    """Sentences per torch batch by default, at dimension ``d``.
-
-    As many as keep the accumulator spectra (two half spectra of d x d per sentence) within
-    :data:`CPU_BATCH_BYTES` on a CPU or :data:`GPU_BATCH_BYTES` on a CUDA device, at least
-    1 and at most :data:`MAX_BATCH`.
-
-    Parameters
-    ----------
-    d : int
-    dtype : {"float32", "float64"} or numpy dtype
-    device : torch.device or str, optional
-        None: the CPU.
-
-    Returns
-    -------
-    int
-
-    Examples
-    --------
-    >>> default_batch_size(1024, "float32"), default_batch_size(1024, "float32", "cuda")
-    (3, 64)
-    """
-    gpu = device is not None and "cuda" in str(device)
-    spectra = 2 * (d // 2 + 1) * d * 2 * np.dtype(dtype).itemsize
-    return max(1, min(MAX_BATCH, (GPU_BATCH_BYTES if gpu else CPU_BATCH_BYTES) // spectra))
-
-
-def check_device(device: Any) -> torch.device:
-    """``device`` as a :class:`torch.device` that PyTorch can compute on here (None: the CPU).
-
-    Checked without allocating anything on a CUDA device: it must be available to PyTorch
-    (``torch.cuda.is_available()``), and its index, if given, one of its devices.
-
-    Parameters
-    ----------
-    device : torch.device or str or None
-
-    Returns
-    -------
-    torch.device
-
-    Raises
-    ------
-    ValueError
-        For a name PyTorch does not know, a CUDA device when PyTorch has no CUDA here (a CPU
-        build, no GPU, no driver) or has fewer devices than the index, an MPS device that
-        is not available, the meta device, or another device PyTorch cannot allocate on.
-
-    Examples
-    --------
-    >>> check_device(None)
-    device(type='cpu')
-    """
-    if device is None:
-        return torch.device("cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError, ValueError):
-        raise ValueError(
-            f"unknown device {device!r}: give a PyTorch device such as 'cpu', 'cuda' or 'cuda:1'"
-        ) from None
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(
-                f"device {str(dev)!r}: CUDA is not available to PyTorch {torch.__version__} "
-                "here (torch.cuda.is_available() is False: a CPU build of PyTorch, or no GPU "
-                "or driver): use device 'cpu', or run on a machine with a GPU and a CUDA "
-                "build of PyTorch"
-            )
-        count = torch.cuda.device_count()
-        if dev.index is not None and dev.index >= count:
-            raise ValueError(
-                f"device {str(dev)!r}: PyTorch sees {count} CUDA device(s) here, numbered "
-                f"0 to {count - 1}"
-            )
-    elif dev.type == "mps":
-        if not torch.backends.mps.is_available():
-            raise ValueError(f"device {str(dev)!r}: MPS is not available to PyTorch here")
-    elif dev.type == "meta":
-        raise ValueError("device 'meta' holds no data, so nothing can be parsed on it")
-    elif dev.type != "cpu":
-        try:
-            torch.empty(0, device=dev)
-        except (RuntimeError, AssertionError, NotImplementedError) as exc:
-            raise ValueError(f"device {str(dev)!r}: PyTorch cannot use it here ({exc})") from None
-    return dev
-
-
-def check_memory(
-    d: int,
-    dtype: Any,
-    fft: Any,
-    options: DCYKOptions,
-    n: int,
-    *,
-    sentences: int = 1,
-    device: Any = None,
-    held: int = 0,
-) -> None:
-    """The torch backend's memory check (:func:`fastdcyk.engine.memory.check_memory`):
-    refuse a batch whose tables alone (two half spectra of d x d per sentence) do not fit in
-    the memory free on ``device`` (the CPU: what the OS has left), before anything of that
-    size is allocated. The memory free unknown: no check. ``fft`` and ``held`` (the numpy
-    backend's FFT library and work buffers) do not apply.
-
-    Raises
-    ------
-    MemoryError
-        Naming the bytes needed and free, and what to do.
-    """
-    dev = check_device(device)
-    need = sentences * 2 * (d // 2 + 1) * d * 2 * np.dtype(dtype).itemsize
-    free = free_bytes(dev)
-    if free and need > free:
-        raise MemoryError(
-            f"{sentences} sentence(s) at d = {d} need at least {format_bytes(need)} on {dev} "
-            f"for their tables alone, and {format_bytes(free)} is free: parse fewer sentences "
-            "at a time, or use a smaller d"
-        )
 
 
 def parse_tensors(
@@ -460,7 +324,7 @@ def parse(
         the whole batch's made when the first of them is asked for, its tables checked
         finite now and, on a device, kept there till then within
         :func:`deferral_budget`, the oldest moved to the host beyond it:
-        :func:`spill_deferred`). ``dense=False`` leaves
+        :func:`~fastdcyk.engine.backends.torch.later.spill_deferred`). ``dense=False`` leaves
         them out (None in the results): for callers that need the charts only, such as the
         experiment grid (:mod:`fastdcyk.experiments`). Non-finite values are then caught in
         the decoder statistics only (``decode=True``).
@@ -503,9 +367,9 @@ def parse(
         t0 = time.perf_counter()
         p_left = p_right = [None] * len(sentences)
         if res.later is not None:
-            batch = _LaterDense(res.later, codebook)
+            batch = LaterDense(res.later, codebook)
             if vec.device.type != "cpu":
-                _hold_on_device(batch, vec.device)
+                hold_on_device(batch, vec.device)
             shape, dtype, count = (codebook.d, codebook.d), codebook.dtype, len(sentences)
             p_left = [DeferredArray(partial(batch.left, b), shape, dtype) for b in range(count)]
             p_right = [DeferredArray(partial(batch.right, b), shape, dtype) for b in range(count)]
@@ -514,7 +378,7 @@ def parse(
             for name, m in (("P_left", res.p_left), ("P_right", res.p_right)):
                 if m is not None and not all_finite(m):
                     raise schedule.non_finite(f"{name} after the parse")
-            p_left, p_right = _host_matrices(res.p_left, res.p_right, codebook)
+            p_left, p_right = host_matrices(res.p_left, res.p_right, codebook)
     # the batch's statistics read back in one copy (from a device, one synchronisation)
     host_stats = res.statistics.detach().to("cpu", torch.float64).numpy() if decode else None
     out = []
@@ -543,192 +407,3 @@ def parse(
             )
         )
     return out
-
-
-class _LaterDense:
-    """The dense matrices of a batch parsed with ``dense="later"``, made all at once (one
-    batched transform) when the first sentence's are asked for, each handed out once.
-
-    The batch keeps its tables (:class:`~fastdcyk.engine.backends.torch.spectral.HeldTables`) and
-    lets the rest of the parse go at once, unless the tables have work to do on the device
-    first (the clean-up gate's deferred writes: the parser is kept till then). On a device
-    they can be moved to the host (:meth:`spill`). A device out of memory while the
-    matrices are made (or the tables moved) loses nothing: the make is done on the host
-    instead (the move is not made). A make interrupted otherwise after it began (the
-    clean-up gate's deferred writes partly applied) refuses to be tried again."""
-
-    def __init__(self, parser: TorchParser, codebook: Codebook) -> None:
-        held: TorchParser | HeldTables = parser
-        if not parser.tables_pending:  # the tables alone: the parse let go
-            held = parser.held_tables()
-        self._source: TorchParser | HeldTables | None = held
-        self._codebook = codebook
-        self._lock = threading.Lock()
-        self._left: list[np.ndarray | None] | None = None
-        self._right: list[np.ndarray | None] | None = None
-        #: The device the tables are on (None once they are on the host or made).
-        self.device: torch.device | None = parser.device if parser.device.type != "cpu" else None
-
-    def device_bytes(self) -> int:
-        """The bytes of this batch's tables on a device (0 on the host or made)."""
-        source = self._source
-        if source is None or self.device is None:
-            return 0
-        return source.deferred_bytes()
-
-    def spill(self) -> int:
-        """Move the tables to the host (the matrices will be made there); the bytes moved
-        (0 where the device ran out of memory writing the clean-up gate's deferred
-        updates first: the tables stay, nothing lost)."""
-        with self._lock:
-            source = self._source
-            if source is None or self.device is None:
-                return 0
-            moved = self.device_bytes()
-            try:
-                with torch.no_grad():
-                    tables = source.held_tables()
-            except torch.cuda.OutOfMemoryError:
-                return 0  # the writes not made are still the parser's to make
-            self._source, self.device = tables.to_host(), None
-            return moved
-
-    def _make(self) -> None:
-        with self._lock:
-            if self._left is not None:
-                return
-            source, self._source = self._source, None
-            if source is None:
-                raise RuntimeError(
-                    "P_left cannot be made: an earlier attempt was interrupted while it "
-                    "transformed this batch's tables; parse the sentences again"
-                )
-            with torch.no_grad():
-                try:
-                    tables = source.held_tables()
-                except torch.cuda.OutOfMemoryError:
-                    self._source = source  # nothing lost: its writes are made when written
-                    raise
-                try:
-                    dense = tables.dense()
-                except torch.cuda.OutOfMemoryError:  # on the host instead
-                    tables = tables.to_host()
-                    dense = tables.dense()
-                self._left, self._right = _host_matrices(*dense, self._codebook)
-            self.device = None
-
-    def left(self, b: int) -> np.ndarray:
-        self._make()
-        return self._hand_out(self._left, b)
-
-    def right(self, b: int) -> np.ndarray:
-        self._make()
-        return self._hand_out(self._right, b)
-
-    @staticmethod
-    def _hand_out(matrices: list[np.ndarray | None] | None, b: int) -> np.ndarray:
-        assert matrices is not None
-        m, matrices[b] = matrices[b], None  # the result keeps it; the batch need not
-        assert m is not None
-        return m
-
-
-#: The batches parsed on a device whose dense matrices are deferred, oldest first (weak
-#: references: a batch whose results are all gone frees its tables).
-_ON_DEVICE: list[weakref.ref[_LaterDense]] = []
-_ON_DEVICE_LOCK = threading.Lock()
-
-
-def deferral_budget(device: torch.device) -> int:
-    """The bytes of deferred tables (:func:`parse`'s results whose P_left has not
-    been asked for yet) that a device keeps before the oldest move to the host: a quarter
-    of a CUDA device's memory; none on other devices (whose batches' tables move to the
-    host as soon as they are parsed, their matrices then made on the CPU)."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).total_memory // 4
-    return 0
-
-
-def _hold_on_device(batch: _LaterDense, device: torch.device) -> None:
-    """Register a deferred batch on ``device``, then keep the device's deferred tables
-    within :func:`deferral_budget` (:func:`spill_deferred`)."""
-    with _ON_DEVICE_LOCK:
-        _ON_DEVICE.append(weakref.ref(batch))
-    spill_deferred(device, keep=deferral_budget(device))
-
-
-def spill_deferred(device: Any = None, keep: int = 0) -> int:
-    """Move the tables of deferred results from a device to the host, oldest first, until
-    at most ``keep`` bytes of them are left on it.
-
-    A result of the torch backend on a device keeps its batch's tables there until its
-    P_left or P_right is first asked for (then all the batch's matrices are made and
-    copied to the host at once); :func:`parse` keeps their total within
-    :func:`deferral_budget`, and :func:`fastdcyk.engine.batch.dcyk_batch` moves them all
-    when the device runs out of memory. Moved tables make their matrices on the CPU.
-
-    Parameters
-    ----------
-    device : torch.device or str, optional
-        Only this device's (default: every device's).
-    keep : int, default 0
-        The bytes that may stay.
-
-    Returns
-    -------
-    int
-        The bytes moved.
-    """
-    dev = None if device is None else torch.device(device)
-    with _ON_DEVICE_LOCK:
-        _ON_DEVICE[:] = [ref for ref in _ON_DEVICE if _live_on_device(ref())]
-        batches = [b for ref in _ON_DEVICE if (b := ref()) is not None]
-    if dev is not None:  # a device without an index: every device of its type
-        index = dev.index
-        batches = [
-            b
-            for b in batches
-            if b.device is not None
-            and b.device.type == dev.type
-            and (index is None or b.device.index == index)
-        ]
-    held = sum(b.device_bytes() for b in batches)
-    moved = 0
-    for b in batches:  # oldest first
-        if held <= keep:
-            break
-        got = b.spill()
-        held -= got
-        moved += got
-    return moved
-
-
-def _live_on_device(batch: _LaterDense | None) -> bool:
-    return batch is not None and batch.device is not None
-
-
-def _host_matrices(
-    p_left: torch.Tensor, p_right: torch.Tensor | None, codebook: Codebook
-) -> tuple[list[np.ndarray | None], list[np.ndarray | None]]:
-    """A batch's (B, d, d) matrices as one host array per sentence (:func:`_host_matrix`);
-    ``p_right`` None (never written: the clean-up gate's) as zeros of each one's own."""
-    left: list[np.ndarray | None] = [_host_matrix(m, codebook.dtype) for m in p_left]
-    if p_right is None:
-        shape = (codebook.d, codebook.d)
-        return left, [np.zeros(shape, codebook.dtype) for _ in left]
-    return left, [_host_matrix(m, codebook.dtype) for m in p_right]
-
-
-def _host_matrix(m: torch.Tensor, dtype: np.dtype) -> np.ndarray:
-    """One sentence's (d, d) matrix as a C-ordered array of its own on the host: one copy
-    to the host, from the device or, on the CPU, out of the batch's tensor (so that a
-    result does not keep the whole batch alive). Some parsers give P as a transposed view:
-    on a device it is made C-ordered there first (one temporary d x d matrix on the
-    device). Its dtype is the codebook's (``dtype``; never converted)."""
-    if m.device.type == "cpu":
-        host = np.array(m.numpy(), order="C")
-    else:
-        host = m.contiguous().cpu().numpy()
-    if host.dtype != dtype:
-        raise TypeError(f"P is {host.dtype}; the codebook's dtype is {dtype} (a bug: report it)")
-    return host

@@ -338,7 +338,7 @@ class HeldTables:
     """The accumulators' half spectra of a parse and the permutation: what its dense
     matrices are made from, kept apart from the parser (so that the rest of the parse can
     be let go) where a result's P_left is made later, on the device or moved to the host
-    (:func:`fastdcyk.engine.backends.torch.driver.spill_deferred`)."""
+    (:func:`fastdcyk.engine.backends.torch.later.spill_deferred`)."""
 
     def __init__(
         self, left: torch.Tensor, right: torch.Tensor | None, inv: torch.Tensor, d: int
