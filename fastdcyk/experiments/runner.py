@@ -16,13 +16,12 @@ from fastdcyk.engine import modes
 from fastdcyk.engine.memory import estimate_memory, largest_fitting_d
 from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.executors import run_dask, run_pool, run_serial
+from fastdcyk.experiments.records import grid_mismatch, record_key
 from fastdcyk.experiments.store import (
     ResultsFileError,
     _Appender,
     _ResultsLock,
-    grid_mismatch,
     open_results,
-    record_key,
     refuse_compressed,
 )
 from fastdcyk.experiments.tasks import check_sample, plan_tasks

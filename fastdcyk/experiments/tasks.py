@@ -26,7 +26,7 @@ from fastdcyk.cfg.trees import is_parse
 from fastdcyk.engine import dcyk, default_codebook, modes
 from fastdcyk.engine.decode import item_scores
 from fastdcyk.experiments.config import ExperimentConfig
-from fastdcyk.experiments.store import BACKEND_FIELD, cell_settings
+from fastdcyk.experiments.records import BACKEND_FIELD, cell_settings
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.options import BACKENDS, CODEBOOKS, VARIANTS, check_backend, check_choice, resolve
 
@@ -382,7 +382,7 @@ def _records(
 ) -> list[dict[str, Any]]:
     """The records of one distinct sentence: its decoded chart scored against CYK's, and
     its best tree (:func:`tree_fields`), once per index it has in the sample (those of the
-    torch backend say so: :data:`~fastdcyk.experiments.store.BACKEND_FIELD`)."""
+    torch backend say so: :data:`~fastdcyk.experiments.records.BACKEND_FIELD`)."""
     scores = cell_scores(cyk(grammar, words), chart)
     trees = tree_fields(grammar, words, chart, item_scores(statistics, chart, beta=task.beta))
     extra = {} if backend == "numpy" else {BACKEND_FIELD: backend}
@@ -418,7 +418,7 @@ def tree_fields(
     chart: Mapping[tuple[int, int], Iterable[str]],
     scores: Mapping[tuple[int, int, str], float],
 ) -> dict[str, int]:
-    """A record's tree fields (:data:`~fastdcyk.experiments.store.TREE_FIELDS`).
+    """A record's tree fields (:data:`~fastdcyk.experiments.records.TREE_FIELDS`).
 
     ``tree``: 1 when the decoded chart admits a tree and its best tree under ``scores``
     (:func:`~fastdcyk.engine.decode.item_scores`; what :meth:`DCYKResult.tree
