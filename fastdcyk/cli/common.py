@@ -602,7 +602,8 @@ def check_out_folder(option: str, path: Path, *, named: Path | None = None) -> N
 
 
 def draw(records: list, out: Path, **kwargs) -> list[Path]:
-    from fastdcyk.plots import FigureWriteError, plot_studies
+    from fastdcyk.plots.files import FigureWriteError
+    from fastdcyk.plots.studies import plot_studies
 
     try:
         paths = plot_studies(records, out, **kwargs)
