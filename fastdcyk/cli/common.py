@@ -17,6 +17,7 @@ from fastdcyk import options
 from fastdcyk.cfg.cyk import cyk
 from fastdcyk.cfg.grammar import Grammar, GrammarError
 from fastdcyk.cfg.metrics import cell_scores
+from fastdcyk.checks import check_dim
 from fastdcyk.display import format_chart, format_chart_compact
 from fastdcyk.engine import modes
 from fastdcyk.experiments import (
@@ -69,14 +70,14 @@ def checked(check, value):
 
 
 def dimension(text: str) -> int:
-    return checked(options.check_dim, number(text, int, "the dimension, an integer >= 2"))
+    return checked(check_dim, number(text, int, "the dimension, an integer >= 2"))
 
 
 def dimension_or_auto(text: str) -> int | str:
     """An integer d >= 2, or "auto" (d chosen by the certificate)."""
     if text.strip().lower() == "auto":
         return "auto"
-    return checked(options.check_dim, number(text, int, "the dimension, an integer >= 2 or 'auto'"))
+    return checked(check_dim, number(text, int, "the dimension, an integer >= 2 or 'auto'"))
 
 
 def threshold(text: str) -> float:

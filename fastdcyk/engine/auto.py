@@ -32,11 +32,12 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from fastdcyk.checks import check_int
 from fastdcyk.engine import modes, schedule
 from fastdcyk.engine.memory import largest_fitting_d, parse_bytes
 from fastdcyk.hrr import memory as system_memory
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import DCYKOptions, check_int
+from fastdcyk.options import DCYKOptions
 
 __all__ = [
     "AUTO",

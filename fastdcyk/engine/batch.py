@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.checks import check_int
 from fastdcyk.engine import auto
 from fastdcyk.engine.api import dcyk, parse_plan, sample_dimension
 from fastdcyk.engine.plan import (
@@ -31,7 +32,7 @@ from fastdcyk.engine.plan import (
 )
 from fastdcyk.engine.result import DCYKResult
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import DCYKOptions, check_int, takes_options
+from fastdcyk.options import DCYKOptions, takes_options
 
 __all__ = ["dcyk_batch", "default_batch_size", "in_batches"]
 

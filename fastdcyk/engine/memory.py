@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from fastdcyk.checks import check_dim, check_dtype, check_int
 from fastdcyk.engine import modes
 from fastdcyk.hrr import buffers
 from fastdcyk.hrr import memory as system_memory
@@ -19,14 +20,7 @@ from fastdcyk.hrr.blocks import block_bytes
 from fastdcyk.hrr.buffers import Buffer, g_cache_slots, g_kept_slots
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import get_fft
-from fastdcyk.options import (
-    DCYKOptions,
-    check_dim,
-    check_dtype,
-    check_int,
-    resolve,
-    takes_options,
-)
+from fastdcyk.options import DCYKOptions, resolve, takes_options
 
 __all__ = [
     "Held",

@@ -21,22 +21,14 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar, as_grammar
 from fastdcyk.cfg.treebank import unknown_to_classes
+from fastdcyk.checks import check_dim, check_dtype, check_int
 from fastdcyk.engine import modes
 from fastdcyk.engine.memory import check_codebook_memory, check_parse_memory
 from fastdcyk.engine.rules import RuleStructure, rule_structure
 from fastdcyk.engine.soft import SoftWord, soft_word
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import get_fft
-from fastdcyk.options import (
-    NAMES,
-    VARIANTS,
-    DCYKOptions,
-    check_backend,
-    check_dim,
-    check_dtype,
-    check_int,
-    resolve,
-)
+from fastdcyk.options import NAMES, VARIANTS, DCYKOptions, check_backend, resolve
 
 __all__ = [
     "Plan",

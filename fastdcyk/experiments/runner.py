@@ -12,6 +12,7 @@ from typing import Any
 
 from fastdcyk import threads
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.checks import check_choice, check_int, check_path
 from fastdcyk.engine import modes
 from fastdcyk.engine.memory import estimate_memory, largest_fitting_d
 from fastdcyk.experiments.config import ExperimentConfig
@@ -26,14 +27,7 @@ from fastdcyk.experiments.store import (
 )
 from fastdcyk.experiments.tasks import check_sample, plan_tasks
 from fastdcyk.hrr import memory as _memory
-from fastdcyk.options import (
-    EXECUTORS,
-    VARIANTS,
-    check_backend,
-    check_choice,
-    check_int,
-    check_path,
-)
+from fastdcyk.options import EXECUTORS, VARIANTS, check_backend
 
 # -- memory ---------------------------------------------------------------------------------
 

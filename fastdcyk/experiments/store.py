@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fastdcyk.checks import check_path
 from fastdcyk.experiments.config import ExperimentConfig, _canonical
 from fastdcyk.experiments.mismatch import API_OUT as _API_OUT
 from fastdcyk.experiments.mismatch import CLI_OUT as _CLI_OUT
@@ -32,7 +33,6 @@ from fastdcyk.experiments.records import (
     record_fault,
     record_key,
 )
-from fastdcyk.options import check_path
 
 RESULTS_FORMAT = "fastdcyk-results"
 

@@ -23,12 +23,13 @@ from fastdcyk.cfg.forest import Forest, bracket_scores
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.metrics import cell_scores
 from fastdcyk.cfg.trees import is_parse
+from fastdcyk.checks import check_choice
 from fastdcyk.engine import dcyk, default_codebook, modes
 from fastdcyk.engine.decode import item_scores
 from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.records import BACKEND_FIELD, cell_settings
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import BACKENDS, CODEBOOKS, VARIANTS, check_backend, check_choice, resolve
+from fastdcyk.options import BACKENDS, CODEBOOKS, VARIANTS, check_backend, resolve
 
 #: Rough seconds per parse on one core: c * n (n + 1) / 2 * (d^2 log2 d + c0), times a
 #: factor per variant and order, from the d = 3000 times of docs/results.md ("Cost"): the

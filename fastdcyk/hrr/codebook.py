@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from fastdcyk.checks import check_choice, check_dim, check_dtype, check_int
 from fastdcyk.hrr import buffers
 from fastdcyk.hrr import memory as system_memory
 from fastdcyk.hrr.buffers import WorkspaceHolder
@@ -55,13 +56,7 @@ from fastdcyk.hrr.fft import FFT, get_fft, spectrum_dtype
 from fastdcyk.hrr.operators import Operator
 from fastdcyk.hrr.sidon import check_shifted_symbols, grammar_symbols, sidon_offsets
 from fastdcyk.hrr.streams import normal_rows
-from fastdcyk.options import (
-    check_choice,
-    check_dim,
-    check_dtype,
-    check_int,
-    refuses_renamed,
-)
+from fastdcyk.signatures import refuses_renamed
 
 __all__ = ["INDEX_VECTORS", "KINDS", "Codebook", "grammar_symbols", "sidon_offsets"]
 

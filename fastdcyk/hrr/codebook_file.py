@@ -17,8 +17,9 @@ from typing import Any, Self
 
 import numpy as np
 
+from fastdcyk.checks import check_path
 from fastdcyk.hrr.fft import FFT
-from fastdcyk.options import check_path, refuses_renamed
+from fastdcyk.signatures import refuses_renamed
 
 __all__ = ["FORMAT_VERSION", "KINDS", "CodebookFile", "load", "save"]
 

@@ -44,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("fastdcyk.nn needs PyTorch: pip install torch") from exc
 
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.checks import check_choice, check_dim, check_int
 from fastdcyk.engine import auto, modes, torch_backend
 from fastdcyk.engine.api import choose_dimension
 from fastdcyk.engine.decode import decision_boundary
@@ -54,16 +55,7 @@ from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.memory import format_bytes
 from fastdcyk.nn.inputs import TAG_FLOOR, dcyk_input
 from fastdcyk.nn.output import DCYKOutput
-from fastdcyk.options import (
-    DEFAULT_VARIANT,
-    VARIANTS,
-    check_choice,
-    check_dim,
-    check_int,
-    documented,
-    resolve,
-    takes_options,
-)
+from fastdcyk.options import DEFAULT_VARIANT, VARIANTS, documented, resolve, takes_options
 
 __all__ = ["LEARNABLE", "TAG_FLOOR", "DCYK", "DCYKOutput", "dcyk_input"]
 

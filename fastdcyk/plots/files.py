@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fastdcyk.options import check_int, check_path
+from fastdcyk.checks import check_int, check_path
 
 __all__ = [
     "FIGURE_FORMATS",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastdcyk.options import check_int
+from fastdcyk.checks import check_int
 from fastdcyk.plots.files import STYLE
 
 __all__ = ["PARSE_COLOURS", "figure_parse"]

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from fastdcyk.checks import check_int, check_path
 from fastdcyk.experiments.aggregate import default_study_c_dim, study_rows
 from fastdcyk.experiments.config import PAPER_DIMS
-from fastdcyk.options import check_int, check_path
 from fastdcyk.plots.files import FIGURE_FORMATS, STYLE, check_figures_folder, write_figures
 
 __all__ = ["FIGURE_NAMES", "figure_study", "plot_studies"]
