@@ -24,20 +24,13 @@ from fastdcyk.cfg.cyk import UnknownWordError, cyk
 from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar, as_grammar
 from fastdcyk.cfg.metrics import Scores, cell_scores
+from fastdcyk.checks import check_dim, check_int
 from fastdcyk.engine.backends.simulation.parser import Simulation
 from fastdcyk.engine.core.rules import rule_structure
 from fastdcyk.engine.prepare import default_codebook
 from fastdcyk.engine.progress import check_progress, progress_bar
 from fastdcyk.hrr import memory as system_memory
-from fastdcyk.options import (
-    DEFAULT_VARIANT,
-    VARIANTS,
-    DCYKOptions,
-    check_dim,
-    check_int,
-    resolve,
-    takes_options,
-)
+from fastdcyk.options import DEFAULT_VARIANT, VARIANTS, DCYKOptions, resolve, takes_options
 
 __all__ = [
     "DIM_GRID",

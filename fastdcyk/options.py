@@ -9,9 +9,18 @@ documentation: :func:`takes_options`) and the command line's options
 (:mod:`fastdcyk.cli.common`) are derived from them, so an option is accepted, defaulted,
 refused and documented the same way wherever it is given.
 
+Here are the declarations: the constants, :func:`declaration`, :class:`DCYKOptions`,
+:data:`NAMES`, the checks of each option's value (:func:`check_beta`, ...) and
+:func:`resolve`. The checks that are no option's (:func:`~fastdcyk.checks.check_int`,
+:func:`~fastdcyk.checks.check_choice`, ...) are :mod:`fastdcyk.checks`'s; the machinery that
+gives a function the option keywords is :mod:`fastdcyk.signatures`'s, which
+:func:`takes_options` and :func:`documented` apply to these declarations.
+
 Which gates, read-backs and weights exist and combine is not declared here but in the
-registry of detection modes (:mod:`fastdcyk.registry.modes`), which :func:`resolve` consults;
-that registry imports nothing of the package, and this module imports nothing else of it.
+registry of detection modes (:mod:`fastdcyk.registry.modes`), which :func:`resolve` consults,
+and the backends are the records of :mod:`fastdcyk.registry.backends`: the registries import
+nothing of the package, and this module nothing of it but them, the checks and the
+signature machinery.
 
 Examples
 --------
@@ -28,21 +37,18 @@ ValueError: readback='lstsq' is not a read-back of gate='trace' (...), which has
 
 from __future__ import annotations
 
-import difflib
-import functools
-import inspect
 import math
-import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from fastdcyk.checks import check_choice, check_dtype, check_flag
 from fastdcyk.registry import backends, modes
 from fastdcyk.registry.backends import Backend
 from fastdcyk.registry.modes import Mode
+from fastdcyk.signatures import Keywords
 
 __all__ = [
     "CODEBOOKS",
@@ -53,34 +59,25 @@ __all__ = [
     "DEFAULT_CANDIDATE_LEVEL",
     "DEFAULT_THRESHOLD",
     "DEFAULT_VARIANT",
-    "DTYPES",
     "ENCODINGS",
     "EXECUTORS",
     "NAMES",
     "ORDERS",
     "READBACKS",
-    "RENAMED",
     "VARIANTS",
     "WEIGHTS",
+    "KEYWORDS",
     "DCYKOptions",
     "check_backend",
     "check_beam",
     "check_beta",
     "check_beta_threshold",
     "check_candidate_level",
-    "check_choice",
-    "check_dim",
-    "check_dtype",
-    "check_int",
-    "check_keywords",
-    "check_path",
     "check_prune",
     "check_threshold",
     "choices",
     "declaration",
-    "documentation",
     "documented",
-    "refuses_renamed",
     "resolve",
     "takes_options",
 ]
@@ -160,28 +157,11 @@ EXECUTORS = ("serial", "process", "dask")
 #: The codebooks of an experiment grid: ``"grammar"`` (:meth:`Codebook.for_grammar` for the
 #: unitary variants, as :func:`fastdcyk.dcyk` builds by default) or ``"plain"``.
 CODEBOOKS = ("grammar", "plain")
-#: The dtypes of the accumulators.
-DTYPES = ("float32", "float64")
-#: Keywords renamed in 0.4, refused until 0.5 with a message naming the new one.
-RENAMED = {"engine": "fft"}
 #: sigma's slope in sigma(x) = 1 / (1 + exp(-(x - 0.5) beta)); the paper gives none. Chosen
 #: by measurement: see docs/method.md.
 DEFAULT_BETA = 50.0
 #: The paper's decoder threshold: sigma(x) > 0.99, i.e. x > 0.5 + 4.6 / beta.
 DEFAULT_THRESHOLD = 0.99
-
-
-def check_choice(name: str, value: Any, allowed: Any, *, none: str | None = None) -> Any:
-    """``value`` when it is one of ``allowed``; else a ValueError naming the choices.
-
-    ``none``: what None means, when None is allowed too (it is then returned as is).
-    """
-    if value is None and none is not None:
-        return None
-    if isinstance(value, str | int | float | bool | type(None)) and value in tuple(allowed):
-        return value
-    also = f" (or None: {none})" if none is not None else ""
-    raise ValueError(f"unknown {name} {value!r}: choose one of {tuple(allowed)}{also}")
 
 
 def check_backend(backend: Any, device: Any = None) -> Backend:
@@ -193,20 +173,6 @@ def check_backend(backend: Any, device: Any = None) -> Backend:
     if device is not None and not record.takes_device:
         record.check_device(device)  # refused, naming the backends that take one
     return record
-
-
-def check_int(name: str, value: Any, low: int) -> int:
-    """``value`` as an int when it is an integer >= ``low`` (bools refused)."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def check_dim(d: Any) -> int:
-    """The dimension d: an integer >= 2."""
-    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 2:
-        raise ValueError(f"the dimension d must be an integer >= 2, got {d!r}")
-    return int(d)
 
 
 def check_beta(beta: Any) -> float:
@@ -230,17 +196,6 @@ def check_beta_threshold(beta: Any, threshold: Any) -> tuple[float, float]:
     beta = DEFAULT_BETA if beta is None else beta
     threshold = DEFAULT_THRESHOLD if threshold is None else threshold
     return check_beta(beta), check_threshold(threshold)
-
-
-def check_dtype(dtype: Any) -> np.dtype:
-    """float32 or float64 (None: float32)."""
-    try:
-        dt = np.dtype("float32" if dtype is None else dtype)
-    except TypeError:
-        dt = None
-    if dt is None or dt.name not in DTYPES:
-        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
-    return dt
 
 
 def check_prune(prune: Any, dtype: Any) -> float:
@@ -277,23 +232,6 @@ def check_beam(beam: Any) -> float | str:
     if not (ok and math.isfinite(beam) and beam > 0):
         raise ValueError(f"beam must be 'auto' or a finite number > 0 (nats), got {beam!r}")
     return float(beam)
-
-
-def check_path(name: str, value: Any) -> Path:
-    """``value`` as a :class:`~pathlib.Path` when it is a str or path-like (not empty); else
-    a TypeError (a ValueError for ``""``) naming ``name``."""
-    if not isinstance(value, str | os.PathLike):
-        raise TypeError(f"{name} must be a path (a str or path-like), got {type(value).__name__}")
-    if os.fspath(value) == "":
-        raise ValueError(f"{name} is empty: give a file's path")
-    return Path(value)
-
-
-def check_flag(name: str, value: Any) -> bool:
-    """``value`` as a bool when it is True or False (numpy's too)."""
-    if not isinstance(value, bool | np.bool_):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
 
 
 def _gates() -> tuple[str, ...]:
@@ -355,7 +293,7 @@ class DCYKOptions:
     Each field carries its documentation and its check (:func:`declaration`): the keyword
     options of :func:`fastdcyk.dcyk`, :func:`fastdcyk.dcyk_batch`,
     :class:`fastdcyk.nn.DCYK`, :func:`fastdcyk.capacity.predict` and the command line are
-    derived from them (:func:`takes_options`, :func:`documentation`). ``DCYKOptions`` is
+    derived from them (:func:`takes_options`, :func:`documented`). ``DCYKOptions`` is
     also how a set of options travels as one object (``dcyk(..., options=opts)``;
     ``dataclasses.replace(opts, beta=20)`` changes one).
 
@@ -565,134 +503,16 @@ def choices(name: str) -> tuple[Any, ...] | None:
     return allowed() if callable(allowed) else allowed
 
 
-def documentation(
-    names: Sequence[str] = NAMES, indent: int = 4, notes: Mapping[str, str] | None = None
-) -> str:
-    """The numpydoc entries of the options ``names``, as keywords (each optional); ``notes``
-    gives a function's own documentation of some of them, in place of the declaration's."""
-    pad = " " * indent
-    out = []
-    for name in names:
-        meta = _declared(name)
-        out.append(f"{pad}{name} : {meta['kind']}, optional")
-        doc = (notes or {}).get(name) or meta["doc"]
-        words, line = " ".join(doc.split()).split(), ""
-        for word in words:  # wrapped at 92 columns
-            if line and len(pad) + 4 + len(line) + 1 + len(word) > 92:
-                out.append(f"{pad}    {line}")
-                line = word
-            else:
-                line = f"{line} {word}" if line else word
-        out.append(f"{pad}    {line}")
-    return "\n".join(out)
+#: The signature machinery (:class:`fastdcyk.signatures.Keywords`) over these declarations.
+KEYWORDS = Keywords(DCYKOptions)
+#: Give a function the option keywords (:meth:`fastdcyk.signatures.Keywords.takes_options`):
+#: ``@takes_options(exclude=..., refused=..., notes=...)`` on a function with ``**options``.
+takes_options = KEYWORDS.takes_options
+#: A docstring with its line ``{options}`` documented
+#: (:meth:`fastdcyk.signatures.Keywords.documented`).
+documented = KEYWORDS.documented
 
 
-def check_keywords(
-    given: Mapping[str, Any],
-    where: str,
-    allowed: Sequence[str],
-    refused: Mapping[str, str] | None = None,
-) -> None:
-    """A TypeError for a keyword of ``given`` that is not in ``allowed``, as Python words it
-    (``where``: the callable's name), naming the keyword's new name where it was renamed
-    (:data:`RENAMED`) to an allowed one, the reason where ``refused`` gives one, or the
-    closest allowed ones."""
-    refused = refused or {}
-    for key in given:
-        if key in allowed:
-            continue
-        if key in RENAMED and RENAMED[key] in allowed:
-            raise TypeError(
-                f"{where}() got the keyword {key}=, renamed {RENAMED[key]}= in fastdcyk 0.4 "
-                f"(the FFT library: 'auto', 'scipy', 'pyfftw' or 'numpy'): write "
-                f"{RENAMED[key]}={given[key]!r}"
-            )
-        if key in refused:
-            raise TypeError(f"{where}() does not take {key}=: {refused[key]}")
-        near = difflib.get_close_matches(key, allowed, n=2)
-        hint = f" (did you mean {' or '.join(near)}?)" if near else ""
-        raise TypeError(f"{where}() got an unexpected keyword argument {key!r}{hint}")
-
-
-def refuses_renamed(func: Any) -> Any:
-    """``func`` refusing a keyword of :data:`RENAMED` with a message naming its new name
-    (where Python would only say it is unexpected)."""
-
-    @functools.wraps(func)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        for key in kwargs:
-            if key in RENAMED:
-                where = func.__qualname__.removesuffix(".__init__")
-                check_keywords({key: kwargs[key]}, where, tuple(RENAMED.values()))
-        return func(*args, **kwargs)
-
-    return call
-
-
-def takes_options(
-    *,
-    exclude: Sequence[str] = (),
-    refused: Mapping[str, str] | None = None,
-    notes: Mapping[str, str] | None = None,
-) -> Callable[[Any], Any]:
-    """Give a function the option keywords: its ``**options`` catch-all becomes the declared
-    options (keyword-only, default None) in its signature, the line ``{options}`` of its
-    docstring their documentation (:func:`documentation`), and a call with any other keyword
-    a TypeError (:func:`check_keywords`).
-
-    Parameters
-    ----------
-    exclude : sequence of str
-        Options the function does not take (its own parameters are left out too).
-    refused : mapping of str to str
-        Options it does not take, each with the reason its TypeError gives.
-    notes : mapping of str to str
-        Its own documentation of some options, in place of the declarations'.
-    """
-    refused = dict(refused or {})
-
-    def wrap(func: Any) -> Any:
-        sig = inspect.signature(func)
-        own = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
-        left_out = (*exclude, *refused)
-        names = [n for n in NAMES if n not in left_out and n not in sig.parameters]
-        keyword = inspect.Parameter.KEYWORD_ONLY
-        extra = [inspect.Parameter(n, keyword, default=None) for n in names]
-        positional = [p for p in own if p.kind is not keyword]
-        keywords = [p for p in own if p.kind is keyword]
-        allowed = tuple(p.name for p in own if p.kind is not p.VAR_POSITIONAL) + tuple(names)
-        where = func.__qualname__.removesuffix(".__init__")
-
-        @functools.wraps(func)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            check_keywords(kwargs, where, allowed, refused)
-            return func(*args, **kwargs)
-
-        # the option keywords after the function's own, but before an ``options=`` object
-        last = [p for p in keywords if p.name == "options"]
-        first = [p for p in keywords if p.name != "options"]
-        call.__signature__ = sig.replace(parameters=[*positional, *first, *extra, *last])
-        call.__doc__ = documented(func.__doc__ or "", names, notes)
-        call.option_names = tuple(names)
-        call.option_notes = dict(notes or {})
-        return call
-
-    return wrap
-
-
-def documented(doc: str, names: Sequence[str], notes: Mapping[str, str] | None = None) -> str:
-    """``doc`` with its line ``{options}`` replaced by the documentation of the options
-    ``names`` (:func:`documentation`, at that line's indent, with ``notes``): for a
-    docstring that :func:`takes_options` does not reach (a class's, whose ``__init__``
-    takes them)."""
-    lines = doc.split("\n")
-    for k, line in enumerate(lines):
-        if line.strip() == "{options}":
-            lines[k] = documentation(names, len(line) - len(line.lstrip()), notes)
-    return "\n".join(lines)
-
-
-@takes_options(exclude=("variant",))
 def resolve(variant: str | None = None, *, dtype: Any = "float32", **options: Any) -> DCYKOptions:
     """The options of a parse: the variant's preset (:data:`VARIANTS`) where None, each
     checked, their combination checked against the registered modes.

@@ -5,10 +5,13 @@ A word's cell is the mask of the ``A`` with ``A -> word`` (:func:`lexical_masks`
 are combined (:func:`combine`) with a table that holds, for each left child ``B``, the pairs
 (bit of ``C``, mask of all ``A`` with ``A -> B C``) (:func:`by_left_table`), so that only the
 bits of the left cell are walked. Combinations and the sets of names of masks are memoised
-in caches that are cleared past ``_COMBINE_CACHE_LIMIT`` entries. The grammar's methods
+in caches that are cleared past ``_COMBINE_CACHE_LIMIT`` entries.
+
+:class:`GrammarMasks`, a base class of :class:`~fastdcyk.cfg.grammar.Grammar`, holds a
+grammar's tables and gives it the methods that read them:
 :meth:`~fastdcyk.cfg.grammar.Grammar.lexical_mask`,
 :meth:`~fastdcyk.cfg.grammar.Grammar.combine_masks` and
-:meth:`~fastdcyk.cfg.grammar.Grammar.nonterminals_of_mask` call these.
+:meth:`~fastdcyk.cfg.grammar.Grammar.nonterminals_of_mask` (documented as the grammar's).
 """
 
 from __future__ import annotations
@@ -17,7 +20,14 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from fastdcyk.cfg.symbols import nfc
 
-__all__ = ["by_left_table", "combine", "lexical_masks", "names_of_mask", "word_mask"]
+__all__ = [
+    "GrammarMasks",
+    "by_left_table",
+    "combine",
+    "lexical_masks",
+    "names_of_mask",
+    "word_mask",
+]
 
 # The memo of combine_masks is cleared past this many entries so that memory stays bounded
 # on grammars with very many distinct cells.
@@ -151,3 +161,101 @@ def names_of_mask(
             cache.clear()
         cache[mask] = found
     return found
+
+
+class GrammarMasks:
+    """The bitset view of a :class:`~fastdcyk.cfg.grammar.Grammar`, the base class that gives
+    it :meth:`lexical_mask`, :meth:`combine_masks` and :meth:`nonterminals_of_mask`.
+
+    Bit ``k`` is ``nonterminals[k]`` (the grammar's :attr:`nonterminals`, read by
+    :meth:`nonterminals_of_mask`). The grammar fills the tables once, with
+    :meth:`_init_masks`; the memos of :meth:`combine_masks` and :meth:`nonterminals_of_mask`
+    grow as symbolic CYK meets new cells.
+    """
+
+    __slots__ = ("_lexical_masks", "_by_left", "_combine_cache", "_mask_sets")
+
+    nonterminals: tuple[str, ...]
+
+    def _init_masks(
+        self,
+        lexicon: Mapping[str, Iterable[str]],
+        index: Mapping[str, int],
+        binary: Iterable[tuple[str, str, str]],
+        nonterminals: Sequence[str],
+    ) -> None:
+        # Bitset view for CYK: bit k is nonterminals[k]. For each left child B, the pairs
+        # (bit of C, mask of all A with A -> B C), so a cell pair is combined by walking the
+        # bits of the left cell only.
+        put = object.__setattr__
+        put(self, "_lexical_masks", lexical_masks(lexicon, index))
+        put(self, "_by_left", by_left_table(binary, index, nonterminals))
+        put(self, "_combine_cache", {})
+        put(self, "_mask_sets", {0: frozenset()})
+
+    def lexical_mask(self, word: str) -> int:
+        """Bitset of the nonterminals ``A`` with ``A -> word`` (0 for an unknown word).
+
+        Parameters
+        ----------
+        word : str
+            Compared with the terminals in Unicode normal form NFC.
+
+        Returns
+        -------
+        int
+            Bit k set iff ``nonterminals[k] -> word`` is a rule.
+
+        Examples
+        --------
+        >>> from fastdcyk import Grammar
+        >>> Grammar.builtin("example").lexical_mask("a")  # D is nonterminal 1
+        2
+        """
+        return word_mask(self._lexical_masks, word)
+
+    def combine_masks(self, left: int, right: int) -> int:
+        """Bitset of the ``A`` with a rule ``A -> B C``, B in ``left`` and C in ``right``.
+
+        Results are memoised: CYK meets few distinct pairs of cells on a small grammar.
+
+        Parameters
+        ----------
+        left, right : int
+            Bitsets of nonterminals (see :attr:`nonterminal_index`).
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> from fastdcyk import Grammar
+        >>> g = Grammar.builtin("example")
+        >>> g.combine_masks(g.lexical_mask("a"), g.lexical_mask("b"))  # S is bit 0
+        1
+        """
+        # The memo is looked up here first: a call less on the hot path of symbolic CYK.
+        result = self._combine_cache.get((left, right))
+        if result is None:
+            result = combine(self._by_left, self._combine_cache, left, right)
+        return result
+
+    def nonterminals_of_mask(self, mask: int) -> frozenset[str]:
+        """The set of nonterminals whose bits are set in ``mask``.
+
+        Parameters
+        ----------
+        mask : int
+
+        Returns
+        -------
+        frozenset of str
+
+        Examples
+        --------
+        >>> from fastdcyk import Grammar
+        >>> sorted(Grammar.builtin("example").nonterminals_of_mask(0b101))
+        ['E', 'S']
+        """
+        return names_of_mask(self.nonterminals, self._mask_sets, mask)

@@ -5,8 +5,9 @@
 and :class:`~fastdcyk.cfg.grammar.GrammarWarning` are what reading or using one raises or
 warns; :class:`~fastdcyk.cfg.grammar.CnfOrigin` is what :meth:`Grammar.to_cnf
 <fastdcyk.cfg.grammar.Grammar.to_cnf>` remembers of the grammar it converted. The helpers
-here (the nonterminal name syntax, NFC, quoting a terminal, why a rule is not in CNF) are
-shared by the reader, the CNF conversion and :class:`~fastdcyk.cfg.grammar.Grammar`.
+here (the nonterminal name syntax, NFC, quoting a terminal, why a rule is not in CNF, the
+``cnf=`` modes) are shared by the reader, the CNF conversion and
+:class:`~fastdcyk.cfg.grammar.Grammar`.
 
 The public home of these types is :mod:`fastdcyk.cfg.grammar`, which re-exports them (and
 gives them its name, so they are documented there).
@@ -17,11 +18,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "ARROW",
+    "CNF_HINT",
+    "CNF_MODES",
     "NAME_RE",
+    "CnfMode",
     "CnfOrigin",
     "GrammarError",
     "GrammarWarning",
@@ -45,6 +49,12 @@ NAME_TOKEN_RE = re.compile(r"(?:[\w/]|\\\S)(?:[\w/^<>+.]|-(?!>)|\\\S)*")
 _ESCAPE_RE = re.compile(r"\\(\S)")
 _PLAIN_CHAR = re.compile(r"[\w/^<>+.-]")
 ARROW = "->"
+
+#: What a reader of a grammar does with a rule that is not in CNF (``cnf=``).
+CnfMode = Literal["strict", "allow", "convert"]
+CNF_MODES = ("strict", "allow", "convert")
+#: The end of the message that refuses such a rule under ``cnf="strict"``.
+CNF_HINT = "read it with cnf='convert' to convert it (--to-cnf on the command line)"
 
 
 def valid_name(name: object) -> bool:

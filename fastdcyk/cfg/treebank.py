@@ -48,7 +48,7 @@ from typing import Any
 from fastdcyk.cfg.grammar import Grammar, GrammarWarning, Rule, Symbol
 from fastdcyk.cfg.trees import Tree, read_bracketed
 from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
-from fastdcyk.options import check_int
+from fastdcyk.checks import check_int
 
 __all__ = ["TreebankGrammar", "clean", "read_trees", "unknown_to_classes", "word_class"]
 

@@ -17,6 +17,7 @@ from fastdcyk import options
 from fastdcyk.cfg.cyk import cyk
 from fastdcyk.cfg.grammar import Grammar, GrammarError
 from fastdcyk.cfg.metrics import cell_scores
+from fastdcyk.checks import check_dim
 from fastdcyk.display import format_chart, format_chart_compact
 from fastdcyk.experiments import (
     ExperimentConfig,
@@ -68,14 +69,14 @@ def checked(check, value):
 
 
 def dimension(text: str) -> int:
-    return checked(options.check_dim, number(text, int, "the dimension, an integer >= 2"))
+    return checked(check_dim, number(text, int, "the dimension, an integer >= 2"))
 
 
 def dimension_or_auto(text: str) -> int | str:
     """An integer d >= 2, or "auto" (d chosen by the certificate)."""
     if text.strip().lower() == "auto":
         return "auto"
-    return checked(options.check_dim, number(text, int, "the dimension, an integer >= 2 or 'auto'"))
+    return checked(check_dim, number(text, int, "the dimension, an integer >= 2 or 'auto'"))
 
 
 def threshold(text: str) -> float:
@@ -605,7 +606,8 @@ def check_out_folder(option: str, path: Path, *, named: Path | None = None) -> N
 
 
 def draw(records: list, out: Path, **kwargs) -> list[Path]:
-    from fastdcyk.plots import FigureWriteError, plot_studies
+    from fastdcyk.plots.files import FigureWriteError
+    from fastdcyk.plots.studies import plot_studies
 
     try:
         paths = plot_studies(records, out, **kwargs)

@@ -31,9 +31,7 @@ from fastdcyk.experiments import (
     summary_table,
 )
 from fastdcyk.experiments.config import PAPER_VARIANTS
-from fastdcyk.options import (
-    VARIANTS,
-)
+from fastdcyk.options import VARIANTS
 
 #: The demo's small reproduction (G0 only: it draws studies a and b).
 #: Sized so that the whole demo takes well under a minute on a slow 2-core machine: the

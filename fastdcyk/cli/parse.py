@@ -42,7 +42,7 @@ PARSE_PROGRESS_DELAY = AUTO_DELAY
 
 def _cmd_parse(args: argparse.Namespace) -> int:
     if args.plot is not None:  # before any work: a figure format and a file that can be written
-        from fastdcyk.plots import figure_format
+        from fastdcyk.plots.files import figure_format
 
         try:
             figure_format(args.plot)
@@ -153,7 +153,8 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     elif args.tree or args.k is not None:
         _print_trees(result, gold, args.k or 1, ascii=args.ascii)
     if args.plot is not None:
-        from fastdcyk.plots import FigureWriteError, figure_parse, save_figure
+        from fastdcyk.plots.files import FigureWriteError, save_figure
+        from fastdcyk.plots.parse import figure_parse
 
         try:
             path = save_figure(figure_parse(result, gold), args.plot)

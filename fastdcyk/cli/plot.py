@@ -24,7 +24,7 @@ from fastdcyk.experiments import (
     load_records,
     study_rows,
 )
-from fastdcyk.plots import FIGURE_FORMATS, FigureWriteError, check_figures_folder
+from fastdcyk.plots.files import FIGURE_FORMATS, FigureWriteError, check_figures_folder
 
 
 def load_records_noting(paths: Sequence[str | Path], command: str = "plot") -> list[dict]:

@@ -30,6 +30,7 @@ import numpy as np
 
 from fastdcyk.cfg.generate import clear_cache as clear_generate_cache
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.checks import check_choice, check_dtype, check_int
 from fastdcyk.engine import auto, beam
 from fastdcyk.engine.core import schedule
 from fastdcyk.engine.core.decode import chart_from_statistics, check_matrix, decode_statistics
@@ -53,9 +54,6 @@ from fastdcyk.options import (
     DCYKOptions,
     check_backend,
     check_beta_threshold,
-    check_choice,
-    check_dtype,
-    check_int,
     choices,
     resolve,
     takes_options,

@@ -31,12 +31,13 @@ import warnings
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from fastdcyk.checks import check_int
 from fastdcyk.engine.core import schedule
 from fastdcyk.engine.core.result import DimensionChoice
 from fastdcyk.engine.memory import largest_fitting_d, parse_bytes
 from fastdcyk.hrr import memory as system_memory
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import DCYKOptions, check_int
+from fastdcyk.options import DCYKOptions
 from fastdcyk.registry import backends
 from fastdcyk.registry.backends import Backend
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.checks import check_int
 from fastdcyk.engine import auto
 from fastdcyk.engine.api import dcyk, parse_plan, sample_dimension
 from fastdcyk.engine.core.plan import Plan
@@ -28,7 +29,7 @@ from fastdcyk.engine.prepare import (
     words_of,
 )
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import DCYKOptions, check_backend, check_int, takes_options
+from fastdcyk.options import DCYKOptions, check_backend, takes_options
 from fastdcyk.registry.backends import Backend
 
 __all__ = ["dcyk_batch", "in_batches"]

@@ -11,20 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from fastdcyk.checks import check_dim, check_dtype, check_int
 from fastdcyk.engine.backends.numpy.accounting import Held
 from fastdcyk.hrr import buffers
 from fastdcyk.hrr import memory as system_memory
 from fastdcyk.hrr.blocks import block_bytes
 from fastdcyk.hrr.buffers import g_cache_slots, g_kept_slots
 from fastdcyk.hrr.fft import get_fft
-from fastdcyk.options import (
-    DCYKOptions,
-    check_dim,
-    check_dtype,
-    check_int,
-    resolve,
-    takes_options,
-)
+from fastdcyk.options import DCYKOptions, resolve, takes_options
 from fastdcyk.registry.backends import Backend
 
 __all__ = [

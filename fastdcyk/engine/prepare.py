@@ -21,27 +21,18 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar, as_grammar
 from fastdcyk.cfg.treebank import unknown_to_classes
+from fastdcyk.checks import check_dim, check_dtype, check_int
 from fastdcyk.engine import memory
 from fastdcyk.engine.core.plan import Plan
 from fastdcyk.engine.core.soft import SoftWord, soft_word
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import get_fft
-from fastdcyk.options import (
-    NAMES,
-    VARIANTS,
-    DCYKOptions,
-    check_backend,
-    check_dim,
-    check_dtype,
-    check_int,
-    resolve,
-)
+from fastdcyk.options import NAMES, VARIANTS, DCYKOptions, check_backend, resolve
 from fastdcyk.registry import backends
 from fastdcyk.registry.backends import Backend
 from fastdcyk.registry.modes import Mode
 
 __all__ = [
-    "Plan",
     "check_autograd",
     "check_symbols",
     "clear_codebooks",

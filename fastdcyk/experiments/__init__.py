@@ -81,27 +81,29 @@ from fastdcyk.experiments.config import (
     PAPER_GRID_CORE_HOURS,
     ExperimentConfig,
 )
-from fastdcyk.experiments.runner import RunSummary, run_experiment
-from fastdcyk.experiments.store import (
+from fastdcyk.experiments.records import (
     BACKEND_FIELD,
     RECORD_FIELDS,
-    RESULTS_FORMAT,
-    RESULTS_VERSION,
     TREE_FIELDS,
-    ConfigMismatchError,
-    ResultsFileError,
-    ResultsLockedError,
-    ResultsWarning,
-    ResultsWriteError,
     grid_mismatch,
-    load_records,
-    open_results,
-    read_results,
     record_backend,
     record_encoding,
     record_key,
     record_order,
     record_readback,
+)
+from fastdcyk.experiments.runner import RunSummary, run_experiment
+from fastdcyk.experiments.store import (
+    RESULTS_FORMAT,
+    RESULTS_VERSION,
+    ConfigMismatchError,
+    ResultsFileError,
+    ResultsLockedError,
+    ResultsWarning,
+    ResultsWriteError,
+    load_records,
+    open_results,
+    read_results,
 )
 from fastdcyk.experiments.tasks import Task, plan_tasks, run_task
 from fastdcyk.options import CODEBOOKS, EXECUTORS

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from fastdcyk.experiments.store import (
+from fastdcyk.experiments.records import (
     _SETTINGS,
     BACKEND_FIELD,
     TREE_FIELDS,
@@ -18,10 +18,7 @@ from fastdcyk.experiments.store import (
     record_order,
     settings_key,
 )
-from fastdcyk.options import (
-    DEFAULT_BETA,
-    VARIANTS,
-)
+from fastdcyk.options import DEFAULT_BETA, VARIANTS
 
 # -- aggregation ----------------------------------------------------------------------------
 
@@ -76,7 +73,7 @@ def _varying_settings(records: Sequence[dict[str, Any]]) -> list[str]:
     backend that differ between ``records``: records of results files of other settings
     (:func:`read_results` gives each record its file's) or of the other backend, which
     are not pooled. The read-back is each record's own
-    (:func:`~fastdcyk.experiments.store.record_readback`), and varies when one variant was
+    (:func:`~fastdcyk.experiments.records.record_readback`), and varies when one variant was
     read back in more than one way (the cleanup variant's ``"cancel"`` beside the trace
     variant's ``"matched"`` is no reason to split: rows by variant keep them apart)."""
     names = (*_SETTINGS, BACKEND_FIELD)
@@ -138,7 +135,7 @@ def aggregate(
         sentence sample: source, min_len, max_len, sentence_seed, or read-back), or of the
         other backend ("backend"), are never pooled either: each of these that differs between
         ``records`` is added at the end of ``by``. The read-back is each record's own
-        (:func:`~fastdcyk.experiments.store.record_readback`: ``"matched"`` for the paper
+        (:func:`~fastdcyk.experiments.records.record_readback`: ``"matched"`` for the paper
         and trace variants, whatever their file's configuration names), and is added when
         a variant was read back in more than one way.
     level : float

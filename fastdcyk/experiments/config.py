@@ -14,6 +14,7 @@ import numpy as np
 
 from fastdcyk.cfg.generate import generate
 from fastdcyk.cfg.grammar import Grammar, GrammarError
+from fastdcyk.checks import check_choice, check_dtype
 from fastdcyk.options import (
     CODEBOOKS,
     DEFAULT_BETA,
@@ -23,8 +24,6 @@ from fastdcyk.options import (
     READBACKS,
     VARIANTS,
     check_beta,
-    check_choice,
-    check_dtype,
     check_threshold,
     resolve,
 )

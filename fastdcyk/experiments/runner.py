@@ -12,28 +12,21 @@ from typing import Any
 
 from fastdcyk import threads
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.checks import check_choice, check_int, check_path
 from fastdcyk.engine.memory import estimate_memory, largest_fitting_d
 from fastdcyk.experiments.config import ExperimentConfig
 from fastdcyk.experiments.executors import run_dask, run_pool, run_serial
+from fastdcyk.experiments.records import grid_mismatch, record_key
 from fastdcyk.experiments.store import (
     ResultsFileError,
     _Appender,
     _ResultsLock,
-    grid_mismatch,
     open_results,
-    record_key,
     refuse_compressed,
 )
 from fastdcyk.experiments.tasks import check_sample, plan_tasks
 from fastdcyk.hrr import memory as _memory
-from fastdcyk.options import (
-    EXECUTORS,
-    VARIANTS,
-    check_backend,
-    check_choice,
-    check_int,
-    check_path,
-)
+from fastdcyk.options import EXECUTORS, VARIANTS, check_backend
 from fastdcyk.registry import modes
 
 # -- memory ---------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from fastdcyk.cfg.forest import Forest, bracket_scores
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.metrics import cell_scores
 from fastdcyk.cfg.trees import is_parse
+from fastdcyk.checks import check_choice
 from fastdcyk.engine.api import parse_plan
 from fastdcyk.engine.batch import in_batches
 from fastdcyk.engine.core.decode import item_scores
@@ -29,9 +30,9 @@ from fastdcyk.engine.core.plan import Plan
 from fastdcyk.engine.core.result import DCYKResult
 from fastdcyk.engine.prepare import default_codebook, prepare
 from fastdcyk.experiments.config import ExperimentConfig
-from fastdcyk.experiments.store import BACKEND_FIELD, cell_settings
+from fastdcyk.experiments.records import BACKEND_FIELD, cell_settings
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import CODEBOOKS, VARIANTS, check_backend, check_choice, resolve
+from fastdcyk.options import CODEBOOKS, VARIANTS, check_backend, resolve
 from fastdcyk.registry import backends, modes
 from fastdcyk.registry.backends import Backend
 
@@ -444,7 +445,7 @@ def tree_fields(
     chart: Mapping[tuple[int, int], Iterable[str]],
     scores: Mapping[tuple[int, int, str], float],
 ) -> dict[str, int]:
-    """A record's tree fields (:data:`~fastdcyk.experiments.store.TREE_FIELDS`).
+    """A record's tree fields (:data:`~fastdcyk.experiments.records.TREE_FIELDS`).
 
     ``tree``: 1 when the decoded chart admits a tree and its best tree under ``scores``
     (:func:`~fastdcyk.engine.core.decode.item_scores`; what :meth:`DCYKResult.tree

@@ -10,6 +10,13 @@ comes from it.
 
 An array is real, (d, d) in the codebook's dtype, or a half spectrum in its complex dtype:
 (d // 2 + 1, d) for a spectrum along axis 0, (d, d // 2 + 1) along axis 1 (the same bytes).
+
+The work buffers are pooled in a :class:`Workspace`, one per codebook, with the lock of the
+parse that uses them; :class:`WorkspaceHolder`, a base class of
+:class:`~fastdcyk.hrr.codebook.Codebook`, gives the codebook the methods that the engine
+reads them with (:attr:`~fastdcyk.hrr.codebook.Codebook.lock`,
+:meth:`~fastdcyk.hrr.codebook.Codebook.buffer_bytes`,
+:meth:`~fastdcyk.hrr.codebook.Codebook.release_buffers`).
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ __all__ = [
     "G_CACHE_BYTES",
     "G_KEEP_BYTES",
     "Buffer",
+    "HasWorkspace",
     "Workspace",
+    "WorkspaceHolder",
     "g_cache_slots",
     "g_kept_slots",
     "g_matrix",
@@ -103,6 +112,28 @@ class HasWorkspace(Protocol):
     d: int
     dtype: np.dtype
     workspace: Workspace
+
+
+class WorkspaceHolder:
+    """The base class of what holds a :class:`Workspace` as ``workspace`` (the codebook):
+    the lock of its work buffers, and how much they hold. Documented as the codebook's."""
+
+    workspace: Workspace
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock of the work buffers: held by whatever uses them (a parse, a decoding,
+        an operator chain)."""
+        return self.workspace.lock
+
+    def release_buffers(self) -> None:
+        """Free the work buffers of :attr:`workspace` (they are allocated again on next
+        use)."""
+        self.workspace.release()
+
+    def buffer_bytes(self) -> int:
+        """Bytes held in work buffers now."""
+        return self.workspace.nbytes
 
 
 @dataclass(frozen=True)

@@ -41,30 +41,22 @@ a symbol vector, so span indices keep their constant coefficient.
 
 from __future__ import annotations
 
-import errno
 import hashlib
-import os
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-from fastdcyk.hrr import buffers, codebook_file
+from fastdcyk.checks import check_choice, check_dim, check_dtype, check_int
+from fastdcyk.hrr import buffers
 from fastdcyk.hrr import memory as system_memory
-from fastdcyk.hrr.codebook_file import KINDS
+from fastdcyk.hrr.buffers import WorkspaceHolder
+from fastdcyk.hrr.codebook_file import KINDS, CodebookFile
 from fastdcyk.hrr.fft import FFT, get_fft, spectrum_dtype
 from fastdcyk.hrr.operators import Operator
 from fastdcyk.hrr.sidon import check_shifted_symbols, grammar_symbols, sidon_offsets
 from fastdcyk.hrr.streams import normal_rows
-from fastdcyk.options import (
-    check_choice,
-    check_dim,
-    check_dtype,
-    check_int,
-    check_path,
-    refuses_renamed,
-)
+from fastdcyk.signatures import refuses_renamed
 
 __all__ = ["INDEX_VECTORS", "KINDS", "Codebook", "grammar_symbols", "sidon_offsets"]
 
@@ -99,7 +91,7 @@ def _check_index(sym: Any) -> int:
     return int(sym)
 
 
-class Codebook:
+class Codebook(WorkspaceHolder, CodebookFile):
     """Random symbol vectors, their spectra and the fixed permutation Phi, for one d.
 
     Parameters
@@ -618,57 +610,6 @@ class Codebook:
         """The identity operator."""
         return Operator(self, ())
 
-    # -- saving (fastdcyk.hrr.codebook_file) ------------------------------------------------
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the vectors held and the permutation to ``path`` (a NumPy ``.npz`` file;
-        :func:`fastdcyk.hrr.codebook_file.save`).
-
-        A codebook built from vectors (:meth:`from_vectors`, or a learned one:
-        :meth:`fastdcyk.nn.DCYK.codebook`) holds all of its vectors; a codebook drawn from a
-        seed holds those drawn so far, and its seed and settings, so that :meth:`load` gives
-        the same seeded codebook back (it draws the symbols a longer sentence needs).
-
-        Parameters
-        ----------
-        path : path
-            Written whole or not at all (a temporary file renamed into place).
-
-        Raises
-        ------
-        TypeError
-            When ``path`` is not a path.
-        IsADirectoryError
-            When ``path`` is a folder.
-        """
-        path = check_path("path", path)
-        if path.is_dir():
-            raise IsADirectoryError(
-                errno.EISDIR, f"path {str(path)!r} is a folder: give a file's path (codebook.npz)"
-            )
-        codebook_file.save(self, path)
-
-    @classmethod
-    @refuses_renamed
-    def load(
-        cls, path: str | os.PathLike[str], *, fft: str | FFT = "auto", threads: int | None = None
-    ) -> Codebook:
-        """The codebook written by :meth:`save` (:func:`fastdcyk.hrr.codebook_file.load`).
-
-        A codebook drawn from a seed comes back as that seeded codebook (checked against the
-        vectors in the file); one built from vectors, as a codebook of these vectors.
-
-        Raises
-        ------
-        FileNotFoundError
-            When there is no file at ``path``.
-        ValueError
-            When ``path`` is not a codebook file written by :meth:`save` (not a NumPy
-            ``.npz`` file, truncated, corrupted, or with metadata :meth:`save` does not
-            write), or was written by a newer fastdcyk.
-        """
-        return codebook_file.load(cls, check_path("path", path), fft=fft, threads=threads)
-
     # -- pickling: without the lock and the work buffers ------------------------------------
 
     def __getstate__(self) -> dict[str, Any]:
@@ -692,23 +633,6 @@ class Codebook:
             "Codebook.engine was renamed Codebook.fft in fastdcyk 0.4 ('engine' names the "
             "package fastdcyk.engine only)"
         )
-
-    @property
-    def lock(self) -> threading.RLock:
-        """The lock of the work buffers: held by whatever uses them (a parse, a decoding,
-        an operator chain)."""
-        return self.workspace.lock
-
-    # -- work buffers ----------------------------------------------------------------------
-
-    def release_buffers(self) -> None:
-        """Free the work buffers of :attr:`workspace` (they are allocated again on next
-        use)."""
-        self.workspace.release()
-
-    def buffer_bytes(self) -> int:
-        """Bytes held in work buffers now."""
-        return self.workspace.nbytes
 
     @property
     def fixed(self) -> bool:

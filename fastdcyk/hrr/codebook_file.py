@@ -1,20 +1,27 @@
 """A codebook's file: :meth:`Codebook.save <fastdcyk.hrr.codebook.Codebook.save>` and
 :meth:`Codebook.load <fastdcyk.hrr.codebook.Codebook.load>` (a NumPy ``.npz`` archive of the
 vectors held, the permutation and, for a codebook drawn from a seed, how it was drawn;
-never pickled data).
+never pickled data). The two methods are those of :class:`CodebookFile`, a base class of
+:class:`~fastdcyk.hrr.codebook.Codebook` (documented as the codebook's), and call this
+module's :func:`save` and :func:`load`.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import warnings
 import zipfile
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
-__all__ = ["FORMAT_VERSION", "KINDS", "load", "save"]
+from fastdcyk.checks import check_path
+from fastdcyk.hrr.fft import FFT
+from fastdcyk.signatures import refuses_renamed
+
+__all__ = ["FORMAT_VERSION", "KINDS", "CodebookFile", "load", "save"]
 
 #: The symbol namespaces a file holds (the codebook's).
 KINDS = ("terminal", "nonterminal", "index", "right")
@@ -131,3 +138,58 @@ def _read_codebook_file(path: str) -> tuple[dict[str, Any], dict[str, np.ndarray
             raise ValueError("its metadata has no version or no symbols")
         found = {k: np.asarray(z[k]) for k in (*KINDS, "perm") if k in z.files}
     return meta, found
+
+
+class CodebookFile:
+    """The base class that gives :class:`~fastdcyk.hrr.codebook.Codebook` its file:
+    :meth:`save` and :meth:`load` (this module's :func:`save` and :func:`load`, the
+    path checked)."""
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the vectors held and the permutation to ``path`` (a NumPy ``.npz`` file;
+        :func:`fastdcyk.hrr.codebook_file.save`).
+
+        A codebook built from vectors (:meth:`from_vectors`, or a learned one:
+        :meth:`fastdcyk.nn.DCYK.codebook`) holds all of its vectors; a codebook drawn from a
+        seed holds those drawn so far, and its seed and settings, so that :meth:`load` gives
+        the same seeded codebook back (it draws the symbols a longer sentence needs).
+
+        Parameters
+        ----------
+        path : path
+            Written whole or not at all (a temporary file renamed into place).
+
+        Raises
+        ------
+        TypeError
+            When ``path`` is not a path.
+        IsADirectoryError
+            When ``path`` is a folder.
+        """
+        path = check_path("path", path)
+        if path.is_dir():
+            raise IsADirectoryError(
+                errno.EISDIR, f"path {str(path)!r} is a folder: give a file's path (codebook.npz)"
+            )
+        save(self, path)  # the module's save, above
+
+    @classmethod
+    @refuses_renamed
+    def load(
+        cls, path: str | os.PathLike[str], *, fft: str | FFT = "auto", threads: int | None = None
+    ) -> Self:
+        """The codebook written by :meth:`save` (:func:`fastdcyk.hrr.codebook_file.load`).
+
+        A codebook drawn from a seed comes back as that seeded codebook (checked against the
+        vectors in the file); one built from vectors, as a codebook of these vectors.
+
+        Raises
+        ------
+        FileNotFoundError
+            When there is no file at ``path``.
+        ValueError
+            When ``path`` is not a codebook file written by :meth:`save` (not a NumPy
+            ``.npz`` file, truncated, corrupted, or with metadata :meth:`save` does not
+            write), or was written by a newer fastdcyk.
+        """
+        return load(cls, check_path("path", path), fft=fft, threads=threads)  # the module's

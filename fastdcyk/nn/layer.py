@@ -22,6 +22,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("fastdcyk.nn needs PyTorch: pip install torch") from exc
 
 from fastdcyk.cfg.grammar import Grammar
+from fastdcyk.checks import check_choice, check_dim, check_int
 from fastdcyk.engine import auto, memory
 from fastdcyk.engine.api import choose_dimension
 from fastdcyk.engine.backends.torch import driver as torch_backend
@@ -31,14 +32,7 @@ from fastdcyk.engine.core.soft import SUM_SLACK, lexical_scores
 from fastdcyk.engine.prepare import prepare, words_of
 from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.nn.output import DCYKOutput
-from fastdcyk.options import (
-    DEFAULT_VARIANT,
-    check_choice,
-    check_dim,
-    check_int,
-    documented,
-    takes_options,
-)
+from fastdcyk.options import DEFAULT_VARIANT, documented, takes_options
 from fastdcyk.registry import backends, modes
 
 __all__ = ["BACKEND", "DCYK", "LEARNABLE"]

@@ -13,9 +13,9 @@ import torch
 from fastdcyk.cfg.forest import Forest
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.viterbi import ViterbiParse, viterbi
+from fastdcyk.checks import check_int
 from fastdcyk.engine.core.decode import item_scores
 from fastdcyk.nn.loss import chart_loss, gold_targets
-from fastdcyk.options import check_int
 
 __all__ = ["DCYKOutput"]
 

@@ -23,6 +23,7 @@ from fastdcyk.cfg.forest import Forest, bracket_scores
 from fastdcyk.engine import VARIANTS, default_codebook
 from fastdcyk.experiments import config as ex_config
 from fastdcyk.experiments import executors as ex_exec
+from fastdcyk.experiments import records as ex_records
 from fastdcyk.experiments import store as ex_store
 from fastdcyk.experiments import tasks as ex_tasks
 from fastdcyk.experiments.config import PAPER_VARIANTS
@@ -1043,7 +1044,7 @@ def test_record_key_tells_apart_thresholds_dtypes_codebooks_and_samples():
     assert key not in keys and len(keys) == len(others)
     # a record without its settings reads as the default configuration, or as the one given
     cfg = ex.ExperimentConfig()
-    full = rec | {name: getattr(cfg, name) for name in ex_store._SETTINGS}
+    full = rec | {name: getattr(cfg, name) for name in ex_records._SETTINGS}
     assert ex.record_key(full) == key == ex.record_key(rec, cfg)
     small = ex.ExperimentConfig(max_len=6, threshold=0.9)
     assert ex.record_key(rec, small) == ex.record_key(rec | {"max_len": 6, "threshold": 0.9})
@@ -1091,7 +1092,7 @@ def test_load_records_keeps_the_records_of_files_of_other_settings_apart(tmp_pat
         assert len(rows) == 2 * len(ex.aggregate(mine, ("grammar", "variant", "d")))
         assert name in ex.format_table(rows, ("grammar", "variant", "d")).splitlines()[0]
     # records of one setting, some without it (as run_experiment returns them): one group
-    plain = [{k: v for k, v in r.items() if k not in ex_store._SETTINGS} for r in mine]
+    plain = [{k: v for k, v in r.items() if k not in ex_records._SETTINGS} for r in mine]
     assert "threshold" not in ex.aggregate(mine + plain)[0]
     # the same file twice (a copy): each record once
     copy = tmp_path / "copy.jsonl"
@@ -1147,7 +1148,7 @@ def test_torch_backend_gives_the_numpy_records(tmp_path, torch_one_thread, torch
     assert summary.complete and summary.backend == "torch" and summary.device == "cpu"
     assert "(serial, torch on cpu)" in messages[0]
     records = ex.load_records(path)
-    fields = set(ex.RECORD_FIELDS) | set(ex_store._SETTINGS) | {ex.BACKEND_FIELD}
+    fields = set(ex.RECORD_FIELDS) | set(ex_records._SETTINGS) | {ex.BACKEND_FIELD}
     assert all(set(r) == fields and ex.record_backend(r) == "torch" for r in records)
     assert all(r["seconds"] > 0 for r in records)
     assert _strip(records) == _strip(ex.load_records(torch_reference))

@@ -314,7 +314,7 @@ def test_plot_into_a_file_fails_before_any_table_or_figure_is_computed(
     results_file, records, tmp_path, monkeypatch, capsys
 ):
     import fastdcyk.cli.plot as cli_plot
-    import fastdcyk.plots as plots
+    import fastdcyk.plots.studies as plots
     from fastdcyk.cli import main
     from fastdcyk.plots import FigureWriteError
 

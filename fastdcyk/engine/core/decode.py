@@ -26,15 +26,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fastdcyk.checks import check_choice
 from fastdcyk.engine.core.rules import rule_tables
 from fastdcyk.hrr import buffers, kernels
-from fastdcyk.options import (
-    DECODERS,
-    DEFAULT_BETA,
-    DEFAULT_THRESHOLD,
-    check_beta_threshold,
-    check_choice,
-)
+from fastdcyk.options import DECODERS, DEFAULT_BETA, DEFAULT_THRESHOLD, check_beta_threshold
 
 if TYPE_CHECKING:  # pragma: no cover
     from fastdcyk.cfg.grammar import Grammar
