@@ -93,5 +93,5 @@ def test_the_committed_cli_reference_is_current():
 
     page = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
     assert page.read_text(encoding="utf-8") == reference_markdown(), (
-        "docs/cli.md is stale: run sphinx-build -b html docs docs/_build/html"
+        "docs/cli.md is stale: run sphinx-build -c docs/sphinx -b html docs docs/_build/html"
     )

@@ -1,14 +1,14 @@
-"""Sphinx configuration of fastdcyk's documentation site (``docs/``).
+"""Sphinx configuration of fastdcyk's documentation site (the pages of ``docs/``).
 
-Build it with ``pip install '.[docs]'`` and ``sphinx-build -W -b html docs docs/_build/html``
+Build it with ``pip install '.[docs]'`` and
+``sphinx-build -W -c docs/sphinx -b html docs docs/_build/html``
 (``-W``: a warning fails the build: a broken link between pages, a missing toctree entry, a
 docstring docutils cannot read). Cross-references inside docstrings to numpy, the standard
 library or torch are not resolved (intersphinx would fetch their inventories, and CI has no
 network for that), so the build is not run in nitpicky mode.
 
-This is the one script at docs/'s root, because sphinx-build reads its configuration there;
-the studies' scripts and records are under docs/lab/ (its README.md), which the site leaves
-out.
+It lives in docs/sphinx/ (``-c``), so that docs/'s root holds pages only; the studies'
+scripts and records are under docs/lab/ (its README.md), which the site leaves out.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ extensions = [
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "lab"]  # lab/: the studies' scripts and records, not pages
+exclude_patterns = ["_build", "lab", "sphinx"]  # lab/: the studies, sphinx/: this file
 myst_heading_anchors = 3
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
@@ -55,4 +55,4 @@ def write_cli_reference(path: Path) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-write_cli_reference(Path(__file__).resolve().parent / "cli.md")
+write_cli_reference(Path(__file__).resolve().parents[1] / "cli.md")
