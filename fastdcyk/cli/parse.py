@@ -72,11 +72,13 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     show = stderr_is_terminal() if args.progress is None else args.progress
     progress = PARSE_PROGRESS_DELAY if show else False
     kwargs = parse_kwargs(args)
-    if args.beam is not None and args.weights != "table":
-        raise UsageError("--beam applies to --weights table only: add --weights table")
     try:  # a bad option is an error, and nothing else is printed
         opt = resolve(dtype=args.dtype, **option_values(args))
     except ValueError as exc:
+        if args.beam is not None and "beam=" in str(exc):
+            raise UsageError(
+                "--beam applies to --weights table only: add --weights table"
+            ) from None
         raise UsageError(str(exc)) from exc
     table = opt.mode.writes_probabilities  # the weights' table
     if table and args.k is not None:
@@ -90,7 +92,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         if not has_certificate:
             which = (
                 f"--readback {opt.readback}"
-                if opt.variant == "cleanup"
+                if opt.mode.chooses_readback
                 else f"--variant {opt.variant}"
             )
             raise UsageError(
