@@ -106,3 +106,22 @@ def test_a_backend_or_mode_imports_no_other_but_the_one_it_extends(folder):
             if target.startswith(prefix):
                 other = target[len(prefix) :].split(".")[0]
                 assert other == own or (own, other) in extends, f"{path}:{line} -> {target}"
+
+
+@pytest.mark.parametrize("name", ["torch_backend", "rules", "plan", "numpy_backend", "decode"])
+def test_the_engines_modules_before_0_5_are_refused_naming_where_they_went(name):
+    import importlib
+
+    from fastdcyk import engine
+
+    with pytest.raises(ImportError, match=rf"fastdcyk.engine.{name} moved in 0.5.*import from"):
+        importlib.import_module(f"fastdcyk.engine.{name}")
+    assert engine.MOVED[name].split()[0].startswith("fastdcyk.engine.")
+    importlib.import_module(engine.MOVED[name].split()[0])  # where it went exists
+
+
+def test_the_registry_of_modes_is_refused_where_it_was():
+    from fastdcyk.engine import modes
+
+    with pytest.raises(AttributeError, match=r"moved to fastdcyk.registry.modes.register"):
+        modes.register  # noqa: B018
