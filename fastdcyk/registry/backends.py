@@ -37,11 +37,12 @@ ValueError: unknown backend 'jax': choose one of 'numpy', 'torch'
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from fastdcyk.registry import parts
 from fastdcyk.registry.parts import Part, load
 
 __all__ = [
@@ -227,20 +228,12 @@ def register(backend: Backend) -> Backend:
 
 def unregister(name: str) -> Backend:
     """Remove the backend ``name`` from :data:`BACKENDS` and return it."""
-    try:
-        return BACKENDS.pop(name)
-    except KeyError:
-        raise KeyError(f"no backend {name!r} is registered (there are {list(BACKENDS)})") from None
+    return parts.take(BACKENDS, name, "backend")
 
 
-@contextmanager
-def registered(backend: Backend) -> Iterator[Backend]:
+def registered(backend: Backend) -> AbstractContextManager[Backend]:
     """``with registered(backend):`` the backend is registered inside the block only."""
-    register(backend)
-    try:
-        yield backend
-    finally:
-        unregister(backend.name)
+    return parts.registered(backend, register, unregister)
 
 
 def names() -> tuple[str, ...]:

@@ -38,12 +38,12 @@ ValueError: weights='table' needs gate 'cleanup'; the gates and their weights: e
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from fastdcyk.registry import backends
+from fastdcyk.registry import backends, parts
 from fastdcyk.registry.parts import Part, load
 
 __all__ = [
@@ -217,20 +217,12 @@ def register(mode: Mode) -> Mode:
 
 def unregister(name: str) -> Mode:
     """Remove the mode ``name`` from :data:`MODES` and return it."""
-    try:
-        return MODES.pop(name)
-    except KeyError:
-        raise KeyError(f"no mode {name!r} is registered (there are {list(MODES)})") from None
+    return parts.take(MODES, name, "mode")
 
 
-@contextmanager
-def registered(mode: Mode) -> Iterator[Mode]:
+def registered(mode: Mode) -> AbstractContextManager[Mode]:
     """``with registered(mode):`` the mode is registered inside the block only."""
-    register(mode)
-    try:
-        yield mode
-    finally:
-        unregister(mode.name)
+    return parts.registered(mode, register, unregister)
 
 
 def gates() -> tuple[str, ...]:

@@ -15,18 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastdcyk.registry import modes as _registry
+
 #: The names the registry had here before 0.5, refused until 0.6 with a message.
-_MOVED = (
-    "MODES",
-    "Mode",
-    "gates",
-    "own_readback",
-    "reader_of",
-    "register",
-    "registered",
-    "select",
-    "unregister",
-)
+_MOVED = frozenset(_registry.__all__)
 
 
 def __getattr__(name: str) -> Any:
