@@ -99,12 +99,12 @@ def test_torch_batch_throughput(benchmark, timing, d_batch):
     count = 16 if timing else 4
     sents = _sentences(count)
     cb = default_codebook(g, d_batch, 0, unitary=True, threads=1)
-    dcyk_batch(g, sents[:1], cb, variant="trace")  # warm-up
+    dcyk_batch(g, sents[:1], cb, variant="trace", backend="torch")  # warm-up
     seconds = []
 
     def run():
         t0 = time.perf_counter()
-        out = dcyk_batch(g, sents, cb, variant="trace")
+        out = dcyk_batch(g, sents, cb, variant="trace", backend="torch")
         seconds.append(time.perf_counter() - t0)
         return out
 

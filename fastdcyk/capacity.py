@@ -444,7 +444,7 @@ def predict(
     for s in sents:  # an unknown word is an error before any work, as it was
         for i, w in enumerate(Grammar.normalize_words(s)):
             if w not in known:
-                raise UnknownWordError(w, i)
+                raise UnknownWordError(w, i, grammar.terminal_like(w))
     total, exact = Scores(0, 0, 0), 0
     unitary = VARIANTS[opt.variant]["unitary"]
     delay = check_progress(progress)

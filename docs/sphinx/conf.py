@@ -13,6 +13,7 @@ scripts and records are under docs/lab/ (its README.md), which the site leaves o
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import fastdcyk
@@ -55,4 +56,22 @@ def write_cli_reference(path: Path) -> None:
         path.write_text(text, encoding="utf-8")
 
 
+def write_api_reference() -> None:
+    """docs/api.md, the API reference readable in the repository (docs/sphinx/api_markdown.py),
+    written again whenever the code's signatures or docstrings have changed;
+    tests/test_api_reference.py checks that the committed page is current. Left as it is
+    where a module cannot be imported here (PyTorch missing: the page would lack the layer)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import api_markdown
+
+    try:
+        text = api_markdown.reference_markdown()
+    except ImportError:
+        return
+    page = api_markdown.PAGE
+    if not page.exists() or page.read_text(encoding="utf-8") != text:
+        page.write_text(text, encoding="utf-8")
+
+
 write_cli_reference(Path(__file__).resolve().parents[1] / "cli.md")
+write_api_reference()

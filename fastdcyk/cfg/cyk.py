@@ -25,11 +25,13 @@ class UnknownWordError(ValueError):
         Its 0-based position: it fills cell ``(position, position + 1)``.
     """
 
-    def __init__(self, word: str, position: int) -> None:
+    def __init__(self, word: str, position: int, like: str | None = None) -> None:
         self.word = word
         self.position = position
+        hint = "" if like is None else f" (did you mean {like!r}? words are matched exactly)"
         super().__init__(
-            f"word {word!r} at position {position} (0-based) is produced by no rule of the grammar"
+            f"word {word!r} at position {position} (0-based) is produced by no rule of the "
+            f"grammar{hint}"
         )
 
 
@@ -82,7 +84,7 @@ def _chart(
             continue
         mask = grammar.lexical_mask(word)
         if strict and not mask:
-            raise UnknownWordError(word, i)
+            raise UnknownWordError(word, i, grammar.terminal_like(word))
         chart[i][i + 1] = mask
     combine = grammar.combine_masks
     for j in range(2, n + 1):

@@ -352,6 +352,25 @@ class Forest:
         left, right = self._children(item, e)
         return Tree(item[2], [self._build_ranked(left, ra), self._build_ranked(right, rb)])
 
+    def first(self, k: int = 1, *, cnf: bool = False) -> list[Tree]:
+        """The first ``k`` trees of the forest's fixed order (fewer when it holds fewer;
+        none when the sentence is not recognized).
+
+        The order depends on the chart and the grammar only (at each item its edges by split
+        point, then by the grammar's order of the children), so equal charts give the same
+        trees, whatever scores came with them: the trees of a grammar without weights that
+        :meth:`fastdcyk.engine.DCYKResult.tree` gives (docs/method.md, section 9).
+
+        Examples
+        --------
+        >>> f = Forest(Grammar.from_string("S -> S S | 'a'"), "a a a")
+        >>> [str(t) for t in f.first(5)]
+        ['(S (S a) (S (S a) (S a)))', '(S (S (S a) (S a)) (S a))']
+        """
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"k must be a positive int, got {k!r}")
+        return [self.tree(t, cnf=cnf) for t in range(min(k, self.count))]
+
     def best(self, *, cnf: bool = False) -> Tree | None:
         """The tree of the largest score; None when the sentence is not recognized.
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+import string
 import warnings
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -465,6 +466,28 @@ class Grammar(GrammarReaders, GrammarMasks):
         if self.is_weighted:
             probs = self._linear_probs()
         return nltk_grammar(self.rules, self.start, probs)
+
+    def terminal_like(self, word: str) -> str | None:
+        """The terminal a word that is none of them was probably meant to be: the same
+        letters in another case, or without the punctuation around it ("Alice" for
+        'alice', "dog." for 'dog'); None when there is no such terminal. Words are matched
+        exactly (case and punctuation included): this is for error messages.
+
+        Examples
+        --------
+        >>> g = Grammar.builtin("G0")
+        >>> g.terminal_like("Fish"), g.terminal_like("fish."), g.terminal_like("cat")
+        ('fish', 'fish', None)
+        """
+        stripped = word.strip(string.punctuation + "‘’“”")
+        for candidate in dict.fromkeys((stripped, word.lower(), stripped.lower())):
+            if candidate and candidate != word and candidate in self.terminal_set:
+                return candidate
+        folded = stripped.casefold()
+        if not folded:
+            return None
+        found = sorted(t for t in self.terminal_set if t.casefold() == folded)
+        return found[0] if found else None
 
     @property
     def preterminals(self) -> tuple[str, ...]:

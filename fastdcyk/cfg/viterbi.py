@@ -160,7 +160,7 @@ def _fill(
         else:
             entry = t.lexicon.get(word)
             if entry is None and strict:
-                raise UnknownWordError(word, i)
+                raise UnknownWordError(word, i, grammar.terminal_like(word))
             if entry is not None:
                 cell[entry[0]] = entry[1]
         keep = _mask(grammar, chart, i, i + 1)

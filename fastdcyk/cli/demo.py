@@ -24,8 +24,7 @@ from fastdcyk.cli.common import (
 from fastdcyk.display import format_chart
 from fastdcyk.engine import dcyk
 from fastdcyk.experiments import (
-    PAPER_DIMS,
-    PAPER_GRAMMARS,
+    PAPER_GRID_CORE_HOURS,
     ExperimentConfig,
     load_records,
     summary_table,
@@ -97,10 +96,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(summary_table(records))
     print("(micro P/R/F1: pooled counts, 95% bootstrap CI; macro F1: mean, 95% t CI)")
     draw(records, out, studies=("a", "b"), max_len=config.max_len)
+    full = ExperimentConfig()
     print(
-        f"the paper's full grid: fastdcyk experiment --out results.jsonl "
-        f"(defaults: {len(PAPER_GRAMMARS)} grammars, d in {list(PAPER_DIMS)}); "
-        "see docs/results.md"
+        f"the paper's full grid: fastdcyk experiment --out results.jsonl (its defaults: "
+        f"{full.sentences:,} G0 sentences of {full.min_len} to {full.max_len} words, "
+        f"{len(full.grammars)} grammars, d in {list(full.dims)}): some "
+        f"{PAPER_GRID_CORE_HOURS} core-hours, {PAPER_GRID_CORE_HOURS / 2:g} hours on 2 cores "
+        "(--executor dask spreads it over a cluster); see docs/results.md"
     )
     print(f"demo finished in {time.perf_counter() - t0:.1f} s")
     return 0

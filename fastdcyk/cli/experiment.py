@@ -113,7 +113,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "order) x beta x codebook seed over sentences generated from --source, each "
         "sentence's decoded chart scored against symbolic CYK. Records are appended to --out "
         "as tasks finish; rerunning the same command resumes an interrupted run. The "
-        "defaults are the paper's grid (2,000 G0 sentences of length 2..10, G0..G4, d = "
+        "defaults are the paper's grid (2,000 G0 sentences of length 2..7, G0..G4, d = "
         "100..6000, the paper's two variants, paper and trace, each in its own order): some "
         f"{PAPER_GRID_CORE_HOURS} core-hours (docs/results.md), so use the dask executor "
         "for it.",

@@ -239,7 +239,8 @@ def _print_beam(result: Any) -> None:
 
 
 def _print_trees(result: Any, gold: Any, k: int, *, ascii: bool) -> None:
-    """The k best trees of the decoded chart, drawn and bracketed."""
+    """k trees of the decoded chart, drawn and bracketed: a PCFG's k most probable; a
+    grammar without weights, the first k of the chart's forest (what result.trees gives)."""
     forest = result.forest
     start, n = result.grammar.start, len(result.words)
     if not forest.recognized:
@@ -251,12 +252,14 @@ def _print_trees(result: Any, gold: Any, k: int, *, ascii: bool) -> None:
         print(f"\nno tree: {why}")
         return
     print(f"\nthe decoded chart admits {forest.count} tree{'s' if forest.count != 1 else ''}")
-    for rank, (score, tree) in enumerate(forest.kbest(k), 1):
-        if result.grammar.is_weighted:
-            shown = f"log probability {score:.4f}"
-        else:
-            shown = f"score {score:.4g}, the sum of the log gate values of its items"
-        print(f"\ntree {rank} ({shown}):")
+    if result.grammar.is_weighted:
+        shown = [f"log probability {score:.4f}" for score, _ in forest.kbest(k)]
+    else:  # the forest's order: the chart and the grammar fix it, not the reads' noise
+        shown = [
+            f"the forest's tree {t + 1} of {forest.count}" for t in range(min(k, forest.count))
+        ]
+    for rank, (what, tree) in enumerate(zip(shown, result.trees(k), strict=True), 1):
+        print(f"\ntree {rank} ({what}):")
         print(tree.pretty(ascii=ascii))
         print(tree)
 
@@ -309,12 +312,17 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--tree",
         action="store_true",
-        help="also print the best tree of the decoded chart (in the grammar as written, "
-        "when it went through --to-cnf); on a probabilistic grammar the most probable tree "
-        "is always printed",
+        help="also print the tree of the decoded chart (in the grammar as written, when it "
+        "went through --to-cnf): for a grammar without weights the first of its forest, "
+        "which the chart and the grammar fix; on a probabilistic grammar the most probable "
+        "tree, always printed",
     )
     p.add_argument(
-        "--k", type=positive_int, metavar="K", help="print the K best trees (implies --tree)"
+        "--k",
+        type=positive_int,
+        metavar="K",
+        help="print K trees (implies --tree): a PCFG's K most probable; for a grammar "
+        "without weights the first K of the decoded chart's forest, in its fixed order",
     )
     p.add_argument("--ascii", action="store_true", help="draw trees with ASCII characters only")
     p.add_argument(

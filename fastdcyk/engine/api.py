@@ -35,7 +35,7 @@ from fastdcyk.engine import auto, beam
 from fastdcyk.engine.core import schedule
 from fastdcyk.engine.core.decode import chart_from_statistics, check_matrix, decode_statistics
 from fastdcyk.engine.core.plan import Plan
-from fastdcyk.engine.core.result import DCYKResult
+from fastdcyk.engine.core.result import DCYKResult, DimensionChoice
 from fastdcyk.engine.core.schedule import detections
 from fastdcyk.engine.cost import slow_parse_note
 from fastdcyk.engine.prepare import (
@@ -116,7 +116,7 @@ def parse_plan(
     kw["on_progress"] = on_progress
     opt = plan.options
     if not (beam.is_auto(opt.beam) and opt.mode.writes_probabilities):
-        return driver.parse(plan, **kw)
+        return _given_d(driver.parse(plan, **kw))
     out = []
     for ws in plan.sentences:  # beam="auto": each sentence widens its own beam
 
@@ -129,7 +129,17 @@ def parse_plan(
         with schedule.stopping_at_suspect(False):
             result, result.beam = beam.choose(parse_at)
         out.append(result)
-    return out
+    return _given_d(out)
+
+
+def _given_d(results: list[DCYKResult]) -> list[DCYKResult]:
+    """``results``, each with its :attr:`~DCYKResult.dimension`: the d it was parsed at,
+    given (``d="auto"`` replaces it with its own choice)."""
+    for r in results:
+        if r.dimension is None:
+            d, seconds = r.codebook.d, float(sum(r.timings.values()))
+            r.dimension = DimensionChoice(d, (d,), r.sure, d, "given", seconds)
+    return results
 
 
 @takes_options()

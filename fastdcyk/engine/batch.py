@@ -1,24 +1,27 @@
 """Parsing many sentences at once: :func:`dcyk_batch`.
 
-With ``backend="torch"`` the sentences are parsed in batches by
-:mod:`fastdcyk.engine.backends.torch.driver` (the numpy backend's algorithm in PyTorch,
-docs/method.md, sections 2-4): sentences of similar length go into one batch, the cells they share
-are computed together, and a cell beyond a sentence's length is masked out of its updates. With
-``backend="numpy"`` the numpy backend parses them one at a time, as :func:`fastdcyk.dcyk` does.
-Either way every sentence gets the :class:`~fastdcyk.engine.DCYKResult` that ``dcyk`` would return
-for it with the same codebook and options.
+By default the numpy backend parses them one at a time, as :func:`fastdcyk.dcyk` does (on a
+CPU the fastest way), each at the d its certificate chooses. With a device (or
+``backend="torch"``) the torch backend parses them in batches
+(:mod:`fastdcyk.engine.backends.torch.driver`, the numpy backend's algorithm in PyTorch,
+docs/method.md, sections 2-4): sentences of similar length go into one batch, the cells they
+share are computed together, and a cell beyond a sentence's length is masked out of its
+updates. Either way every sentence gets the :class:`~fastdcyk.engine.DCYKResult` that
+``dcyk`` would return for it with the same codebook and options.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from fastdcyk.cfg.grammar import Grammar
-from fastdcyk.checks import check_int
+from fastdcyk.checks import check_dtype, check_int
 from fastdcyk.engine import auto
-from fastdcyk.engine.api import dcyk, parse_plan, sample_dimension
+from fastdcyk.engine.api import dcyk, parse_plan
+from fastdcyk.engine.core.certificate import Certificate
 from fastdcyk.engine.core.plan import Plan
 from fastdcyk.engine.core.result import DCYKResult, DimensionChoice
 from fastdcyk.engine.prepare import (
@@ -28,8 +31,10 @@ from fastdcyk.engine.prepare import (
     prepare,
     words_of,
 )
+from fastdcyk.engine.progress import check_progress, progress_bar
 from fastdcyk.hrr.codebook import Codebook
-from fastdcyk.options import DCYKOptions, check_backend, takes_options
+from fastdcyk.options import DCYKOptions, check_backend, resolve, takes_options
+from fastdcyk.registry import backends
 from fastdcyk.registry.backends import Backend
 
 __all__ = ["dcyk_batch", "in_batches"]
@@ -101,12 +106,13 @@ def dcyk_batch(
     fft: Any = "auto",
     decode: bool = True,
     check_memory: bool = True,
-    backend: str = "torch",
+    backend: str | None = None,
     device: Any = None,
     batch_size: int | None = None,
     options: DCYKOptions | None = None,
     max_d: int | None = None,
     unknown: str = "refuse",
+    progress: bool | float | None = None,
     **keywords: Any,
 ) -> list[DCYKResult]:
     """Parse sentences with D-CYK, in batches: one :class:`DCYKResult` per sentence.
@@ -120,19 +126,22 @@ def dcyk_batch(
         position).
     codebook, d, seed, dtype, unitary, fft, decode, check_memory, max_d, unknown
         As for :func:`fastdcyk.dcyk`; one codebook (given or built here) serves every
-        sentence. ``d="auto"``: with the numpy backend, each sentence's d is chosen as
-        :func:`fastdcyk.dcyk` chooses it (so is d left out); with the torch backend, the
-        batch's d is :func:`fastdcyk.choose_dimension` of its sentences (numpy parses
-        first), and each result's ``dimension`` says so. Left out with the torch
-        backend: 1024.
+        sentence. d left out, or ``"auto"``: as :func:`fastdcyk.dcyk` chooses it, each
+        sentence's by the certificate where the options give one (the default variant),
+        1024 otherwise. With the torch backend, the sentences are first parsed so by the
+        numpy backend, the batch is parsed at the largest d chosen, and each result
+        carries the numpy parse's certificate for its chart (``sure``: the torch chart is
+        the one the certificate vouched for; a cell where it differs is suspect) and
+        says so in ``dimension``.
     {options}
-    backend : {"torch", "numpy"}, default "torch"
-        ``"torch"``: :mod:`fastdcyk.engine.backends.torch.driver` on batches of sentences (the
-        reason to call this function, hence a default other than :func:`fastdcyk.dcyk`'s);
-        ``"numpy"``: the numpy backend, one sentence at a time (every check made once for
-        all of them).
+    backend : {"numpy", "torch"}, optional
+        Default: where the parse runs, the backend that is fastest there
+        (:func:`fastdcyk.registry.backends.for_device`): ``"numpy"``, one sentence at a
+        time (on a CPU faster than the torch backend's batches: docs/performance.md,
+        "Many sentences on a CPU"), or ``"torch"`` when a ``device`` is given (on a GPU,
+        batches of sentences at once: :mod:`fastdcyk.engine.backends.torch.driver`).
     device : torch.device or str, optional
-        Where the torch backend computes (default the CPU).
+        Where the torch backend computes (``"cuda"``; giving one selects the torch backend).
     batch_size : int, optional
         Sentences per torch batch (the sentences are sorted by length first, so that a
         batch wastes little work on the cells of its longer sentences). Default
@@ -141,11 +150,16 @@ def dcyk_batch(
         leave the caches) or 1 GB on a GPU, at most 64.
     options : DCYKOptions, optional
         As for :func:`fastdcyk.dcyk`.
+    progress : bool, float or None, default None
+        A progress bar over the sentences (tqdm.auto), as :func:`fastdcyk.dcyk`'s over a
+        parse's detections: None, once the parses have run 2 seconds and only on a
+        terminal; a number, after that many seconds; True at once; False never.
 
     Returns
     -------
     list of DCYKResult
-        In the order of ``sentences``.
+        In the order of ``sentences``; with the defaults, what :func:`fastdcyk.dcyk`
+        returns for each sentence (``sure``, ``certificate`` and ``dimension`` set).
 
     Raises
     ------
@@ -157,9 +171,9 @@ def dcyk_batch(
     >>> import fastdcyk as fd
     >>> from fastdcyk import dcyk_batch
     >>> g = fd.Grammar.builtin("example")
-    >>> rs = dcyk_batch(g, ["a a b", "a b"], d=256, variant="trace", backend="numpy")
-    >>> [sorted(r.chart[(0, len(r.words))]) for r in rs]
-    [['S'], ['S']]
+    >>> rs = dcyk_batch(g, ["a a b", "a b"])
+    >>> [(sorted(r.chart[(0, len(r.words))]), r.sure, r.codebook.d) for r in rs]
+    [(['S'], True, 128), (['S'], True, 128)]
     """
     if batch_size is not None:
         check_int("batch_size", batch_size, 1)
@@ -175,50 +189,84 @@ def dcyk_batch(
     if unknown != "refuse":  # the grammar read once, for the mapping and the parse
         grammar = cnf_grammar(grammar)
         sentences = [map_unknown(grammar, s, unknown) for s in sentences]
+    delay = check_progress(progress)
     opts = option_keywords(options, keywords)
     kw = {"seed": seed, "dtype": dtype, "unitary": unitary, "fft": fft}
-    driver = check_backend(backend, device)
-    if driver.certificate and codebook is None and (d is None or auto.is_auto(d)):
+    driver = check_backend(backends.for_device(device) if backend is None else backend, device)
+    if codebook is None and _chosen_by_certificate(d, dtype, opts):
         g = cnf_grammar(grammar)
         every = [words_of(g, s) for s in sentences]  # every sentence checked first
-        return [
-            dcyk(
-                g,
-                ws,
-                d=d,
-                decode=decode,
-                check_memory=check_memory,
-                progress=False,
-                max_d=max_d,
-                **kw,
-                **opts,
-            )
-            for ws in every
-        ]
-    chosen = None
-    if auto.is_auto(d):
-        auto.refuse_codebook(codebook)
         t0 = time.perf_counter()
-        given = kw | {"max_d": max_d, "seed": 0 if seed is None else seed}
-        d, sure = sample_dimension(grammar, sentences, False, opts, given)
-        chosen = DimensionChoice(
-            d,
-            (d,),
-            sure,
-            max_d or auto.MAX_D,
-            f"the largest d that d='auto' chose for the batch's {len(sentences)} sentences "
-            "(numpy backend; fastdcyk.choose_dimension)",
-            time.perf_counter() - t0,
+        bar = progress_bar(delay, len(every), "D-CYK", "sentence")
+        try:
+            first = []
+            for ws in every:  # as dcyk parses each one, d chosen by its certificate
+                first.append(
+                    dcyk(
+                        g,
+                        ws,
+                        d="auto",
+                        decode=decode or not driver.certificate,
+                        check_memory=check_memory,
+                        progress=False,
+                        max_d=max_d,
+                        **kw,
+                        **opts,
+                    )
+                )
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+        if driver.certificate:
+            return first
+        d = max(r.codebook.d for r in first)  # one d for the batch: the largest chosen
+        results = _parse_batch(
+            g, every, None, d, kw, decode, check_memory, driver.name, device, batch_size, opts
         )
-    elif max_d is not None:
+        tried = tuple(sorted({r.codebook.d for r in first}))
+        seconds = time.perf_counter() - t0
+        for r, ref in zip(results, first, strict=True):
+            r.certificate = _vouched(ref, r)
+            why = (
+                f"the largest d that d='auto' chose for the batch's {len(every)} sentences, "
+                f"{ref.codebook.d} for this one (numpy backend), whose certificate vouches "
+                f"for the {driver.name} backend's chart where they agree"
+            )
+            r.dimension = DimensionChoice(d, tried, r.sure, max_d or auto.MAX_D, why, seconds)
+        return results
+    if max_d is not None:
         raise ValueError("max_d applies to d='auto' only: pass d='auto' with it")
-    results = _parse_batch(
-        grammar, sentences, codebook, d, kw, decode, check_memory, backend, device, batch_size, opts
-    )
-    if chosen is not None:
-        for r in results:
-            r.dimension = chosen
-    return results
+    return _parse_batch(
+        grammar, sentences, codebook, d, kw, decode, check_memory, driver.name, device,
+        batch_size, opts,
+    )  # fmt: skip
+
+
+def _chosen_by_certificate(d: Any, dtype: Any, opts: dict[str, Any]) -> bool:
+    """Whether d is chosen as :func:`fastdcyk.dcyk` chooses it: ``"auto"``, or left out with
+    options whose parse gives a certificate (else d left out is 1024)."""
+    if auto.is_auto(d):
+        return True
+    return d is None and auto.certified(resolve(dtype=check_dtype(dtype), **opts))
+
+
+def _vouched(ref: DCYKResult, got: DCYKResult) -> Certificate | None:
+    """The certificate of the numpy parse ``ref`` for ``got``'s chart (the same sentence
+    parsed by another backend): ``ref``'s own where the charts agree, else with every cell
+    where they differ suspect (bound 1, margin 0: no read vouches for it). None without a
+    certificate or a chart."""
+    cert = ref.certificate
+    if cert is None or got.chart is None or ref.chart is None:
+        return None
+    differ = [span for span, cell in got.chart.items() if cell != ref.chart[span]]
+    if not differ:
+        return cert
+    bounds, margins = cert.bounds.copy(), cert.margins.copy()
+    for i, j in differ:
+        bounds[i, j], margins[i, j] = 1.0, 0.0
+    return replace(cert, bounds=bounds, margins=margins)
 
 
 def _parse_batch(

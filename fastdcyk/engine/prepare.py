@@ -109,8 +109,11 @@ def words_of(
                     "unknown='class' to parse the word as its class (or map the sentence "
                     "with TreebankGrammar.words of the treebank grammar it came from)"
                 )
+            like = grammar.terminal_like(w)
+            if like is not None:  # another case, or punctuation around it
+                nfc += f" (did you mean {like!r}? words are matched exactly)"
             raise ValueError(
-                f"word {w!r} at position {pos} is not a terminal of the grammar{nfc}; "
+                f"word {w!r} at position {pos} (0-based) is not a terminal of the grammar{nfc}; "
                 f"its terminals are {some}{' ...' if len(known) > 12 else ''}{hint}"
             )
     return ws

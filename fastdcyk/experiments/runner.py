@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -24,7 +25,7 @@ from fastdcyk.experiments.store import (
     open_results,
     refuse_compressed,
 )
-from fastdcyk.experiments.tasks import check_sample, plan_tasks
+from fastdcyk.experiments.tasks import Task, check_sample, plan_tasks
 from fastdcyk.hrr import memory as _memory
 from fastdcyk.options import EXECUTORS, VARIANTS, check_backend
 from fastdcyk.registry import modes
@@ -413,7 +414,7 @@ def _run_locked(
         from tqdm.auto import tqdm
 
         bar = tqdm(
-            total=sum(t.cost for t in tasks),
+            total=sum(_units(t) for t in tasks),
             desc="D-CYK grid",
             bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]",
             file=sys.stderr,
@@ -425,7 +426,7 @@ def _run_locked(
             appender.write(records)
             summary.written += len(records)
             if bar is not None:
-                bar.update(task.cost)
+                bar.update(_units(task))
                 bar.set_postfix_str(f"{resumed + summary.written}/{total} records")
     finally:
         stream.close()
@@ -434,6 +435,13 @@ def _run_locked(
             bar.close()
         summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _units(task: Task) -> int:
+    """A task's share of the progress bar: its estimated cost in whole milliseconds (at least
+    one), so that the bar's total is the exact sum of its updates in any order (a sum of
+    float costs taken in another order overshot it, and tqdm clamped the bar)."""
+    return max(1, math.ceil(task.cost * 1000))
 
 
 def _ignored_note(

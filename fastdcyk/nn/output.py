@@ -109,6 +109,17 @@ class DCYKOutput:
         :func:`~fastdcyk.cfg.viterbi.viterbi`, with :attr:`lexical` for soft inputs):
         ``(None, -inf)`` where the chart has none.
 
+        The log probability is the tree's score as the tree was chosen: the log
+        probabilities of its binary rules, plus each position's lexical score. With words
+        (or ``terminals=``) that is the grammar's rule A -> a (a mixture's, with soft
+        terminals): the tree's probability under the PCFG. With ``preterminals=`` the
+        tagger's scores take the place of the rules A -> a: the score adds the log of the
+        tagger's score of each preterminal (near 0 for a confident tagger) instead of the
+        grammar's lexical probabilities, so it is not the PCFG's probability of the tree
+        (where the words are the grammar's terminals, ``Forest(grammar, words).score(tree)``
+        of the CNF tree gives that: :meth:`Forest.score
+        <fastdcyk.cfg.forest.Forest.score>`).
+
         Raises
         ------
         ValueError
@@ -116,8 +127,8 @@ class DCYKOutput:
         """
         if not self.grammar.is_weighted:
             raise ValueError(
-                "the grammar has no probabilities: trees() gives the best trees by the "
-                "decoder's scores; a PCFG gives the most probable ones"
+                "the grammar has no probabilities: trees() gives the first trees of each "
+                "chart's forest; a PCFG gives the most probable ones"
             )
         return [
             viterbi(self.grammar, words, chart=chart, cnf=cnf, lexical=self._lexical_of(b))
@@ -125,11 +136,12 @@ class DCYKOutput:
         ]
 
     def trees(self, k: int | None = None, *, cnf: bool = False) -> list[Any]:
-        """The best tree of each sentence (None where its decoded chart has none), or with
-        ``k`` the list of its ``k`` best, best first; in the grammar the user wrote when
-        the layer's grammar came from ``to_cnf``, unless ``cnf=True``. Best: on a weighted
-        grammar the most probable (:meth:`best_parses`), otherwise by the decoder's scores
-        (:attr:`forests`).
+        """Each sentence's tree (None where its decoded chart has none), or with ``k`` the
+        list of ``k`` of them, as :meth:`fastdcyk.engine.DCYKResult.tree` chooses: on a
+        weighted grammar the most probable, best first (:meth:`best_parses`); otherwise the
+        first of each chart's forest in its fixed order (:meth:`Forest.first
+        <fastdcyk.cfg.forest.Forest.first>`: equal charts, equal trees). In the grammar the
+        user wrote when the layer's grammar came from ``to_cnf``, unless ``cnf=True``.
 
         Examples
         --------
@@ -142,9 +154,11 @@ class DCYKOutput:
         if k is None:
             if self.grammar.is_weighted:
                 return [p.tree for p in self.best_parses(cnf=cnf)]
-            return [f.best(cnf=cnf) for f in self.forests]
+            return [next(iter(f.first(1, cnf=cnf)), None) for f in self.forests]
         k = check_int("k", k, 1)
-        return [[tree for _, tree in f.kbest(k, cnf=cnf)] for f in self.forests]
+        if self.grammar.is_weighted:
+            return [[tree for _, tree in f.kbest(k, cnf=cnf)] for f in self.forests]
+        return [f.first(k, cnf=cnf) for f in self.forests]
 
     # -- the training signal (fastdcyk.nn.loss) ------------------------------------------
 

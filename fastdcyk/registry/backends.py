@@ -50,6 +50,7 @@ __all__ = [
     "DEFAULT",
     "PACKAGE",
     "Backend",
+    "for_device",
     "get",
     "names",
     "register",
@@ -239,6 +240,17 @@ def registered(backend: Backend) -> AbstractContextManager[Backend]:
 def names() -> tuple[str, ...]:
     """The registered backends' names, the default first."""
     return tuple(BACKENDS)
+
+
+def for_device(device: Any = None) -> str:
+    """The backend that parses fastest where it runs: the default (numpy, one sentence at a
+    time, which outruns the torch backend's batches on a CPU: docs/performance.md, "Many
+    sentences on a CPU") when no device is given; else the first registered backend that
+    computes on a device (torch: on a GPU its batches are many times faster)."""
+    if device is None:
+        return DEFAULT
+    takes = [b.name for b in BACKENDS.values() if b.takes_device]
+    return takes[0] if takes else DEFAULT
 
 
 def get(name: Any) -> Backend:

@@ -1036,7 +1036,7 @@ def test_record_key_tells_apart_thresholds_dtypes_codebooks_and_samples():
         {"codebooks": "plain"},
         {"source": "G1"},
         {"min_len": 3},
-        {"max_len": 7},
+        {"max_len": 10},
         {"sentence_seed": 1},
         {"words": "fish swim fish"},
     ]

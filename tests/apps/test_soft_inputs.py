@@ -4,6 +4,8 @@ the trees of soft inputs and of a PCFG from the layer's outputs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -283,3 +285,27 @@ def test_a_tiny_encoder_learns_the_preterminals_of_unseen_words():
         "(S (NP (Det the) (N fiso)) (VP (V jumi) (NP (Det a) (N lupo))))",
         "(S (NP (Det a) (N rato)) (VP (V runi) (NP (Det the) (N dogo))))",
     ]
+
+
+def test_best_parses_with_preterminals_score_the_taggers_scores_not_the_lexical_rules():
+    """With preterminals= the log probability of best_parses() adds the log of the tagger's
+    scores where a parse of words adds the rules A -> a (as documented): the difference
+    between the two is exactly the lexical rules' log probabilities less the tagger's."""
+    import math
+
+    g = fd.Grammar.from_file(Path(__file__).parents[1] / "data" / "pp.pcfg")
+    layer = DCYK(g, 256, dtype=torch.float64)
+    words = "john saw the man with a telescope".split()
+    pre = torch.zeros((1, len(words), len(layer.preterminals)), dtype=torch.float64)
+    tags = {a: k for k, a in enumerate(layer.preterminals)}
+    for i, w in enumerate(words):
+        for a in g.lexicon[w]:
+            pre[0, i, tags[a]] = 0.95
+    (tagged,) = layer([words], preterminals=pre).best_parses(cnf=True)
+    (worded,) = layer([words]).best_parses(cnf=True)
+    assert tagged.tree == worded.tree
+    pcfg = fd.Forest(g, words).score(tagged.tree)
+    assert worded.log_prob == pytest.approx(pcfg, abs=1e-9)  # words: the PCFG's probability
+    lexical = sum(g.log_prob(r) for r in tagged.tree.productions() if r.is_unary)
+    expected = pcfg - lexical + len(words) * math.log(0.95)
+    assert tagged.log_prob == pytest.approx(expected, abs=1e-9)

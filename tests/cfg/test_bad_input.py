@@ -3,6 +3,7 @@ right result) where a wrong or meaningless one came back before."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -188,3 +189,24 @@ def test_the_symbolic_parsers_take_a_grammar_by_name():
     for bad in (3, None, b"G0"):
         with pytest.raises(TypeError, match="grammar must be a fastdcyk.Grammar"):
             fd.cyk(bad, "fish swim")
+
+
+def test_an_unknown_word_is_named_with_its_0_based_position_and_the_terminal_it_resembles():
+    """Words are matched exactly; a word that differs from a terminal only by its case or the
+    punctuation around it gets a did-you-mean, in Python as on the command line."""
+    g = fd.Grammar.builtin("G0")
+    for words, word, like in (
+        ("Fish swim", "Fish", "fish"),
+        ("fish swim.", "swim.", "swim"),
+        ("fish (near) fish", "(near)", "near"),
+    ):
+        pos = words.split().index(word)
+        hint = rf"word '{re.escape(word)}' at position {pos} \(0-based\).*did you mean '{like}'"
+        with pytest.raises(ValueError, match=hint):
+            fd.dcyk(g, words)
+        with pytest.raises(ValueError, match=hint):
+            fd.cyk(g, words, strict=True)
+    with pytest.raises(ValueError) as info:
+        fd.dcyk(g, "fish cat")
+    assert "did you mean" not in str(info.value) and "(0-based)" in str(info.value)
+    assert g.terminal_like("FISH") == "fish" and g.terminal_like("...") is None

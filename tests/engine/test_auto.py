@@ -125,10 +125,12 @@ def test_the_papers_grammars_need_no_more_than_128(name):
 def test_d_left_out_is_chosen_only_where_there_is_a_certificate():
     g = fd.Grammar.builtin("G0")
     assert fd.dcyk(g, "fish swim").dimension.d == 128
-    assert fd.dcyk(g, "fish swim", variant="trace").dimension is None
-    assert fd.dcyk(g, "fish swim", variant="trace").codebook.d == 1024
+    trace = fd.dcyk(g, "fish swim", variant="trace")
+    assert trace.codebook.d == 1024 and trace.dimension.reason == "given"
+    assert trace.dimension.tried == (1024,) and trace.dimension.sure is None  # no certificate
     assert fd.dcyk(g, "fish swim", readback="matched").codebook.d == 1024
-    assert fd.dcyk(g, "fish swim", d=64).dimension is None
+    given = fd.dcyk(g, "fish swim", d=64).dimension
+    assert (given.d, given.tried, given.reason, given.sure) == (64, (64,), "given", True)
 
 
 @pytest.mark.parametrize(
@@ -195,10 +197,14 @@ def test_dcyk_batch_chooses_d():
     assert [r.dimension.d for r in each] == [128, 128, 128]
     assert all(r.chart == fd.cyk(g, w) for r, w in zip(each, sents, strict=True))
     pytest.importorskip("torch")
-    batch = fd.dcyk_batch(g, sents, d="auto")
-    assert {r.codebook.d for r in batch} == {128}
-    assert "choose_dimension" in batch[0].dimension.reason and batch[0].dimension.sure
-    assert fd.dcyk_batch(g, sents).__getitem__(0).codebook.d == 1024  # torch: d left out
+    for d in ("auto", None):  # d chosen per sentence by numpy's certificate, the batch's max
+        batch = fd.dcyk_batch(g, sents, d=d, backend="torch")
+        assert {r.codebook.d for r in batch} == {128}
+        assert all(r.sure and r.certificate is not None for r in batch)
+        assert "whose certificate vouches" in batch[0].dimension.reason
+        assert [r.chart for r in batch] == [r.chart for r in each]
+    trace = fd.dcyk_batch(g, sents, backend="torch", variant="trace")  # no certificate
+    assert trace[0].codebook.d == 1024 and trace[0].sure is None
 
 
 def test_the_layer_chooses_d_from_a_sample():
@@ -243,9 +249,9 @@ def test_the_cli_parses_at_the_d_it_chose():
     assert "--variant trace has no certificate" in bad.stderr
 
 
-def test_a_result_without_dimension_at_a_fixed_d():
+def test_a_result_at_a_fixed_d_says_its_d_was_given():
     r = fd.dcyk(fd.Grammar.builtin("G0"), "fish swim", d=256)
-    assert r.dimension is None and r.sure
+    assert r.dimension.reason == "given" and r.dimension.d == 256 and r.sure
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert np.isfinite(r.certificate.smallest_margin) or r.certificate.smallest_margin > 0

@@ -433,7 +433,7 @@ def example():
 
 
 def test_unknown_word_is_named(example):
-    with pytest.raises(ValueError, match=r"'c' at position 1 is not a terminal"):
+    with pytest.raises(ValueError, match=r"'c' at position 1 \(0-based\) is not a terminal"):
         fd.dcyk(example, "a c b", d=16)
 
 

@@ -1,4 +1,5 @@
-"""Trees of a D-CYK parse: valid parses, scored by the decoder's gate, in the user's grammar."""
+"""Trees of a D-CYK parse: valid parses, fixed by the chart and the grammar (or a PCFG's
+most probable), ranked by the decoder's gate on request, in the user's grammar."""
 
 from __future__ import annotations
 
@@ -48,12 +49,38 @@ def test_best_is_the_largest_sum_of_log_gates():
     for (i, j, a), s in list(scores.items())[:20]:
         gate = 1.0 / (1.0 + math.exp(-beta * (r.statistics[(i, j, a)] - 0.5)))
         assert s == pytest.approx(math.log(gate), rel=1e-12, abs=1e-15)
-    ranked = r.forest.kbest(min(r.tree_count, 30), cnf=True)
-    assert r.forest.score(r.tree(cnf=True)) == pytest.approx(ranked[0][0])
+    ranked = r.scored_trees(min(r.tree_count, 30), cnf=True)
+    assert r.forest.score(r.forest.best(cnf=True)) == pytest.approx(ranked[0][0])
     total = [sum(scores[(i, j, a)] for a, i, j in t.spans()) for _, t in ranked]
     assert total == pytest.approx([s for s, _ in ranked])
     assert total == sorted(total, reverse=True)
-    assert r.trees(3) == [t for _, t in r.forest.kbest(3)]
+    # tree() and trees(k) do not rank by the decoder's scores: the forest's order
+    assert r.tree() == r.forest.tree(0) and r.trees(3) == [r.forest.tree(t) for t in range(3)]
+
+
+def test_equal_charts_give_equal_trees_whatever_d_seed_or_backend():
+    """On a grammar without weights the tree is the first of the chart's forest: on 100
+    sentences of an ambiguous grammar, parses at other d, with another codebook seed and
+    on the torch backend give the same trees wherever their charts are equal (the
+    decoder's scores differ between them every time)."""
+    pytest.importorskip("torch")
+    g = fd.Grammar.builtin("G2")
+    sentences = fd.generate(g, 100, min_len=3, max_len=8, seed=0)
+    assert sum(Forest(g, s).count > 1 for s in sentences) >= 90  # ambiguous: many trees
+    auto = [fd.dcyk(g, s) for s in sentences]
+    others = [
+        [fd.dcyk(g, s, d=512) for s in sentences],
+        [fd.dcyk(g, s, d=256, seed=1) for s in sentences],
+        fd.dcyk_batch(g, sentences, d=256, backend="torch", dtype="float64"),
+    ]
+    compared = 0
+    for rs in others:
+        for a, b in zip(auto, rs, strict=True):
+            if a.chart == b.chart and a.recognized:
+                assert a.statistics != b.statistics  # other reads, other scores
+                assert a.tree() == b.tree() and a.trees(3) == b.trees(3)
+                compared += 1
+    assert compared >= 250  # nearly every chart is exact, so equal
 
 
 def test_trees_of_a_converted_grammar_are_in_the_original():

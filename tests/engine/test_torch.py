@@ -204,7 +204,7 @@ def test_batch_equals_single_sentences(variant):
     g = fd.Grammar.builtin("G0")
     sents = ["fish swim", "fish swim fish near fish", "fish", "fish swim fish"]
     cb = _codebook(g, 32, variant)
-    batch = dcyk_batch(g, sents, cb, variant=variant, batch_size=3)
+    batch = dcyk_batch(g, sents, cb, variant=variant, batch_size=3, backend="torch")
     for s, r in zip(sents, batch, strict=True):
         one = fd.dcyk(g, s, cb, variant=variant, backend="torch")
         assert r.words == one.words
@@ -224,7 +224,7 @@ def test_a_batch_of_mixed_lengths_in_width_order_equals_its_sentences(readback):
     assert len({len(s) for s in sents}) > 2
     cb = _codebook(g, 64, "cleanup")
     kw = dict(variant="cleanup", readback=readback, order="width")
-    batch = dcyk_batch(g, sents, cb, batch_size=5, **kw)
+    batch = dcyk_batch(g, sents, cb, batch_size=5, **kw, backend="torch")
     for s, r in zip(sents, batch, strict=True):
         _assert_same(fd.dcyk(g, s, cb, **kw), r, 1e-8)
 
@@ -588,9 +588,9 @@ def test_errors():
     with pytest.raises(ValueError, match="needs backend='torch'"):
         dcyk_batch(g, ["a b"], d=16, backend="numpy", device="cpu")
     with pytest.raises(ValueError, match="batch_size"):
-        dcyk_batch(g, ["a b"], d=16, batch_size=0)
+        dcyk_batch(g, ["a b"], d=16, batch_size=0, backend="torch")
     with pytest.raises(ValueError, match="not a terminal"):
-        dcyk_batch(g, ["a b", "a c"], d=16)
+        dcyk_batch(g, ["a b", "a c"], d=16, backend="torch")
     assert dcyk_batch(g, [], d=16) == []
 
 
@@ -630,7 +630,9 @@ def test_dcyk_batch_halves_its_batches_when_the_device_is_full(monkeypatch):
     g = fd.Grammar.builtin("G0")
     sents = ["fish swim", "fish swim fish", "fish near fish swim", "fish swim near fish swim"]
     cb = _codebook(g, 32, "trace")
-    expected = [r.chart for r in dcyk_batch(g, sents, cb, variant="trace", batch_size=4)]
+    expected = [
+        r.chart for r in dcyk_batch(g, sents, cb, variant="trace", batch_size=4, backend="torch")
+    ]
     parse, sizes = _batch.parse_plan, []
 
     def small_device(plan, *args, **kwargs):
@@ -640,7 +642,7 @@ def test_dcyk_batch_halves_its_batches_when_the_device_is_full(monkeypatch):
         return parse(plan, *args, **kwargs)
 
     monkeypatch.setattr(_batch, "parse_plan", small_device)
-    got = dcyk_batch(g, sents, cb, variant="trace", batch_size=4)
+    got = dcyk_batch(g, sents, cb, variant="trace", batch_size=4, backend="torch")
     assert [r.chart for r in got] == expected  # the same results, in the caller's order
     assert sizes == [4, 2, 1, 1, 1, 1]
 
@@ -649,7 +651,7 @@ def test_dcyk_batch_halves_its_batches_when_the_device_is_full(monkeypatch):
 
     monkeypatch.setattr(_batch, "parse_plan", full_device)
     with pytest.raises(MemoryError, match=r"ran out of memory parsing one sentence of \d+ words"):
-        dcyk_batch(g, sents, cb, variant="trace", batch_size=4)
+        dcyk_batch(g, sents, cb, variant="trace", batch_size=4, backend="torch")
 
 
 @pytest.mark.parametrize("order", ["cell", "width"])
@@ -664,7 +666,7 @@ def test_the_trace_gate_reads_nothing_back_per_cell_on_a_device(monkeypatch, ord
     sents = ["fish swim", "fish swim near fish", "fish near fish swim near fish"]
     cb = _codebook(g, 64, "trace")
     kw = dict(variant="trace", order=order, batch_size=3)
-    expected = dcyk_batch(g, sents, cb, **kw)
+    expected = dcyk_batch(g, sents, cb, **kw, backend="torch")
     deferred = []
 
     class Deferring(schedule.Ledger):
@@ -674,7 +676,7 @@ def test_the_trace_gate_reads_nothing_back_per_cell_on_a_device(monkeypatch, ord
             deferred.append(self)
 
     monkeypatch.setattr(schedule, "Ledger", Deferring)
-    got = dcyk_batch(g, sents, cb, **kw)
+    got = dcyk_batch(g, sents, cb, **kw, backend="torch")
     assert len(deferred) == 1 and deferred[0].pending == []
     for a, b in zip(expected, got, strict=True):
         assert a.chart == b.chart and a.counts == b.counts
@@ -688,7 +690,7 @@ def test_the_trace_gate_reads_nothing_back_per_cell_on_a_device(monkeypatch, ord
 
     monkeypatch.setattr(trace_parser.TorchTraceParser, "initialise", overflowed)
     with pytest.raises(FloatingPointError, match=r"detections in cell \(0, 2\)"):
-        dcyk_batch(g, sents, cb, **kw)  # the first binary cell, in either order
+        dcyk_batch(g, sents, cb, **kw, backend="torch")  # the first binary cell, in either order
 
 
 def test_dcyk_batch_moves_earlier_tables_to_the_host_before_halving(monkeypatch):
@@ -748,10 +750,10 @@ def test_deferred_tables_moved_to_the_host_make_the_same_matrices(monkeypatch, o
     g = fd.Grammar.builtin("G0")
     sents = ["fish swim", "fish swim near fish"]
     cb = _codebook(g, 32, variant)
-    expected = _dense_of(dcyk_batch(g, sents, cb, variant=variant, batch_size=1))
+    expected = _dense_of(dcyk_batch(g, sents, cb, variant=variant, batch_size=1, backend="torch"))
     on_device.clear()  # (the batches above, made)
     made = on_device
-    got = dcyk_batch(g, sents, cb, variant=variant, batch_size=1)
+    got = dcyk_batch(g, sents, cb, variant=variant, batch_size=1, backend="torch")
     held = [b.device_bytes() for b in made]
     assert len(made) == 2 and all(h > 0 for h in held)
     monkeypatch.setattr(torch_later, "deferral_budget", lambda device: held[0])
@@ -792,7 +794,7 @@ def test_a_deferred_batch_keeps_its_tables_alone_and_counts_what_it_keeps(on_dev
             mp.setattr(torch_backend.TorchParser, "__init__", tracked)
             # the cells read in turn, whose writes into P_left wait till it is asked for
             mp.setattr(cleanup_parser.TorchCleanupParser, "_reads_whole", lambda self: False)
-            got = dcyk_batch(g, sents, cb, variant=variant, batch_size=4)
+            got = dcyk_batch(g, sents, cb, variant=variant, batch_size=4, backend="torch")
         batch = on_device[-1]
         gc.collect()
         parser = parsers[-1]()
@@ -825,9 +827,9 @@ def test_a_device_out_of_memory_while_making_or_moving_loses_nothing(
     cb = _codebook(g, 32, variant)
     # the clean-up gate's cells read in turn: its writes into P_left wait till asked for
     monkeypatch.setattr(cleanup_parser.TorchCleanupParser, "_reads_whole", lambda self: False)
-    expected = _dense_of(dcyk_batch(g, sents, cb, variant=variant, batch_size=4))
+    expected = _dense_of(dcyk_batch(g, sents, cb, variant=variant, batch_size=4, backend="torch"))
     on_device.clear()  # (the batch above, made)
-    got = dcyk_batch(g, sents, cb, variant=variant, batch_size=4)
+    got = dcyk_batch(g, sents, cb, variant=variant, batch_size=4, backend="torch")
     (batch,) = on_device
     if variant == "cleanup":
         write = cleanup_parser.TorchCleanupParser.add_outers

@@ -139,7 +139,7 @@ def test_the_trace_gates_width_step_on_torch_is_the_schedules_width_order(name):
     sents = fd.generate(g, 5, min_len=2, max_len=9, seed=3)
     cb = fd.engine.default_codebook(g, 128, 0, "float64", unitary=True)
     kw = dict(variant="trace", order="width")
-    batch = fd.dcyk_batch(g, sents, cb, batch_size=len(sents), **kw)
+    batch = fd.dcyk_batch(g, sents, cb, batch_size=len(sents), backend="torch", **kw)
     for s, b in zip(sents, batch, strict=True):
         ref = fd.dcyk(g, s, cb, **kw)
         alone = fd.dcyk(g, s, cb, backend="torch", **kw)
@@ -164,7 +164,7 @@ def test_the_trace_gates_width_step_takes_a_few_cells_a_product(monkeypatch):
     g = fd.Grammar.builtin("G4")
     sents = fd.generate(g, 3, min_len=6, max_len=9, seed=5)
     cb = fd.engine.default_codebook(g, 64, 0, "float64", unitary=True)
-    kw = dict(variant="trace", order="width", batch_size=3)
+    kw = dict(variant="trace", order="width", batch_size=3, backend="torch")
     whole = fd.dcyk_batch(g, sents, cb, **kw)
     monkeypatch.setattr(torch_parser.TorchTraceParser, "cells_at_once", lambda self, cells: 1)
     parts = fd.dcyk_batch(g, sents, cb, **kw)

@@ -24,7 +24,8 @@ __all__ = ["BeamChoice", "DCYKResult", "DimensionChoice"]
 @dataclass(frozen=True)
 class DimensionChoice:
     """How a parse's d was chosen (``DCYKResult.dimension``): by ``d="auto"``
-    (:mod:`fastdcyk.engine.auto`), or given.
+    (:mod:`fastdcyk.engine.auto`), or given (``reason`` is then ``"given"``, or ``"the
+    codebook's"`` for a codebook given, ``tried`` the one d).
 
     Attributes
     ----------
@@ -32,12 +33,14 @@ class DimensionChoice:
         The d of the result.
     tried : tuple of int
         Every d parsed at, in order (the last is ``d``).
-    sure : bool
-        Whether the certificate is sure of the chart at ``d``; False only when ``d`` is
-        ``max_d`` (a :class:`~fastdcyk.engine.auto.DimensionWarning` said so).
+    sure : bool or None
+        Whether the certificate is sure of the chart at ``d``; with ``d="auto"`` False only
+        when ``d`` is ``max_d`` (a :class:`~fastdcyk.engine.auto.DimensionWarning` said so).
+        None where the parse has no certificate (a d given, with options or a backend that
+        give none).
     max_d : int
         The largest d it could try: the ``max_d`` asked for, or the largest power of two
-        below it that fits in the memory available.
+        below it that fits in the memory available; ``d`` for a d given.
     reason : str
         Why ``d``, in a sentence.
     seconds : float
@@ -46,7 +49,7 @@ class DimensionChoice:
 
     d: int
     tried: tuple[int, ...]
-    sure: bool
+    sure: bool | None
     max_d: int
     reason: str
     seconds: float
@@ -116,10 +119,10 @@ class DCYKResult:
         backend): how far each cell's read can be trusted
         (:class:`~fastdcyk.engine.core.certificate.Certificate`, docs/method.md, section 7);
         :attr:`confidence`, :attr:`sure` and :meth:`suspect_cells` read it. None otherwise.
-    dimension : DimensionChoice or None
-        When d was chosen (``d="auto"``): the d parsed at, every d tried, why, and the
-        time of all the tries (:class:`DimensionChoice`); None for a
-        d given.
+    dimension : DimensionChoice
+        How d was chosen (:class:`DimensionChoice`): with ``d="auto"`` the d parsed at,
+        every d tried, why, and the time of all the tries; a d given, ``reason="given"``.
+        None only for a result made by hand.
     beam : BeamChoice or None
         With ``weights="table"`` and ``beam="auto"`` (the default): the beam parsed with,
         every beam tried, why, and whether the widest still showed a cut that mattered
@@ -228,14 +231,19 @@ class DCYKResult:
         return self.forest.count
 
     def tree(self, *, cnf: bool = False) -> Tree | None:
-        """The best tree of the decoded chart; None when the sentence is not recognized.
+        """The tree of the decoded chart; None when the sentence is not recognized.
 
-        Best: on a weighted grammar (a PCFG), the most probable tree among those the
-        decoded chart admits (Viterbi CKY restricted to the chart,
+        On a weighted grammar (a PCFG), the most probable tree among those the decoded
+        chart admits (Viterbi CKY restricted to the chart,
         :func:`~fastdcyk.cfg.viterbi.viterbi`; :meth:`best_parse` gives its log
-        probability); otherwise the largest sum of :meth:`item_scores` over the tree's items
-        (the log of the product of the decoder's gate values). In the grammar the user
-        wrote when the parse's grammar came from ``to_cnf``, unless ``cnf=True``.
+        probability). Otherwise the first tree of the chart's forest in its fixed order
+        (:meth:`Forest.first <fastdcyk.cfg.forest.Forest.first>`: at each item its
+        derivations by split point, then by the grammar's order of the children), a tree
+        that depends on the chart and the grammar only: equal charts give equal trees,
+        whatever d, seed or backend parsed them (docs/method.md, section 9;
+        :meth:`scored_trees` ranks the trees by the decoder's scores instead). In the
+        grammar the user wrote when the parse's grammar came from ``to_cnf``, unless
+        ``cnf=True``.
 
         Examples
         --------
@@ -246,7 +254,8 @@ class DCYKResult:
         """
         if self.grammar.is_weighted:
             return self.best_parse(cnf=cnf).tree
-        return self.forest.best(cnf=cnf)
+        first = self.forest.first(1, cnf=cnf)
+        return first[0] if first else None
 
     def best_parse(self, *, cnf: bool = False) -> ViterbiParse:
         """On a weighted grammar, the most probable tree of the decoded chart and its log
@@ -261,8 +270,8 @@ class DCYKResult:
             raise ValueError("this parse was not decoded (decode=False): it has no trees")
         if not self.grammar.is_weighted:
             raise ValueError(
-                "the grammar has no probabilities: tree() gives the best tree by the "
-                "decoder's scores; read a PCFG for the most probable tree"
+                "the grammar has no probabilities: tree() gives the first tree of the "
+                "decoded chart's forest; read a PCFG for the most probable tree"
             )
         key = "_best_cnf" if cnf else "_best"
         cached = self.__dict__.get(key)
@@ -299,12 +308,18 @@ class DCYKResult:
         return ViterbiParse(un_cnf(found.tree, self.grammar), found.log_prob)
 
     def trees(self, k: int, *, cnf: bool = False) -> list[Tree]:
-        """The ``k`` best trees, best first (fewer when the chart admits fewer)."""
-        return [tree for _, tree in self.forest.kbest(k, cnf=cnf)]
+        """``k`` trees of the decoded chart (fewer when it admits fewer), as :meth:`tree`
+        chooses its one: on a weighted grammar the ``k`` most probable, best first;
+        otherwise the first ``k`` of the forest's fixed order."""
+        if self.grammar.is_weighted:
+            return [tree for _, tree in self.forest.kbest(k, cnf=cnf)]
+        return self.forest.first(k, cnf=cnf)
 
     def scored_trees(self, k: int, *, cnf: bool = False) -> list[tuple[float, Tree]]:
-        """The ``k`` best trees with their scores, best first: on a weighted grammar each
-        tree's log probability, otherwise its sum of :meth:`item_scores`."""
+        """The ``k`` trees of the largest scores, best first, with their scores: on a
+        weighted grammar each tree's log probability (the trees of :meth:`trees`),
+        otherwise its sum of :meth:`item_scores`, the decoder's own ranking (which moves
+        with the noise of the reads: :meth:`tree` does not use it)."""
         return self.forest.kbest(k, cnf=cnf)
 
     def __repr__(self) -> str:
