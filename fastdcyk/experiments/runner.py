@@ -20,10 +20,10 @@ from fastdcyk.experiments.executors import run_dask, run_pool, run_serial
 from fastdcyk.experiments.records import grid_mismatch, record_key
 from fastdcyk.experiments.store import (
     ResultsFileError,
-    _Appender,
-    _ResultsLock,
     open_results,
     refuse_compressed,
+    results_appender,
+    results_lock,
 )
 from fastdcyk.experiments.tasks import Task, check_sample, plan_tasks
 from fastdcyk.hrr import memory as _memory
@@ -288,7 +288,7 @@ def run_experiment(
             config.dtype,
             config.readback,
         )
-    with _ResultsLock(path):  # one run at a time on a file, until this one ends
+    with results_lock(path):  # one run at a time on a file, until this one ends
         return _run_locked(
             config,
             path,
@@ -420,7 +420,7 @@ def _run_locked(
             file=sys.stderr,
         )
         bar.set_postfix_str(f"{resumed}/{total} records")
-    appender = _Appender(results.path)
+    appender = results_appender(results.path)
     try:
         for task, records in stream:
             appender.write(records)

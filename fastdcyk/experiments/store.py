@@ -11,9 +11,7 @@ mean, what identifies it and whether it lies in a grid are
 from __future__ import annotations
 
 import gzip
-import json
 import os
-import threading
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fastdcyk import logfile
 from fastdcyk.checks import check_path
 from fastdcyk.experiments.config import ExperimentConfig, _canonical
 from fastdcyk.experiments.mismatch import API_OUT as _API_OUT
@@ -99,13 +98,6 @@ def _header(
     return header
 
 
-def _fsync_write(path: Path, data: bytes, mode: str) -> None:
-    with open(path, mode) as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
 @dataclass
 class _Parsed:
     header: dict[str, Any] | None
@@ -166,37 +158,24 @@ def _parse_file(path: Path) -> _Parsed:
 
 
 def _parse_bytes(path: Path, data: bytes) -> _Parsed:
+    def corrupt(line_no: int, line: bytes, read: int) -> ResultsFileError:
+        if not read and not line.startswith(b'{"config"'):
+            return ResultsFileError(
+                f"{str(path)!r} is not a fastdcyk results file (its first line is not a "
+                "results header)"
+            )
+        return ResultsFileError(
+            f"{str(path)!r}, line {line_no}: not a JSON object (the file is corrupt; only its "
+            "last line may be torn)"
+        )
+
+    found = logfile.scan(data, corrupt)
+    if found.torn and not found.objects and not data.lstrip().startswith(b'{"config"'):
+        raise corrupt(1, data.lstrip(), 0)
     header = None
     settings: dict[str, Any] = {}
     records: list[dict[str, Any]] = []
-    pos = 0
-    line_no = 0
-    while pos < len(data):
-        end = data.find(b"\n", pos)
-        last = end < 0 or end == len(data) - 1
-        line = data[pos:] if end < 0 else data[pos:end]
-        line_no += 1
-        if end >= 0 and not line.strip():  # a blank line (an editor's): nothing to read
-            pos = end + 1
-            continue
-        try:
-            if end < 0:
-                raise ValueError("no newline")
-            obj = json.loads(line)
-            if not isinstance(obj, dict):
-                raise ValueError("not an object")
-        except ValueError:
-            if header is None and not line.startswith(b'{"config"'):
-                raise ResultsFileError(
-                    f"{str(path)!r} is not a fastdcyk results file (its first line is not a "
-                    "results header)"
-                ) from None
-            if last:  # a write cut short by a crash or a full disk: drop it on resume
-                return _Parsed(header, records, pos, True)
-            raise ResultsFileError(
-                f"{str(path)!r}, line {line_no}: not a JSON object (the file is corrupt; "
-                "only its last line may be torn)"
-            ) from None
+    for line_no, obj in found.objects:
         if header is None:
             if obj.get("format") != RESULTS_FORMAT:
                 raise ResultsFileError(
@@ -222,8 +201,7 @@ def _parse_bytes(path: Path, data: bytes) -> _Parsed:
             if fault:
                 raise ResultsFileError(f"{str(path)!r}, line {line_no}: {fault}")
             records.append(complete_record(obj, settings))
-        pos = end + 1
-    return _Parsed(header, records, pos, False)
+    return _Parsed(header, records, found.good_bytes, found.torn)
 
 
 @dataclass
@@ -271,88 +249,22 @@ def read_results(path: str | os.PathLike[str]) -> ResultsFile:
     return ResultsFile(path, parsed.header, parsed.records, torn)
 
 
-#: The results files this process holds the lock of: (device, inode) -> the holding thread.
-_HELD_LOCKS: dict[tuple[int, int], int] = {}
-_HELD_LOCKS_GUARD = threading.Lock()
+def results_lock(path: str | os.PathLike[str]) -> logfile.Lock:
+    """The one-writer lock of a results file (:class:`fastdcyk.logfile.Lock`): entering it
+    raises :class:`ResultsLockedError` while another run writes the file."""
 
-
-class _ResultsLock:
-    """The one-writer lock of a results file, as a context manager.
-
-    An exclusive, non-blocking ``flock`` on the results file itself (created empty when
-    absent, with its folder), held from ``__enter__`` to ``__exit__``. The kernel drops it
-    when the process ends, however it ends, so nothing stale is left behind. A thread that
-    already holds the lock of a file may enter it again. On systems without ``fcntl``
-    (Windows) no lock is taken.
-
-    Raises
-    ------
-    ResultsLockedError
-        On entering, when another process, or another thread of this one, holds the lock.
-    """
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self._fd: int | None = None
-        self._key: tuple[int, int] | None = None
-
-    def __enter__(self) -> _ResultsLock:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX
-            return self
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, 0o666)
-        try:
-            st = os.fstat(fd)
-            key = (st.st_dev, st.st_ino)
-            with _HELD_LOCKS_GUARD:
-                mine = _HELD_LOCKS.get(key) == threading.get_ident()
-            if mine:  # this thread holds it already: nothing to take
-                os.close(fd)
-                return self
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            path = str(self.path)
-
-            def locked(out: str) -> str:
-                return (
-                    f"{path!r} is being written by another run (it holds the file's lock); "
-                    "two runs on one file would both do every task and write every record "
-                    "twice: wait for that run to end (or stop it), or write to another file "
-                    f"({out}). The file was not changed"
-                )
-
-            raise ResultsLockedError(locked(_API_OUT), cli_message=locked(_CLI_OUT)) from None
-        except OSError as exc:  # a file system without locks: go on unlocked
-            os.close(fd)
-            import warnings
-
-            warnings.warn(
-                f"cannot lock {str(self.path)!r} ({exc}): nothing stops a second run from "
-                "writing to it at the same time",
-                RuntimeWarning,
-                stacklevel=2,
+    def locked(where: str) -> ResultsLockedError:
+        def message(out: str) -> str:
+            return (
+                f"{where!r} is being written by another run (it holds the file's lock); "
+                "two runs on one file would both do every task and write every record "
+                "twice: wait for that run to end (or stop it), or write to another file "
+                f"({out}). The file was not changed"
             )
-            return self
-        except BaseException:
-            os.close(fd)
-            raise
-        with _HELD_LOCKS_GUARD:
-            _HELD_LOCKS[key] = threading.get_ident()
-        self._fd, self._key = fd, key
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self._fd is None:
-            return
-        with _HELD_LOCKS_GUARD:
-            _HELD_LOCKS.pop(self._key, None)
-        try:
-            os.close(self._fd)  # closing the last descriptor of the file releases the lock
-        finally:
-            self._fd = self._key = None
+        return ResultsLockedError(message(_API_OUT), cli_message=message(_CLI_OUT))
+
+    return logfile.Lock(path, locked)
 
 
 def open_results(
@@ -392,7 +304,7 @@ def open_results(
     """
     path = Path(path)
     refuse_compressed(path)
-    with _ResultsLock(path):
+    with results_lock(path):
         return _open_results(path, config, config_hash, grammars)
 
 
@@ -462,51 +374,27 @@ def _open_results(
                 raise ResultsFileError(
                     message + f"({_API_OUT})", cli_message=message + f"({_CLI_OUT})"
                 )
-            torn = 0
-            if parsed.torn:
-                torn = path.stat().st_size - parsed.good_bytes
-                with open(path, "r+b") as fh:
-                    fh.truncate(parsed.good_bytes)
-                    fh.flush()
-                    os.fsync(fh.fileno())
+            torn = logfile.cut(path, parsed.good_bytes) if parsed.torn else 0
             return ResultsFile(path, parsed.header, parsed.records, torn)
     path.parent.mkdir(parents=True, exist_ok=True)
     header = _header(config, config_hash, _grammar_hashes(config, grammars))
-    _fsync_write(path, (_canonical(header) + "\n").encode("ascii"), "wb")
+    logfile.write_all(path, (_canonical(header) + "\n").encode("ascii"))
     return ResultsFile(path, header, [])
 
 
-class _Appender:
-    """Appends records with flush + fsync; on a failed write, cuts back the partial line."""
+def results_appender(path: Path) -> logfile.Appender:
+    """Appends records to a results file (:class:`fastdcyk.logfile.Appender`); a write the
+    disk refuses raises :class:`ResultsWriteError`, the records before it kept."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fh = open(path, "ab")  # noqa: SIM115 - closed by close()
+    def failed(exc: OSError) -> ResultsWriteError:
+        return ResultsWriteError(
+            exc.errno,
+            f"cannot write records to {str(path)!r} ({exc.strerror or exc}); the records "
+            "written before are kept: free space (or fix the problem) and rerun the same "
+            "command to resume",
+        )
 
-    def write(self, records: list[dict[str, Any]]) -> None:
-        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
-        start = self.fh.tell()
-        try:
-            self.fh.write(data.encode("utf-8"))
-            self.fh.flush()
-            os.fsync(self.fh.fileno())
-        except OSError as exc:
-            try:
-                self.fh.truncate(start)
-            except OSError:
-                pass  # the next run cuts the torn line off instead
-            raise ResultsWriteError(
-                exc.errno,
-                f"cannot write records to {str(self.path)!r} ({exc.strerror or exc}); the "
-                "records written before are kept: free space (or fix the problem) and rerun "
-                "the same command to resume",
-            ) from exc
-
-    def close(self) -> None:
-        try:
-            self.fh.close()
-        except OSError:
-            pass
+    return logfile.Appender(path, failed)
 
 
 def load_records(

@@ -21,7 +21,7 @@ import fastdcyk as fd
 import fastdcyk.engine.prepare as engine_plan
 import fastdcyk.experiments as ex
 import fastdcyk.hrr.memory as memory_module
-from fastdcyk import cli
+from fastdcyk import cli, logfile
 from fastdcyk.experiments import executors as ex_exec
 from fastdcyk.experiments import store as ex_store
 
@@ -53,7 +53,7 @@ def _python(code: str, *args: str, logs: Path) -> subprocess.Popen:
 HUGE_D_SCRIPT = """
 import contextlib, io, json, resource, sys, time
 import fastdcyk as fd
-from fastdcyk import cli
+from fastdcyk import cli, logfile
 
 with open("/proc/self/status") as fh:
     used = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:"))
@@ -258,7 +258,7 @@ class _Holder:
         assert self.held.wait(30)
 
     def _run(self, path: Path) -> None:
-        with ex_store._ResultsLock(path):
+        with ex_store.results_lock(path):
             self.held.set()
             self.release.wait(60)
 
@@ -304,7 +304,7 @@ def test_the_lock_is_released_when_the_run_fails(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         ex.run_experiment(TINY, path, executor="serial", progress=False)
     monkeypatch.undo()
-    assert not ex_store._HELD_LOCKS
+    assert not logfile._HELD
     # another thread may take it now
     holder = _Holder(path)
     holder.stop()
