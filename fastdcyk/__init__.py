@@ -20,6 +20,7 @@ from fastdcyk.cfg.random_grammar import random_grammar
 from fastdcyk.cfg.treebank import TreebankGrammar
 from fastdcyk.cfg.trees import Tree, is_parse, un_cnf
 from fastdcyk.cfg.viterbi import inside, viterbi
+from fastdcyk.corpus import CorpusSummary, parse_corpus
 from fastdcyk.engine import DCYKOptions, DCYKResult, dcyk, estimate_memory
 from fastdcyk.engine.api import choose_dimension, clear_caches, decode
 from fastdcyk.engine.auto import DimensionWarning
@@ -34,6 +35,7 @@ __version__ = "0.4.0"
 
 __all__ = [
     "Codebook",
+    "CorpusSummary",
     "DCYKOptions",
     "DCYKResult",
     "DimensionWarning",
@@ -52,6 +54,7 @@ __all__ = [
     "choose_dimension",
     "clear_caches",
     "options",
+    "parse_corpus",
     "cell_scores",
     "cyk",
     "dcyk",

@@ -26,6 +26,7 @@ from fastdcyk.cli.common import (
     positive_int,
     report,
 )
+from fastdcyk.cli.corpus import add_corpus_options, run_corpus
 from fastdcyk.display import CHART_STYLES, chart_width, format_chart, format_chart_compact
 from fastdcyk.engine import dcyk
 from fastdcyk.engine.auto import START_D, DimensionWarning, certified
@@ -41,6 +42,10 @@ PARSE_PROGRESS_DELAY = AUTO_DELAY
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
+    if args.input is not None:  # a corpus: every line of a file
+        return run_corpus(args)
+    if not args.words:
+        raise UsageError("give the sentence, one word per argument, or --input FILE")
     if args.plot is not None:  # before any work: a figure format and a file that can be written
         from fastdcyk.plots.files import figure_format
 
@@ -147,7 +152,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         print(
             f"(a compact view, {why}: per cell its number of symbols,\n"
             " +k and -k the symbols decoded but not in the CYK chart and in it but not\n"
-            " decoded, and the best tree's symbol there; --chart full prints them all)"
+            " decoded, and the symbol of the tree --tree prints; --chart full prints them all)"
         )
         _print_errors(result.chart, gold)
     if grammar.is_weighted and args.k is None:
@@ -268,9 +273,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the subcommand to ``sub`` (the parser's subparsers)."""
     p = sub.add_parser(
         "parse",
-        help="parse one sentence and compare the decoded chart with symbolic CYK",
+        help="parse one sentence and compare the decoded chart with symbolic CYK, or a file "
+        "of sentences (--input)",
         description="Parse one sentence with D-CYK and print the decoded chart beside the "
-        "symbolic CYK chart; +A marks a false positive, -A a miss.",
+        "symbolic CYK chart; +A marks a false positive, -A a miss. With --input FILE, parse "
+        "every line of the file instead: one record (or tree) per line.",
     )
     p.add_argument(
         "--grammar",
@@ -306,7 +313,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         choices=CHART_STYLES,
         default="auto",
         help="how to print the charts: 'full' (every symbol of every cell), 'compact' (per "
-        "cell the number of symbols, the errors against CYK and the best tree's symbol) or "
+        "cell the number of symbols, the errors against CYK and the symbol of the tree --tree "
+        "prints) or "
         "'auto' (full when it fits the terminal's width; the default)",
     )
     p.add_argument(
@@ -338,6 +346,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="a word the grammar lacks: 'refuse' it, naming it, or parse it as the grammar's "
         "unknown-word 'class' (a treebank grammar's UNK-...) (default: refuse)",
     )
-    p.add_argument("words", nargs="+", help="the sentence, one word per argument")
+    add_corpus_options(p)
+    p.add_argument("words", nargs="*", help="the sentence, one word per argument")
     p.set_defaults(func=_cmd_parse)
     return p

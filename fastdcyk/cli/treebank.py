@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,18 @@ def _cmd_treebank(args: argparse.Namespace) -> int:
         _save(tb, Path(args.save))
     if not args.test:
         return 0
-    gold = [g for g in (clean(t) for t in _trees(args.test, "--test")) if g is not None]
+    tested = _trees(args.test, "--test")
+    seen = {str(t) for t in train}
+    overlap = sum(str(t) in seen for t in tested)
+    if overlap:
+        print(
+            f"warning: {overlap} of the {len(tested)} test trees are training trees "
+            f"({'the same files' if sorted(args.test) == sorted(args.train) else 'shared'}): "
+            "the grammar was trained on them, so its scores there overstate what it does on "
+            "sentences it has not seen",
+            file=sys.stderr,
+        )
+    gold = [g for g in (clean(t) for t in tested) if g is not None]
     gold = [g for g in gold if len(g.leaves()) <= args.max_length]
     if args.limit is not None:
         gold = gold[: args.limit]

@@ -3,47 +3,11 @@
 from __future__ import annotations
 
 import os
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
-from fastdcyk import threads
 from fastdcyk.experiments.tasks import Task, run_task
-
-_PARENT_POLL = 0.5
-
-
-def _exit_with_parent(parent: int, interval: float = _PARENT_POLL) -> threading.Thread:
-    """Exit this process (``os._exit``) soon after the process ``parent`` is gone.
-
-    A daemon thread compares ``os.getppid()`` with ``parent`` every ``interval`` seconds:
-    an orphan is adopted by another process (init, or a subreaper), so the two differ once
-    the parent has died, however it died (SIGKILL, SIGTERM, a crash). Without this a pool
-    worker whose parent was killed waits for work for ever, or finishes its task and
-    blocks writing the result, and keeps the resource tracker alive with it.
-    """
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(interval)
-        os._exit(1)
-
-    thread = threading.Thread(target=watch, name="fastdcyk-exit-with-parent", daemon=True)
-    thread.start()
-    return thread
-
-
-def _init_worker(parent: int | None = None) -> None:
-    """Process-pool initializer: one thread per worker, leave Ctrl-C to the parent, and
-    exit when the parent (pid ``parent``) dies."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threads.set_threads(1)
-    if parent is not None:
-        _exit_with_parent(parent)
-
+from fastdcyk.processes import init_worker
 
 # -- executors ------------------------------------------------------------------------------
 
@@ -65,7 +29,7 @@ def run_pool(tasks: list[Task], workers: int) -> Iterator[tuple[Task, list[dict[
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker,
+        initializer=init_worker,
         initargs=(os.getpid(),),  # workers exit when this process dies, even by SIGKILL
     )
     pending = {pool.submit(run_task, t): t for t in tasks}

@@ -9,7 +9,26 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["available_memory", "format_bytes", "limit_headroom", "proc_status_bytes"]
+__all__ = [
+    "available_memory",
+    "format_bytes",
+    "limit_headroom",
+    "proc_status_bytes",
+    "set_share",
+]
+
+#: The share of the system's available memory this process counts on: 1, or 1 / workers in
+#: a worker of a pool whose processes share the machine (:func:`set_share`).
+_SHARE = [1.0]
+
+
+def set_share(fraction: float) -> None:
+    """Count on ``fraction`` of the system's available memory from now on (a worker of a
+    pool of ``1 / fraction`` processes, so that their memory checks do not each count on
+    all of it)."""
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"the memory share must be in (0, 1], got {fraction!r}")
+    _SHARE[0] = float(fraction)
 
 
 def format_bytes(n: float) -> str:
@@ -62,7 +81,8 @@ def available_memory() -> int | None:
     """Bytes this process may still allocate, or None when unknown.
 
     The system's available memory (``MemAvailable`` of /proc/meminfo, or the free pages),
-    bounded by what the process's limits leave (``ulimit -v``, ``ulimit -d``).
+    times this process's share of it (:func:`set_share`; 1 by default), bounded by what the
+    process's limits leave (``ulimit -v``, ``ulimit -d``).
     """
     avail = None
     try:
@@ -78,6 +98,8 @@ def available_memory() -> int | None:
             avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (ValueError, OSError, AttributeError):
             avail = None
+    if avail is not None and _SHARE[0] < 1.0:
+        avail = int(avail * _SHARE[0])
     room = limit_headroom()
     if room is not None:
         avail = room if avail is None else min(avail, room)
