@@ -9,7 +9,7 @@ __all__ = ["CHART_STYLES", "chart_width", "format_chart", "format_chart_compact"
 Chart = Mapping[tuple[int, int], Iterable[str]]
 
 #: How a chart is printed: ``"full"`` (every symbol of every cell), ``"compact"`` (counts,
-#: errors and the best tree's symbols) or ``"auto"`` (full when it fits the width).
+#: errors and the parse tree's symbols) or ``"auto"`` (full when it fits the width).
 CHART_STYLES = ("auto", "full", "compact")
 
 
@@ -95,7 +95,7 @@ def format_chart_compact(
 ) -> str:
     """The chart as a table of counts, for grammars whose cells hold tens to hundreds of
     symbols: per cell the number of symbols, then ``+k`` and ``-k`` (with ``gold``: false
-    and missed symbols) and the best tree's symbol at that cell (``tree_spans``: its
+    and missed symbols) and a tree's symbol at that cell (``tree_spans``: its
     ``(label, i, j)``, as :meth:`fastdcyk.Tree.spans` gives them; a label of over 20
     characters cut, ending in "..").
 

@@ -562,7 +562,7 @@ def resolve(variant: str | None = None, *, dtype: Any = "float32", **options: An
                 f"use weights={same_gate[0].weights!r}, with which gate {mode.gate!r} has it"
             )
         elif able:
-            gates = ", ".join(repr(m.gate) for m in able)
+            gates = " or ".join(repr(g) for g in dict.fromkeys(m.gate for m in able))
             elsewhere = f"use a gate that has it: {gates}"
         else:
             elsewhere = "no mode has it"

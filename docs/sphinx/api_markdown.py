@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import pprint
 import re
 import sys
 from pathlib import Path
@@ -34,6 +35,22 @@ MODULES = (
     ("fastdcyk.registry.modes", "the detection modes (for adding one)"),
     ("fastdcyk.registry.backends", "the backends (for adding one)"),
 )
+
+#: Records a parse's result holds, from modules not listed whole above: (module, what they
+#: are, their names).
+RECORDS = (
+    (
+        "fastdcyk.engine.core.result",
+        "how a parse's d and beam were chosen (`DCYKResult.dimension`, `DCYKResult.beam`)",
+        ("DimensionChoice", "BeamChoice"),
+    ),
+    (
+        "fastdcyk.engine.core.certificate",
+        "the certificate of a parse's chart (`DCYKResult.certificate`)",
+        ("Certificate",),
+    ),
+)
+
 
 #: The pages of the documentation site with the full docstrings, by layer.
 FULL = ("options", "cfg", "hrr", "engine", "applications")
@@ -108,6 +125,48 @@ def _members(cls: type) -> list[tuple[str, Any]]:
     return list(seen.items())
 
 
+_SECTION = re.compile(r"^Attributes\n-{3,}\n(.*?)(?:\n\n[A-Z][A-Za-z ]+\n-{3,}\n|\Z)", re.S | re.M)
+_FIELD = re.compile(r"^(\w+(?:, \w+)*)(?: : (.*))?$")
+
+
+def _attributes(cls: type) -> list[tuple[str, str]]:
+    """The fields of a class's numpydoc "Attributes" section: (names, type and the first
+    sentence of their description)."""
+    doc = inspect.getdoc(cls) or ""
+    m = _SECTION.search(doc)
+    if m is None:
+        return []
+    found: list[tuple[str, str]] = []
+    lines = m.group(1).splitlines()
+    k = 0
+    while k < len(lines):
+        head = _FIELD.match(lines[k])
+        k += 1
+        if head is None:
+            continue
+        body = []
+        while k < len(lines) and (lines[k].startswith(" ") or not lines[k].strip()):
+            body.append(lines[k].strip())
+            k += 1
+        text = " ".join(" ".join(body).split())
+        first = re.split(r"(?<=[a-z0-9)`'\"])\. (?=[A-Z`])", text, maxsplit=1)[0].rstrip(".")
+        kind = head.group(2) or ""
+        about = ": ".join(x for x in (kind.strip(), first) if x)
+        found.append((head.group(1), _markdown(about + ("." if first else ""))))
+    return found
+
+
+def _value(short: str, obj: Any) -> list[str]:
+    """A constant's lines: its value as Python writes it, a mapping or sequence one entry a
+    line; one too long to read whole named by its keys."""
+    value = pprint.pformat(obj, width=92, compact=True, sort_dicts=False)
+    if value.count("\n") > 40 and isinstance(obj, dict):
+        keys = ", ".join(repr(k) for k in obj)
+        kind = type(obj).__name__
+        return [f"A {kind} of {len(obj)} entries, `help()` shows them: {keys}.", ""]
+    return ["```python", f"{short} = {value}", "```", ""]
+
+
 def _entry(qualified: str, obj: Any) -> list[str]:
     """The page's lines for one public name."""
     short = qualified.rsplit(".", 1)[1]
@@ -120,7 +179,7 @@ def _entry(qualified: str, obj: Any) -> list[str]:
             out += ["```python", sig, "```", ""]
         out += [_summary(obj) or "(no docstring)", ""]
         if inspect.isclass(obj) and not issubclass(obj, BaseException):
-            rows = []
+            rows = [f"| `{names}` (attribute) | {about} |" for names, about in _attributes(obj)]
             for key, value in _members(obj):
                 target = value.fget if isinstance(value, property) else value
                 target = getattr(target, "__func__", target)
@@ -134,14 +193,10 @@ def _entry(qualified: str, obj: Any) -> list[str]:
             if rows:
                 out += ["| member | what it does |", "|---|---|", *rows, ""]
         return out
-    value = repr(obj)
-    if re.search(r" at 0x[0-9a-fA-F]+>$", value):  # an object's default repr: its type
+    if re.search(r" at 0x[0-9a-fA-F]+>$", repr(obj)):  # an object's default repr: its type
         kind = type(obj)
         return out + [f"A `{kind.__module__}.{kind.__qualname__}`: {_summary(kind)}", ""]
-    if len(value) > 300:
-        value = value[:297] + "..."
-    out += ["```python", f"{short} = {value}", "```", ""]
-    return out
+    return out + _value(short, obj)
 
 
 def _anchor(module: str) -> str:
@@ -166,18 +221,23 @@ def reference_markdown() -> str:
         "shows a name's whole docstring, and so do the pages by layer on the documentation",
         "site: " + ", ".join(f"[{p}](api/{p}.rst)" for p in FULL) + ".",
         "",
-        "Modules: " + ", ".join(f"[`{m}`](#{_anchor(m)})" for m, _ in MODULES) + ".",
+        "Modules: "
+        + ", ".join(f"[`{m}`](#{_anchor(m)})" for m, _ in MODULES)
+        + "; [what a parse's result holds](#what-a-parses-result-holds).",
         "",
     ]
     for module_name, about in MODULES:
         module = importlib.import_module(module_name)
         lines += [f"## {module_name}", "", f"{about[0].upper()}{about[1:]}.", ""]
-        doc = _summary(module)
-        if doc:
-            lines += [doc, ""]
         for name in module.__all__:
             if name.startswith("_"):
                 continue
+            lines += _entry(f"{module_name}.{name}", getattr(module, name))
+    lines += ["## What a parse's result holds", ""]
+    for module_name, about, names in RECORDS:
+        module = importlib.import_module(module_name)
+        lines += [f"From `{module_name}`: {about}.", ""]
+        for name in names:
             lines += _entry(f"{module_name}.{name}", getattr(module, name))
     return "\n".join(lines).rstrip() + "\n"
 

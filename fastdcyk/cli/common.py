@@ -415,7 +415,7 @@ def report(
     grammar: Grammar, words: Sequence[str], result, out, style: str = "full", gold=None
 ) -> None:
     """The parse's settings, its decoded chart against symbolic CYK (``style``: "full", or
-    "compact": counts, errors and the best tree's symbols) and its cell scores."""
+    "compact": counts, errors and the tree's symbols) and its cell scores."""
     gold = cyk(grammar, words) if gold is None else gold
     o = result.options
     sc = cell_scores(gold, result.chart)
@@ -431,7 +431,7 @@ def report(
         f"{result.codebook.dtype}: {t:.2f} s",
         file=out,
     )
-    if result.dimension is not None:
+    if result.dimension is not None and result.dimension.chosen:
         print(f"d chosen: {result.dimension.reason}", file=out)
     if result.certificate is not None:
         suspects = result.suspect_cells()

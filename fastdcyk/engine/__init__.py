@@ -83,7 +83,7 @@ class _Moved(importlib.abc.MetaPathFinder):
         package, _, name = fullname.rpartition(".")
         if package == __name__ and name in MOVED:
             raise ImportError(
-                f"{fullname} moved in 0.5 (the engine by role, docs/architecture.md): "
+                f"{fullname} moved after 0.4 (the engine by role, docs/architecture.md): "
                 f"import from {MOVED[name]}",
                 name=fullname,
             )

@@ -66,6 +66,7 @@ __all__ = [
     "clear_caches",
     "dcyk",
     "decode",
+    "name_given_d",
     "parse_plan",
     "sample_dimension",
 ]
@@ -132,6 +133,20 @@ def parse_plan(
     return _given_d(out)
 
 
+def name_given_d(results: list[DCYKResult], d: Any, codebook: Codebook | None) -> None:
+    """Say where a d not chosen by ``d="auto"`` came from: the codebook's, the default
+    (1024, where the parse gives no certificate) or ``"given"``."""
+    if codebook is not None:
+        reason = "the codebook's"
+    elif d is None:
+        reason = f"the default, {results[0].codebook.d}" if results else "given"
+    else:
+        return
+    for r in results:
+        if r.dimension is not None and r.dimension.reason == "given":
+            r.dimension = replace(r.dimension, reason=reason)
+
+
 def _given_d(results: list[DCYKResult]) -> list[DCYKResult]:
     """``results``, each with its :attr:`~DCYKResult.dimension`: the d it was parsed at,
     given (``d="auto"`` replaces it with its own choice)."""
@@ -157,7 +172,7 @@ def dcyk(
     check_memory: bool = True,
     progress: bool | float | None = None,
     record: bool = False,
-    backend: str = "numpy",
+    backend: str | None = None,
     device: Any = None,
     options: DCYKOptions | None = None,
     max_d: int | None = None,
@@ -188,7 +203,8 @@ def dcyk(
         (:mod:`fastdcyk.engine.auto`; ``result.dimension`` says which d and why). Default:
         ``"auto"`` where the parse gives a certificate (the cleanup variant with a
         least-squares read-back, the default, numpy backend, no codebook given), 1024
-        otherwise.
+        otherwise (the torch backend's parse gives no certificate: for many sentences,
+        :func:`fastdcyk.dcyk_batch` chooses each one's d by the numpy backend's).
     seed : int, optional
         Codebook seed (default 0); with a codebook, leave it out or give the codebook's.
     dtype : {"float32", "float64"}, optional
@@ -226,13 +242,16 @@ def dcyk(
         Keep a log of every detection in ``result.log``: the step, the cell (i, j), the
         nonterminal, the mean of P_A's diagonal (how much of I the gate let through), P_A's
         largest entry and whether the update was applied or pruned.
-    backend : {"numpy", "torch"}, default "numpy"
-        ``"torch"``: the same algorithm, options and codebook in PyTorch
-        (:mod:`fastdcyk.engine.backends.torch.driver`; needs ``pip install torch``), for
-        the modes that have a torch parser (:mod:`fastdcyk.registry.modes`). In float64 its
-        accumulators equal the numpy backend's to rounding; the result is the same type.
+    backend : {"numpy", "torch"} or a registered backend's name, optional
+        Default: ``"numpy"``, or ``"torch"`` when a ``device`` is given
+        (:func:`fastdcyk.registry.backends.for_device`). ``"torch"``: the same algorithm,
+        options and codebook in PyTorch (:mod:`fastdcyk.engine.backends.torch.driver`;
+        needs ``pip install torch``), for the modes that have a torch parser
+        (:mod:`fastdcyk.registry.modes`). In float64 its accumulators equal the numpy
+        backend's to rounding; the result is the same type.
     device : torch.device or str, optional
-        Where the torch backend computes (default the CPU); only with ``backend="torch"``.
+        Where the torch backend computes (default the CPU); giving one selects the torch
+        backend, and is refused with a backend that takes none.
     options : DCYKOptions, optional
         The options as one object (``variant`` to ``beam``), instead of the keywords;
         giving both is refused.
@@ -255,7 +274,7 @@ def dcyk(
         Unknown word (named, with its position), empty sentence, d < 2, a codebook whose d
         or dtype disagree with the arguments, unknown variant/gate/decoder/readback, a
         readback or decoder the gate does not have, bad beta, threshold or candidate level,
-        unknown backend, a device without ``backend="torch"``.
+        unknown backend, a device with a backend that takes none.
     ImportError
         ``backend="torch"`` without PyTorch installed.
     MemoryError
@@ -282,7 +301,8 @@ def dcyk(
     if unknown != "refuse":  # the grammar read once, for the mapping and the parse
         grammar = cnf_grammar(grammar)
         words = map_unknown(grammar, words, unknown)
-    driver = check_backend(backend, device)
+    driver = check_backend(backends.for_device(device) if backend is None else backend, device)
+    backend = driver.name
     opt = _chosen_d_options(d, codebook, driver, dtype, max_d, option_keywords(options, keywords))
     if opt is not None:
         g = cnf_grammar(grammar)
@@ -341,7 +361,9 @@ def dcyk(
     try:
         on_progress = None if bar is None else bar.update
         kw = {"device": device, "decode": decode, "record": record, "on_progress": on_progress}
-        return parse_plan(plan, backend, **kw)[0]
+        (result,) = parse_plan(plan, backend, **kw)
+        name_given_d([result], d, codebook)
+        return result
     finally:
         if bar is not None:
             bar.close()
@@ -419,11 +441,12 @@ def sample_dimension(
     bar = progress_bar(delay, len(sentences), "choosing d", "sentence")
     best, sure = 0, True
     try:
-        for words in sentences:
-            r = dcyk(grammar, words, d="auto", decode=False, progress=False, **kw, **opts)
-            best, sure = max(best, r.codebook.d), sure and r.sure
-            if bar is not None:
-                bar.update(1)
+        with auto.needed():  # the largest d a sentence needed, no probe's
+            for words in sentences:
+                r = dcyk(grammar, words, d="auto", decode=False, progress=False, **kw, **opts)
+                best, sure = max(best, r.codebook.d), sure and r.sure
+                if bar is not None:
+                    bar.update(1)
     finally:
         if bar is not None:
             bar.close()

@@ -71,6 +71,7 @@ __all__ = [
     "clear",
     "dimension_cap",
     "is_auto",
+    "needed",
     "refuse_codebook",
     "sharing",
 ]
@@ -149,10 +150,14 @@ class Bin:
 
 class Table:
     """The starting d of each length bin for one kind of parse (:class:`Bin` each), and
-    how it learns from a sentence parsed (:meth:`learn`)."""
+    how it learns from a sentence parsed (:meth:`learn`).
 
-    def __init__(self) -> None:
+    ``probing=False``: no probes; each bin's d only rises, to the d a sentence needed, so
+    that the largest d of its parses is the d the sentences need (:func:`needed`)."""
+
+    def __init__(self, probing: bool = True) -> None:
         self.bins: dict[int, Bin] = {}
+        self.probing = probing
 
     def bin(self, index: int) -> Bin:
         return self.bins.setdefault(index, Bin())
@@ -177,7 +182,7 @@ class Table:
             b.streak += 1
 
     def copy(self) -> Table:
-        out = Table()
+        out = Table(self.probing)
         out.bins = copy.deepcopy(self.bins)
         return out
 
@@ -203,6 +208,16 @@ def sharing(table: Table) -> Iterator[list[Seen]]:
         yield seen
     finally:
         _SHARED.reset(token)
+
+
+@contextmanager
+def needed() -> Iterator[None]:
+    """``with needed():`` the ``d="auto"`` parses inside the block start from d =
+    :data:`START_D` with a table of their own that never probes (``Table(probing=False)``):
+    each result's d is then one its sentence needed (a probe would have started it at twice
+    the d it needs), as one d for a batch is chosen (:func:`fastdcyk.choose_dimension`)."""
+    with sharing(Table(probing=False)):
+        yield
 
 
 class DimensionWarning(UserWarning):
@@ -354,7 +369,7 @@ def choose(
     # after STEP_DOWN_AFTER sentences sure at once at the bin's d, one starts at half of it
     # or twice it, in turn: the bin moves where its sentences parse fastest and sure
     probe = None
-    if kept is not None and streak >= STEP_DOWN_AFTER:
+    if table.probing and kept is not None and streak >= STEP_DOWN_AFTER:
         ways = [w for w, ok in (("down", start // 2 >= START_D), ("up", 2 * start <= cap)) if ok]
         if ways:
             probe = ways[probes % len(ways)]

@@ -12,6 +12,7 @@ updates. Either way every sentence gets the :class:`~fastdcyk.engine.DCYKResult`
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -20,7 +21,7 @@ from typing import Any, TypeVar
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.checks import check_dtype, check_int
 from fastdcyk.engine import auto
-from fastdcyk.engine.api import dcyk, parse_plan
+from fastdcyk.engine.api import dcyk, name_given_d, parse_plan
 from fastdcyk.engine.core.certificate import Certificate
 from fastdcyk.engine.core.plan import Plan
 from fastdcyk.engine.core.result import DCYKResult, DimensionChoice
@@ -37,7 +38,7 @@ from fastdcyk.options import DCYKOptions, check_backend, resolve, takes_options
 from fastdcyk.registry import backends
 from fastdcyk.registry.backends import Backend
 
-__all__ = ["dcyk_batch", "in_batches"]
+__all__ = ["checked_sentences", "dcyk_batch", "in_batches"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -143,8 +144,9 @@ def dcyk_batch(
     device : torch.device or str, optional
         Where the torch backend computes (``"cuda"``; giving one selects the torch backend).
     batch_size : int, optional
-        Sentences per torch batch (the sentences are sorted by length first, so that a
-        batch wastes little work on the cells of its longer sentences). Default
+        Sentences per torch batch (the numpy backend, one sentence at a time, has no
+        batches: refused there). The sentences are sorted by length first, so that a
+        batch wastes little work on the cells of its longer sentences. Default
         (:func:`fastdcyk.engine.backends.torch.device.default_batch_size`): as many as keep
         the accumulators within a cache's worth on a CPU (batching does not pay once they
         leave the caches) or 1 GB on a GPU, at most 64.
@@ -193,29 +195,41 @@ def dcyk_batch(
     opts = option_keywords(options, keywords)
     kw = {"seed": seed, "dtype": dtype, "unitary": unitary, "fft": fft}
     driver = check_backend(backends.for_device(device) if backend is None else backend, device)
+    if batch_size is not None and not driver.batched:
+        raise ValueError(
+            f"batch_size is for a backend that parses in batches (torch); the {driver.name} "
+            "backend parses one sentence at a time: leave batch_size out, or give "
+            "backend='torch'"
+        )
+    g = cnf_grammar(grammar)
+    every = checked_sentences(g, sentences)  # every sentence checked before any parse
     if codebook is None and _chosen_by_certificate(d, dtype, opts):
-        g = cnf_grammar(grammar)
-        every = [words_of(g, s) for s in sentences]  # every sentence checked first
         t0 = time.perf_counter()
         bar = progress_bar(delay, len(every), "D-CYK", "sentence")
         try:
             first = []
-            for ws in every:  # as dcyk parses each one, d chosen by its certificate
-                first.append(
-                    dcyk(
-                        g,
-                        ws,
-                        d="auto",
-                        decode=decode or not driver.certificate,
-                        check_memory=check_memory,
-                        progress=False,
-                        max_d=max_d,
-                        **kw,
-                        **opts,
+            # with a backend that gives no certificate, the batch's d is the largest
+            # chosen: each sentence's d one it needed, not a probe's
+            choosing = contextlib.nullcontext() if driver.certificate else auto.needed()
+            with choosing:
+                for ws in every:  # as dcyk parses each one, d chosen by its certificate
+                    first.append(
+                        dcyk(
+                            g,
+                            ws,
+                            d="auto",
+                            decode=decode or not driver.certificate,
+                            check_memory=check_memory,
+                            backend=driver.name if driver.certificate else "numpy",
+                            device=device if driver.certificate else None,
+                            progress=False,
+                            max_d=max_d,
+                            **kw,
+                            **opts,
+                        )
                     )
-                )
-                if bar is not None:
-                    bar.update(1)
+                    if bar is not None:
+                        bar.update(1)
         finally:
             if bar is not None:
                 bar.close()
@@ -223,8 +237,9 @@ def dcyk_batch(
             return first
         d = max(r.codebook.d for r in first)  # one d for the batch: the largest chosen
         results = _parse_batch(
-            g, every, None, d, kw, decode, check_memory, driver.name, device, batch_size, opts
-        )
+            g, every, None, d, kw, decode, check_memory, driver.name, device, batch_size,
+            opts, None,
+        )  # fmt: skip
         tried = tuple(sorted({r.codebook.d for r in first}))
         seconds = time.perf_counter() - t0
         for r, ref in zip(results, first, strict=True):
@@ -239,9 +254,21 @@ def dcyk_batch(
     if max_d is not None:
         raise ValueError("max_d applies to d='auto' only: pass d='auto' with it")
     return _parse_batch(
-        grammar, sentences, codebook, d, kw, decode, check_memory, driver.name, device,
-        batch_size, opts,
+        g, every, codebook, d, kw, decode, check_memory, driver.name, device, batch_size,
+        opts, delay,
     )  # fmt: skip
+
+
+def checked_sentences(grammar: Grammar, sentences: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Each sentence checked as :func:`fastdcyk.dcyk` checks one, a refusal naming the
+    sentence by its index (0-based) in the batch."""
+    every = []
+    for k, s in enumerate(sentences):
+        try:
+            every.append(words_of(grammar, s))
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"sentence {k} of the batch (0-based): {exc}") from None
+    return every
 
 
 def _chosen_by_certificate(d: Any, dtype: Any, opts: dict[str, Any]) -> bool:
@@ -281,8 +308,10 @@ def _parse_batch(
     device: Any,
     batch_size: int | None,
     opts: dict[str, Any],
+    delay: float | None,
 ) -> list[DCYKResult]:
-    """:func:`dcyk_batch` at one d (``kw``: seed, dtype, unitary and fft)."""
+    """:func:`dcyk_batch` at one d (``kw``: seed, dtype, unitary and fft), with a progress
+    bar over the sentences after ``delay`` seconds (None: none)."""
     plan = prepare(
         grammar,
         sentences,
@@ -296,7 +325,19 @@ def _parse_batch(
     )
     driver = check_backend(backend)
     if not driver.batched:  # one sentence at a time: nothing to group
-        return parse_plan(plan, backend, decode=decode)
+        bar = progress_bar(delay, len(plan.sentences), "D-CYK", "sentence")
+        done: list[DCYKResult] = []
+        try:
+            for ws in plan.sentences:
+                one = Plan(plan.grammar, [ws], plan.options, plan.codebook)
+                done += parse_plan(one, backend, decode=decode)
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+        name_given_d(done, d, codebook)
+        return done
     if batch_size is None:
         batch_size = driver.part("batch_size")(plan.codebook.d, plan.codebook.dtype, device)
     words = plan.sentences
@@ -315,7 +356,15 @@ def _parse_batch(
         )
 
     batches = in_batches(order_by_length, batch_size, parse, driver, device, too_large)
-    for chunk, got, _ in batches:
-        for k, r in zip(chunk, got, strict=True):
-            results[k] = r
+    bar = progress_bar(delay, len(words), "D-CYK", "sentence")
+    try:
+        for chunk, got, _ in batches:
+            for k, r in zip(chunk, got, strict=True):
+                results[k] = r
+            if bar is not None:
+                bar.update(len(chunk))
+    finally:
+        if bar is not None:
+            bar.close()
+    name_given_d(results, d, codebook)  # type: ignore[arg-type]
     return results  # type: ignore[return-value]

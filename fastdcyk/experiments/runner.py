@@ -390,7 +390,11 @@ def _run_locked(
         outside,
     )
     note = f", cut a torn last line of {results.torn_bytes} bytes" if results.torn_bytes else ""
-    how = f"{executor}, {n_workers} workers" if executor == "process" else executor
+    how = (
+        f"{executor}, {n_workers} worker{'s' if n_workers != 1 else ''}"
+        if executor == "process"
+        else executor
+    )
     how += f", {backend} on {device}" if device is not None else ""
     say(
         f"results: {results.path} (config {config_hash[:12]}): {total} records in the grid, "

@@ -455,13 +455,14 @@ def tree_fields(
     """A record's tree fields (:data:`~fastdcyk.experiments.records.TREE_FIELDS`).
 
     ``tree``: 1 when the decoded chart admits a tree and its best tree under ``scores``
-    (:func:`~fastdcyk.engine.core.decode.item_scores`; what :meth:`DCYKResult.tree
-    <fastdcyk.engine.DCYKResult.tree>` returns) is a parse of the sentence, else 0. Every
-    tree of a decoded chart is built from rules of the grammar over the words, so it is 1
-    exactly when the chart admits a tree; :func:`~fastdcyk.cfg.trees.is_parse` checks it
-    all the same. ``bracket_tp``, ``bracket_gold``, ``bracket_predicted``: the labelled
-    brackets of that tree against the closest tree of the symbolic forest
-    (:func:`~fastdcyk.cfg.forest.bracket_scores`; 0 predicted without a tree).
+    (:func:`~fastdcyk.engine.core.decode.item_scores`, the decoder's ranking: the first of
+    :meth:`DCYKResult.scored_trees <fastdcyk.engine.DCYKResult.scored_trees>`) is a parse of
+    the sentence, else 0. Every tree of a decoded chart is built from rules of the grammar
+    over the words, so it is 1 exactly when the chart admits a tree;
+    :func:`~fastdcyk.cfg.trees.is_parse` checks it all the same. ``bracket_tp``,
+    ``bracket_gold``, ``bracket_predicted``: the labelled brackets of that tree against the
+    closest tree of the symbolic forest (:func:`~fastdcyk.cfg.forest.bracket_scores`; 0
+    predicted without a tree).
     """
     tree = Forest(grammar, words, chart, scores).best(cnf=True)
     brackets = bracket_scores(tree, Forest(grammar, words))

@@ -37,6 +37,15 @@ torch.Size([3, 64])
 
 from __future__ import annotations
 
+try:
+    import torch as _torch  # noqa: F401
+except ImportError as _exc:  # pragma: no cover - the tests run with PyTorch
+    raise ImportError(
+        "fastdcyk.nn (D-CYK as a PyTorch layer) needs PyTorch: pip install '.[torch]' from "
+        "a checkout, or pip install torch (on a machine without a GPU, the CPU build: pip "
+        "install torch --index-url https://download.pytorch.org/whl/cpu)"
+    ) from _exc
+
 from fastdcyk.nn.inputs import TAG_FLOOR, dcyk_input
 from fastdcyk.nn.layer import DCYK, LEARNABLE
 from fastdcyk.nn.output import DCYKOutput

@@ -83,7 +83,7 @@ class DCYKOutput:
     @property
     def forests(self) -> list[Forest]:
         """The trees each decoded chart admits (:class:`~fastdcyk.cfg.forest.Forest`), scored
-        as :meth:`fastdcyk.engine.DCYKResult.tree` scores them: on a weighted grammar a
+        as :meth:`fastdcyk.engine.DCYKResult.scored_trees` scores them: on a weighted grammar a
         tree's log probability (its lexical part from :attr:`lexical` with soft inputs),
         otherwise the sum of its items' log decoder gate values
         (:func:`~fastdcyk.engine.core.decode.item_scores`; plus the lexical scores with soft

@@ -126,11 +126,16 @@ def test_d_left_out_is_chosen_only_where_there_is_a_certificate():
     g = fd.Grammar.builtin("G0")
     assert fd.dcyk(g, "fish swim").dimension.d == 128
     trace = fd.dcyk(g, "fish swim", variant="trace")
-    assert trace.codebook.d == 1024 and trace.dimension.reason == "given"
+    assert trace.codebook.d == 1024 and trace.dimension.reason == "the default, 1024"
+    assert not trace.dimension.chosen and fd.dcyk(g, "fish swim").dimension.chosen
     assert trace.dimension.tried == (1024,) and trace.dimension.sure is None  # no certificate
     assert fd.dcyk(g, "fish swim", readback="matched").codebook.d == 1024
     given = fd.dcyk(g, "fish swim", d=64).dimension
     assert (given.d, given.tried, given.reason, given.sure) == (64, (64,), "given", True)
+    book = fd.Codebook(256, 0)
+    assert fd.dcyk(g, "fish swim", book).dimension.reason == "the codebook's"
+    batch = fd.dcyk_batch(g, ["fish swim"], variant="trace")[0].dimension
+    assert (batch.d, batch.reason) == (1024, "the default, 1024")
 
 
 @pytest.mark.parametrize(
@@ -207,6 +212,34 @@ def test_dcyk_batch_chooses_d():
     assert trace[0].codebook.d == 1024 and trace[0].sure is None
 
 
+@pytest.mark.parametrize("d", ["auto", 128])
+def test_a_batch_refuses_a_bad_sentence_by_its_index_before_any_parse(d):
+    g = fd.Grammar.builtin("G0")
+    with pytest.raises(ValueError, match=r"^sentence 2 of the batch \(0-based\): word 'cat'"):
+        fd.dcyk_batch(g, ["fish swim", "fish swim", "fish cat"], d=d)
+    with pytest.raises(ValueError, match=r"^sentence 1 of the batch \(0-based\): empty"):
+        fd.dcyk_batch(g, ["fish swim", " "], d=d)
+    with pytest.raises(ValueError, match="the numpy backend parses one sentence at a time"):
+        fd.dcyk_batch(g, ["fish swim"], d=d, batch_size=4)
+
+
+def test_a_batch_at_a_fixed_d_shows_a_bar_over_its_sentences(capsys):
+    g = fd.Grammar.builtin("G0")
+    fd.dcyk_batch(g, ["fish swim"] * 3, d=128, progress=True)
+    err = capsys.readouterr().err
+    assert "0/3 [" in err and "sentence/s" in err  # tqdm's bar over the 3 sentences
+
+
+def test_one_d_for_a_sample_is_one_its_sentences_need_never_a_probes():
+    g = fd.Grammar.builtin("G4")
+    sample = fd.generate(g, 20, min_len=5, max_len=10, seed=0)
+    fd.clear_caches()
+    each = [fd.dcyk(g, s) for s in sample]  # the 9th of a length bin is a probe, up or down
+    assert any(r.codebook.d == 256 and "twice the d" in r.dimension.reason for r in each)
+    assert fd.choose_dimension(g, sample) == 128  # every sentence is sure at 128
+    assert all(fd.dcyk(g, s, d=128).sure for s in sample)
+
+
 def test_the_layer_chooses_d_from_a_sample():
     pytest.importorskip("torch")
     from fastdcyk.nn import DCYK
@@ -264,43 +297,116 @@ def test_the_cli_refuses_a_max_dim_below_the_start(capsys):
     assert code == 2 and "--max-dim must be at least 128" in capsys.readouterr().err
 
 
-class _Parse:
-    """A stand-in for a parse at d: sure when d reaches what the sentence needs."""
+class _Clock:
+    """A clock the stand-in parses advance: each parse at d costs ``cost(d)`` seconds."""
 
-    def __init__(self, need):
-        self.need, self.asked = need, []
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class _Parse:
+    """A stand-in for a parse at d: sure when d reaches what the sentence needs; each call
+    advances the clock by the cost of a parse at d."""
+
+    def __init__(self, need, clock=None, cost=lambda d: d * d):
+        self.need, self.asked, self.clock, self.cost = need, [], clock, cost
 
     def __call__(self, d):
         self.asked.append(d)
+        if self.clock is not None:
+            self.clock.now += self.cost(d)
         parse = self
         return type("R", (), {"sure": d >= parse.need, "suspect_cells": lambda self: [1]})()
 
 
-def test_a_bin_held_at_a_large_d_steps_down_when_its_sentences_allow():
+def test_a_bin_held_at_a_large_d_steps_down_when_its_sentences_allow(monkeypatch):
+    """Parses cost d^2: a probe at half the bin's d that is sure there is faster, so the bin
+    moves down; one that is not is slower (its failed try counted), so it stays."""
+    clock = _Clock()
+    monkeypatch.setattr(auto, "_clock", clock)
     auto.clear()
     key, n, cap = ("policy",), 7, 8192
-    hard = _Parse(512)
+
+    def parse(need):
+        return _Parse(need, clock)
+
+    hard = parse(512)
     auto.choose(hard, key, n, cap)
     assert hard.asked == [128, 256, 512]
     for _ in range(auto.STEP_DOWN_AFTER):  # easy sentences: sure at once at the kept 512
-        easy = _Parse(128)
+        easy = parse(128)
         _, choice = auto.choose(easy, key, n, cap)
         assert easy.asked == [512]
-    probe = _Parse(128)
+    probe = parse(128)
     _, choice = auto.choose(probe, key, n, cap)
     assert probe.asked == [256] and choice.d == 256 and "half the d" in choice.reason
-    after = _Parse(128)
+    after = parse(128)
     auto.choose(after, key, n, cap)
-    assert after.asked == [256]  # the bin now starts at 256
-    harder = _Parse(300)  # more than 256: doubled to 512, which the bin keeps again
+    assert after.asked == [256]  # sure at 256, and faster there: the bin now starts at 256
+    harder = parse(300)  # more than 256: doubled to 512, which the bin keeps again
     auto.choose(harder, key, n, cap)
     assert harder.asked == [256, 512]
     for _ in range(auto.STEP_DOWN_AFTER):
-        auto.choose(_Parse(512), key, n, cap)
-    failing = _Parse(512)  # the probe at 256 is not sure: back to 512, the streak anew
+        auto.choose(parse(512), key, n, cap)
+    up = parse(512)  # the next probe goes up, in turn: sure at 1024 but slower, so back
+    _, choice = auto.choose(up, key, n, cap)
+    assert up.asked == [1024] and "twice the d" in choice.reason
+    assert (again := parse(512)) and auto.choose(again, key, n, cap) and again.asked == [512]
+    for _ in range(auto.STEP_DOWN_AFTER - 1):  # (again was the first of the streak)
+        auto.choose(parse(512), key, n, cap)
+    failing = parse(512)  # the probe at 256 is not sure: back to 512, the streak anew
     _, choice = auto.choose(failing, key, n, cap)
     assert failing.asked == [256, 512] and choice.d == 512
-    again = _Parse(512)
+    again = parse(512)
     auto.choose(again, key, n, cap)
     assert again.asked == [512]
     auto.clear()
+
+
+def test_a_bin_moves_up_where_its_sentences_parse_faster(monkeypatch):
+    """The fastest sure d is not always the smallest (a cell of more than 0.9 d takes the
+    bounded read): parses at 128 that cost more than those at 256 move the bin up after a
+    probe at 256, and it stays there."""
+    clock = _Clock()
+    monkeypatch.setattr(auto, "_clock", clock)
+    auto.clear()
+    key, n, cap = ("policy-up",), 12, 8192
+
+    def parse():
+        return _Parse(128, clock, cost=lambda d: 5.0 if d == 128 else 1.0 if d == 256 else 4.0)
+
+    for _ in range(auto.STEP_DOWN_AFTER + 1):
+        first = parse()
+        auto.choose(first, key, n, cap)
+        assert first.asked == [128]
+    probe = parse()
+    _, choice = auto.choose(probe, key, n, cap)  # no half of 128 to try: twice it
+    assert probe.asked == [256] and "twice the d" in choice.reason
+    for _ in range(3):
+        later = parse()
+        _, choice = auto.choose(later, key, n, cap)
+        assert later.asked == [256] and "parse fastest and sure" in choice.reason
+    auto.clear()
+
+
+def test_workers_share_a_table_by_what_they_saw(monkeypatch):
+    """A worker parses with a copy of the parent's table inside ``sharing``; the parent
+    learns what it saw, and its next copy starts where the worker's sentences went."""
+    clock = _Clock()
+    monkeypatch.setattr(auto, "_clock", clock)
+    parent = auto.Table()
+    worker = parent.copy()
+    with auto.sharing(worker) as seen:
+        hard = _Parse(512, clock)
+        auto.choose(hard, ("any key",), 7, 8192)
+    assert hard.asked == [128, 256, 512] and len(seen) == 1 and seen[0].final == 512
+    assert parent.bin(1).kept is None  # the parent's own is untouched until it learns
+    for s in seen:
+        parent.learn(s)
+    with auto.sharing(parent.copy()):
+        next_one = _Parse(128, clock)
+        auto.choose(next_one, ("another key",), 8, 8192)
+    assert next_one.asked == [512]  # the shared bin's d, whatever the key

@@ -54,7 +54,7 @@ def test_unknown_backends_and_devices_are_refused_naming_those_there_are():
     with pytest.raises(ValueError, match=r"unknown backend 'jax': choose one of \('numpy', "):
         fd.dcyk("G0", "fish swim", backend="jax")
     with pytest.raises(ValueError, match=r"device='cpu' needs backend='torch'"):
-        fd.dcyk("G0", "fish swim", device="cpu")
+        fd.dcyk("G0", "fish swim", backend="numpy", device="cpu")
     with pytest.raises(ValueError, match="is registered already"):
         backends.register(backends.Backend("numpy", "a second numpy", driver=None))
     with pytest.raises(KeyError, match="no backend 'nothing'"):
@@ -78,6 +78,11 @@ def test_a_backend_added_in_one_record_parses_as_the_others(counting):
     assert parser.cells_read >= sum(k * (k + 1) // 2 for k in n)  # every cell read here
     got = fd.dcyk_batch(g, sentences, d=128, backend="counting")
     assert [r.chart for r in got] == [fd.cyk(g, s) for s in sentences]
+    parser.cells_read = 0
+    got = fd.dcyk_batch(g, sentences, backend="counting")  # d chosen: by this backend's parses
+    assert [r.chart for r in got] == [fd.cyk(g, s) for s in sentences]
+    assert all(r.sure and r.dimension.chosen for r in got)
+    assert parser.cells_read >= sum(k * (k + 1) // 2 for k in n)
     with pytest.raises(ValueError, match=r"numpy and torch backends only, not 'counting'"):
         fd.dcyk(g, "fish swim", d=128, variant="trace", backend="counting")
     with pytest.raises(ValueError, match=r"device='cpu' needs backend='torch'"):

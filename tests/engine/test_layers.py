@@ -114,7 +114,7 @@ def test_the_engines_modules_before_0_5_are_refused_naming_where_they_went(name)
 
     from fastdcyk import engine
 
-    with pytest.raises(ImportError, match=rf"fastdcyk.engine.{name} moved in 0.5.*import from"):
+    with pytest.raises(ImportError, match=rf"fastdcyk.engine.{name} moved after 0.4.*import from"):
         importlib.import_module(f"fastdcyk.engine.{name}")
     assert engine.MOVED[name].split()[0].startswith("fastdcyk.engine.")
     importlib.import_module(engine.MOVED[name].split()[0])  # where it went exists
@@ -123,5 +123,8 @@ def test_the_engines_modules_before_0_5_are_refused_naming_where_they_went(name)
 def test_the_registry_of_modes_is_refused_where_it_was():
     from fastdcyk.engine import modes
 
-    with pytest.raises(AttributeError, match=r"moved to fastdcyk.registry.modes.register"):
+    with pytest.raises(ImportError, match=r"moved to fastdcyk.registry.modes.register"):
         modes.register  # noqa: B018
+    with pytest.raises(ImportError, match=r"moved to fastdcyk.registry.modes.select "):
+        from fastdcyk.engine.modes import select  # noqa: F401
+    assert not hasattr(modes, "no_such_name")

@@ -582,7 +582,10 @@ def test_errors():
     with pytest.raises(ValueError, match=r"unknown backend 'jax'.*'numpy', 'torch'"):
         fd.dcyk(g, "a b", d=16, backend="jax")
     with pytest.raises(ValueError, match="needs backend='torch'"):
-        fd.dcyk(g, "a b", d=16, device="cpu")
+        fd.dcyk(g, "a b", d=16, backend="numpy", device="cpu")
+    on_device = fd.dcyk(g, "a b", d=16, device="cpu")  # a device: the torch backend
+    assert on_device.certificate is None  # the torch backend's parse gives none
+    assert fd.dcyk(g, "a b", d=16).certificate is not None  # the numpy backend's does
     with pytest.raises(ValueError, match="unknown backend"):
         dcyk_batch(g, ["a b"], d=16, backend="jax")
     with pytest.raises(ValueError, match="needs backend='torch'"):

@@ -221,10 +221,12 @@ class Certificate:
 
     @property
     def n(self) -> int:
+        """The sentence's length in words."""
         return self.bounds.shape[0]
 
     @property
     def cells(self) -> int:
+        """The chart's cells, n (n + 1) / 2."""
         return self.n * (self.n + 1) // 2
 
     @property

@@ -24,8 +24,9 @@ __all__ = ["BeamChoice", "DCYKResult", "DimensionChoice"]
 @dataclass(frozen=True)
 class DimensionChoice:
     """How a parse's d was chosen (``DCYKResult.dimension``): by ``d="auto"``
-    (:mod:`fastdcyk.engine.auto`), or given (``reason`` is then ``"given"``, or ``"the
-    codebook's"`` for a codebook given, ``tried`` the one d).
+    (:mod:`fastdcyk.engine.auto`), or not (``tried`` is then the one d and ``reason``
+    ``"given"``, ``"the codebook's"`` for a codebook given, or ``"the default, 1024"`` where
+    the parse gives no certificate to choose d by: :attr:`chosen` is False).
 
     Attributes
     ----------
@@ -53,6 +54,13 @@ class DimensionChoice:
     max_d: int
     reason: str
     seconds: float
+
+    @property
+    def chosen(self) -> bool:
+        """Whether ``d="auto"`` chose ``d`` (False: given, the codebook's or the default)."""
+        return not (
+            self.reason in ("given", "the codebook's") or self.reason.startswith("the default")
+        )
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,8 @@ class DCYKResult:
         :attr:`confidence`, :attr:`sure` and :meth:`suspect_cells` read it. None otherwise.
     dimension : DimensionChoice
         How d was chosen (:class:`DimensionChoice`): with ``d="auto"`` the d parsed at,
-        every d tried, why, and the time of all the tries; a d given, ``reason="given"``.
+        every d tried, why, and the time of all the tries; otherwise the one d, given, the
+        codebook's or the default (:attr:`DimensionChoice.chosen` False).
         None only for a result made by hand.
     beam : BeamChoice or None
         With ``weights="table"`` and ``beam="auto"`` (the default): the beam parsed with,

@@ -21,10 +21,16 @@ from fastdcyk.registry import modes as _registry
 _MOVED = frozenset(_registry.__all__)
 
 
+class MovedError(ImportError):
+    """A name of the registry asked for here, where it was before 0.5. An ImportError, not
+    an AttributeError, so that ``from fastdcyk.engine.modes import register`` shows this
+    message rather than Python's bare "cannot import name"."""
+
+
 def __getattr__(name: str) -> Any:
     if name in _MOVED:
-        raise AttributeError(
-            f"fastdcyk.engine.modes.{name} moved to fastdcyk.registry.modes.{name} in 0.5 (the "
+        raise MovedError(
+            f"fastdcyk.engine.modes.{name} moved to fastdcyk.registry.modes.{name} after 0.4 (the "
             "registry of modes now sits below the engine, beside that of the backends): "
             "import it with 'from fastdcyk.registry import modes'"
         )
