@@ -239,7 +239,7 @@ def _pool(
         chunk = next(chunks, None)
         if chunk is None:
             return False
-        pending.add(pool.submit(parse_job, Job(chunk, None if table is None else table.copy())))
+        pending.add(pool.submit(parse_job, Job(chunk, None if table is None else table.handout())))
         return True
 
     try:
@@ -291,7 +291,7 @@ def _dask(
         chunk = next(chunks, None)
         if chunk is None:
             return None
-        job = Job(chunk, None if table is None else table.copy())
+        job = Job(chunk, None if table is None else table.handout())
         return client.submit(parse_job, job, shared[0], shared[1], pure=False)
 
     first = [f for f in (submit() for _ in range(2 * workers)) if f is not None]

@@ -26,8 +26,9 @@ starts at half of it, or at twice it (in turn), and the bin moves there if its s
 parse faster there, in seconds per cell of the sentence, the failed tries counted, over the
 last :data:`RATE_WINDOW` sentences started at each d. :func:`fastdcyk.clear_caches` forgets
 it all. :func:`sharing` lets worker processes share one table (a corpus,
-:mod:`fastdcyk.corpus`): each parses with a copy of it and returns what it saw
-(:class:`Seen`), which the parent adds to its table.
+:mod:`fastdcyk.corpus`): each job parses with a copy of it (:meth:`Table.handout`, which
+gives a bin's probe to one job only) and returns what it saw (:class:`Seen`), which the
+parent adds to its table.
 """
 
 from __future__ import annotations
@@ -158,6 +159,8 @@ class Table:
     def __init__(self, probing: bool = True) -> None:
         self.bins: dict[int, Bin] = {}
         self.probing = probing
+        # a table that hands out copies (:meth:`handout`) counts a probe when it hands it out
+        self.hands_out = False
 
     def bin(self, index: int) -> Bin:
         return self.bins.setdefault(index, Bin())
@@ -169,7 +172,7 @@ class Table:
             return
         times = b.times.setdefault(seen.start, deque(maxlen=RATE_WINDOW))
         times.append((seen.seconds, seen.cells))
-        if seen.probe:
+        if seen.probe and not self.hands_out:
             b.probes += 1
         if seen.final != seen.start or b.kept is None:  # it needed more (or is the first)
             b.kept, b.streak, b.why = seen.final, 0, "needed"
@@ -184,6 +187,26 @@ class Table:
     def copy(self) -> Table:
         out = Table(self.probing)
         out.bins = copy.deepcopy(self.bins)
+        return out
+
+    def due(self, b: Bin) -> bool:
+        """Whether the bin's next sentence is a probe."""
+        return self.probing and b.kept is not None and b.streak >= STEP_DOWN_AFTER
+
+    def handout(self) -> Table:
+        """A copy for one job of a corpus (parsed elsewhere, inside :func:`sharing`); a
+        bin's probe, when due, goes to this copy only.
+
+        Jobs in flight at once would each copy a bin due a probe, and each would probe:
+        with two jobs a worker, every job's first sentence of the bin. Here the copy keeps
+        the probe and this table counts it as made (its streak starts again, the next one
+        goes the other way), so that the jobs handed out after it parse at the bin's d.
+        """
+        out = self.copy()
+        self.hands_out = True
+        for b in self.bins.values():
+            if self.due(b):
+                b.streak, b.probes = 0, b.probes + 1
         return out
 
 
@@ -365,11 +388,12 @@ def choose(
     with _LOCK:
         b = table.bin(index)
         kept, streak, probes, why = b.kept, b.streak, b.probes, b.why
+        due = table.due(b)
     start = min(kept or START_D, cap)
     # after STEP_DOWN_AFTER sentences sure at once at the bin's d, one starts at half of it
     # or twice it, in turn: the bin moves where its sentences parse fastest and sure
     probe = None
-    if table.probing and kept is not None and streak >= STEP_DOWN_AFTER:
+    if due:
         ways = [w for w, ok in (("down", start // 2 >= START_D), ("up", 2 * start <= cap)) if ok]
         if ways:
             probe = ways[probes % len(ways)]

@@ -410,3 +410,29 @@ def test_workers_share_a_table_by_what_they_saw(monkeypatch):
         next_one = _Parse(128, clock)
         auto.choose(next_one, ("another key",), 8, 8192)
     assert next_one.asked == [512]  # the shared bin's d, whatever the key
+
+
+def test_a_probe_is_handed_to_one_job_only(monkeypatch):
+    """Jobs in flight at once each get a copy of the corpus's table; a bin due a probe gives
+    it to the first copy handed out, and the copies after it start at the bin's d."""
+    clock = _Clock()
+    monkeypatch.setattr(auto, "_clock", clock)
+    parent = auto.Table()
+    for _ in range(auto.STEP_DOWN_AFTER + 1):  # a bin at 512 and a streak that makes it due
+        with auto.sharing(parent.handout()) as seen:
+            auto.choose(_Parse(512, clock), ("key",), 7, 8192)
+        for s in seen:
+            parent.learn(s)
+    assert parent.bin(1).kept == 512 and parent.due(parent.bin(1))
+    first, second, third = parent.handout(), parent.handout(), parent.handout()
+    asked = []
+    for job in (first, second, third):
+        with auto.sharing(job) as seen:
+            sentence = _Parse(128, clock)
+            auto.choose(sentence, ("key",), 7, 8192)
+        asked.append(sentence.asked)
+        for s in seen:
+            parent.learn(s)
+    assert asked == [[256], [512], [512]]  # one probe (down, half of 512), not three
+    assert parent.bin(1).probes == 1
+    assert parent.bin(1).kept == 256  # the probe was sure and faster at 256 (cost grows with d)
