@@ -10,6 +10,13 @@ and the Numba kernels (a serial and a parallel build of each). One setting gover
   the setting back, so that code that needs one thread (a task of an experiment grid, a
   benchmark) changes nothing for its caller.
 
+Linear algebra (the least-squares read-backs' Gram matrices and solves) runs in the BLAS
+library numpy was built with, which keeps a pool of its own, one per process:
+:func:`set_threads` sets it too (through threadpoolctl), :func:`limit` leaves it alone.
+With BLAS on every core beside fastdcyk's threads, its idle threads spin while the FFTs
+and kernels run: on 2 cores an ATIS corpus parsed at d = 128 took a third more time than
+with one BLAS thread (docs/performance.md, "A corpus in, trees out").
+
 An FFT keeps the thread count it was built with (FFTs are cached per library and count, so
 their plans are shared); a codebook keeps its FFT. So set the threads before building a
 codebook, or pass ``threads=`` to :class:`~fastdcyk.Codebook` or :func:`~fastdcyk.get_fft`
@@ -34,6 +41,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 __all__ = ["cores", "fft_threads", "get_threads", "limit", "set_threads"]
 
@@ -66,14 +74,36 @@ def _numba_threads(n: int) -> None:
         numba.set_num_threads(top if n == 0 else min(n, top))
 
 
+def _blas_threads(n: int) -> None:
+    # BLAS's pools are per process: n threads each (n >= 1), or what they had before
+    # fastdcyk first set them (0)
+    global _blas_before
+    if n == 0 and _blas_before is None:
+        return
+    from threadpoolctl import threadpool_limits
+
+    if n == 0:
+        _blas_before.restore_original_limits()
+        _blas_before = None
+    elif _blas_before is None:
+        _blas_before = threadpool_limits(limits=n, user_api="blas")
+    else:
+        threadpool_limits(limits=n, user_api="blas")
+
+
+_blas_before: Any = None  # threadpoolctl's record of BLAS's own thread counts
+
+
 def set_threads(n: int | None) -> None:
-    """Use ``n`` threads for FFTs and kernels (None or 0: every core; 1: one thread).
+    """Use ``n`` threads for FFTs, kernels and BLAS (None or 0: every core; 1: one thread).
 
     ``n > 1`` sets Numba's thread count to ``n`` (at most
     ``numba.config.NUMBA_NUM_THREADS``); 0 or None gives Numba all of its threads back; 1
     leaves Numba's count alone (the kernels then run their serial builds). FFTs built
-    from then on use ``n`` threads (every core for 0). Inside a :func:`limit` block, the
-    block's setting applies to its thread until the block ends.
+    from then on use ``n`` threads (every core for 0). BLAS's pools (numpy's and scipy's)
+    get ``n`` threads, or the counts they had before for 0: they are per process, so a
+    :func:`limit` block does not change them. Inside a :func:`limit` block, the block's
+    setting applies to its thread until the block ends.
 
     Raises
     ------
@@ -82,6 +112,7 @@ def set_threads(n: int | None) -> None:
     """
     _setting[0] = _check(n)
     _numba_threads(get_threads())
+    _blas_threads(_setting[0])
 
 
 def get_threads() -> int:

@@ -26,6 +26,29 @@ def test_the_setting_governs_new_ffts_and_the_kernels():
     assert threads.get_threads() == 0 and fd.get_fft("scipy").threads == threads.cores()
 
 
+def test_the_setting_governs_blas_and_gives_its_counts_back():
+    """BLAS's pools (numpy's and scipy's) follow set_threads; 0 gives back what they had."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import numpy  # noqa: F401  (its BLAS loaded)
+    import scipy.linalg  # noqa: F401
+
+    def counts():
+        return [
+            i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"
+        ]
+
+    before = counts()
+    assert before, "numpy links no BLAS that threadpoolctl finds"
+    threads.set_threads(1)
+    try:
+        assert counts() == [1] * len(before)
+        with threads.limit(2):  # a limit block leaves the process's BLAS alone
+            assert counts() == [1] * len(before)
+    finally:
+        threads.set_threads(None)
+    assert counts() == before
+
+
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "2"])
 def test_bad_counts_are_refused(bad):
     with pytest.raises(ValueError, match="threads must be None or an integer >= 0"):
