@@ -49,13 +49,23 @@ except ImportError:  # pragma: no cover
     _pocketfft = None
     _POCKETFFT_OUT = False
 
-try:  # pragma: no cover - optional dependency
-    import pyfftw as _pyfftw
+# pyFFTW, an optional dependency, is imported on first use (:func:`has_pyfftw`): importing it
+# imports dask.array where Dask is installed, a sixth of fastdcyk's import time, which every
+# worker process of a corpus would pay for an FFT library it does not use by default
+_pyfftw: Any = None
+_HAS_PYFFTW: bool | None = None  # None: not tried yet
 
-    _HAS_PYFFTW = True
-except ImportError:  # pragma: no cover
-    _pyfftw = None
-    _HAS_PYFFTW = False
+
+def _load_pyfftw() -> bool:
+    global _pyfftw, _HAS_PYFFTW
+    if _HAS_PYFFTW is None:
+        try:  # pragma: no cover - optional dependency
+            import pyfftw
+
+            _pyfftw, _HAS_PYFFTW = pyfftw, True
+        except ImportError:  # pragma: no cover
+            _HAS_PYFFTW = False
+    return _HAS_PYFFTW
 
 
 #: Names renamed in 0.4 ("engine" names the package fastdcyk.engine only), refused until 0.5.
@@ -82,13 +92,13 @@ def __getattr__(name: str) -> Any:
 
 
 def has_pyfftw() -> bool:
-    """Whether pyFFTW can be imported on this platform."""
-    return _HAS_PYFFTW
+    """Whether pyFFTW can be imported on this platform (imported by the first call)."""
+    return _load_pyfftw()
 
 
 def available_ffts() -> tuple[str, ...]:
     """The names of the FFT libraries usable here, fastest first."""
-    return tuple(e for e in LIBRARIES if e != "pyfftw" or _HAS_PYFFTW)
+    return tuple(e for e in LIBRARIES if e != "pyfftw" or has_pyfftw())
 
 
 def default_threads() -> int:
@@ -247,7 +257,7 @@ class _PyFFTW(FFT):
     name = "pyfftw"
 
     def __init__(self, threads: int | None = None, planner: str = "FFTW_MEASURE") -> None:
-        if not _HAS_PYFFTW:
+        if not has_pyfftw():
             raise ImportError("pyFFTW is not installed: pip install pyfftw, or use fft='scipy'")
         super().__init__(threads)
         self.planner = planner
@@ -368,7 +378,7 @@ def get_fft(fft: str | FFT = "auto", threads: int | None = None) -> FFT:
         name = "scipy"
     if name not in LIBRARIES:
         raise ValueError(f"unknown FFT library {fft!r}: choose one of 'auto', {LIBRARIES}")
-    if name == "pyfftw" and not _HAS_PYFFTW:
+    if name == "pyfftw" and not has_pyfftw():
         warnings.warn(
             "pyFFTW is not installed; using scipy.fft instead", RuntimeWarning, stacklevel=2
         )
