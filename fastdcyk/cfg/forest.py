@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -96,11 +97,13 @@ class Forest:
         Items allowed in the trees (a chart decoded by D-CYK). Default: every item the
         grammar derives (symbolic CYK's chart). Items of the chart that do not derive their
         words with the grammar's rules never enter a tree.
-    scores : mapping ``{(i, j, A): float}``, optional
+    scores : mapping ``{(i, j, A): float}``, or a function that returns one, optional
         A score per item; a tree's score is the sum over its nodes. Needed by
         :meth:`best`, :meth:`kbest` and :meth:`score`, unless the grammar is weighted:
         then a tree's score is its log probability (the sum of its rules' log
-        probabilities), plus the item scores when given.
+        probabilities), plus the item scores when given. A function (of no arguments) is
+        called when a score is first needed, so that a forest asked for its trees in
+        order only (:meth:`first`, :meth:`tree`) never computes them.
     lexical : sequence of mapping, optional
         One entry per word: None (the grammar's rules A -> word) or ``{A: log score}`` over
         preterminals, which replaces those rules at that position (a tagger's log
@@ -156,7 +159,9 @@ class Forest:
                 "least one word (as cyk does)"
             )
         check_chart("chart", chart, len(self.words))
-        self._scores = _checked_scores(scores)
+        deferred = callable(scores) and not isinstance(scores, Mapping)
+        self._scores_from = scores if deferred else None
+        self._scores = None if deferred else _checked_scores(scores)
         self._weights = grammar._log_prob_of if grammar.is_weighted else None
         n = len(self.words)
         self._lexical = check_lexical(grammar, lexical, n)
@@ -173,7 +178,7 @@ class Forest:
                 own = [a for a, v in given.items() if v > -math.inf]
             found = [a for a in own if allowed is None or a in allowed]
             edges[(i, i + 1)] = {a: [None] for a in sorted(found, key=order.__getitem__)}
-        pairs = grammar.binary_index
+        by_left = _by_left(grammar)
         for span in range(2, n + 1):
             for i in range(n - span + 1):
                 j = i + span
@@ -184,11 +189,15 @@ class Forest:
                     if not left or not right:
                         continue
                     for b in left:
-                        for c in right:
-                            heads = pairs.get((b, c))
-                            if heads is None:
-                                continue
-                            for a in heads:
+                        row = by_left.get(b)
+                        if row is None:
+                            continue
+                        if len(row) < len(right):  # the right children b has, in order
+                            cs = sorted((c for c in row if c in right), key=order.__getitem__)
+                        else:
+                            cs = [c for c in right if c in row]
+                        for c in cs:
+                            for a in row[c]:
                                 if allowed is None or a in allowed:
                                     cell.setdefault(a, []).append((k, b, c))
                 edges[(i, j)] = {a: cell[a] for a in sorted(cell, key=order.__getitem__)}
@@ -277,6 +286,9 @@ class Forest:
     # -- scores ----------------------------------------------------------------------------
 
     def _score(self, item: Item) -> float:
+        if self._scores_from is not None:  # the scores, computed on first need
+            self._scores = _checked_scores(self._scores_from())
+            self._scores_from = None
         if self._scores is None:
             if self._weights is not None:
                 return 0.0
@@ -369,7 +381,21 @@ class Forest:
         """
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")
-        return [self.tree(t, cnf=cnf) for t in range(min(k, self.count))]
+        if not self.recognized:
+            return []
+
+        def build(item: Item) -> Tree:  # the first tree: each item's first edge, no counts
+            i, j, a = item
+            e = self._edges[(i, j)][a][0]
+            if e is None:
+                return Tree(a, [self.words[i]])
+            left, right = self._children(item, e)
+            return Tree(a, [build(left), build(right)])
+
+        first = self._out(build(self._root), cnf)
+        if k == 1:
+            return [first]
+        return [first] + [self.tree(t, cnf=cnf) for t in range(1, min(k, self.count))]
 
     def best(self, *, cnf: bool = False) -> Tree | None:
         """The tree of the largest score; None when the sentence is not recognized.
@@ -514,6 +540,15 @@ def _allowed(chart: Mapping[tuple[int, int], Iterable[str]] | None, i: int, j: i
         return None
     cell = chart.get((i, j), ())
     return cell if isinstance(cell, set | frozenset) else frozenset(cell)
+
+
+@functools.lru_cache(maxsize=8)
+def _by_left(grammar: Grammar) -> dict[str, dict[str, frozenset[str]]]:
+    """The grammar's binary rules by left child: ``{B: {C: heads}}``."""
+    out: dict[str, dict[str, frozenset[str]]] = {}
+    for (b, c), heads in grammar.binary_index.items():
+        out.setdefault(b, {})[c] = heads
+    return out
 
 
 def _checked_scores(scores: Any) -> Mapping[Item, float] | None:

@@ -251,6 +251,29 @@ def test_builtin_forests_match_brute_force_and_cyk(name):
 
 
 @pytest.mark.parametrize("name", BUILTINS)
+def test_first_trees_are_the_order_s_first_and_need_no_scores(name):
+    """first(k) walks each item's first edge for the first tree and counts for the rest:
+    the same trees as tree(0), tree(1), ...; a forest given its scores as a function never
+    calls it for them, and calls it once when a score is needed."""
+    g = Grammar.builtin(name)
+    for words in generate(g, 8, min_len=2, max_len=7, seed=7):
+        calls = []
+
+        def scores(words=words, calls=calls):
+            calls.append(1)
+            chart = cyk(g, words)
+            return {(i, j, a): -0.5 for (i, j), cell in chart.items() for a in cell}
+
+        f = Forest(g, words, scores=scores)
+        assert f.first(1) == [f.tree(0)]
+        assert f.first(4) == [f.tree(t) for t in range(min(4, f.count))]
+        assert not calls
+        assert f.best() is not None and calls == [1]
+        f.kbest(2)
+        assert calls == [1]
+
+
+@pytest.mark.parametrize("name", BUILTINS)
 def test_tree_count_equals_the_number_of_nltk_parses(name):
     g = Grammar.builtin(name)
     for words in generate(g, 8, min_len=2, max_len=6, seed=5):
@@ -264,7 +287,7 @@ def test_a_sentence_outside_the_language_has_no_tree():
     g = Grammar.builtin("example")
     f = Forest(g, "b a")
     assert not f.recognized and f.count == 0 and list(f) == []
-    assert f.kbest(3) == [] and f.closest(Tree("S", ["b"])) == (None, 0)
+    assert f.kbest(3) == [] and f.first(3) == [] and f.closest(Tree("S", ["b"])) == (None, 0)
     with pytest.raises(ValueError, match="not recognized"):
         f.tree(0)
     unknown = Forest(g, "a zebra")

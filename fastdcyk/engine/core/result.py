@@ -223,7 +223,8 @@ class DCYKResult:
         if cached is None:
             if self.chart is None:
                 raise ValueError("this parse was not decoded (decode=False): it has no trees")
-            scores = None if self.grammar.is_weighted else self.item_scores()
+            # the item scores, computed when a score is first needed (the first tree needs none)
+            scores = None if self.grammar.is_weighted else self.item_scores
             lexical = lexical_of(self.grammar, self.words)
             cached = Forest(self.grammar, self.words, self.chart, scores, lexical=lexical)
             self.__dict__["_forest"] = cached
