@@ -77,7 +77,10 @@ def test_equal_charts_give_equal_trees_whatever_d_seed_or_backend():
     for rs in others:
         for a, b in zip(auto, rs, strict=True):
             if a.chart == b.chart and a.recognized:
-                assert a.statistics != b.statistics  # other reads, other scores
+                # other reads, other scores (d="auto" may have chosen 512 itself: its probes
+                # go by time, and at the same d, seed and backend the reads are the same)
+                if rs is not others[0] or a.codebook.d != 512:
+                    assert a.statistics != b.statistics
                 assert a.tree() == b.tree() and a.trees(3) == b.trees(3)
                 compared += 1
     assert compared >= 250  # nearly every chart is exact, so equal
