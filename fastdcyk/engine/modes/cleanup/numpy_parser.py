@@ -16,7 +16,11 @@ import numpy as np
 
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.engine.backends.numpy.parser import mixture
-from fastdcyk.engine.backends.numpy.spectral import NumpySpectralParser, left_spectrum_of
+from fastdcyk.engine.backends.numpy.spectral import (
+    NumpySpectralParser,
+    left_spectrum_of,
+    lexicon_spectra,
+)
 from fastdcyk.engine.core import schedule
 from fastdcyk.engine.core.arrays import NUMPY, sigmoid
 from fastdcyk.engine.core.certificate import (
@@ -151,7 +155,7 @@ class NumpyCleanupParser(NumpySpectralParser):
         # their spectra
         self._lexicon_rows, self._lexicon_ids = st.lexicon_rows, st.lexicon
         lexicon = [st.terminals[k] for k in st.lexicon]
-        self._lexicon_spectra = cb.spectra("terminal", lexicon).astype(np.complex128)
+        self._lexicon_spectra = lexicon_spectra(cb, st, lexicon)
         # per unary cell, the terminals read in it (until its read-back)
         self._terminals_read: dict[tuple[int, int], np.ndarray] = {}
         # decoding a given P_left: each position's word, as a row of the lexicon's table
