@@ -216,6 +216,14 @@ def _init(parent: int, grammar: Grammar, options: dict[str, Any], share: float) 
     setup(grammar, options)
 
 
+def _importing_main() -> bool:
+    """Whether this is a worker process importing the parent's main script (as ``spawn``
+    starts a process), where starting workers of its own would fail."""
+    import multiprocessing
+
+    return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
+
+
 def _pool(
     chunks: Iterator[tuple[Line, ...]],
     grammar: Grammar,
@@ -225,6 +233,7 @@ def _pool(
 ) -> Iterator[list[dict[str, Any]]]:
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
 
     pool = ProcessPoolExecutor(
         max_workers=workers,
@@ -250,7 +259,15 @@ def _pool(
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 pending.discard(fut)
-                records, seen = fut.result()
+                try:
+                    records, seen = fut.result()
+                except BrokenProcessPool as exc:
+                    raise RuntimeError(
+                        "a worker process stopped abruptly (killed, out of memory, or it "
+                        "failed to start: called from a script, parse_corpus must be under "
+                        "'if __name__ == \"__main__\":', since each worker imports the "
+                        "script). The lines written are kept: resume the run"
+                    ) from exc
                 if table is not None:
                     for s in seen:  # the shared table learns what the worker saw
                         table.learn(s)
@@ -413,6 +430,12 @@ def parse_corpus(
     """
     t0 = time.perf_counter()
     workers = check_int("workers", workers, 1)
+    if workers > 1 and _importing_main():
+        raise RuntimeError(
+            "parse_corpus(workers=...) ran while a worker process was importing your script "
+            "(worker processes start by importing it): put the code that calls it under "
+            "'if __name__ == \"__main__\":'"
+        )
     delay = check_progress(progress)
     grammar = cnf_grammar(grammar)
     options = _options(options)

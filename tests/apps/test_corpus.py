@@ -215,3 +215,23 @@ def test_treebank_warns_when_the_test_trees_were_trained_on(capsys):
     assert cli.main(["treebank", "--train", mrg, "--test", mrg, "--dim", "128"]) == 0
     err = capsys.readouterr().err
     assert "6 of the 6 test trees are training trees" in err and "overstate" in err
+
+
+def test_workers_from_a_script_without_a_main_guard_say_what_to_do(tmp_path):
+    """Worker processes start by importing the caller's script: one without ``if __name__ ==
+    "__main__":`` would start workers again in each; that is refused with what to do, and the
+    parent's error says it, rather than a pool's traceback alone (or a wait)."""
+    script = tmp_path / "no_guard.py"
+    script.write_text(
+        "import fastdcyk as fd\n"
+        "fd.parse_corpus('G0', ['fish swim'] * 8, workers=2, progress=False)\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=240, cwd=tmp_path
+    )
+    assert done.returncode != 0
+    assert "while a worker process was importing your script" in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("RuntimeError: a worker process stopped abruptly")
+    assert 'if __name__ == "__main__":' in last and "resume" in last
