@@ -804,3 +804,14 @@ def test_parse_takes_unknown_words_as_their_class(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "'dog' at position 1" in err and "no unknown-word class" in err
     assert "Traceback" not in err
+
+
+def test_python_dash_m_fastdcyk_runs_the_command_line():
+    done = subprocess.run(
+        [sys.executable, "-m", "fastdcyk", "parse", "--grammar", "G0", "fish", "swim"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "sentence: fish swim   grammar: G0" in done.stdout and "certificate: sure" in done.stdout
