@@ -12,10 +12,12 @@ start symbol's decoder statistic in the top cell, against 1/2, is the string's l
 ``--slope``); with ``--beta-end`` the gates' beta rises geometrically from ``--beta`` to
 it in eight stages. ``--control``: the same function over a symbolic chart, each item's
 amplitude the gate of sum over splits and rules of w(A -> B C) a(B) a(C) (A -> w: of its
-weight), with no table. Loss: binary cross-entropy against the labels, plus ``--l1`` times
+weight), with no table; with ``--combine noisy-or``, an item's value is 1 - prod(1 - w a(B)
+a(C)) over them (a word's: its rule's weight), and the loss is the cross-entropy of the top
+item's value. Loss: binary cross-entropy against the labels, plus ``--l1`` times
 the mean weight, plus ``--binarize`` times the mean of w (1 - w); Adam. Training: 2,000
 strings of 1 to 10 words (half in the language, half one edit from a member and outside
-it), batches of ``--batch``, the longest length raised from 2 to 10 over the first 60% of
+it; ``--same-length``: half of those one substitution), batches of ``--batch``, the longest length raised from 2 to 10 over the first 60% of
 the steps. The grammar read off keeps the rules whose weight
 passes a cut, the one (among the weights' own values and 1/2) whose grammar is the most
 accurate on 400 held-out strings of the training lengths, less the rules that derive no
@@ -79,13 +81,16 @@ def positives(language: str, lo: int, hi: int, rng: random.Random, k: int) -> li
     return out
 
 
-def negatives(language: str, pos: list[tuple], words: list[str], rng: random.Random) -> list:
-    """One edit (insertion, deletion, substitution) from a member, outside the language."""
+def negatives(
+    language: str, pos: list[tuple], words: list[str], rng: random.Random, kinds: str = "ids"
+) -> list:
+    """One edit (of ``kinds``: insertion, deletion, substitution) from a member, outside the
+    language."""
     out = []
     for w in pos:
         while True:
             w2 = list(w)
-            kind = rng.choice("ids")
+            kind = rng.choice(kinds)
             at = rng.randrange(len(w2) + (kind == "i"))
             if kind == "i":
                 w2.insert(at, rng.choice(words))
@@ -164,6 +169,17 @@ def main(argv: list[str] | None = None) -> dict:
         action="store_true",
         help="the same gates and weights over a symbolic chart, not the D-CYK table",
     )
+    p.add_argument(
+        "--combine",
+        choices=["gate", "noisy-or"],
+        default="gate",
+        help="with --control: an item's derivations through D-CYK's gate, or by noisy-OR",
+    )
+    p.add_argument(
+        "--same-length",
+        action="store_true",
+        help="half the training negatives substitutions (the test sets are unchanged)",
+    )
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)
@@ -174,11 +190,19 @@ def main(argv: list[str] | None = None) -> dict:
         help="append the run's record here (default: grammar_probe.jsonl beside the script)",
     )
     args = p.parse_args(argv)
+    if args.combine != "gate" and not args.control:
+        p.error("--combine noisy-or is the symbolic control's (with --control)")
     rng = random.Random(args.seed)
     torch.manual_seed(args.seed)
     words = ["a", "b"] if args.language == "anbn" else ["(", ")"]
     pos = positives(args.language, 1, 10, rng, 1000)
-    train = pos + negatives(args.language, pos, words, rng)
+    if args.same_length:  # half the negatives substitutions: the members' lengths
+        half = len(pos) // 2
+        neg = negatives(args.language, pos[:half], words, rng)
+        neg += negatives(args.language, pos[half:], words, rng, kinds="s")
+    else:
+        neg = negatives(args.language, pos, words, rng)
+    train = pos + neg
     labels = [True] * len(pos) + [False] * len(pos)
 
     def test_set(lo: int, hi: int, k: int) -> tuple[list, list]:
@@ -211,12 +235,25 @@ def main(argv: list[str] | None = None) -> dict:
         wu = ub.reshape(k_nt, len(words))  # the inventory's order: A -> w by A, then w
         wb = bb.reshape(k_nt, k_nt, k_nt)  # A -> B C by A, B, C
         tops = []
+        noisy = args.combine == "noisy-or"
         for w in strings:
             n = len(w)
-            a = {(i, i + 1): torch.sigmoid(beta * (wu[:, vocab[w[i]]] - 0.5)) for i in range(n)}
+            if noisy:  # an item's value: its lexical rules' weights
+                a = {(i, i + 1): wu[:, vocab[w[i]]] for i in range(n)}
+            else:
+                a = {(i, i + 1): torch.sigmoid(beta * (wu[:, vocab[w[i]]] - 0.5)) for i in range(n)}
             for span in range(2, n + 1):
                 for i in range(n - span + 1):
                     j = i + span
+                    if noisy:  # 1 - prod over splits and rules of (1 - w a(B) a(C))
+                        miss = sum(
+                            torch.log1p(
+                                -wb * a[(i, m)][None, :, None] * a[(m, j)][None, None, :]
+                            ).sum(dim=(1, 2))
+                            for m in range(i + 1, j)
+                        )
+                        a[(i, j)] = -torch.expm1(miss)
+                        continue
                     s_ = sum(
                         torch.einsum("abc,b,c->a", wb, a[(i, m)], a[(m, j)])
                         for m in range(i + 1, j)
@@ -247,7 +284,10 @@ def main(argv: list[str] | None = None) -> dict:
         batch = rng.sample(pool, min(args.batch, len(pool)))
         top = top_of([train[i] for i in batch], beta_at(step))
         y = torch.tensor([float(labels[i]) for i in batch], dtype=torch.float64)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(args.slope * (top - 0.5), y)
+        if args.combine == "noisy-or":  # the top item's value is a probability
+            loss = torch.nn.functional.binary_cross_entropy(top.clamp(1e-6, 1 - 1e-6), y)
+        else:
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(args.slope * (top - 0.5), y)
         weights = torch.cat([torch.sigmoid(theta_u), torch.sigmoid(theta_b)])
         loss = loss + args.l1 * weights.mean() + args.binarize * (weights * (1 - weights)).mean()
         opt.zero_grad()
