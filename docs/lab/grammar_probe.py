@@ -9,22 +9,22 @@ them) and every A -> w over the words; each rule's weight is a sigmoid of a free
 (the binary ones started near ``--init``), given to ``fastdcyk.nn.DCYK`` (trace variant, the
 weights as its rule weights) for every batch. The forward pass is D-CYK at ``--d``: the
 start symbol's decoder statistic in the top cell, against 1/2, is the string's logit (times
-``--slope``); with ``--beta-end`` the gates' beta rises geometrically from ``--beta`` to
-it in eight stages. ``--control``: the same function over a symbolic chart, each item's
+``--slope``); with ``--beta-end`` the gates' beta rises geometrically from ``--beta`` to it
+in eight stages. ``--control``: the same function over a symbolic chart, each item's
 amplitude the gate of sum over splits and rules of w(A -> B C) a(B) a(C) (A -> w: of its
 weight), with no table; with ``--combine noisy-or``, an item's value is 1 - prod(1 - w a(B)
 a(C)) over them (a word's: its rule's weight), and the loss is the cross-entropy of the top
-item's value. Loss: binary cross-entropy against the labels, plus ``--l1`` times
-the mean weight, plus ``--binarize`` times the mean of w (1 - w); Adam. Training: 2,000
-strings of 1 to 10 words (half in the language, half one edit from a member and outside
-it; ``--same-length``: half of those one substitution), batches of ``--batch``, the longest length raised from 2 to 10 over the first 60% of
-the steps. The grammar read off keeps the rules whose weight
-passes a cut, the one (among the weights' own values and 1/2) whose grammar is the most
-accurate on 400 held-out strings of the training lengths, less the rules that derive no
-string or that S does not reach; it is judged by symbolic CYK on those and on 400 strings
-of 11 to 20 and of 21 to 40 words (half members, half one edit away). The network's own
-decisions (the statistic against 1/2, the last weights) are scored on the same strings. One
-JSON line a run is appended to the record.
+item's value. Loss: binary cross-entropy against the labels, plus ``--l1`` times the mean
+weight, plus ``--binarize`` times the mean of w (1 - w); Adam. Training: 2,000 strings of 1
+to 10 words (half in the language, half one edit from a member and outside it;
+``--same-length``: half of those one substitution), batches of ``--batch``, the longest
+length raised from 2 to 10 over the first 60% of the steps. The grammar read off keeps the
+rules whose weight passes a cut, the one (among the weights' own values and 1/2) whose
+grammar is the most accurate on 400 held-out strings of the training lengths, less the rules
+that derive no string or that S does not reach; it is judged by symbolic CYK on those and on
+400 strings of 11 to 20 and of 21 to 40 words (half members, half one edit away). The
+network's own decisions (the statistic against 1/2, the last weights) are scored on the same
+strings. One JSON line a run is appended to the record.
 """
 
 from __future__ import annotations
