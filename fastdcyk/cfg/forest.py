@@ -393,7 +393,7 @@ class Forest:
             return Tree(a, [build(left), build(right)])
 
         first = self._out(build(self._root), cnf)
-        if k == 1:
+        if k == 1:  # the forest's trees need not be counted
             return [first]
         return [first] + [self.tree(t, cnf=cnf) for t in range(1, min(k, self.count))]
 

@@ -306,13 +306,15 @@ _LEXICONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 LEXICON_KEEP_BYTES = 16 * 2**20
 
 
-def lexicon_spectra(cb: Codebook, structure: Any, terminals: list[str]) -> np.ndarray:
-    """The spectra of ``terminals`` (the lexicon of ``structure``, a grammar's
-    :class:`~fastdcyk.engine.core.rules.RuleStructure`), a read-only (len, d // 2 + 1)
-    complex128 table, kept per codebook for the next parse of the same grammar."""
+def lexicon_spectra(cb: Codebook, structure: Any) -> np.ndarray:
+    """The spectra of the terminals of ``structure``'s lexicon (a grammar's
+    :class:`~fastdcyk.engine.core.rules.RuleStructure`; its rules A -> a), in its order: a
+    read-only (len, d // 2 + 1) complex128 table, kept per codebook for the next parse of
+    the same grammar."""
     kept = _LEXICONS.get(cb)
     if kept is not None and kept[0] is structure:
         return kept[1]
+    terminals = [structure.terminals[k] for k in structure.lexicon]
     table = cb.spectra("terminal", terminals).astype(np.complex128)
     table.setflags(write=False)
     if table.nbytes <= LEXICON_KEEP_BYTES:

@@ -154,8 +154,7 @@ class NumpyCleanupParser(NumpySpectralParser):
         # the terminals of the grammar's rules A -> a (its lexicon), as rows of a table of
         # their spectra
         self._lexicon_rows, self._lexicon_ids = st.lexicon_rows, st.lexicon
-        lexicon = [st.terminals[k] for k in st.lexicon]
-        self._lexicon_spectra = lexicon_spectra(cb, st, lexicon)
+        self._lexicon_spectra = lexicon_spectra(cb, st)
         # per unary cell, the terminals read in it (until its read-back)
         self._terminals_read: dict[tuple[int, int], np.ndarray] = {}
         # decoding a given P_left: each position's word, as a row of the lexicon's table
