@@ -50,7 +50,7 @@ except ImportError:  # pragma: no cover
     _POCKETFFT_OUT = False
 
 # pyFFTW, an optional dependency, is imported on first use (:func:`has_pyfftw`): importing it
-# imports dask.array where Dask is installed, a sixth of fastdcyk's import time, which every
+# imports dask.array where Dask is installed, a fifth of fastdcyk's import time, which every
 # worker process of a corpus would pay for an FFT library it does not use by default
 _pyfftw: Any = None
 _HAS_PYFFTW: bool | None = None  # None: not tried yet

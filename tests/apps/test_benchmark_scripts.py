@@ -71,3 +71,23 @@ def test_corpus_kill_resume_checks_every_run(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "uninterrupted: 24 lines" in out
     assert "2 of 2 runs whole and equal" in out
+
+
+def test_corpus_parts_times_trees_and_start_up(tmp_path, capsys):
+    """benchmarks/corpus_parts.py's trees and startup parts on a built-in grammar written to
+    a file and a few of its sentences."""
+    import fastdcyk as fd
+
+    g = fd.Grammar.builtin("G1")
+    grammar = tmp_path / "g1.cfg"
+    grammar.write_text(g.to_string() + "\n", encoding="utf-8")
+    sentences = fd.generate(g, 10, min_len=3, max_len=6, seed=2)
+    listing = tmp_path / "sentences.txt"
+    listing.write_text("".join(f"1 : {' '.join(s)}\n" for s in sentences), encoding="utf-8")
+    script = _script("corpus_parts")
+    argv = ["--grammar", str(grammar), "--sentences", str(listing)]
+    script.main(["trees", *argv])
+    script.main(["startup", *argv])
+    out = capsys.readouterr().out
+    assert "tree() of 10 parses at d = 256" in out
+    assert out.count("8 lines, 1 worker:") == 2 and out.count("8 lines, 2 workers:") == 2
