@@ -30,6 +30,7 @@ from fastdcyk.hrr.codebook import Codebook
 from fastdcyk.hrr.fft import available_ffts, get_fft
 from fastdcyk.hrr.fft import renamed as _renamed
 from fastdcyk.hrr.operators import Operator
+from fastdcyk.learn import LearnedGrammar, learn_grammar
 
 __version__ = "0.4.0"
 
@@ -43,6 +44,7 @@ __all__ = [
     "Grammar",
     "GrammarError",
     "GrammarWarning",
+    "LearnedGrammar",
     "Operator",
     "Scores",
     "Tree",
@@ -65,6 +67,7 @@ __all__ = [
     "evalb",
     "generate",
     "is_parse",
+    "learn_grammar",
     "get_fft",
     "inside",
     "random_grammar",

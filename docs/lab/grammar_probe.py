@@ -159,6 +159,12 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--beta-end", type=float, help="raise beta to this by the last eighth")
     p.add_argument("--slope", type=float, default=10.0)
     p.add_argument("--init", type=float, default=-2.0, help="binary rules' initial parameter")
+    p.add_argument(
+        "--noise",
+        type=float,
+        default=0.0,
+        help="standard deviation of the initial parameters' noise (0: every nonterminal alike)",
+    )
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--l1", type=float, default=1e-3)
     p.add_argument(
@@ -272,8 +278,10 @@ def main(argv: list[str] | None = None) -> dict:
         out = layer(strings)
         return torch.stack([out.scores[b, 0, len(w), start] for b, w in enumerate(strings)])
 
-    theta_u = torch.zeros(len(g.unary_rules), dtype=torch.float64, requires_grad=True)
-    theta_b = torch.full((len(g.binary_rules),), args.init, dtype=torch.float64, requires_grad=True)
+    theta_u = args.noise * torch.randn(len(g.unary_rules), dtype=torch.float64)
+    theta_b = args.init + args.noise * torch.randn(len(g.binary_rules), dtype=torch.float64)
+    theta_u.requires_grad_()
+    theta_b.requires_grad_()
     opt = torch.optim.Adam([theta_u, theta_b], lr=args.lr)
     start = g.nonterminal_index["S"]
     history = []

@@ -1,6 +1,6 @@
 """The ``fastdcyk`` command line: one module per subcommand (:mod:`.parse`,
-:mod:`.experiment`, :mod:`.plot`, :mod:`.capacity`, :mod:`.demo`, :mod:`.treebank`), what
-they share in :mod:`.common`.
+:mod:`.experiment`, :mod:`.plot`, :mod:`.capacity`, :mod:`.demo`, :mod:`.treebank`,
+:mod:`.learn`), what they share in :mod:`.common`.
 
 Subcommands:
 
@@ -19,6 +19,9 @@ Subcommands:
 - ``fastdcyk treebank --train FILES --test FILES [--dim D ...]``: a PCFG induced from
   bracketed trees, evaluated with evalb's labelled brackets (symbolic Viterbi, and D-CYK at
   the dimensions given).
+- ``fastdcyk learn --strings FILE [--labels FILE] --nonterminals N --out grammar.cfg``: a
+  grammar learned from strings through the D-CYK table (``--checkpoint DIR`` and
+  ``--resume`` continue a killed run).
 
 Exit status: 0 on success; 2 for a bad argument (with a message that says what was wrong,
 including a results file written for another configuration, and a figures folder that
@@ -42,7 +45,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastdcyk.cfg.grammar import GrammarWarning
-from fastdcyk.cli import capacity, demo, experiment, parse, plot, treebank
+from fastdcyk.cli import capacity, demo, experiment, learn, parse, plot, treebank
 from fastdcyk.cli.common import (
     Interrupted,
     RunError,
@@ -77,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for module in (demo, parse, experiment, plot, capacity, treebank):
+    for module in (demo, parse, experiment, plot, capacity, treebank, learn):
         module.add_parser(sub)
     return parser
 
