@@ -4,6 +4,7 @@ docs/learning.md, "Learning a grammar from strings").
 
     python docs/lab/grammar_study.py [--languages anbn dyck2 ...] [--models table chart ...]
         [--seeds 0 1 2 3 4] [--brackets] [--record FILE]
+    python docs/lab/grammar_study.py --summary      # the record as docs/results.md's table
 
 One JSON line a run (language, model, seed, brackets) is appended to the record
 (default: grammar_study.jsonl beside this script); a run already recorded is skipped, so
@@ -270,6 +271,50 @@ def peer_run(kind, g, sets, seed, budget, steps=600, batch=32):
     }
 
 
+#: Student's t at 0.975 for 1 to 4 degrees of freedom (the 95% interval of a mean).
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776}
+
+
+def summary(path: Path) -> str:
+    """The record's runs as a Markdown table: per language, model and brackets, the
+    seeds run, the mean accuracy on each band (with the 95% interval over seeds where
+    there are two or more), the runs whose grammar equals the generator's language on
+    every string enumerated, and the longest run's seconds."""
+    groups: dict = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        groups.setdefault((r["language"], r["brackets"], r["model"]), []).append(r)
+
+    def mean(rs, key):
+        xs = [r[key] for r in rs]
+        m = sum(xs) / len(xs)
+        if len(xs) < 2:
+            return f"{m:.3f}"
+        sd = (sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5
+        return f"{m:.3f} ± {T975[min(4, len(xs) - 1)] * sd / len(xs) ** 0.5:.3f}"
+
+    order = {"table": 0, "chart": 1, "lstm": 2, "transformer": 3}
+    rows = [
+        "| language | brackets | model | seeds | 11-20 | 21-40 | 21-40, same length | "
+        "exact up to L words | longest run (s) |",
+        "|---|---|---|---|---|---|---|---|---:|",
+    ]
+    for (lang, br, kind), rs in sorted(
+        groups.items(), key=lambda kv: (list(LANGUAGES).index(kv[0][0]), kv[0][1], order[kv[0][2]])
+    ):
+        rs.sort(key=lambda r: r["seed"])
+        exact = "" if "disagree" not in rs[0] else (
+            f"{sum(r['disagree'] == 0 for r in rs)} of {len(rs)} (L = {rs[0]['enumerated']})"
+        )  # fmt: skip
+        rows.append(
+            f"| {lang} | {'yes' if br else 'no'} | {kind} | "
+            f"{', '.join(str(r['seed']) for r in rs)} | {mean(rs, '11-20')} | "
+            f"{mean(rs, '21-40')} | {mean(rs, '21-40 same length')} | {exact} | "
+            f"{max(r['seconds'] for r in rs):.0f} |"
+        )
+    return "\n".join(rows)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--languages", nargs="+", default=list(LANGUAGES), choices=list(LANGUAGES))
@@ -280,7 +325,11 @@ def main(argv=None) -> None:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--brackets", action="store_true")
     p.add_argument("--record", type=Path, default=Path(__file__).with_name("grammar_study.jsonl"))
+    p.add_argument("--summary", action="store_true", help="print the record's table and stop")
     args = p.parse_args(argv)
+    if args.summary:
+        print(summary(args.record))
+        return
     done = set()
     if args.record.exists():
         for line in args.record.read_text(encoding="utf-8").splitlines():
