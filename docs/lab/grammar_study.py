@@ -283,7 +283,10 @@ def summary(path: Path) -> str:
     groups: dict = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
-        groups.setdefault((r["language"], r["brackets"], r["model"]), []).append(r)
+        kind = r["model"]
+        if r.get("restarts", 1) > 1:
+            kind += f", {r['restarts']} restarts"
+        groups.setdefault((r["language"], r["brackets"], kind), []).append(r)
 
     def mean(rs, key):
         xs = [r[key] for r in rs]
@@ -299,9 +302,12 @@ def summary(path: Path) -> str:
         "exact up to L words | longest run (s) |",
         "|---|---|---|---|---|---|---|---|---:|",
     ]
-    for (lang, br, kind), rs in sorted(
-        groups.items(), key=lambda kv: (list(LANGUAGES).index(kv[0][0]), kv[0][1], order[kv[0][2]])
-    ):
+
+    def place(key):
+        lang, br, kind = key
+        return list(LANGUAGES).index(lang), br, order[kind.split(",")[0]], kind
+
+    for (lang, br, kind), rs in sorted(groups.items(), key=lambda kv: place(kv[0])):
         rs.sort(key=lambda r: r["seed"])
         exact = "" if "disagree" not in rs[0] else (
             f"{sum(r['disagree'] == 0 for r in rs)} of {len(rs)} (L = {rs[0]['enumerated']})"
@@ -324,6 +330,9 @@ def main(argv=None) -> None:
     )  # fmt: skip
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--brackets", action="store_true")
+    p.add_argument(
+        "--restarts", type=int, default=1, help="learn_grammar's restarts (table and chart)"
+    )
     p.add_argument("--record", type=Path, default=Path(__file__).with_name("grammar_study.jsonl"))
     p.add_argument("--summary", action="store_true", help="print the record's table and stop")
     args = p.parse_args(argv)
@@ -334,14 +343,15 @@ def main(argv=None) -> None:
     if args.record.exists():
         for line in args.record.read_text(encoding="utf-8").splitlines():
             r = json.loads(line)
-            done.add((r["language"], r["model"], r["seed"], r["brackets"]))
+            done.add((r["language"], r["model"], r["seed"], r["brackets"], r.get("restarts", 1)))
     for seed in args.seeds:
         for name in args.languages:
             g = generator(name)
             sets = None
             for kind in args.models:
-                key = (name, kind, seed, args.brackets)
-                if key in done or (args.brackets and kind in ("lstm", "transformer")):
+                key = (name, kind, seed, args.brackets, args.restarts)
+                peer = kind in ("lstm", "transformer")
+                if key in done or (peer and (args.brackets or args.restarts > 1)):
                     continue
                 sets = sets or data(g, seed)
                 k = len(g.nonterminals) + 1
@@ -349,6 +359,8 @@ def main(argv=None) -> None:
                 t0 = time.perf_counter()
                 record = {"language": name, "model": kind, "seed": seed}
                 record["brackets"] = args.brackets
+                if not peer:
+                    record["restarts"] = args.restarts
                 if kind in ("table", "chart"):
                     strings, labels = sets["train"]
                     brackets = None
@@ -358,6 +370,7 @@ def main(argv=None) -> None:
                     learned = fd.learn_grammar(
                         strings, labels, nonterminals=k, method=kind, brackets=brackets,
                         d=128 if k <= 6 else 256, seed=seed, progress=False,
+                        restarts=args.restarts,
                     )  # fmt: skip
                     seconds = time.perf_counter() - t0
                     lg = learned.grammar
