@@ -156,7 +156,7 @@ def learn_grammar(
             "'fastdcyk[torch]' (on a machine without a GPU, first pip install torch "
             "--index-url https://download.pytorch.org/whl/cpu)"
         ) from e
-    return run(
+    return run(  # every argument, by name: the defaults are the ones above
         strings,
         labels,
         nonterminals=nonterminals,

@@ -196,44 +196,17 @@ class _Run:
 
 def learn_grammar(
     strings: Sequence[str | Sequence[str]],
-    labels: Sequence[bool] | None = None,
+    labels: Sequence[bool] | None,
     *,
-    nonterminals: int,
-    start: str = "S",
-    brackets: Sequence[Sequence[tuple[int, int]] | None] | None = None,
-    seed: int = 0,
-    max_steps: int = 600,
-    restarts: int = 1,
-    method: str = "table",
-    d: int = 128,
-    dtype: str = "float64",
-    batch_size: int = 32,
-    lr: float = 0.05,
-    l1: float = 0.01,
-    beta: float | tuple[float, float] = (3.0, 20.0),
-    held_out: float = 0.2,
-    bracket_weight: float = 1.0,
-    progress: bool | float | None = None,
-    checkpoint: str | os.PathLike[str] | None = None,
-    resume: bool = False,
+    brackets: Sequence[Sequence[tuple[int, int]] | None] | None,
+    progress: bool | float | None,
+    checkpoint: str | os.PathLike[str] | None,
+    resume: bool,
+    **settings: Any,
 ) -> LearnedGrammar:
-    """:func:`fastdcyk.learn_grammar` (its documentation is there)."""
-    settings = _settings(
-        nonterminals=nonterminals,
-        start=start,
-        seed=seed,
-        max_steps=max_steps,
-        restarts=restarts,
-        method=method,
-        d=d,
-        dtype=dtype,
-        batch_size=batch_size,
-        lr=lr,
-        l1=l1,
-        beta=beta,
-        held_out=held_out,
-        bracket_weight=bracket_weight,
-    )
+    """:func:`fastdcyk.learn_grammar`, which gives every argument (its documentation and
+    defaults are there); ``settings`` are :class:`Settings`' first fields."""
+    settings = _settings(**settings)
     delay = check_progress(progress)
     folder = None if checkpoint is None else Path(checkpoint)
     if resume and folder is None:
