@@ -22,6 +22,7 @@ from fastdcyk.cli.common import (
     dimension,
     is_interrupt,
     nonnegative_int,
+    number,
     positive_int,
 )
 from fastdcyk.learn import learn_grammar
@@ -106,20 +107,14 @@ def read_brackets(path: str, count: int) -> list[list[tuple[int, int]]]:
 
 
 def _fraction(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1), got {text!r}") from None
+    x = number(text, float, "a fraction in [0, 1)")
     if not 0 <= x < 1:
         raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1), got {x}")
     return x
 
 
 def _nonnegative(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    x = number(text, float, "a number >= 0")
     if not (math.isfinite(x) and x >= 0):
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {x}")
     return x

@@ -18,11 +18,13 @@ from typing import Any
 
 import torch
 
-from fastdcyk.checks import check_choice, check_dim, check_int
+from fastdcyk.checks import check_choice, check_dim, check_int, check_path
 from fastdcyk.engine.progress import check_progress, progress_bar
 from fastdcyk.hrr.memory import available_memory
 from fastdcyk.learn import inputs, model, readoff
 from fastdcyk.learn.result import LearnedGrammar
+from fastdcyk.nn import DCYK
+from fastdcyk.options import check_beta
 
 __all__ = ["Settings", "learn_grammar"]
 
@@ -90,7 +92,7 @@ def _settings(**kw: Any) -> Settings:
     pair = (beta, beta) if isinstance(beta, int | float) else tuple(beta)
     if len(pair) != 2:
         raise ValueError(f"beta must be a number or a pair (first, last), got {beta!r}")
-    kw["beta"] = (_positive("beta", pair[0]), _positive("beta", pair[1]))
+    kw["beta"] = (check_beta(pair[0]), check_beta(pair[1]))
     held = kw["held_out"]
     if not isinstance(held, int | float) or isinstance(held, bool) or not 0 <= held < 1:
         raise ValueError(f"held_out must be a fraction in [0, 1), got {held!r}")
@@ -208,7 +210,7 @@ def learn_grammar(
     defaults are there); ``settings`` are :class:`Settings`' first fields."""
     settings = _settings(**settings)
     delay = check_progress(progress)
-    folder = None if checkpoint is None else Path(checkpoint)
+    folder = None if checkpoint is None else check_path("checkpoint", checkpoint)
     if resume and folder is None:
         raise ValueError("resume=True continues a checkpoint: give checkpoint=FOLDER too")
     if folder is not None and folder.exists() and not folder.is_dir():
@@ -279,14 +281,11 @@ def _train(
     judge = held if len(held) else train  # what chooses the threshold and the restart
     layers: dict[float, Any] = {}
 
-    def cells(strings: list, beta: float) -> model.Cells:
-        wb, wu = torch.sigmoid(run.theta_b), torch.sigmoid(run.theta_u)
+    def cells(strings: list, beta: float, wb: torch.Tensor, wu: torch.Tensor) -> model.Cells:
         if s.method == "chart":
             return model.chart_cells(inv, strings, wu, wb, beta)
         layer = layers.get(beta)
         if layer is None:
-            from fastdcyk.nn import DCYK
-
             layer = layers[beta] = DCYK(
                 inv.grammar,
                 s.d,
@@ -317,14 +316,14 @@ def _train(
                 batch = run.rng.sample(pool, min(s.batch_size, len(pool)))
                 strings = [train.strings[k] for k in batch]
                 beta = _beta(s, step)
+                wb, wu = torch.sigmoid(run.theta_b), torch.sigmoid(run.theta_u)
                 loss = _loss(
                     s,
-                    cells(strings, beta),
+                    cells(strings, beta, wb, wu),
                     [train.labels[k] for k in batch],
                     [train.brackets[k] for k in batch],
                 )
-                weights = torch.cat([torch.sigmoid(run.theta_b), torch.sigmoid(run.theta_u)])
-                loss = loss + s.l1 * weights.mean()
+                loss = loss + s.l1 * torch.cat([wb, wu]).mean()
                 run.opt.zero_grad()
                 loss.backward()
                 run.opt.step()
@@ -389,7 +388,7 @@ def _train(
     weights = {str(r): w for r, w in zip(rules, best["weights"], strict=True)}
     both = (train.strings + held.strings, train.labels + held.labels)
     g = readoff.prune(g, weights, *both)
-    config = {k: v for k, v in asdict(s).items()}
+    config = asdict(s)
     config["words"] = list(inv.words)
     config["restarts_finished"] = [
         {k: v for k, v in f.items() if k != "weights"} for f in run.finished
