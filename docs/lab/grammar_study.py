@@ -3,7 +3,8 @@ control and two unstructured networks (docs/results.md, study (m); the protocol 
 docs/learning.md, "Learning a grammar from strings").
 
     python docs/lab/grammar_study.py [--languages anbn dyck2 ...] [--models table chart ...]
-        [--seeds 0 1 2 3 4] [--brackets] [--record FILE]
+        [--seeds 0 1 2 3 4] [--brackets] [--gate tanh] [--select] [--restarts K]
+        [--record FILE]
     python docs/lab/grammar_study.py --summary      # the record as docs/results.md's table
 
 One JSON line a run (language, model, seed, brackets) is appended to the record
@@ -20,10 +21,19 @@ edits, and their bands hold fewer negatives (counted in the record). Models:
 - ``table``: :func:`fastdcyk.learn_grammar` (through the D-CYK table, its defaults; d = 128
   up to 6 nonterminals, 256 above), the learned grammar judged by symbolic CYK;
 - ``chart``: the same with ``method="chart"`` (the same gates over a symbolic chart);
+  both with the sigmoid gate (the protocol's runs), or with ``--gate tanh`` the tanh gate
+  (docs/method.md, section 4.7; the record's ``gate``);
+- ``torch-struct``: the same with ``method="chart"`` and the chart's cells computed by
+  torch-struct's CKY (``torch_struct.CKY``, log semiring) from one score per rule of the
+  same inventory (the log of its weight): the string's value is 1 - exp(-Z), Z the sum
+  over its trees of the product of their rules' weights (no gate), trained and read off as
+  the others (without brackets);
 - ``lstm``, ``transformer``: classifiers (one LSTM layer; one Transformer encoder layer
   with learned positions) of about the D-CYK model's parameter count (within 2x), trained
-  on the same strings, batches and number of steps (600 of 32), Adam 0.01, their own
-  decisions judged.
+  on the same strings, batches and number of steps (600 of 32) with Adam, their own
+  decisions judged. The learning rate is 0.01, or with ``--select`` chosen per run among
+  0.001, 0.003, 0.01 and 0.03 on a validation split (a fifth of the training strings, the
+  same lengths), the model trained on the other four fifths.
 
 With ``--brackets`` the members carry the unlabelled brackets of one parse (the first
 derivation symbolic CYK finds). The learned grammar's language is compared with the
@@ -39,10 +49,12 @@ import json
 import random
 import time
 from pathlib import Path
+from unittest import mock
 
 import torch
 
 import fastdcyk as fd
+import fastdcyk.learn.model
 
 LANGUAGES = {
     "anbn": """S -> A B | A X
@@ -229,14 +241,77 @@ def parameters(m: torch.nn.Module) -> int:
     return sum(p.numel() for p in m.parameters())
 
 
-def peer_run(kind, g, sets, seed, budget, steps=600, batch=32):
+def struct_cells(inv, strings, wu, wb, beta, gate=None):
+    """The start symbol's value in each whole string by torch-struct's CKY (log
+    semiring) over the inventory: 1 - exp(-Z), Z the sum over the string's trees of the
+    product of their rules' weights (``beta`` and ``gate`` unused: no gate).
+    torch-struct's preterminals are a twin of each nonterminal (a twin covers one word, a
+    nonterminal two or more), as in benchmarks/bench_peer.py; a one-word string's Z is its
+    rule's weight."""
+    import torch_struct
+
+    k, n_words = len(inv.names), len(inv.words)
+    vocab = {w: t for t, w in enumerate(inv.words)}
+    lengths = [len(s) for s in strings]
+    n = max(lengths)
+    log_u = torch.log(wu.reshape(k, n_words))  # (A, w)
+    log_b = torch.log(wb.reshape(k, k, k))  # (A, B, C)
+    ids = torch.tensor([[vocab[w] for w in s] + [0] * (n - len(s)) for s in strings])
+    terms = log_u[:, ids].permute(1, 2, 0).contiguous()  # (batch, n, T = k twins)
+    rules = log_b.repeat(1, 2, 2)  # B and C over the nonterminals and their twins
+    rules = rules.expand(len(strings), *rules.shape)
+    roots = torch.full((len(strings), k), -1e9, dtype=wb.dtype)
+    roots[:, 0] = 0.0  # the start is the inventory's first name
+    log_z = torch.zeros(len(strings), dtype=wb.dtype)
+    long = [b for b, m in enumerate(lengths) if m >= 2]
+    if long:
+        got, _ = torch_struct.CKY(torch_struct.LogSemiring).logpartition(
+            (terms[long], rules[long], roots[long]),
+            lengths=torch.tensor([lengths[b] for b in long]),
+        )
+        log_z = log_z.index_put((torch.tensor(long),), got[0])
+    short = [b for b, m in enumerate(lengths) if m == 1]
+    if short:
+        log_z = log_z.index_put((torch.tensor(short),), terms[short, 0, 0])
+    value = -torch.expm1(-torch.exp(log_z))
+
+    def get(rows, spans):
+        if any(i != 0 or j != lengths[b] for b, (i, j) in zip(rows, spans, strict=True)):
+            raise ValueError("the torch-struct control gives whole strings' values only")
+        return value[torch.tensor(rows)][:, None]
+
+    return fastdcyk.learn.model.Cells(get, lengths, 0)
+
+
+#: The learning rates a peer chooses among with --select.
+PEER_RATES = (0.001, 0.003, 0.01, 0.03)
+
+
+def peer_run(kind, g, sets, seed, budget, steps=600, batch=32, select=False):
+    """A peer trained at lr 0.01 on the training strings, or (``select``) at the rate of
+    :data:`PEER_RATES` best on a validation fifth of them, trained on the rest."""
+    if not select:
+        return peer_fit(kind, g, sets, seed, budget, 0.01, steps, batch)
+    strings, labels = sets["train"]
+    rows = list(range(len(strings)))
+    random.Random(f"validation/{seed}").shuffle(rows)
+    cut = len(rows) // 5
+    fit = dict(sets, train=([strings[k] for k in rows[cut:]], [labels[k] for k in rows[cut:]]))
+    fit["validation"] = ([strings[k] for k in rows[:cut]], [labels[k] for k in rows[:cut]])
+    runs = [peer_fit(kind, g, fit, seed, budget, lr, steps, batch) for lr in PEER_RATES]
+    best = max(runs, key=lambda r: (r["validation"], -r["lr"]))
+    best["validation by lr"] = {str(r["lr"]): r["validation"] for r in runs}
+    return best
+
+
+def peer_fit(kind, g, sets, seed, budget, lr, steps, batch):
     torch.manual_seed(seed)
     vocab = {w: t for t, w in enumerate(g.terminals)}
     width = 2
     while parameters(Peer(kind, len(vocab), width + 1)) <= budget:
         width += 1
     model = Peer(kind, len(vocab), width)
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
 
     def tensors(strings):
         n = max(len(w) for w in strings)
@@ -261,14 +336,18 @@ def peer_run(kind, g, sets, seed, budget, steps=600, batch=32):
             got = (model(ids, lengths) > 0).tolist()
         return balanced(got, labels)
 
-    return {
+    out = {
         "parameters": parameters(model),
         "width": width,
+        "lr": lr,
         "train": accuracy(*sets["train"]),
         "11-20": accuracy(*sets["mid"]),
         "21-40": accuracy(*sets["far"]),
         "21-40 same length": accuracy(*sets["same"]),
     }
+    if "validation" in sets:
+        out["validation"] = accuracy(*sets["validation"])
+    return out
 
 
 #: Student's t at 0.975 for 1 to 4 degrees of freedom (the 95% interval of a mean).
@@ -286,6 +365,10 @@ def summary(path: Path) -> str:
         kind = r["model"]
         if r.get("restarts", 1) > 1:
             kind += f", {r['restarts']} restarts"
+        if r.get("select"):
+            kind += ", lr chosen on validation"
+        if r.get("gate", "sigmoid") != "sigmoid":
+            kind += f", {r['gate']} gate"
         groups.setdefault((r["language"], r["brackets"], kind), []).append(r)
 
     def mean(rs, key):
@@ -296,7 +379,7 @@ def summary(path: Path) -> str:
         sd = (sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5
         return f"{m:.3f} ± {T975[min(4, len(xs) - 1)] * sd / len(xs) ** 0.5:.3f}"
 
-    order = {"table": 0, "chart": 1, "lstm": 2, "transformer": 3}
+    order = {"table": 0, "chart": 1, "torch-struct": 2, "lstm": 3, "transformer": 4}
     rows = [
         "| language | brackets | model | seeds | 11-20 | 21-40 | 21-40, same length | "
         "exact up to L words | longest run (s) |",
@@ -326,10 +409,18 @@ def main(argv=None) -> None:
     p.add_argument("--languages", nargs="+", default=list(LANGUAGES), choices=list(LANGUAGES))
     p.add_argument(
         "--models", nargs="+", default=["table", "chart", "lstm", "transformer"],
-        choices=["table", "chart", "lstm", "transformer"],
+        choices=["table", "chart", "torch-struct", "lstm", "transformer"],
+    )  # fmt: skip
+    p.add_argument(
+        "--select", action="store_true",
+        help="the peers' learning rate chosen on a validation split (lstm, transformer)",
     )  # fmt: skip
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--brackets", action="store_true")
+    p.add_argument(
+        "--gate", choices=["sigmoid", "tanh"], default="sigmoid",
+        help="learn_grammar's gate (table and chart; the study's protocol ran sigmoid)",
+    )  # fmt: skip
     p.add_argument(
         "--restarts", type=int, default=1, help="learn_grammar's restarts (table and chart)"
     )
@@ -343,15 +434,21 @@ def main(argv=None) -> None:
     if args.record.exists():
         for line in args.record.read_text(encoding="utf-8").splitlines():
             r = json.loads(line)
-            done.add((r["language"], r["model"], r["seed"], r["brackets"], r.get("restarts", 1)))
+            done.add(
+                (r["language"], r["model"], r["seed"], r["brackets"], r.get("restarts", 1),
+                 r.get("select", False), r.get("gate", "sigmoid"))
+            )  # fmt: skip
     for seed in args.seeds:
         for name in args.languages:
             g = generator(name)
             sets = None
             for kind in args.models:
-                key = (name, kind, seed, args.brackets, args.restarts)
                 peer = kind in ("lstm", "transformer")
+                gate = args.gate if kind in ("table", "chart") else "sigmoid"
+                key = (name, kind, seed, args.brackets, args.restarts, args.select and peer, gate)
                 if key in done or (peer and (args.brackets or args.restarts > 1)):
+                    continue
+                if kind == "torch-struct" and args.brackets:
                     continue
                 sets = sets or data(g, seed)
                 k = len(g.nonterminals) + 1
@@ -361,17 +458,27 @@ def main(argv=None) -> None:
                 record["brackets"] = args.brackets
                 if not peer:
                     record["restarts"] = args.restarts
-                if kind in ("table", "chart"):
+                if gate != "sigmoid":
+                    record["gate"] = gate
+                elif args.select:
+                    record["select"] = True
+                if kind in ("table", "chart", "torch-struct"):
                     strings, labels = sets["train"]
                     brackets = None
                     if args.brackets:
                         brackets = [first_parse_spans(g, w) if y else None
                                     for w, y in zip(strings, labels, strict=True)]  # fmt: skip
-                    learned = fd.learn_grammar(
-                        strings, labels, nonterminals=k, method=kind, brackets=brackets,
-                        d=128 if k <= 6 else 256, seed=seed, progress=False,
-                        restarts=args.restarts,
-                    )  # fmt: skip
+                    control = kind == "torch-struct"
+                    with mock.patch.object(
+                        fastdcyk.learn.model, "chart_cells",
+                        struct_cells if control else fastdcyk.learn.model.chart_cells,
+                    ):  # fmt: skip
+                        learned = fd.learn_grammar(
+                            strings, labels, nonterminals=k, brackets=brackets,
+                            method="chart" if control else kind, gate=gate,
+                            d=128 if k <= 6 else 256, seed=seed, progress=False,
+                            restarts=args.restarts,
+                        )  # fmt: skip
                     seconds = time.perf_counter() - t0
                     lg = learned.grammar
                     length = enumerate_length(g)
@@ -389,7 +496,9 @@ def main(argv=None) -> None:
                         seconds=seconds,
                     )
                 else:
-                    record.update(peer_run(kind, g, sets, seed, budget=2 * n_rules))
+                    record.update(
+                        peer_run(kind, g, sets, seed, budget=2 * n_rules, select=args.select)
+                    )
                     record["seconds"] = time.perf_counter() - t0
                 # the trivial rule "of even length" beside the models (a^n b^n, Dyck, ...)
                 for band, where in (("mid", "11-20"), ("far", "21-40"), ("same", "same")):

@@ -136,6 +136,7 @@ def _cmd_learn(args: argparse.Namespace) -> int:
         max_steps=args.steps,
         restarts=args.restarts,
         method=args.method,
+        gate=args.gate,
         d=args.dim,
         dtype=args.dtype,
         l1=args.l1,
@@ -218,6 +219,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default="table",
         help="through the D-CYK table (default), or the control: the same gates over a "
         "symbolic chart",
+    )
+    p.add_argument(
+        "--gate",
+        choices=("sigmoid", "tanh"),
+        default="sigmoid",
+        help="what a detection writes: the trace gate's sigmoid (default sigmoid), or "
+        "tanh(s), 0 where nothing is derived",
     )
     p.add_argument("--dim", type=dimension, default=128, metavar="D", help="d (default 128)")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64")

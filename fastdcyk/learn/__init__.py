@@ -32,12 +32,13 @@ def learn_grammar(
     max_steps: int = 600,
     restarts: int = 1,
     method: str = "table",
+    gate: str = "sigmoid",
     d: int = 128,
     dtype: str = "float64",
     batch_size: int = 32,
     lr: float = 0.05,
     l1: float = 0.01,
-    beta: float | tuple[float, float] = (3.0, 20.0),
+    beta: float | tuple[float, float] | None = None,
     held_out: float = 0.2,
     bracket_weight: float = 1.0,
     progress: bool | float | None = None,
@@ -49,9 +50,9 @@ def learn_grammar(
     The inventory is every rule A -> B C over ``nonterminals`` nonterminals (``start`` and
     fresh names N1, N2, ...) and every A -> w over the words seen. Each rule has a weight,
     the sigmoid of a free parameter, and the weights are the rule weights of a
-    :class:`fastdcyk.nn.DCYK` layer (the trace variant, at ``d``): the forward pass is
-    D-CYK, and a string's score is the start symbol's statistic in the top cell (against
-    1/2, times 10, as a logit). Training (docs/learning.md, "Learning a grammar from
+    :class:`fastdcyk.nn.DCYK` layer (the trace variant with the ``gate``, at ``d``): the
+    forward pass is D-CYK, and a string's score is the start symbol's statistic in the top
+    cell (against 1/2, times 10, as a logit). Training (docs/learning.md, "Learning a grammar from
     strings"): binary cross-entropy against the labels plus ``l1`` times the mean weight,
     Adam, batches of ``batch_size``; a curriculum by length (the longest string allowed
     rises from 2 words to the longest given over the first 60% of the steps); the gates'
@@ -90,6 +91,13 @@ def learn_grammar(
         ``"table"``: through the D-CYK table. ``"chart"``: the same weights and gates over
         an exact symbolic chart (the control: what the table computes without its
         crosstalk; faster on small inventories).
+    gate : {"sigmoid", "tanh"}, default "sigmoid"
+        What each detection writes, given its statistic s: ``"tanh"``, tanh(beta s) (0
+        where no rule derives the nonterminal, slope beta there); ``"sigmoid"``, the trace
+        gate's sigma(beta (s - 1/2)), which writes sigma(-beta / 2) > 0 where nothing is
+        derived and passes almost no gradient there. Over the exact chart the tanh gate
+        learns the arithmetic expressions that the sigmoid gate leaves at chance; through
+        the table at d = 256 neither does (docs/results.md, study (m)).
     d : int, default 128
         The table's dimension (``method="table"``). The statistics' crosstalk grows with
         the number of nonterminals over d; d = 64 is too noisy to learn a^n b^n with 4
@@ -101,8 +109,9 @@ def learn_grammar(
         Adam's learning rate.
     l1 : float, default 0.01
         The weight of the mean rule weight in the loss: fewer rules kept.
-    beta : float or (float, float), default (3.0, 20.0)
-        The gates' slope, first and last (one number: fixed).
+    beta : float or (float, float), optional
+        The gates' slope, first and last (one number: fixed). Default: 1 for the tanh
+        gate, (3, 20) for the sigmoid gate.
     held_out : float, default 0.2
         The fraction of the strings (of each label) held out to choose the threshold and
         the restart; 0: the training strings choose them.
@@ -166,6 +175,7 @@ def learn_grammar(
         max_steps=max_steps,
         restarts=restarts,
         method=method,
+        gate=gate,
         d=d,
         dtype=dtype,
         batch_size=batch_size,

@@ -7,10 +7,11 @@ Each rule's weight is the sigmoid of a free parameter. Through the table
 (``method="table"``) the weights are :class:`fastdcyk.nn.DCYK`'s rule weights (the trace
 variant, smooth in them: docs/method.md, section 9): the unary step writes
 sum_A w(A -> a) [A] for a word a, the binary step scales each rule's contribution by its
-weight, and every detection passes the gate sigma(beta (s - 1/2)). The string's score is the
-start symbol's statistic in the top cell. Over the symbolic chart (``method="chart"``) an
-item's value is the same gate of the same sum, sum over splits and rules of
-w(A -> B C) v(B) v(C), computed exactly: what the table computes without its crosstalk.
+weight, and every detection passes the gate: tanh(beta s) (the tanh gate) or
+sigma(beta (s - 1/2)) (the trace gate's sigmoid). The string's score is the start symbol's
+statistic in the top cell. Over the symbolic chart (``method="chart"``) an item's value is
+the same gate of the same sum, sum over splits and rules of w(A -> B C) v(B) v(C), computed
+exactly: what the table computes without its crosstalk.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.symbols import Rule, Symbol
 from fastdcyk.learn.inputs import Span
 
-__all__ = ["Cells", "Inventory", "chart_cells", "inventory", "table_cells"]
+__all__ = ["Cells", "Inventory", "chart_cells", "gate", "inventory", "table_cells"]
 
 
 @dataclass(frozen=True)
@@ -113,11 +114,25 @@ def table_cells(layer, strings: Sequence[Sequence[str]], wu, wb) -> Cells:
     return Cells(get, [len(s) for s in strings], list(out.nonterminals).index(layer.grammar.start))
 
 
-def chart_cells(inv: Inventory, strings: Sequence[Sequence[str]], wu, wb, beta: float) -> Cells:
-    """The same cells over a symbolic chart: each item the gate sigma(beta (s - 1/2)) of
-    its sum s over splits and rules of w(A -> B C) v(B) v(C); a word's items the gate of
-    their rules' weights. Exact (no table), vectorised over the batch and each width's
-    cells."""
+def gate(name: str, s: torch.Tensor, beta: float) -> torch.Tensor:
+    """The gate ``name`` of the sums ``s``: ``"tanh"``, tanh(beta s); ``"sigmoid"``,
+    sigma(beta (s - 1/2))."""
+    if name == "tanh":
+        return torch.tanh(beta * s)
+    return torch.sigmoid(beta * (s - 0.5))
+
+
+def chart_cells(
+    inv: Inventory,
+    strings: Sequence[Sequence[str]],
+    wu,
+    wb,
+    beta: float,
+    gate_name: str = "sigmoid",
+) -> Cells:
+    """The same cells over a symbolic chart: each item the gate (:func:`gate`) of its sum s
+    over splits and rules of w(A -> B C) v(B) v(C); a word's items the gate of their rules'
+    weights. Exact (no table), vectorised over the batch and each width's cells."""
     k = len(inv.names)
     vocab = {w: t for t, w in enumerate(inv.words)}
     lengths = [len(s) for s in strings]
@@ -125,13 +140,13 @@ def chart_cells(inv: Inventory, strings: Sequence[Sequence[str]], wu, wb, beta: 
     ids = torch.tensor([[vocab[w] for w in s] + [0] * (n - len(s)) for s in strings])
     unary = wu.reshape(k, len(inv.words))
     binary = wb.reshape(k, k, k)
-    width = {1: torch.sigmoid(beta * (unary[:, ids].permute(1, 2, 0) - 0.5))}  # (B, n, N)
+    width = {1: gate(gate_name, unary[:, ids].permute(1, 2, 0), beta)}  # (B, n, N)
     for s in range(2, n + 1):
         m = n - s + 1  # the cells of width s: starts 0..m-1
         left = torch.stack([width[q][:, :m] for q in range(1, s)], 1)  # (B, s-1, m, N)
         right = torch.stack([width[s - q][:, q : q + m] for q in range(1, s)], 1)
         total = torch.einsum("bkmx,bkmy,zxy->bmz", left, right, binary)
-        width[s] = torch.sigmoid(beta * (total - 0.5))
+        width[s] = gate(gate_name, total, beta)
 
     def get(rows: list[int], spans: list[Span]) -> torch.Tensor:
         return torch.stack([width[j - i][b, i] for b, (i, j) in zip(rows, spans, strict=True)])

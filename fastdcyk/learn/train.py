@@ -28,6 +28,9 @@ from fastdcyk.options import check_beta
 
 __all__ = ["Settings", "learn_grammar"]
 
+#: The gates of the model (:func:`fastdcyk.learn.model.gate`) and their default beta.
+GATES = ("tanh", "sigmoid")
+DEFAULT_BETA: dict[str, float | tuple[float, float]] = {"tanh": 1.0, "sigmoid": (3.0, 20.0)}
 #: The checkpoint's file in the checkpoint folder.
 STATE = "state.pt"
 #: Bytes per rule of the inventory beyond its spectra: the Rule objects, the grammar's
@@ -46,6 +49,7 @@ class Settings:
     max_steps: int
     restarts: int
     method: str
+    gate: str
     d: int
     dtype: str
     batch_size: int
@@ -80,6 +84,7 @@ def _settings(**kw: Any) -> Settings:
     kw["max_steps"] = check_int("max_steps", kw["max_steps"], 1)
     kw["restarts"] = check_int("restarts", kw["restarts"], 1)
     kw["method"] = check_choice("method", kw["method"], ("table", "chart"))
+    kw["gate"] = check_choice("gate", kw["gate"], GATES)
     kw["d"] = check_dim(kw["d"])
     dtype = kw["dtype"]
     names = {torch.float32: "float32", torch.float64: "float64"}
@@ -88,7 +93,7 @@ def _settings(**kw: Any) -> Settings:
     kw["lr"] = _positive("lr", kw["lr"])
     kw["l1"] = _positive("l1", kw["l1"], zero=True)
     kw["bracket_weight"] = _positive("bracket_weight", kw["bracket_weight"], zero=True)
-    beta = kw["beta"]
+    beta = DEFAULT_BETA[kw["gate"]] if kw["beta"] is None else kw["beta"]
     pair = (beta, beta) if isinstance(beta, int | float) else tuple(beta)
     if len(pair) != 2:
         raise ValueError(f"beta must be a number or a pair (first, last), got {beta!r}")
@@ -283,13 +288,14 @@ def _train(
 
     def cells(strings: list, beta: float, wb: torch.Tensor, wu: torch.Tensor) -> model.Cells:
         if s.method == "chart":
-            return model.chart_cells(inv, strings, wu, wb, beta)
+            return model.chart_cells(inv, strings, wu, wb, beta, s.gate)
         layer = layers.get(beta)
         if layer is None:
             layer = layers[beta] = DCYK(
                 inv.grammar,
                 s.d,
                 variant="trace",
+                gate="trace" if s.gate == "sigmoid" else s.gate,
                 learn=(),
                 beta=beta,
                 dtype=run.dtype,

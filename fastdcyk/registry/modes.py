@@ -27,7 +27,7 @@ Examples
 --------
 >>> from fastdcyk.registry import modes
 >>> [m.name for m in modes.MODES.values()]
-['entrywise', 'trace', 'cleanup', 'weighted']
+['entrywise', 'trace', 'tanh', 'cleanup', 'weighted']
 >>> modes.select("cleanup", "table").name
 'weighted'
 >>> modes.select("trace", "table")
@@ -297,6 +297,17 @@ register(
         },
         orders=("sequential", "cell", "width"),
         simulation=".trace.simulation:TraceSimulation",
+        buffers=".trace:work_buffers",
+        cost=".trace:seconds",
+    )
+)
+register(
+    Mode(
+        name="tanh",
+        gate="tanh",
+        summary="the trace gate with tanh, for learning: P_A = tanh(beta tr(M) / d) I",
+        parsers={"torch": ".tanh.torch_parser:TorchTanhParser"},
+        orders=("sequential", "cell", "width"),
         buffers=".trace:work_buffers",
         cost=".trace:seconds",
     )

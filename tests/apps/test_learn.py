@@ -3,6 +3,7 @@ D-CYK table, its checkpoints, and the input it refuses."""
 
 from __future__ import annotations
 
+import math
 import random
 import subprocess
 import sys
@@ -184,7 +185,8 @@ def test_brackets_enter_the_loss():
     wb = torch.rand(inv.n_binary, generator=gen, dtype=torch.float64).requires_grad_()
     wu = torch.rand(inv.n_unary, generator=gen, dtype=torch.float64)
     s = train._settings(
-        nonterminals=3, start="S", seed=0, max_steps=10, restarts=1, method="chart", d=64,
+        nonterminals=3, start="S", seed=0, max_steps=10, restarts=1, method="chart",
+        gate="sigmoid", d=64,
         dtype="float64", batch_size=4, lr=0.05, l1=0.0, beta=3.0, held_out=0.0,
         bracket_weight=1.0,
     )  # fmt: skip
@@ -292,3 +294,44 @@ def test_cli_learn_killed_and_resumed(tmp_path):
     assert done.returncode == 0, done.stderr
     a, b = LearnedGrammar.load(whole), LearnedGrammar.load(out)
     assert a.weights == b.weights and a.grammar == b.grammar
+
+
+def test_the_tanh_gate_writes_nothing_where_nothing_is_derived():
+    """Over the exact chart, an item no rule derives is 0 with the tanh gate and
+    sigma(-beta / 2) > 0 with the sigmoid gate; a derived one is tanh(beta s)."""
+    inv = model.inventory(2, "S", ("a", "b"))
+    wb = torch.zeros(inv.n_binary, dtype=torch.float64)
+    wb[0] = 1.0  # S -> S S, the only binary rule
+    wu = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64)  # S -> 'a' only
+    strings = [("a", "a"), ("a", "b")]
+    tanh = model.chart_cells(inv, strings, wu, wb, 2.0, "tanh").top()
+    sig = model.chart_cells(inv, strings, wu, wb, 2.0, "sigmoid").top()
+    one = math.tanh(2.0)  # each 'a' as S
+    assert tanh.tolist() == pytest.approx([math.tanh(2.0 * one * one), 0.0], abs=1e-15)
+    assert float(sig[1]) > 0.1
+
+
+def test_the_table_with_the_tanh_gate_follows_the_exact_chart():
+    """nn.DCYK with gate="tanh" computes the chart's values up to the table's crosstalk,
+    which falls as d grows (float64, fixed codebook seed)."""
+    from fastdcyk.nn import DCYK
+
+    inv = model.inventory(3, "S", ("a", "b"))
+    gen = torch.Generator().manual_seed(0)
+    wb = 0.5 * torch.rand(inv.n_binary, generator=gen, dtype=torch.float64)
+    wu = torch.rand(inv.n_unary, generator=gen, dtype=torch.float64)
+    strings = [("a", "b", "a", "b"), ("b", "a", "a"), ("a", "a", "b", "b", "b")]
+    exact = model.chart_cells(inv, strings, wu, wb, 1.0, "tanh").top()
+    errors = []
+    for d in (128, 2048):
+        layer = DCYK(inv.grammar, d, variant="trace", gate="tanh", beta=1.0, learn=(),
+                     seed=0, dtype=torch.float64, max_length=5)  # fmt: skip
+        got = model.table_cells(layer, strings, wu, wb).top()
+        errors.append(float((got - exact).abs().max()))
+    assert errors[1] < errors[0]
+    assert errors[1] < 0.05  # crosstalk ~ sqrt(items / d): about 0.02 at d = 2048
+
+
+def test_the_tanh_gate_is_not_a_numpy_parser():
+    with pytest.raises(ValueError, match="torch"):
+        fd.dcyk(fd.Grammar.builtin("G0"), ["fish", "swim"], d=64, gate="tanh")

@@ -35,8 +35,8 @@ def exact_mode():
 
 
 def test_the_built_in_modes_and_their_facts():
-    assert list(modes.MODES) == ["entrywise", "trace", "cleanup", "weighted"]
-    assert modes.gates() == ("entrywise", "trace", "cleanup")
+    assert list(modes.MODES) == ["entrywise", "trace", "tanh", "cleanup", "weighted"]
+    assert modes.gates() == ("entrywise", "trace", "tanh", "cleanup")
     assert modes.select("cleanup").name == "cleanup"
     assert modes.select("cleanup", "table").name == "weighted"
     for mode in modes.MODES.values():  # every part named by a record exists

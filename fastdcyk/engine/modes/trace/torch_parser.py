@@ -44,8 +44,13 @@ class TorchTraceParser(TorchSpectralParser):
     def detect(self, i: int, j: int, step: Step, ks: slice) -> Detections:
         spectra_w = self.unary_w if step == schedule.UNARY else self.binary_w
         tvals = (self._readout_q @ spectra_w[ks].T).real
-        gates = self.sigmoid(tvals)
+        gates = self.gate(tvals)
         return Detections(tvals, gates, gates, gates)
+
+    def gate(self, tvals: torch.Tensor) -> torch.Tensor:
+        """What a detection writes, given its readouts: sigma with the options' beta (the
+        tanh gate's parser, :mod:`fastdcyk.engine.modes.tanh`, writes tanh)."""
+        return self.sigmoid(tvals)
 
     def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
         rows = self.unary_rows if step == schedule.UNARY else self.binary_rows
@@ -98,7 +103,7 @@ class TorchTraceParser(TorchSpectralParser):
                 lr = torch.mul(self.left_spectrum, self.right_spectrum, out=self._batch_work)
             q = (lr @ dg).transpose(1, 2)  # (B, C, h)
         tvals = (q @ spectra_w.T).real  # (B, C, k)
-        gates = self.sigmoid(tvals)
+        gates = self.gate(tvals)
         active = self.ends_active()[:, j_idx]  # (B, C): the sentences that have each cell
         det = Detections(tvals, gates, gates, gates)
         keep, any_kept = ledger.decide_cells(cells, self.rows(step), det, active)
