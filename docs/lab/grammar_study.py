@@ -369,6 +369,10 @@ def summary(path: Path) -> str:
             kind += ", lr chosen on validation"
         if r.get("gate", "sigmoid") != "sigmoid":
             kind += f", {r['gate']} gate"
+        if r.get("dim"):
+            kind += f", d = {r['dim']}"
+        if r.get("extra", 1) != 1:
+            kind += f", {r['extra']} extra nonterminals"
         groups.setdefault((r["language"], r["brackets"], kind), []).append(r)
 
     def mean(rs, key):
@@ -418,6 +422,14 @@ def main(argv=None) -> None:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--brackets", action="store_true")
     p.add_argument(
+        "--extra", type=int, default=1,
+        help="nonterminals beyond the generator's (table, chart, torch-struct; default 1)",
+    )  # fmt: skip
+    p.add_argument(
+        "--dim", type=int, default=None,
+        help="the table's d (default: 128 up to 6 nonterminals, 256 above)",
+    )  # fmt: skip
+    p.add_argument(
         "--gate", choices=["sigmoid", "tanh"], default="sigmoid",
         help="learn_grammar's gate (table and chart; the study's protocol ran sigmoid)",
     )  # fmt: skip
@@ -436,7 +448,8 @@ def main(argv=None) -> None:
             r = json.loads(line)
             done.add(
                 (r["language"], r["model"], r["seed"], r["brackets"], r.get("restarts", 1),
-                 r.get("select", False), r.get("gate", "sigmoid"))
+                 r.get("select", False), r.get("gate", "sigmoid"), r.get("dim"),
+                 r.get("extra", 1))
             )  # fmt: skip
     for seed in args.seeds:
         for name in args.languages:
@@ -445,13 +458,16 @@ def main(argv=None) -> None:
             for kind in args.models:
                 peer = kind in ("lstm", "transformer")
                 gate = args.gate if kind in ("table", "chart") else "sigmoid"
-                key = (name, kind, seed, args.brackets, args.restarts, args.select and peer, gate)
+                dim = args.dim if kind == "table" else None
+                extra = 1 if peer else args.extra
+                key = (name, kind, seed, args.brackets, args.restarts, args.select and peer, gate,
+                       dim, extra)  # fmt: skip
                 if key in done or (peer and (args.brackets or args.restarts > 1)):
                     continue
                 if kind == "torch-struct" and args.brackets:
                     continue
                 sets = sets or data(g, seed)
-                k = len(g.nonterminals) + 1
+                k = len(g.nonterminals) + extra
                 n_rules = k**3 + k * len(g.terminals)
                 t0 = time.perf_counter()
                 record = {"language": name, "model": kind, "seed": seed}
@@ -460,6 +476,10 @@ def main(argv=None) -> None:
                     record["restarts"] = args.restarts
                 if gate != "sigmoid":
                     record["gate"] = gate
+                if dim is not None:
+                    record["dim"] = dim
+                if extra != 1:
+                    record["extra"] = extra
                 elif args.select:
                     record["select"] = True
                 if kind in ("table", "chart", "torch-struct"):
@@ -476,7 +496,7 @@ def main(argv=None) -> None:
                         learned = fd.learn_grammar(
                             strings, labels, nonterminals=k, brackets=brackets,
                             method="chart" if control else kind, gate=gate,
-                            d=128 if k <= 6 else 256, seed=seed, progress=False,
+                            d=dim or (128 if k <= 6 else 256), seed=seed, progress=False,
                             restarts=args.restarts,
                         )  # fmt: skip
                     seconds = time.perf_counter() - t0

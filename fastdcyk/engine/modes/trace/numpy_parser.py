@@ -39,13 +39,8 @@ class NumpyTraceParser(NumpySpectralParser):
         tables = self.tables
         spectra = tables.unary_spectra if step == schedule.UNARY else tables.binary_spectra
         readouts = self.trace(spectra[ks], self._readout_q)
-        gates = self.gate(readouts)
+        gates = sigmoid(readouts, self.opt.beta)
         return Detections(readouts[None], gates[None], gates[None], gates)
-
-    def gate(self, readouts: np.ndarray) -> np.ndarray:
-        """What a detection writes, given its readouts: sigma with the options' beta (the
-        tanh gate's parser, :mod:`fastdcyk.engine.modes.tanh`, writes tanh)."""
-        return sigmoid(readouts, self.opt.beta)
 
     def write(self, i: int, j: int, step: Step, ks: slice, det: Detections, keep: Any) -> None:
         keep = keep[0]
