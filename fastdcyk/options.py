@@ -321,11 +321,13 @@ class DCYKOptions:
         "large grammars)",
     )
     gate: str = declaration(
-        '{"entrywise", "trace", "cleanup"}',
+        '{"entrywise", "trace", "tanh", "cleanup"}',
         """The detection mode (:mod:`fastdcyk.registry.modes`): ``"entrywise"`` (the paper:
         P_A = sigma(M), masked to the diagonal in the binary step), ``"trace"``
-        (P_A = sigma(tr(M) / d) I) or ``"cleanup"`` (the grammar's rules over the children's
-        read-back scores, docs/method.md, section 6), or the gate of a mode added with
+        (P_A = sigma(tr(M) / d) I), ``"tanh"`` (P_A = tanh(beta tr(M) / d) I, torch backend,
+        for learning: no parser, docs/method.md, section 4.7) or ``"cleanup"`` (the
+        grammar's rules over the children's read-back scores, docs/method.md, section 6),
+        or the gate of a mode added with
         :func:`fastdcyk.registry.modes.register`. Default: the variant's.""",
         choices=_gates,
         cli="override the variant's gate",

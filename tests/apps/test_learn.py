@@ -228,10 +228,11 @@ def test_cli_learn_writes_a_grammar(tmp_path, capsys):
     y = _write(tmp_path / "y.txt", ["1" if v else "0" for v in labels])
     out = tmp_path / "g.cfg"
     args = ["learn", "--strings", s, "--labels", y, "--nonterminals", "3", "--out", str(out)]
-    assert main([*args, "--method", "chart", "--steps", "40"]) == 0
+    assert main([*args, "--method", "chart", "--steps", "40", "--gate", "tanh"]) == 0
     assert "learned" in capsys.readouterr().out
     learned = LearnedGrammar.load(out)
     assert learned.config["max_steps"] == 40
+    assert learned.config["gate"] == "tanh" and learned.config["beta"] == [1.0, 1.0]
     if learned.grammar is not None:
         assert fd.Grammar.from_file(out) == learned.grammar
 
