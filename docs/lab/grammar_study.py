@@ -38,7 +38,10 @@ edits, and their bands hold fewer negatives (counted in the record). Models:
 With ``--brackets`` the members carry the unlabelled brackets of one parse (the first
 derivation symbolic CYK finds). The learned grammar's language is compared with the
 generator's on every string of up to L words, L the longest length whose strings number at
-most 100,000 in all. Each model gets the generator's nonterminal count plus one.
+most 100,000 in all. Each model gets the generator's nonterminal count plus one (plus
+``--extra``). The tries of the second round: ``--gate tanh``, ``--extra 3``, ``--l1
+0.001``, ``--dim 256``, ``--restarts 4``; each is recorded in the run's line and names its
+rows in ``--summary``.
 """
 
 from __future__ import annotations
@@ -373,6 +376,8 @@ def summary(path: Path) -> str:
             kind += f", d = {r['dim']}"
         if r.get("extra", 1) != 1:
             kind += f", {r['extra']} extra nonterminals"
+        if r.get("l1") is not None:
+            kind += f", l1 = {r['l1']}"
         groups.setdefault((r["language"], r["brackets"], kind), []).append(r)
 
     def mean(rs, key):
@@ -426,6 +431,10 @@ def main(argv=None) -> None:
         help="nonterminals beyond the generator's (table, chart, torch-struct; default 1)",
     )  # fmt: skip
     p.add_argument(
+        "--l1", type=float, default=None,
+        help="learn_grammar's l1 (table, chart, torch-struct; default: its default, 0.01)",
+    )  # fmt: skip
+    p.add_argument(
         "--dim", type=int, default=None,
         help="the table's d (default: 128 up to 6 nonterminals, 256 above)",
     )  # fmt: skip
@@ -449,7 +458,7 @@ def main(argv=None) -> None:
             done.add(
                 (r["language"], r["model"], r["seed"], r["brackets"], r.get("restarts", 1),
                  r.get("select", False), r.get("gate", "sigmoid"), r.get("dim"),
-                 r.get("extra", 1))
+                 r.get("extra", 1), r.get("l1"))
             )  # fmt: skip
     for seed in args.seeds:
         for name in args.languages:
@@ -461,7 +470,7 @@ def main(argv=None) -> None:
                 dim = args.dim if kind == "table" else None
                 extra = 1 if peer else args.extra
                 key = (name, kind, seed, args.brackets, args.restarts, args.select and peer, gate,
-                       dim, extra)  # fmt: skip
+                       dim, extra, None if peer else args.l1)  # fmt: skip
                 if key in done or (peer and (args.brackets or args.restarts > 1)):
                     continue
                 if kind == "torch-struct" and args.brackets:
@@ -480,6 +489,8 @@ def main(argv=None) -> None:
                     record["dim"] = dim
                 if extra != 1:
                     record["extra"] = extra
+                if args.l1 is not None and not peer:
+                    record["l1"] = args.l1
                 elif args.select:
                     record["select"] = True
                 if kind in ("table", "chart", "torch-struct"):
@@ -498,6 +509,7 @@ def main(argv=None) -> None:
                             method="chart" if control else kind, gate=gate,
                             d=dim or (128 if k <= 6 else 256), seed=seed, progress=False,
                             restarts=args.restarts,
+                            **({} if args.l1 is None else {"l1": args.l1}),
                         )  # fmt: skip
                     seconds = time.perf_counter() - t0
                     lg = learned.grammar
