@@ -97,8 +97,9 @@ def test_the_registries_import_nothing_of_fastdcyk_but_themselves():
 @pytest.mark.parametrize("folder", ["engine/backends", "engine/modes"])
 def test_a_backend_or_mode_imports_no_other_but_the_one_it_extends(folder):
     """Each backend's folder is its own; a mode imports another only to extend it (the
-    weighted table's parser is the clean-up gate's, writing a PCFG's scores)."""
-    extends = {("weighted", "cleanup")}
+    weighted table's parser is the clean-up gate's, writing a PCFG's scores; the tanh
+    gate's is the trace gate's, writing tanh)."""
+    extends = {("weighted", "cleanup"), ("tanh", "trace")}
     prefix = "fastdcyk." + folder.replace("/", ".") + "."
     for path in _modules(folder):
         own = _module(path)[len(prefix) :].split(".")[0]
