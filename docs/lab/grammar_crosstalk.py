@@ -22,7 +22,6 @@ import torch
 
 import fastdcyk as fd
 from fastdcyk.learn import model
-from fastdcyk.nn import DCYK
 
 
 def main(argv=None) -> None:
@@ -52,10 +51,7 @@ def main(argv=None) -> None:
     chart_acc = float(((exact > 0.5) == ys).double().mean())
     for d in args.dims:
         t0 = time.perf_counter()
-        layer = DCYK(
-            inv.grammar, d, variant="trace", gate="trace" if args.gate == "sigmoid" else "tanh",
-            beta=beta, learn=(), seed=0, dtype=torch.float64, max_length=max(map(len, ss)),
-        )  # fmt: skip
+        layer = model.table_layer(inv, d, args.gate, beta, torch.float64, max(map(len, ss)))
         got = torch.cat(
             [model.table_cells(layer, ss[i : i + 32], wu, wb).top() for i in range(0, len(ss), 32)]
         )

@@ -47,6 +47,7 @@ rows in ``--summary``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import random
@@ -413,6 +414,37 @@ def summary(path: Path) -> str:
     return "\n".join(rows)
 
 
+def settings(args: argparse.Namespace, kind: str) -> dict:
+    """The run's settings as its record holds them, each left out at its default: the
+    brackets; for a peer whether its rate was chosen on validation; for the others the
+    restarts, and the tries (the gate of the table and the chart, the table's d, extra
+    nonterminals, l1)."""
+    out: dict = {"brackets": args.brackets}
+    if kind in ("lstm", "transformer"):
+        if args.select:
+            out["select"] = True
+        return out
+    out["restarts"] = args.restarts
+    if kind in ("table", "chart") and args.gate != "sigmoid":
+        out["gate"] = args.gate
+    if kind == "table" and args.dim is not None:
+        out["dim"] = args.dim
+    if args.extra != 1:
+        out["extra"] = args.extra
+    if args.l1 is not None:
+        out["l1"] = args.l1
+    return out
+
+
+def run_key(record: dict) -> tuple:
+    """What makes a run (a record) the same run: a run whose key is recorded is skipped."""
+    return (
+        record["language"], record["model"], record["seed"], record["brackets"],
+        record.get("restarts", 1), record.get("select", False), record.get("gate", "sigmoid"),
+        record.get("dim"), record.get("extra", 1), record.get("l1"),
+    )  # fmt: skip
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--languages", nargs="+", default=list(LANGUAGES), choices=list(LANGUAGES))
@@ -454,45 +486,22 @@ def main(argv=None) -> None:
     done = set()
     if args.record.exists():
         for line in args.record.read_text(encoding="utf-8").splitlines():
-            r = json.loads(line)
-            done.add(
-                (r["language"], r["model"], r["seed"], r["brackets"], r.get("restarts", 1),
-                 r.get("select", False), r.get("gate", "sigmoid"), r.get("dim"),
-                 r.get("extra", 1), r.get("l1"))
-            )  # fmt: skip
+            done.add(run_key(json.loads(line)))
     for seed in args.seeds:
         for name in args.languages:
             g = generator(name)
             sets = None
             for kind in args.models:
                 peer = kind in ("lstm", "transformer")
-                gate = args.gate if kind in ("table", "chart") else "sigmoid"
-                dim = args.dim if kind == "table" else None
-                extra = 1 if peer else args.extra
-                key = (name, kind, seed, args.brackets, args.restarts, args.select and peer, gate,
-                       dim, extra, None if peer else args.l1)  # fmt: skip
-                if key in done or (peer and (args.brackets or args.restarts > 1)):
+                record = {"language": name, "model": kind, "seed": seed, **settings(args, kind)}
+                if run_key(record) in done or (peer and (args.brackets or args.restarts > 1)):
                     continue
                 if kind == "torch-struct" and args.brackets:
                     continue
                 sets = sets or data(g, seed)
-                k = len(g.nonterminals) + extra
+                k = len(g.nonterminals) + record.get("extra", 1)
                 n_rules = k**3 + k * len(g.terminals)
                 t0 = time.perf_counter()
-                record = {"language": name, "model": kind, "seed": seed}
-                record["brackets"] = args.brackets
-                if not peer:
-                    record["restarts"] = args.restarts
-                if gate != "sigmoid":
-                    record["gate"] = gate
-                if dim is not None:
-                    record["dim"] = dim
-                if extra != 1:
-                    record["extra"] = extra
-                if args.l1 is not None and not peer:
-                    record["l1"] = args.l1
-                elif args.select:
-                    record["select"] = True
                 if kind in ("table", "chart", "torch-struct"):
                     strings, labels = sets["train"]
                     brackets = None
@@ -500,15 +509,17 @@ def main(argv=None) -> None:
                         brackets = [first_parse_spans(g, w) if y else None
                                     for w, y in zip(strings, labels, strict=True)]  # fmt: skip
                     control = kind == "torch-struct"
-                    with mock.patch.object(
-                        fastdcyk.learn.model, "chart_cells",
-                        struct_cells if control else fastdcyk.learn.model.chart_cells,
-                    ):  # fmt: skip
+                    with (
+                        mock.patch.object(fastdcyk.learn.model, "chart_cells", struct_cells)
+                        if control
+                        else contextlib.nullcontext()
+                    ):
                         learned = fd.learn_grammar(
                             strings, labels, nonterminals=k, brackets=brackets,
-                            method="chart" if control else kind, gate=gate,
-                            d=dim or (128 if k <= 6 else 256), seed=seed, progress=False,
-                            restarts=args.restarts,
+                            method="chart" if control else kind,
+                            gate=record.get("gate", "sigmoid"),
+                            d=record.get("dim") or (128 if k <= 6 else 256), seed=seed,
+                            progress=False, restarts=args.restarts,
                             **({} if args.l1 is None else {"l1": args.l1}),
                         )  # fmt: skip
                     seconds = time.perf_counter() - t0

@@ -25,8 +25,9 @@ import torch
 from fastdcyk.cfg.grammar import Grammar
 from fastdcyk.cfg.symbols import Rule, Symbol
 from fastdcyk.learn.inputs import Span
+from fastdcyk.nn import DCYK
 
-__all__ = ["Cells", "Inventory", "chart_cells", "gate", "inventory", "table_cells"]
+__all__ = ["Cells", "Inventory", "chart_cells", "gate", "inventory", "table_cells", "table_layer"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,24 @@ class Cells:
 
     def at(self, rows: Sequence[int], spans: Sequence[Span]) -> torch.Tensor:
         return self._get(list(rows), list(spans))
+
+
+def table_layer(
+    inv: Inventory, d: int, gate_name: str, beta: float, dtype: torch.dtype, max_length: int
+) -> DCYK:
+    """The :class:`fastdcyk.nn.DCYK` layer of the inventory that :func:`table_cells` runs:
+    the trace variant with the gate ``gate_name`` (``"sigmoid"``, the trace gate's; or
+    ``"tanh"``), its rule weights given at each call, nothing else learned."""
+    return DCYK(
+        inv.grammar,
+        d,
+        variant="trace",
+        gate="trace" if gate_name == "sigmoid" else gate_name,
+        learn=(),
+        beta=beta,
+        dtype=dtype,
+        max_length=max_length,
+    )
 
 
 def table_cells(layer, strings: Sequence[Sequence[str]], wu, wb) -> Cells:

@@ -23,7 +23,6 @@ from fastdcyk.engine.progress import check_progress, progress_bar
 from fastdcyk.hrr.memory import available_memory
 from fastdcyk.learn import inputs, model, readoff
 from fastdcyk.learn.result import LearnedGrammar
-from fastdcyk.nn import DCYK
 from fastdcyk.options import check_beta
 
 __all__ = ["Settings", "learn_grammar"]
@@ -291,16 +290,7 @@ def _train(
             return model.chart_cells(inv, strings, wu, wb, beta, s.gate)
         layer = layers.get(beta)
         if layer is None:
-            layer = layers[beta] = DCYK(
-                inv.grammar,
-                s.d,
-                variant="trace",
-                gate="trace" if s.gate == "sigmoid" else s.gate,
-                learn=(),
-                beta=beta,
-                dtype=run.dtype,
-                max_length=longest,
-            )
+            layer = layers[beta] = model.table_layer(inv, s.d, s.gate, beta, run.dtype, longest)
         return model.table_cells(layer, strings, wu, wb)
 
     total = s.restarts * s.max_steps

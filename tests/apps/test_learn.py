@@ -314,9 +314,7 @@ def test_the_tanh_gate_writes_nothing_where_nothing_is_derived():
 
 def test_the_table_with_the_tanh_gate_follows_the_exact_chart():
     """nn.DCYK with gate="tanh" computes the chart's values up to the table's crosstalk,
-    which falls as d grows (float64, fixed codebook seed)."""
-    from fastdcyk.nn import DCYK
-
+    which falls as d grows (float64, the layer's default codebook seed)."""
     inv = model.inventory(3, "S", ("a", "b"))
     gen = torch.Generator().manual_seed(0)
     wb = 0.5 * torch.rand(inv.n_binary, generator=gen, dtype=torch.float64)
@@ -325,8 +323,7 @@ def test_the_table_with_the_tanh_gate_follows_the_exact_chart():
     exact = model.chart_cells(inv, strings, wu, wb, 1.0, "tanh").top()
     errors = []
     for d in (128, 2048):
-        layer = DCYK(inv.grammar, d, variant="trace", gate="tanh", beta=1.0, learn=(),
-                     seed=0, dtype=torch.float64, max_length=5)  # fmt: skip
+        layer = model.table_layer(inv, d, "tanh", 1.0, torch.float64, max_length=5)
         got = model.table_cells(layer, strings, wu, wb).top()
         errors.append(float((got - exact).abs().max()))
     assert errors[1] < errors[0]
